@@ -1,0 +1,12 @@
+//! memdex core: the types every other crate speaks — memory items, ids, granularity, model
+//! identity, options structs and errors. No I/O, no candle, no async runtime.
+
+mod error;
+mod item;
+mod model;
+mod options;
+
+pub use error::CoreError;
+pub use item::{content_hash, ItemId, MemoryItem, Role, Session, Turn};
+pub use model::{ModelInfo, Pooling, TextKind};
+pub use options::{DeviceChoice, Granularity, KeyRoles, OnError, SearchOptions};

@@ -1,0 +1,343 @@
+use candle_core::{DType, Device, Tensor, D};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use memdex_core::{ModelInfo, Pooling, TextKind};
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::files::{ModelFiles, WeightFiles};
+use crate::{device_name, plan_batches, EmbedError};
+
+/// Floating-point precision of the weights and activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Precision {
+    fn dtype(self) -> DType {
+        match self {
+            Precision::F32 => DType::F32,
+            Precision::F16 => DType::F16,
+            Precision::Bf16 => DType::BF16,
+        }
+    }
+}
+
+/// Embedder settings. `None` fields take the model's or the device's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedOptions {
+    /// Padded tokens per forward pass (batch size × longest input). Default: 8,192 on CPU,
+    /// 65,536 on CUDA.
+    pub token_budget: Option<usize>,
+    /// Inputs per forward pass at most. Default: 256 on CPU, 1,024 on CUDA.
+    pub max_batch: Option<usize>,
+    /// Overrides `max_seq_length` from `sentence_bert_config.json` (capped by the model's
+    /// position embeddings).
+    pub max_length: Option<usize>,
+    /// Overrides the model profile's query prefix (E5: `query: `).
+    pub query_prefix: Option<String>,
+    /// Overrides the model profile's passage prefix (E5: `passage: `).
+    pub passage_prefix: Option<String>,
+    /// Default: f32 on CPU, f16 on CUDA.
+    pub precision: Option<Precision>,
+}
+
+/// Vectors for a list of texts, in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    pub dim: usize,
+    /// Row-major, `texts × dim`.
+    pub data: Vec<f32>,
+    /// Tokens per text after truncation, special tokens included.
+    pub tokens: Vec<usize>,
+}
+
+impl Embeddings {
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+}
+
+/// A loaded sentence encoder. Synchronous; owns its device.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dtype: DType,
+    pad_id: u32,
+    info: ModelInfo,
+    files: ModelFiles,
+    token_budget: usize,
+    max_batch: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("model", &self.info.name)
+            .field("device", &device_name(&self.device))
+            .field("dtype", &self.dtype)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model named by `spec` (directory or cached hub repo id) onto `device`.
+    pub fn load(spec: &str, device: Device, opts: &EmbedOptions) -> Result<Embedder, EmbedError> {
+        let files = ModelFiles::resolve(spec)?;
+        Self::from_files(files, device, opts)
+    }
+
+    pub fn from_files(
+        files: ModelFiles,
+        device: Device,
+        opts: &EmbedOptions,
+    ) -> Result<Embedder, EmbedError> {
+        let config = read_bert_config(&files.config)?;
+        let default_max = files.max_seq_length.unwrap_or(512);
+        let max_length = opts
+            .max_length
+            .unwrap_or(default_max)
+            .min(config.max_position_embeddings)
+            .max(2);
+
+        let mut tokenizer =
+            Tokenizer::from_file(&files.tokenizer).map_err(|e| EmbedError::Tokenizer {
+                path: files.tokenizer.clone(),
+                message: e.to_string(),
+            })?;
+        // Whatever tokenizer.json carries (MiniLM ships truncation 128 and fixed padding 128),
+        // memdex truncates to the model's max length and pads per batch itself.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| EmbedError::Tokenizer {
+                path: files.tokenizer.clone(),
+                message: e.to_string(),
+            })?;
+        let pad_id = tokenizer
+            .token_to_id("[PAD]")
+            .or_else(|| tokenizer.token_to_id("<pad>"))
+            .unwrap_or(config.pad_token_id as u32);
+        if tokenizer.get_vocab_size(true) > config.vocab_size {
+            return Err(EmbedError::Config {
+                path: files.tokenizer.clone(),
+                message: format!(
+                    "tokenizer has {} tokens but config.json vocab_size is {}",
+                    tokenizer.get_vocab_size(true),
+                    config.vocab_size
+                ),
+            });
+        }
+
+        let is_cuda = device.is_cuda();
+        let precision = opts.precision.unwrap_or(if is_cuda {
+            Precision::F16
+        } else {
+            Precision::F32
+        });
+        let dtype = precision.dtype();
+        let weights_err = |path: &std::path::Path, e: candle_core::Error| EmbedError::Weights {
+            path: path.to_path_buf(),
+            config: files.config.clone(),
+            message: e.to_string(),
+        };
+        let vb = match &files.weights {
+            WeightFiles::Safetensors(paths) => crate::mmap::safetensors_var_builder(paths, dtype, &device)
+                .map_err(|e| weights_err(&paths[0], e))?,
+            WeightFiles::Pth(p) => {
+                VarBuilder::from_pth(p, dtype, &device).map_err(|e| weights_err(p, e))?
+            }
+        };
+        let weights_path = match &files.weights {
+            WeightFiles::Safetensors(p) => p[0].clone(),
+            WeightFiles::Pth(p) => p.clone(),
+        };
+        let model = BertModel::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?;
+
+        let info = ModelInfo {
+            name: files.name.clone(),
+            fingerprint: files.fingerprint(max_length)?,
+            dim: config.hidden_size,
+            pooling: files.pooling,
+            normalize: files.normalize,
+            max_length,
+            query_prefix: opts
+                .query_prefix
+                .clone()
+                .unwrap_or_else(|| files.query_prefix.clone()),
+            passage_prefix: opts
+                .passage_prefix
+                .clone()
+                .unwrap_or_else(|| files.passage_prefix.clone()),
+        };
+        Ok(Embedder {
+            model,
+            tokenizer,
+            device,
+            dtype,
+            pad_id,
+            info,
+            files,
+            token_budget: opts.token_budget.unwrap_or(if is_cuda { 65_536 } else { 8_192 }),
+            max_batch: opts.max_batch.unwrap_or(if is_cuda { 1_024 } else { 256 }),
+        })
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    pub fn files(&self) -> &ModelFiles {
+        &self.files
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn dim(&self) -> usize {
+        self.info.dim
+    }
+
+    /// Token ids of each text (prefix applied, truncated, special tokens included).
+    pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<u32>>, EmbedError> {
+        let prefix = match kind {
+            TextKind::Query => self.info.query_prefix.as_str(),
+            TextKind::Passage => self.info.passage_prefix.as_str(),
+        };
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| EmbedError::Tokenize {
+                index: 0,
+                message: e.to_string(),
+            })?;
+        Ok(encodings.into_iter().map(|e| e.get_ids().to_vec()).collect())
+    }
+
+    /// Embeds `texts`; `progress` is called with the number of texts finished after each batch.
+    pub fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
+        let ids = self.tokenize(texts, kind)?;
+        let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+        let dim = self.info.dim;
+        let mut data = vec![0f32; texts.len() * dim];
+        for plan in plan_batches(&lengths, self.token_budget, self.max_batch) {
+            let rows = self.forward_batch(&plan.indices, &ids, plan.padded_len)?;
+            for (row, &i) in rows.chunks_exact(dim).zip(&plan.indices) {
+                data[i * dim..(i + 1) * dim].copy_from_slice(row);
+            }
+            progress(plan.indices.len());
+        }
+        Ok(Embeddings {
+            dim,
+            data,
+            tokens: lengths,
+        })
+    }
+
+    pub fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Embeddings, EmbedError> {
+        self.embed_with_progress(texts, kind, &mut |_| {})
+    }
+
+    /// One padded forward pass; returns `indices.len() × dim` pooled vectors.
+    fn forward_batch(
+        &self,
+        indices: &[usize],
+        ids: &[Vec<u32>],
+        padded_len: usize,
+    ) -> Result<Vec<f32>, EmbedError> {
+        let b = indices.len();
+        let mut input = vec![self.pad_id; b * padded_len];
+        let mut mask = vec![0u32; b * padded_len];
+        for (r, &i) in indices.iter().enumerate() {
+            let row = &ids[i];
+            input[r * padded_len..r * padded_len + row.len()].copy_from_slice(row);
+            mask[r * padded_len..r * padded_len + row.len()].fill(1);
+        }
+        let input = Tensor::from_vec(input, (b, padded_len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (b, padded_len), &self.device)?;
+        let type_ids = input.zeros_like()?;
+        let hidden = self.model.forward(&input, &type_ids, Some(&mask))?; // (b, L, H)
+        let hidden = hidden.to_dtype(DType::F32)?;
+        let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (b, L, 1)
+        let pooled = match self.info.pooling {
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+            Pooling::Mean | Pooling::MeanSqrtLen => {
+                let sum = hidden.broadcast_mul(&maskf)?.sum(1)?;
+                let count = maskf.sum(1)?; // (b, 1)
+                let denom = match self.info.pooling {
+                    Pooling::MeanSqrtLen => count.sqrt()?,
+                    _ => count,
+                };
+                sum.broadcast_div(&denom)?
+            }
+            Pooling::Max => {
+                // padded positions must never win the max
+                let neg = ((maskf.ones_like()? - &maskf)? * -1e9f64)?;
+                hidden.broadcast_add(&neg)?.max(1)?
+            }
+        };
+        let pooled = if self.info.normalize {
+            let norm = pooled.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            pooled.broadcast_div(&norm)?
+        } else {
+            pooled
+        };
+        Ok(pooled.flatten_all()?.to_vec1::<f32>()?)
+    }
+}
+
+/// Reads config.json into candle's BERT config, mapping activation names it does not know.
+fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
+    let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
+        path: path.to_path_buf(),
+        message: format!("invalid JSON: {e}"),
+    })?;
+    if let Some(act) = v.get_mut("hidden_act") {
+        let mapped = match act.as_str() {
+            Some("gelu_new" | "gelu_pytorch_tanh" | "gelu_fast") => Some("geluapproximate"),
+            _ => None,
+        };
+        if let Some(m) = mapped {
+            *act = serde_json::Value::String(m.into());
+        }
+    }
+    let model_type = v.get("model_type").and_then(|m| m.as_str()).unwrap_or("bert");
+    // RoBERTa-style models offset their position ids; candle's BERT would embed them wrongly.
+    if model_type != "bert" {
+        return Err(EmbedError::Config {
+            path: path.to_path_buf(),
+            message: format!("model_type {model_type:?} is not a BERT-family encoder"),
+        });
+    }
+    serde_json::from_value(v).map_err(|e| EmbedError::Config {
+        path: path.to_path_buf(),
+        message: format!("not a BERT config: {e}"),
+    })
+}

@@ -1,0 +1,297 @@
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use memdex_core::Pooling;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::EmbedError;
+
+/// Where the weights are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeightFiles {
+    /// One or more safetensors files (several when sharded via `model.safetensors.index.json`).
+    Safetensors(Vec<PathBuf>),
+    /// A PyTorch pickle (`pytorch_model.bin`).
+    Pth(PathBuf),
+}
+
+/// A resolved model: its files and the sentence-transformers settings read from them.
+#[derive(Debug, Clone)]
+pub struct ModelFiles {
+    /// Human name: directory name or hub repo id.
+    pub name: String,
+    /// How the model was named by the user (directory or repo id).
+    pub source: String,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub tokenizer: PathBuf,
+    pub weights: WeightFiles,
+    pub pooling: Pooling,
+    pub normalize: bool,
+    /// `max_seq_length` from `sentence_bert_config.json` (None when absent).
+    pub max_seq_length: Option<usize>,
+    pub query_prefix: String,
+    pub passage_prefix: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct ModuleEntry {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    path: String,
+}
+
+#[derive(Deserialize)]
+struct SbertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+struct StConfig {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ShardIndex {
+    weight_map: std::collections::BTreeMap<String, String>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, EmbedError> {
+    let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
+        path: path.to_path_buf(),
+        message: format!("invalid JSON: {e}"),
+    })
+}
+
+impl ModelFiles {
+    /// Resolves `spec`: an existing directory, or else a hub repo id (`org/name`) looked up in
+    /// the local Hugging Face cache (`HF_HOME` / `HF_HUB_CACHE`; nothing is downloaded).
+    pub fn resolve(spec: &str) -> Result<ModelFiles, EmbedError> {
+        let path = Path::new(spec);
+        if path.is_dir() {
+            return Self::from_dir(path, spec);
+        }
+        let cache = hf_hub::Cache::from_env();
+        if spec.split('/').count() == 2 && !spec.starts_with('.') && !spec.starts_with('/') {
+            if let Some(config) = cache.model(spec.to_string()).get("config.json") {
+                // A snapshot directory holds links to the blobs that were downloaded.
+                if let Some(dir) = config.parent() {
+                    let mut m = Self::from_dir(dir, spec)?;
+                    m.name = spec.to_string();
+                    return Ok(m);
+                }
+            }
+        }
+        Err(EmbedError::ModelNotFound {
+            path: path.to_path_buf(),
+            cache: cache.path().clone(),
+        })
+    }
+
+    /// Reads a sentence-transformers / Hugging Face model directory.
+    pub fn from_dir(dir: &Path, source: &str) -> Result<ModelFiles, EmbedError> {
+        let need = |file: &'static str| -> Result<PathBuf, EmbedError> {
+            let p = dir.join(file);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(EmbedError::MissingFile {
+                    dir: dir.to_path_buf(),
+                    file,
+                })
+            }
+        };
+        let config = need("config.json")?;
+        let tokenizer = need("tokenizer.json")?;
+        let weights = if dir.join("model.safetensors").is_file() {
+            WeightFiles::Safetensors(vec![dir.join("model.safetensors")])
+        } else if dir.join("model.safetensors.index.json").is_file() {
+            let index_path = dir.join("model.safetensors.index.json");
+            let index: ShardIndex = read_json(&index_path)?;
+            let mut files: Vec<PathBuf> = index.weight_map.values().map(|f| dir.join(f)).collect();
+            files.sort();
+            files.dedup();
+            if let Some(missing) = files.iter().find(|f| !f.is_file()) {
+                return Err(EmbedError::Config {
+                    path: index_path,
+                    message: format!("names shard {} which does not exist", missing.display()),
+                });
+            }
+            WeightFiles::Safetensors(files)
+        } else if dir.join("pytorch_model.bin").is_file() {
+            WeightFiles::Pth(dir.join("pytorch_model.bin"))
+        } else {
+            return Err(EmbedError::MissingFile {
+                dir: dir.to_path_buf(),
+                file: "model.safetensors (or model.safetensors.index.json, pytorch_model.bin)",
+            });
+        };
+
+        // modules.json tells whether a Normalize module follows and where pooling lives.
+        let modules_path = dir.join("modules.json");
+        let (normalize, pooling_dir) = if modules_path.is_file() {
+            let modules: Vec<ModuleEntry> = read_json(&modules_path)?;
+            let normalize = modules.iter().any(|m| m.kind.ends_with(".Normalize"));
+            let pooling_dir = modules
+                .iter()
+                .find(|m| m.kind.ends_with(".Pooling"))
+                .map(|m| dir.join(&m.path));
+            (normalize, pooling_dir)
+        } else {
+            // A bare transformers checkpoint: mean pooling, normalised (cosine retrieval).
+            (true, None)
+        };
+        let pooling_cfg = pooling_dir
+            .map(|d| d.join("config.json"))
+            .or_else(|| Some(dir.join("1_Pooling/config.json")))
+            .filter(|p| p.is_file());
+        let pooling = match pooling_cfg {
+            Some(p) => {
+                let c: PoolingConfig = read_json(&p)?;
+                match (
+                    c.pooling_mode_cls_token,
+                    c.pooling_mode_mean_tokens,
+                    c.pooling_mode_max_tokens,
+                    c.pooling_mode_mean_sqrt_len_tokens,
+                ) {
+                    (true, false, false, false) => Pooling::Cls,
+                    (false, true, false, false) => Pooling::Mean,
+                    (false, false, true, false) => Pooling::Max,
+                    (false, false, false, true) => Pooling::MeanSqrtLen,
+                    _ => {
+                        return Err(EmbedError::Config {
+                            path: p,
+                            message: "exactly one pooling mode must be enabled".into(),
+                        })
+                    }
+                }
+            }
+            None => Pooling::Mean,
+        };
+        let sbert = dir.join("sentence_bert_config.json");
+        let max_seq_length = if sbert.is_file() {
+            read_json::<SbertConfig>(&sbert)?.max_seq_length
+        } else {
+            None
+        };
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| source.to_string());
+        let (query_prefix, passage_prefix) = prefixes(dir, &name)?;
+        Ok(ModelFiles {
+            name,
+            source: source.to_string(),
+            dir: dir.to_path_buf(),
+            config,
+            tokenizer,
+            weights,
+            pooling,
+            normalize,
+            max_seq_length,
+            query_prefix,
+            passage_prefix,
+        })
+    }
+
+    /// A digest identifying these weights and settings: sha256 over config.json,
+    /// tokenizer.json, the pooling settings, and for each weight file its length, first MiB
+    /// (the safetensors header) and 64 evenly spaced 4 KiB windows. Cheap for large models,
+    /// and different checkpoints of one architecture still differ.
+    pub fn fingerprint(&self, max_length: usize) -> Result<String, EmbedError> {
+        let mut h = Sha256::new();
+        for p in [&self.config, &self.tokenizer] {
+            h.update(std::fs::read(p).map_err(|source| EmbedError::Io {
+                path: p.clone(),
+                source,
+            })?);
+        }
+        h.update(format!(
+            "{:?}|{}|{}|{}|{}",
+            self.pooling, self.normalize, max_length, self.query_prefix, self.passage_prefix
+        ));
+        let files = match &self.weights {
+            WeightFiles::Safetensors(f) => f.clone(),
+            WeightFiles::Pth(p) => vec![p.clone()],
+        };
+        for p in &files {
+            sample_file(p, &mut h).map_err(|source| EmbedError::Io {
+                path: p.clone(),
+                source,
+            })?;
+        }
+        Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+fn sample_file(path: &Path, h: &mut Sha256) -> std::io::Result<()> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    h.update(len.to_le_bytes());
+    let mut head = vec![0u8; len.min(1 << 20) as usize];
+    f.read_exact(&mut head)?;
+    h.update(&head);
+    let mut window = [0u8; 4096];
+    if len > (1 << 20) + 4096 {
+        for i in 0..64u64 {
+            let off = (1 << 20) + (len - (1 << 20) - 4096) * i / 63;
+            f.seek(SeekFrom::Start(off))?;
+            f.read_exact(&mut window)?;
+            h.update(window);
+        }
+    }
+    Ok(())
+}
+
+/// Query/passage prefixes: the model's own `config_sentence_transformers.json` prompts when
+/// present, else the published conventions of known families (E5: `query: `/`passage: `;
+/// English bge v1.5: an instruction before queries only); none otherwise.
+fn prefixes(dir: &Path, name: &str) -> Result<(String, String), EmbedError> {
+    let st = dir.join("config_sentence_transformers.json");
+    let cfg: StConfig = if st.is_file() {
+        read_json(&st)?
+    } else {
+        StConfig::default()
+    };
+    let q = cfg.prompts.get("query").cloned();
+    let p = cfg
+        .prompts
+        .get("passage")
+        .or_else(|| cfg.prompts.get("document"))
+        .cloned();
+    if q.is_some() || p.is_some() {
+        return Ok((q.unwrap_or_default(), p.unwrap_or_default()));
+    }
+    let lower = name.to_lowercase();
+    if lower.contains("e5-") || lower.starts_with("e5") {
+        return Ok(("query: ".into(), "passage: ".into()));
+    }
+    if lower.contains("bge-") && lower.contains("-en") {
+        return Ok((
+            "Represent this sentence for searching relevant passages: ".into(),
+            String::new(),
+        ));
+    }
+    Ok((String::new(), String::new()))
+}

@@ -1,0 +1,24 @@
+//! memdex embedder: BERT-family sentence encoders (MiniLM, E5, Contriever, bge) through candle.
+//!
+//! * [`ModelFiles`] finds a model: a plain directory or the local Hugging Face cache
+//!   (`HF_HOME`, offline lookup only) and reads its sentence-transformers settings (pooling,
+//!   normalisation, max length, query/passage prefixes).
+//! * [`Embedder`] owns tokenizer, weights (memory-mapped) and device. Inputs are tokenised,
+//!   sorted by length and cut into batches by a token budget ([`plan_batches`]), padded only
+//!   to the longest in each batch; vectors come back in input order.
+//!
+//! The embedder is synchronous and owns its device: callers that serve many clients run it on
+//! one dedicated thread and feed it batches.
+
+mod batch;
+mod device;
+mod embedder;
+mod error;
+mod files;
+mod mmap;
+
+pub use batch::{plan_batches, BatchPlan};
+pub use device::{device_name, select_device};
+pub use embedder::{EmbedOptions, Embedder, Embeddings, Precision};
+pub use error::EmbedError;
+pub use files::{ModelFiles, WeightFiles};

@@ -1,0 +1,188 @@
+//! Embedder tests: the tiny fixture model against an independent Python forward pass, and the
+//! real all-MiniLM-L6-v2 against sentence-transformers' vectors when the model is present.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::Device;
+use memdex_core::{Pooling, TextKind};
+use memdex_embed::{EmbedError, EmbedOptions, Embedder};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Golden {
+    text: String,
+    tokens: usize,
+    #[serde(default)]
+    ids: Vec<u32>,
+    embedding: Vec<f32>,
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn read_golden(path: &Path) -> Vec<Golden> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+fn tiny() -> Embedder {
+    let dir = fixture("tiny-bert");
+    Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap()
+}
+
+#[test]
+fn tiny_model_settings_come_from_sentence_transformers_files() {
+    let e = tiny();
+    let info = e.info();
+    assert_eq!(info.dim, 32);
+    assert_eq!(info.pooling, Pooling::Mean);
+    assert!(info.normalize);
+    assert_eq!(info.max_length, 24, "sentence_bert_config.json, not tokenizer.json's 8");
+    assert_eq!(info.fingerprint.len(), 64);
+}
+
+#[test]
+fn tiny_model_matches_independent_reference() {
+    let golden = read_golden(&fixture("tiny-bert/expected.jsonl"));
+    let e = tiny();
+    let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+    let ids = e.tokenize(&texts, TextKind::Passage).unwrap();
+    for (g, got) in golden.iter().zip(&ids) {
+        assert_eq!(&g.ids, got, "token ids of {:?}", g.text);
+    }
+    // all at once (mixed lengths share padded batches) and one by one must both match
+    let out = e.embed(&texts, TextKind::Passage).unwrap();
+    for (i, g) in golden.iter().enumerate() {
+        assert_eq!(out.tokens[i], g.tokens);
+        let c = cosine(out.row(i), &g.embedding);
+        assert!(c > 0.99999, "{:?}: cosine {c}", g.text);
+        let single = e.embed(&[texts[i]], TextKind::Passage).unwrap();
+        let c = cosine(single.row(0), out.row(i));
+        assert!(c > 0.99999, "batched vs single {:?}: cosine {c}", g.text);
+    }
+}
+
+#[test]
+fn tiny_small_token_budget_gives_same_vectors() {
+    let golden = read_golden(&fixture("tiny-bert/expected.jsonl"));
+    let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+    let dir = fixture("tiny-bert");
+    let opts = EmbedOptions {
+        token_budget: Some(30),
+        max_batch: Some(2),
+        ..Default::default()
+    };
+    let small = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap();
+    let a = small.embed(&texts, TextKind::Passage).unwrap();
+    let b = tiny().embed(&texts, TextKind::Passage).unwrap();
+    for i in 0..texts.len() {
+        assert!(cosine(a.row(i), b.row(i)) > 0.99999);
+    }
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
+    }
+}
+
+#[test]
+fn cls_pooling_and_prefixes_change_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tiny-cls");
+    copy_dir(&fixture("tiny-bert"), &dir);
+    std::fs::write(
+        dir.join("1_Pooling/config.json"),
+        r#"{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config_sentence_transformers.json"),
+        r#"{"prompts": {"query": "what: ", "passage": ""}}"#,
+    )
+    .unwrap();
+    let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
+    assert_eq!(e.info().pooling, Pooling::Cls);
+    assert_eq!(e.info().query_prefix, "what: ");
+    assert_ne!(e.info().fingerprint, tiny().info().fingerprint);
+    let q = e.embed(&["my dog"], TextKind::Query).unwrap();
+    let p = e.embed(&["my dog"], TextKind::Passage).unwrap();
+    assert_eq!(q.tokens[0], p.tokens[0] + 2, "prefix adds `what` and `:`");
+    assert!(cosine(q.row(0), p.row(0)) < 0.9999);
+}
+
+#[test]
+fn bad_model_dirs_get_clear_errors() {
+    let err = |spec: &str| {
+        Embedder::load(spec, Device::Cpu, &EmbedOptions::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("/nonexistent/model-dir");
+    assert!(e.contains("/nonexistent/model-dir") && e.contains("fetch-model"), "{e}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    copy_dir(&fixture("tiny-bert"), &dir);
+    std::fs::remove_file(dir.join("tokenizer.json")).unwrap();
+    let e = err(dir.to_str().unwrap());
+    assert!(e.contains("has no tokenizer.json"), "{e}");
+
+    copy_dir(&fixture("tiny-bert"), &dir);
+    let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    std::fs::write(dir.join("config.json"), cfg.replace("\"hidden_size\": 32", "\"hidden_size\": 48")).unwrap();
+    let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap_err();
+    assert!(matches!(e, EmbedError::Weights { .. }), "{e}");
+    assert!(e.to_string().contains("model.safetensors") && e.to_string().contains("config.json"), "{e}");
+
+    std::fs::write(dir.join("config.json"), "{not json").unwrap();
+    let e = err(dir.to_str().unwrap());
+    assert!(e.contains("config.json") && e.contains("invalid JSON"), "{e}");
+}
+
+/// Parity with sentence-transformers on the real model. Runs when `models/all-MiniLM-L6-v2`
+/// (or `MEMDEX_TEST_MODEL`) exists; CI fetches it first.
+#[test]
+fn minilm_parity_with_sentence_transformers() {
+    let dir = std::env::var("MEMDEX_TEST_MODEL").map(PathBuf::from).unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2")
+    });
+    if !dir.join("model.safetensors").is_file() {
+        eprintln!(
+            "SKIPPED minilm_parity_with_sentence_transformers: no model at {} (run scripts/fetch-model.sh)",
+            dir.display()
+        );
+        return;
+    }
+    let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
+    assert_eq!(e.info().max_length, 256);
+    let golden = read_golden(&fixture("minilm-golden.jsonl"));
+    let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+    let out = e.embed(&texts, TextKind::Passage).unwrap();
+    let mut min = 1.0f32;
+    for (i, g) in golden.iter().enumerate() {
+        assert_eq!(out.tokens[i], g.tokens, "token count of {:?}", g.text);
+        let c = cosine(out.row(i), &g.embedding);
+        min = min.min(c);
+        assert!(c >= 0.9999, "{:?}: cosine {c}", g.text);
+    }
+    eprintln!("minilm parity: {} texts, min cosine {min:.6}", golden.len());
+}

@@ -1,0 +1,342 @@
+//! The memdex JSONL chat format: one session per line.
+//!
+//! ```json
+//! {"tenant": "alice", "session_id": "s1", "date": "2023/05/30 (Tue) 23:40",
+//!  "turns": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
+//! ```
+//! `date` is RFC 3339 or `YYYY/MM/DD (Day) HH:MM` (UTC). Blank lines are ignored. Unknown
+//! fields are ignored (so richer exports load); missing or mistyped fields are errors.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use memdex_core::{OnError, Role, Session, Turn};
+use serde::Deserialize;
+
+use crate::{parse_date, IngestError, SessionSource};
+
+/// Default cap on one input line (one session): 64 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// Reader settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonlOptions {
+    pub on_error: OnError,
+    pub max_line_bytes: u64,
+}
+
+impl Default for JsonlOptions {
+    fn default() -> Self {
+        Self {
+            on_error: OnError::Abort,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawSession {
+    tenant: String,
+    session_id: String,
+    date: String,
+    turns: Vec<RawTurn>,
+}
+
+#[derive(Deserialize)]
+struct RawTurn {
+    role: String,
+    content: String,
+}
+
+/// Streams sessions from a JSONL file, holding one line in memory at a time.
+#[derive(Debug)]
+pub struct JsonlSessions<R> {
+    path: PathBuf,
+    reader: R,
+    line: u64,
+    opts: JsonlOptions,
+    buf: Vec<u8>,
+    skipped: Vec<IngestError>,
+    done: bool,
+}
+
+impl JsonlSessions<BufReader<File>> {
+    pub fn open(path: &Path, opts: JsonlOptions) -> Result<Self, IngestError> {
+        let file = File::open(path).map_err(|source| IngestError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self::new(path, BufReader::with_capacity(1 << 20, file), opts))
+    }
+}
+
+impl<R: BufRead> JsonlSessions<R> {
+    /// `path` is used in error messages only.
+    pub fn new(path: &Path, reader: R, opts: JsonlOptions) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            reader,
+            line: 0,
+            opts,
+            buf: Vec::new(),
+            skipped: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Reads the next line into `self.buf`; Ok(false) at end of input.
+    fn read_line(&mut self) -> Result<bool, IngestError> {
+        self.buf.clear();
+        self.line += 1;
+        let limit = self.opts.max_line_bytes;
+        let io = |source| IngestError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let n = (&mut self.reader)
+            .take(limit + 1)
+            .read_until(b'\n', &mut self.buf)
+            .map_err(io)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        if self.buf.len() as u64 > limit && self.buf.last() != Some(&b'\n') {
+            // Drain the rest of the oversized line so a `skip` policy can go on after it.
+            let mut total = self.buf.len() as u64;
+            loop {
+                let chunk = self.reader.fill_buf().map_err(|source| IngestError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                if chunk.is_empty() {
+                    break;
+                }
+                match chunk.iter().position(|&b| b == b'\n') {
+                    Some(p) => {
+                        total += p as u64;
+                        self.reader.consume(p + 1);
+                        break;
+                    }
+                    None => {
+                        let l = chunk.len();
+                        total += l as u64;
+                        self.reader.consume(l);
+                    }
+                }
+            }
+            self.buf.clear();
+            return Err(IngestError::TooLarge {
+                path: self.path.clone(),
+                line: self.line,
+                bytes: total,
+                limit,
+            });
+        }
+        Ok(true)
+    }
+
+    fn parse(&self) -> Result<Option<Session>, IngestError> {
+        let text = std::str::from_utf8(&self.buf).map_err(|e| IngestError::Utf8 {
+            path: self.path.clone(),
+            line: self.line,
+            offset: e.valid_up_to(),
+        })?;
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let raw: RawSession = serde_json::from_str(text).map_err(|e| {
+            let message = e.to_string();
+            if e.is_data() {
+                IngestError::Schema {
+                    path: self.path.clone(),
+                    line: self.line,
+                    message,
+                }
+            } else {
+                IngestError::Json {
+                    path: self.path.clone(),
+                    line: self.line,
+                    message,
+                }
+            }
+        })?;
+        let schema = |message: String| IngestError::Schema {
+            path: self.path.clone(),
+            line: self.line,
+            message,
+        };
+        if raw.tenant.trim().is_empty() {
+            return Err(schema("`tenant` is empty".into()));
+        }
+        if raw.session_id.trim().is_empty() {
+            return Err(schema("`session_id` is empty".into()));
+        }
+        let timestamp_ms = parse_date(&raw.date).map_err(|message| IngestError::Date {
+            path: self.path.clone(),
+            line: self.line,
+            field: "date",
+            value: raw.date.clone(),
+            message,
+        })?;
+        let turns = raw
+            .turns
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let role = match t.role.as_str() {
+                    "user" => Role::User,
+                    "assistant" => Role::Assistant,
+                    other => {
+                        return Err(schema(format!(
+                            "turns[{i}].role is {other:?}; expected \"user\" or \"assistant\""
+                        )))
+                    }
+                };
+                Ok(Turn {
+                    role,
+                    content: t.content,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Session {
+            tenant: raw.tenant,
+            session_id: raw.session_id,
+            timestamp_ms,
+            turns,
+        }))
+    }
+}
+
+impl<R: BufRead> Iterator for JsonlSessions<R> {
+    type Item = Result<Session, IngestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let res = match self.read_line() {
+                Ok(false) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(true) => self.parse(),
+                Err(e) => Err(e),
+            };
+            match res {
+                Ok(Some(s)) => return Some(Ok(s)),
+                Ok(None) => continue,
+                Err(e @ IngestError::Io { .. }) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Err(e) if self.opts.on_error == OnError::Skip => {
+                    tracing::warn!("skipping: {e}");
+                    self.skipped.push(e);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+}
+
+impl<R: BufRead> SessionSource for JsonlSessions<R> {
+    fn skipped(&self) -> &[IngestError] {
+        &self.skipped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"tenant":"a","session_id":"s1","date":"2023-05-30T10:00:00Z","turns":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#;
+
+    fn read(input: &str, opts: JsonlOptions) -> (Vec<Result<Session, IngestError>>, usize) {
+        let mut r = JsonlSessions::new(Path::new("in.jsonl"), input.as_bytes(), opts);
+        let out: Vec<_> = r.by_ref().collect();
+        let skipped = r.skipped().len();
+        (out, skipped)
+    }
+
+    #[test]
+    fn reads_sessions_and_ignores_blank_lines() {
+        let input = format!("{GOOD}\n\n{}\n", GOOD.replace("s1", "s2"));
+        let (out, _) = read(&input, JsonlOptions::default());
+        let s: Vec<Session> = out.into_iter().map(Result::unwrap).collect();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].session_id, "s2");
+        assert_eq!(s[0].turns[1].role, Role::Assistant);
+        assert_eq!(s[0].timestamp_ms, 1_685_440_800_000);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let bad_json = format!("{GOOD}\n{{\"tenant\": \n");
+        let (out, _) = read(&bad_json, JsonlOptions::default());
+        let e = out[1].as_ref().unwrap_err().to_string();
+        assert!(e.starts_with("in.jsonl:2: malformed JSON"), "{e}");
+
+        let missing = r#"{"tenant":"a","session_id":"s","date":"2023-05-30"}"#;
+        let e = read(missing, JsonlOptions::default()).0[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("in.jsonl:1: wrong schema") && e.contains("turns"), "{e}");
+
+        let role = GOOD.replace("\"assistant\"", "\"system\"");
+        let e = read(&role, JsonlOptions::default()).0[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("turns[1].role is \"system\""), "{e}");
+
+        let date = GOOD.replace("2023-05-30T10:00:00Z", "2023/05/30 (Mon) 10:00");
+        let e = read(&date, JsonlOptions::default()).0[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("field `date`") && e.contains("weekday"), "{e}");
+    }
+
+    #[test]
+    fn abort_stops_and_skip_continues() {
+        let input = format!("{GOOD}\nnot json\n{}\n", GOOD.replace("s1", "s3"));
+        let (out, _) = read(&input, JsonlOptions::default());
+        assert_eq!(out.len(), 2);
+        assert!(out[1].is_err());
+        let (out, skipped) = read(
+            &input,
+            JsonlOptions {
+                on_error: OnError::Skip,
+                ..Default::default()
+            },
+        );
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(Result::is_ok));
+        assert_eq!(skipped, 1);
+    }
+
+    #[test]
+    fn oversized_and_invalid_utf8_lines_are_reported() {
+        let big = GOOD.replace("hello", &"x".repeat(500));
+        let input = format!("{big}\n{GOOD}\n");
+        let opts = JsonlOptions {
+            on_error: OnError::Skip,
+            max_line_bytes: 200,
+        };
+        let mut r = JsonlSessions::new(Path::new("in.jsonl"), input.as_bytes(), opts);
+        let ok: Vec<_> = r.by_ref().collect();
+        assert_eq!(ok.len(), 1, "the next line is still read");
+        let e = r.skipped()[0].to_string();
+        assert!(e.contains("in.jsonl:1:") && e.contains("200-byte limit"), "{e}");
+
+        let mut bytes = GOOD.as_bytes().to_vec();
+        bytes[60] = 0xff;
+        let mut r = JsonlSessions::new(Path::new("in.jsonl"), &bytes[..], JsonlOptions::default());
+        let e = r.next().unwrap().unwrap_err().to_string();
+        assert!(e.contains("not valid UTF-8"), "{e}");
+    }
+}

@@ -1,0 +1,23 @@
+//! memdex ingest: chat-history readers and the session → memory-item transform.
+//!
+//! Every input format is a [`SessionSource`]: an iterator of [`memdex_core::Session`]s with
+//! positioned errors. [`itemize`] then cuts a session into items at the chosen granularity.
+//! Format readers (JSONL now; LongMemEval and LoCoMo slot in beside it) never embed or store.
+
+mod date;
+mod error;
+mod itemize;
+mod jsonl;
+
+pub use date::parse_date;
+pub use error::IngestError;
+pub use itemize::{itemize, ItemizeOptions};
+pub use jsonl::{JsonlSessions, JsonlOptions, DEFAULT_MAX_LINE_BYTES};
+
+use memdex_core::Session;
+
+/// A stream of sessions read from one input, in input order.
+pub trait SessionSource: Iterator<Item = Result<Session, IngestError>> {
+    /// Records skipped so far under `--on-error skip`, each with its position.
+    fn skipped(&self) -> &[IngestError];
+}

@@ -1,0 +1,47 @@
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Store failures; every variant names the file or directory involved.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{dir}: no memdex store here (no manifest.json)")]
+    NotAStore { dir: PathBuf },
+    #[error("{path}: corrupt manifest: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("{path}: store format version {found} is not supported (this build reads {supported})")]
+    FormatVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("{path}: segment is damaged or truncated: {message}")]
+    Segment { path: PathBuf, message: String },
+    #[error("{dir}: store was built with {stored}; refusing to use it with {requested} ({reason}). Use the same model, or index into a new store")]
+    ModelMismatch {
+        dir: PathBuf,
+        stored: String,
+        requested: String,
+        reason: String,
+    },
+    #[error("{dir}: another writer holds the store lock ({lock})")]
+    Locked { dir: PathBuf, lock: PathBuf },
+    #[error("append rejected: {message}")]
+    InvalidAppend { message: String },
+    #[error("arrow error writing {path}: {source}")]
+    Arrow {
+        path: PathBuf,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+}
+
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.into();
+    move |source| StoreError::Io { path, source }
+}

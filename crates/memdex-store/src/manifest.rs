@@ -1,0 +1,137 @@
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memdex_core::{Granularity, ModelInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io, StoreError};
+
+/// On-disk format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const SEGMENTS_DIR: &str = "segments";
+
+/// The committed state of a store. Replaced atomically as a whole on every commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    /// Incremented by every commit.
+    pub version: u64,
+    pub model: ModelInfo,
+    /// Granularity of the items, fixed at creation (one store holds one kind of item).
+    pub granularity: Granularity,
+    /// Where the model was loaded from when the store was created: a hint for `search`.
+    #[serde(default)]
+    pub model_source: Option<String>,
+    pub segments: Vec<SegmentMeta>,
+}
+
+/// One committed segment file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentMeta {
+    pub id: u64,
+    /// File name inside `segments/`.
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub min_item_id: u64,
+    pub max_item_id: u64,
+    /// Tenants in row order; each occupies one contiguous row range.
+    pub tenants: Vec<TenantRange>,
+}
+
+/// The rows of one tenant inside a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantRange {
+    pub tenant: String,
+    pub start: u64,
+    pub rows: u64,
+    /// Highest position in the tenant's history held by this range.
+    pub max_position: u64,
+}
+
+impl Manifest {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(MANIFEST)
+    }
+
+    /// Reads `DIR/manifest.json`.
+    pub fn load(dir: &Path) -> Result<Manifest, StoreError> {
+        let path = Self::path(dir);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotAStore {
+                    dir: dir.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(io(&path)(e)),
+        };
+        #[derive(Deserialize)]
+        struct Version {
+            format_version: u32,
+        }
+        let v: Version = serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        if v.format_version != FORMAT_VERSION {
+            return Err(StoreError::FormatVersion {
+                path,
+                found: v.format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Atomically replaces `DIR/manifest.json`: write temp, fsync, rename, fsync the directory.
+    pub(crate) fn save(&self, dir: &Path) -> Result<(), StoreError> {
+        let path = Self::path(dir);
+        let tmp = dir.join(format!("{MANIFEST}.tmp"));
+        let json = serde_json::to_vec_pretty(self).map_err(|e| StoreError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        write_durably(&tmp, &path, &json)?;
+        Ok(())
+    }
+
+    /// Next item id: one past the highest committed.
+    pub fn next_item_id(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| s.max_item_id + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.rows).sum()
+    }
+}
+
+/// Writes `bytes` to `tmp`, fsyncs it, renames it to `dst` and fsyncs the parent directory.
+pub(crate) fn write_durably(tmp: &Path, dst: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut f = File::create(tmp).map_err(io(tmp))?;
+    f.write_all(bytes).map_err(io(tmp))?;
+    f.sync_all().map_err(io(tmp))?;
+    drop(f);
+    fs::rename(tmp, dst).map_err(io(dst))?;
+    sync_dir(dst.parent().unwrap_or(Path::new(".")))
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+
+/// Column names of a segment, in order.
+pub mod columns {
+    pub const ITEM_ID: &str = "item_id";
+    pub const TENANT: &str = "tenant";
+    pub const SESSION_ID: &str = "session_id";
+    pub const TURN: &str = "turn";
+    pub const POSITION: &str = "position";
+    pub const TIMESTAMP: &str = "timestamp";
+    pub const ROLE: &str = "role";
+    pub const VALUE: &str = "value";
+    pub const KEY: &str = "key";
+    pub const EMBEDDING: &str = "embedding";
+    pub const CONTENT_HASH: &str = "content_hash";
+}
+
+pub(crate) const COL_ITEM_ID: usize = 0;
+pub(crate) const COL_TENANT: usize = 1;
+pub(crate) const COL_SESSION_ID: usize = 2;
+pub(crate) const COL_TURN: usize = 3;
+pub(crate) const COL_POSITION: usize = 4;
+pub(crate) const COL_TIMESTAMP: usize = 5;
+pub(crate) const COL_ROLE: usize = 6;
+pub(crate) const COL_VALUE: usize = 7;
+pub(crate) const COL_KEY: usize = 8;
+pub(crate) const COL_EMBEDDING: usize = 9;
+pub(crate) const COL_CONTENT_HASH: usize = 10;
+
+pub(crate) fn embedding_item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Float32, false))
+}
+
+/// The segment schema for embeddings of dimension `dim`; `metadata` lands in the file footer.
+pub(crate) fn segment_schema(dim: usize, metadata: HashMap<String, String>) -> Schema {
+    use columns::*;
+    Schema::new(vec![
+        Field::new(ITEM_ID, DataType::UInt64, false),
+        Field::new(TENANT, DataType::Utf8, false),
+        Field::new(SESSION_ID, DataType::Utf8, false),
+        Field::new(TURN, DataType::UInt32, false),
+        Field::new(POSITION, DataType::UInt64, false),
+        Field::new(
+            TIMESTAMP,
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new(ROLE, DataType::Utf8, false),
+        Field::new(VALUE, DataType::LargeUtf8, false),
+        Field::new(KEY, DataType::LargeUtf8, false),
+        Field::new(
+            EMBEDDING,
+            DataType::FixedSizeList(embedding_item_field(), dim as i32),
+            false,
+        ),
+        Field::new(CONTENT_HASH, DataType::UInt64, false),
+    ])
+    .with_metadata(metadata)
+}

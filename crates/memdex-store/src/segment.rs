@@ -1,0 +1,260 @@
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch,
+    StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, UInt32Type, UInt64Type, TimestampMillisecondType};
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::FileDecoder;
+use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_ipc::MetadataVersion;
+use memdex_core::{MemoryItem, Role};
+
+use crate::error::StoreError;
+use crate::manifest::{write_durably, SegmentMeta, TenantRange};
+use crate::mmap::map_file;
+use crate::schema::*;
+
+/// A row to be written: the item plus what the writer assigns.
+pub(crate) struct Row<'a> {
+    pub item_id: u64,
+    pub position: u64,
+    pub item: &'a MemoryItem,
+    pub embedding: &'a [f32],
+}
+
+/// Writes `rows` (already in final order: tenant-grouped, position-ascending) as a segment
+/// file. Returns its metadata. The file appears under its final name only when complete.
+pub(crate) fn write_segment(
+    dir: &Path,
+    id: u64,
+    dim: usize,
+    rows: &[Row<'_>],
+    metadata: HashMap<String, String>,
+) -> Result<SegmentMeta, StoreError> {
+    let file = format!("seg-{id:08}.arrow");
+    let path = dir.join(&file);
+    let arrow_err = |source| StoreError::Arrow {
+        path: path.clone(),
+        source,
+    };
+    let schema = Arc::new(segment_schema(dim, metadata));
+    let mut emb = Vec::with_capacity(rows.len() * dim);
+    for r in rows {
+        emb.extend_from_slice(r.embedding);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.item_id))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.tenant.as_str()))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.session_id.as_str()))),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.item.turn))),
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.position))),
+        Arc::new(
+            TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.item.timestamp_ms))
+                .with_timezone("UTC"),
+        ),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.role.as_str()))),
+        Arc::new(LargeStringArray::from_iter_values(rows.iter().map(|r| r.item.value.as_str()))),
+        Arc::new(LargeStringArray::from_iter_values(rows.iter().map(|r| r.item.key.as_str()))),
+        Arc::new(
+            FixedSizeListArray::try_new(
+                embedding_item_field(),
+                dim as i32,
+                Arc::new(Float32Array::from(emb)),
+                None,
+            )
+            .map_err(arrow_err)?,
+        ),
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.item.content_hash))),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
+    // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
+    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
+    let mut bytes = Vec::new();
+    {
+        let mut w = FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
+        w.write(&batch).map_err(arrow_err)?;
+        w.finish().map_err(arrow_err)?;
+    }
+    write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
+
+    let mut tenants: Vec<TenantRange> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        match tenants.last_mut() {
+            Some(t) if t.tenant == r.item.tenant => {
+                t.rows += 1;
+                t.max_position = t.max_position.max(r.position);
+            }
+            _ => tenants.push(TenantRange {
+                tenant: r.item.tenant.clone(),
+                start: i as u64,
+                rows: 1,
+                max_position: r.position,
+            }),
+        }
+    }
+    Ok(SegmentMeta {
+        id,
+        file,
+        rows: rows.len() as u64,
+        bytes: bytes.len() as u64,
+        min_item_id: rows.iter().map(|r| r.item_id).min().unwrap_or(0),
+        max_item_id: rows.iter().map(|r| r.item_id).max().unwrap_or(0),
+        tenants,
+    })
+}
+
+/// An open, memory-mapped segment. Column accessors borrow straight from the mapping.
+#[derive(Debug)]
+pub struct Segment {
+    meta: SegmentMeta,
+    path: PathBuf,
+    batch: RecordBatch,
+    dim: usize,
+}
+
+/// One stored item, borrowed from a segment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ItemRef<'a> {
+    pub item_id: u64,
+    pub tenant: &'a str,
+    pub session_id: &'a str,
+    pub turn: u32,
+    pub position: u64,
+    pub timestamp_ms: i64,
+    pub role: Role,
+    pub value: &'a str,
+    pub key: &'a str,
+    pub content_hash: u64,
+    pub embedding: &'a [f32],
+}
+
+impl Segment {
+    /// Maps and validates a committed segment against its manifest entry.
+    pub(crate) fn open(dir: &Path, meta: &SegmentMeta, dim: usize) -> Result<Segment, StoreError> {
+        let path = dir.join(&meta.file);
+        let bad = |message: String| StoreError::Segment {
+            path: path.clone(),
+            message,
+        };
+        let buffer = map_file(&path)?;
+        if buffer.len() as u64 != meta.bytes {
+            return Err(bad(format!(
+                "file is {} bytes, manifest says {}",
+                buffer.len(),
+                meta.bytes
+            )));
+        }
+        let batch = decode_single_batch(&buffer).map_err(bad)?;
+        let expected = segment_schema(dim, HashMap::new());
+        if batch.schema().fields() != expected.fields() {
+            return Err(bad(format!(
+                "columns do not match the store schema for dimension {dim}"
+            )));
+        }
+        if batch.num_rows() as u64 != meta.rows {
+            return Err(bad(format!(
+                "{} rows, manifest says {}",
+                batch.num_rows(),
+                meta.rows
+            )));
+        }
+        if batch.columns().iter().any(|c| c.null_count() > 0) {
+            return Err(bad("unexpected nulls".into()));
+        }
+        Ok(Segment {
+            meta: meta.clone(),
+            path,
+            batch,
+            dim,
+        })
+    }
+
+    pub fn meta(&self) -> &SegmentMeta {
+        &self.meta
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// All embeddings, row-major `rows × dim`, borrowed from the mapping.
+    pub fn embeddings(&self) -> &[f32] {
+        let list = self.batch.column(COL_EMBEDDING).as_fixed_size_list();
+        let values = list.values().as_primitive::<Float32Type>().values();
+        &values[list.offset() * self.dim..(list.offset() + list.len()) * self.dim]
+    }
+
+    pub fn item_ids(&self) -> &[u64] {
+        self.batch.column(COL_ITEM_ID).as_primitive::<UInt64Type>().values()
+    }
+
+    /// The stored item at `row`.
+    pub fn item(&self, row: usize) -> ItemRef<'_> {
+        let b = &self.batch;
+        let role = b.column(COL_ROLE).as_string::<i32>().value(row);
+        ItemRef {
+            item_id: self.item_ids()[row],
+            tenant: b.column(COL_TENANT).as_string::<i32>().value(row),
+            session_id: b.column(COL_SESSION_ID).as_string::<i32>().value(row),
+            turn: b.column(COL_TURN).as_primitive::<UInt32Type>().value(row),
+            position: b.column(COL_POSITION).as_primitive::<UInt64Type>().value(row),
+            timestamp_ms: b
+                .column(COL_TIMESTAMP)
+                .as_primitive::<TimestampMillisecondType>()
+                .value(row),
+            role: role.parse().unwrap_or(Role::Mixed),
+            value: b.column(COL_VALUE).as_string::<i64>().value(row),
+            key: b.column(COL_KEY).as_string::<i64>().value(row),
+            content_hash: b.column(COL_CONTENT_HASH).as_primitive::<UInt64Type>().value(row),
+            embedding: &self.embeddings()[row * self.dim..(row + 1) * self.dim],
+        }
+    }
+}
+
+/// Decodes the one record batch of an IPC file held in `buffer`, without copying its data.
+fn decode_single_batch(buffer: &Buffer) -> Result<RecordBatch, String> {
+    use arrow_ipc::convert::try_fb_to_schema;
+    use arrow_ipc::reader::read_footer_length;
+    use arrow_ipc::root_as_footer;
+
+    let len = buffer.len();
+    if len < 16 || &buffer[..6] != b"ARROW1" || &buffer[len - 6..] != b"ARROW1" {
+        return Err("not an Arrow IPC file (missing ARROW1 magic at start or end)".into());
+    }
+    let trailer: [u8; 10] = buffer[len - 10..]
+        .try_into()
+        .map_err(|_| "short trailer".to_string())?;
+    let footer_len = read_footer_length(trailer).map_err(|e| e.to_string())?;
+    if footer_len + 10 > len {
+        return Err(format!("footer length {footer_len} exceeds the file"));
+    }
+    let footer = root_as_footer(&buffer[len - 10 - footer_len..len - 10])
+        .map_err(|e| format!("bad footer: {e}"))?;
+    let schema = try_fb_to_schema(footer.schema().ok_or("footer has no schema")?)
+        .map_err(|e| format!("bad schema: {e}"))?;
+    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
+    let blocks = footer.recordBatches().ok_or("footer lists no record batches")?;
+    if blocks.len() != 1 {
+        return Err(format!("expected 1 record batch, found {}", blocks.len()));
+    }
+    let block = blocks.get(0);
+    let start = usize::try_from(block.offset()).map_err(|_| "negative block offset")?;
+    let block_len = block.bodyLength() as usize + block.metaDataLength() as usize;
+    if start.checked_add(block_len).is_none_or(|end| end > len) {
+        return Err("record batch block lies outside the file".into());
+    }
+    let data = buffer.slice_with_length(start, block_len);
+    decoder
+        .read_record_batch(block, &data)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "empty record batch block".to_string())
+}

@@ -1,0 +1,172 @@
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use memdex_core::ModelInfo;
+
+use crate::error::StoreError;
+use crate::manifest::{Manifest, SEGMENTS_DIR};
+use crate::segment::{ItemRef, Segment};
+
+/// A read-only view of one committed manifest version, all segments memory-mapped.
+///
+/// Cheap to open (mmap + footer decode per segment); never blocks or is blocked by a writer.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    manifest: Manifest,
+    segments: Vec<Segment>,
+}
+
+/// A tenant's contiguous rows inside one segment.
+#[derive(Debug, Clone, Copy)]
+pub struct TenantSlice<'a> {
+    pub segment: &'a Segment,
+    pub start: usize,
+    pub rows: usize,
+}
+
+impl<'a> TenantSlice<'a> {
+    /// Row-major embeddings of these rows, borrowed from the mapping.
+    pub fn embeddings(&self, dim: usize) -> &'a [f32] {
+        &self.segment.embeddings()[self.start * dim..(self.start + self.rows) * dim]
+    }
+
+    /// The item at `i` (0-based within this slice).
+    pub fn item(&self, i: usize) -> ItemRef<'a> {
+        self.segment.item(self.start + i)
+    }
+}
+
+impl Store {
+    /// Opens the store in `dir` at its latest committed version.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let manifest = Manifest::load(dir)?;
+        Self::open_manifest(dir, manifest)
+    }
+
+    pub(crate) fn open_manifest(dir: &Path, manifest: Manifest) -> Result<Store, StoreError> {
+        let seg_dir = dir.join(SEGMENTS_DIR);
+        let segments = manifest
+            .segments
+            .iter()
+            .map(|m| Segment::open(&seg_dir, m, manifest.model.dim))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            manifest,
+            segments,
+        })
+    }
+
+    /// Opens the store and checks it was built with `model`.
+    pub fn open_for_model(dir: &Path, model: &ModelInfo) -> Result<Store, StoreError> {
+        let store = Self::open(dir)?;
+        store.check_model(model)?;
+        Ok(store)
+    }
+
+    pub fn check_model(&self, model: &ModelInfo) -> Result<(), StoreError> {
+        match self.manifest.model.incompatibility(model) {
+            None => Ok(()),
+            Some(reason) => Err(StoreError::ModelMismatch {
+                dir: self.dir.clone(),
+                stored: format!("{} (dim {})", self.manifest.model.name, self.manifest.model.dim),
+                requested: format!("{} (dim {})", model.name, model.dim),
+                reason,
+            }),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn model(&self) -> &ModelInfo {
+        &self.manifest.model
+    }
+
+    pub fn dim(&self) -> usize {
+        self.manifest.model.dim
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.manifest.rows()
+    }
+
+    /// The tenant's rows, oldest segment first; within a slice rows are position-ascending.
+    pub fn tenant_slices(&self, tenant: &str) -> Vec<TenantSlice<'_>> {
+        self.segments
+            .iter()
+            .flat_map(|seg| {
+                seg.meta()
+                    .tenants
+                    .iter()
+                    .filter(move |t| t.tenant == tenant)
+                    .map(move |t| TenantSlice {
+                        segment: seg,
+                        start: t.start as usize,
+                        rows: t.rows as usize,
+                    })
+            })
+            .collect()
+    }
+
+    /// Item count per tenant, sorted by tenant.
+    pub fn tenants(&self) -> BTreeMap<&str, u64> {
+        let mut out = BTreeMap::new();
+        for seg in &self.segments {
+            for t in &seg.meta().tenants {
+                *out.entry(t.tenant.as_str()).or_insert(0) += t.rows;
+            }
+        }
+        out
+    }
+
+    /// Next free position in each tenant's history.
+    pub fn next_positions(&self) -> HashMap<String, u64> {
+        let mut out = HashMap::new();
+        for seg in &self.segments {
+            for t in &seg.meta().tenants {
+                let next = out.entry(t.tenant.clone()).or_insert(0);
+                *next = (*next).max(t.max_position + 1);
+            }
+        }
+        out
+    }
+
+    /// Hash of each stored session's items (in turn order), keyed by (tenant, session id):
+    /// what idempotent appends compare against. See [`session_hash`].
+    pub fn session_hashes(&self) -> HashMap<(String, String), u64> {
+        let mut parts: HashMap<(String, String), Vec<(u32, u64)>> = HashMap::new();
+        for seg in &self.segments {
+            for row in 0..seg.rows() {
+                let it = seg.item(row);
+                parts
+                    .entry((it.tenant.to_string(), it.session_id.to_string()))
+                    .or_default()
+                    .push((it.turn, it.content_hash));
+            }
+        }
+        parts
+            .into_iter()
+            .map(|(k, mut v)| {
+                v.sort_unstable();
+                (k, session_hash(v.iter().map(|p| p.1)))
+            })
+            .collect()
+    }
+}
+
+/// Combines the item hashes of one session, given in turn order.
+pub fn session_hash(item_hashes: impl Iterator<Item = u64>) -> u64 {
+    let bytes: Vec<u8> = item_hashes.flat_map(u64::to_le_bytes).collect();
+    memdex_core::content_hash(&bytes)
+}

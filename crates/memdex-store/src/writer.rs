@@ -1,0 +1,202 @@
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use memdex_core::{Granularity, MemoryItem, ModelInfo};
+
+use crate::error::{io, StoreError};
+use crate::manifest::{sync_dir, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
+use crate::segment::{write_segment, Row};
+use crate::store::Store;
+
+/// The single writer of a store. Holds `DIR/LOCK` for its lifetime.
+///
+/// Each [`append`](Self::append) writes one new immutable segment and commits a new manifest
+/// version; previously committed segments are never rewritten.
+#[derive(Debug)]
+pub struct StoreWriter {
+    dir: PathBuf,
+    manifest: Manifest,
+    next_positions: HashMap<String, u64>,
+    _lock: File,
+}
+
+/// What one append committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendReport {
+    pub segment: SegmentMeta,
+    pub manifest_version: u64,
+}
+
+impl StoreWriter {
+    /// Opens the store in `dir` for writing, creating it for `model` if it does not exist.
+    /// An existing store built with another model or dimension is refused.
+    pub fn open_or_create(
+        dir: &Path,
+        model: &ModelInfo,
+        granularity: Granularity,
+        model_source: Option<String>,
+    ) -> Result<StoreWriter, StoreError> {
+        fs::create_dir_all(dir.join(SEGMENTS_DIR)).map_err(io(dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    dir: dir.to_path_buf(),
+                    lock: lock_path,
+                })
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+        }
+        let manifest = match Manifest::load(dir) {
+            Ok(m) => m,
+            Err(StoreError::NotAStore { .. }) => {
+                let m = Manifest {
+                    format_version: FORMAT_VERSION,
+                    version: 0,
+                    model: model.clone(),
+                    granularity,
+                    model_source,
+                    segments: Vec::new(),
+                };
+                m.save(dir)?;
+                m
+            }
+            Err(e) => return Err(e),
+        };
+        let store = Store::open_manifest(dir, manifest)?;
+        store.check_model(model)?;
+        if store.manifest().granularity != granularity {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} holds {} items; cannot append {} items (use another store)",
+                    dir.display(),
+                    store.manifest().granularity,
+                    granularity
+                ),
+            });
+        }
+        let mut writer = StoreWriter {
+            dir: dir.to_path_buf(),
+            next_positions: store.next_positions(),
+            manifest: store.manifest().clone(),
+            _lock: lock,
+        };
+        writer.remove_orphans()?;
+        Ok(writer)
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Deletes segment files no manifest names: leftovers of a crash before commit.
+    fn remove_orphans(&mut self) -> Result<(), StoreError> {
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let named: std::collections::HashSet<&str> =
+            self.manifest.segments.iter().map(|s| s.file.as_str()).collect();
+        for entry in fs::read_dir(&seg_dir).map_err(io(&seg_dir))? {
+            let entry = entry.map_err(io(&seg_dir))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !named.contains(name.as_ref()) {
+                tracing::warn!("removing uncommitted segment file {}", entry.path().display());
+                fs::remove_file(entry.path()).map_err(io(entry.path()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends items with their embeddings (row-major, `items.len() × dim`) as one new segment
+    /// and commits it. Items get consecutive ids in input order and the next positions of their
+    /// tenants' histories.
+    pub fn append(
+        &mut self,
+        items: &[MemoryItem],
+        embeddings: &[f32],
+    ) -> Result<AppendReport, StoreError> {
+        let dim = self.manifest.model.dim;
+        if items.is_empty() {
+            return Err(StoreError::InvalidAppend {
+                message: "no items".into(),
+            });
+        }
+        if embeddings.len() != items.len() * dim {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} embedding values for {} items of dimension {dim}",
+                    embeddings.len(),
+                    items.len()
+                ),
+            });
+        }
+        if let Some(i) = embeddings.iter().position(|x| !x.is_finite()) {
+            return Err(StoreError::InvalidAppend {
+                message: format!("embedding of item {} is not finite", i / dim),
+            });
+        }
+        let first_id = self.manifest.next_item_id();
+        let mut positions = self.next_positions.clone();
+        let mut rows: Vec<Row<'_>> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let next = positions.entry(item.tenant.clone()).or_insert(0);
+                let position = *next;
+                *next += 1;
+                Row {
+                    item_id: first_id + i as u64,
+                    position,
+                    item,
+                    embedding: &embeddings[i * dim..(i + 1) * dim],
+                }
+            })
+            .collect();
+        // Tenant-contiguous layout; stable, so positions stay ascending within a tenant.
+        rows.sort_by(|a, b| a.item.tenant.cmp(&b.item.tenant));
+
+        let seg_id = self.manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
+        let metadata = HashMap::from([
+            ("memdex.format_version".to_string(), FORMAT_VERSION.to_string()),
+            (
+                "memdex.model".to_string(),
+                serde_json::to_string(&self.manifest.model).unwrap_or_default(),
+            ),
+        ]);
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let meta = write_segment(&seg_dir, seg_id, dim, &rows, metadata)?;
+
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.segments.push(meta.clone());
+        fail_point("before-manifest");
+        next.save(&self.dir)?;
+        sync_dir(&seg_dir)?;
+        self.manifest = next;
+        self.next_positions = positions;
+        Ok(AppendReport {
+            segment: meta,
+            manifest_version: self.manifest.version,
+        })
+    }
+}
+
+/// Crash injection for tests: `MEMDEX_FAIL_POINT=before-manifest` aborts the process right
+/// after a segment file is durable but before the manifest names it.
+fn fail_point(name: &str) {
+    if std::env::var("MEMDEX_FAIL_POINT").is_ok_and(|v| v == name) {
+        eprintln!("memdex: fail point {name} reached; aborting");
+        std::process::abort();
+    }
+}
