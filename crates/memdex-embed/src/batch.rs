@@ -20,7 +20,10 @@ pub fn plan_batches(lengths: &[usize], token_budget: usize, max_batch: usize) ->
         let len = lengths[i].max(1);
         match out.last_mut() {
             // sorted descending: the first input of a batch is its longest
-            Some(b) if b.indices.len() < max_batch && (b.indices.len() + 1) * b.padded_len <= token_budget => {
+            Some(b)
+                if b.indices.len() < max_batch
+                    && (b.indices.len() + 1) * b.padded_len <= token_budget =>
+            {
                 b.indices.push(i)
             }
             _ => out.push(BatchPlan {
@@ -55,7 +58,13 @@ mod tests {
     #[test]
     fn equal_lengths_keep_input_order() {
         let plans = plan_batches(&[3, 3, 3], 100, 8);
-        assert_eq!(plans, [BatchPlan { indices: vec![0, 1, 2], padded_len: 3 }]);
+        assert_eq!(
+            plans,
+            [BatchPlan {
+                indices: vec![0, 1, 2],
+                padded_len: 3
+            }]
+        );
         assert!(plan_batches(&[], 100, 8).is_empty());
     }
 }

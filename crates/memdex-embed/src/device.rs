@@ -56,7 +56,9 @@ mod tests {
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn cuda_in_cpu_build_names_the_feature() {
-        let e = select_device(DeviceChoice::Cuda(0)).unwrap_err().to_string();
+        let e = select_device(DeviceChoice::Cuda(0))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`cuda` feature"), "{e}");
     }
 }

@@ -158,8 +158,10 @@ impl Embedder {
             message: e.to_string(),
         };
         let vb = match &files.weights {
-            WeightFiles::Safetensors(paths) => crate::mmap::safetensors_var_builder(paths, dtype, &device)
-                .map_err(|e| weights_err(&paths[0], e))?,
+            WeightFiles::Safetensors(paths) => {
+                crate::mmap::safetensors_var_builder(paths, dtype, &device)
+                    .map_err(|e| weights_err(&paths[0], e))?
+            }
             WeightFiles::Pth(p) => {
                 VarBuilder::from_pth(p, dtype, &device).map_err(|e| weights_err(p, e))?
             }
@@ -194,7 +196,9 @@ impl Embedder {
             pad_id,
             info,
             files,
-            token_budget: opts.token_budget.unwrap_or(if is_cuda { 65_536 } else { 8_192 }),
+            token_budget: opts
+                .token_budget
+                .unwrap_or(if is_cuda { 65_536 } else { 8_192 }),
             max_batch: opts.max_batch.unwrap_or(if is_cuda { 1_024 } else { 256 }),
         })
     }
@@ -215,6 +219,11 @@ impl Embedder {
         self.info.dim
     }
 
+    /// (token budget, max batch) used to cut inputs into forward passes.
+    pub fn batch_policy(&self) -> (usize, usize) {
+        (self.token_budget, self.max_batch)
+    }
+
     /// Token ids of each text (prefix applied, truncated, special tokens included).
     pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<u32>>, EmbedError> {
         let prefix = match kind {
@@ -222,14 +231,17 @@ impl Embedder {
             TextKind::Passage => self.info.passage_prefix.as_str(),
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| EmbedError::Tokenize {
-                index: 0,
-                message: e.to_string(),
-            })?;
-        Ok(encodings.into_iter().map(|e| e.get_ids().to_vec()).collect())
+        let encodings =
+            self.tokenizer
+                .encode_batch(inputs, true)
+                .map_err(|e| EmbedError::Tokenize {
+                    index: 0,
+                    message: e.to_string(),
+                })?;
+        Ok(encodings
+            .into_iter()
+            .map(|e| e.get_ids().to_vec())
+            .collect())
     }
 
     /// Embeds `texts`; `progress` is called with the number of texts finished after each batch.
@@ -300,7 +312,11 @@ impl Embedder {
             }
         };
         let pooled = if self.info.normalize {
-            let norm = pooled.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            let norm = pooled
+                .sqr()?
+                .sum_keepdim(D::Minus1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
             pooled.broadcast_div(&norm)?
         } else {
             pooled
@@ -315,10 +331,11 @@ fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
-        path: path.to_path_buf(),
-        message: format!("invalid JSON: {e}"),
-    })?;
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
+            path: path.to_path_buf(),
+            message: format!("invalid JSON: {e}"),
+        })?;
     if let Some(act) = v.get_mut("hidden_act") {
         let mapped = match act.as_str() {
             Some("gelu_new" | "gelu_pytorch_tanh" | "gelu_fast") => Some("geluapproximate"),
@@ -328,7 +345,10 @@ fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
             *act = serde_json::Value::String(m.into());
         }
     }
-    let model_type = v.get("model_type").and_then(|m| m.as_str()).unwrap_or("bert");
+    let model_type = v
+        .get("model_type")
+        .and_then(|m| m.as_str())
+        .unwrap_or("bert");
     // RoBERTa-style models offset their position ids; candle's BERT would embed them wrongly.
     if model_type != "bert" {
         return Err(EmbedError::Config {

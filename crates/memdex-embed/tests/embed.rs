@@ -18,7 +18,9 @@ struct Golden {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn read_golden(path: &Path) -> Vec<Golden> {
@@ -48,7 +50,10 @@ fn tiny_model_settings_come_from_sentence_transformers_files() {
     assert_eq!(info.dim, 32);
     assert_eq!(info.pooling, Pooling::Mean);
     assert!(info.normalize);
-    assert_eq!(info.max_length, 24, "sentence_bert_config.json, not tokenizer.json's 8");
+    assert_eq!(
+        info.max_length, 24,
+        "sentence_bert_config.json, not tokenizer.json's 8"
+    );
     assert_eq!(info.fingerprint.len(), 64);
 }
 
@@ -137,7 +142,10 @@ fn bad_model_dirs_get_clear_errors() {
             .to_string()
     };
     let e = err("/nonexistent/model-dir");
-    assert!(e.contains("/nonexistent/model-dir") && e.contains("fetch-model"), "{e}");
+    assert!(
+        e.contains("/nonexistent/model-dir") && e.contains("fetch-model"),
+        "{e}"
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("m");
@@ -148,23 +156,36 @@ fn bad_model_dirs_get_clear_errors() {
 
     copy_dir(&fixture("tiny-bert"), &dir);
     let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
-    std::fs::write(dir.join("config.json"), cfg.replace("\"hidden_size\": 32", "\"hidden_size\": 48")).unwrap();
-    let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap_err();
+    std::fs::write(
+        dir.join("config.json"),
+        cfg.replace("\"hidden_size\": 32", "\"hidden_size\": 48"),
+    )
+    .unwrap();
+    let e =
+        Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap_err();
     assert!(matches!(e, EmbedError::Weights { .. }), "{e}");
-    assert!(e.to_string().contains("model.safetensors") && e.to_string().contains("config.json"), "{e}");
+    assert!(
+        e.to_string().contains("model.safetensors") && e.to_string().contains("config.json"),
+        "{e}"
+    );
 
     std::fs::write(dir.join("config.json"), "{not json").unwrap();
     let e = err(dir.to_str().unwrap());
-    assert!(e.contains("config.json") && e.contains("invalid JSON"), "{e}");
+    assert!(
+        e.contains("config.json") && e.contains("invalid JSON"),
+        "{e}"
+    );
 }
 
 /// Parity with sentence-transformers on the real model. Runs when `models/all-MiniLM-L6-v2`
 /// (or `MEMDEX_TEST_MODEL`) exists; CI fetches it first.
 #[test]
 fn minilm_parity_with_sentence_transformers() {
-    let dir = std::env::var("MEMDEX_TEST_MODEL").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2")
-    });
+    let dir = std::env::var("MEMDEX_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2")
+        });
     if !dir.join("model.safetensors").is_file() {
         eprintln!(
             "SKIPPED minilm_parity_with_sentence_transformers: no model at {} (run scripts/fetch-model.sh)",

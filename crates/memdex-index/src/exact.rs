@@ -60,7 +60,10 @@ pub struct TopK {
 
 impl std::fmt::Debug for TopK {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TopK").field("k", &self.k).field("len", &self.heap.len()).finish()
+        f.debug_struct("TopK")
+            .field("k", &self.k)
+            .field("len", &self.heap.len())
+            .finish()
     }
 }
 
@@ -142,7 +145,11 @@ pub fn top_k(query: &[f32], blocks: &[&[f32]], dim: usize, k: usize) -> Vec<Hit>
         .iter()
         .enumerate()
         .flat_map(|(b, block)| {
-            assert_eq!(block.len() % dim, 0, "block length is not a multiple of dim");
+            assert_eq!(
+                block.len() % dim,
+                0,
+                "block length is not a multiple of dim"
+            );
             block
                 .chunks(CHUNK_ROWS * dim)
                 .enumerate()

@@ -12,7 +12,12 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Scores every row, sorts everything by [`Hit::rank_cmp`], keeps the first k.
-pub fn top_k_with(score: impl Fn(&[f32]) -> f32, blocks: &[&[f32]], dim: usize, k: usize) -> Vec<Hit> {
+pub fn top_k_with(
+    score: impl Fn(&[f32]) -> f32,
+    blocks: &[&[f32]],
+    dim: usize,
+    k: usize,
+) -> Vec<Hit> {
     let mut all = Vec::new();
     for (b, block) in blocks.iter().enumerate() {
         for (r, row) in block.chunks_exact(dim).enumerate() {

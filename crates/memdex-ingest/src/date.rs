@@ -16,13 +16,21 @@ pub fn parse_date(s: &str) -> Result<i64, String> {
     if let Some(ms) = parse_longmemeval(t)? {
         return Ok(ms);
     }
-    for fmt in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(t, fmt) {
             return Ok(dt.and_utc().timestamp_millis());
         }
     }
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Ok(d.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_millis());
+        return Ok(d
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp_millis());
     }
     Err("expected RFC 3339, \"YYYY/MM/DD (Day) HH:MM\" or \"YYYY-MM-DD[ HH:MM[:SS]]\"".into())
 }
@@ -36,11 +44,15 @@ fn parse_longmemeval(t: &str) -> Result<Option<i64>, String> {
         return Ok(None);
     };
     let Ok(dt) = NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y/%m/%d %H:%M") else {
-        return Err(format!("not a valid date/time in \"YYYY/MM/DD (Day) HH:MM\" form: {t:?}"));
+        return Err(format!(
+            "not a valid date/time in \"YYYY/MM/DD (Day) HH:MM\" form: {t:?}"
+        ));
     };
     let actual = dt.format("%a").to_string();
     if !actual.eq_ignore_ascii_case(day) {
-        return Err(format!("weekday ({day}) does not match the date, which is a {actual}"));
+        return Err(format!(
+            "weekday ({day}) does not match the date, which is a {actual}"
+        ));
     }
     Ok(Some(dt.and_utc().timestamp_millis()))
 }

@@ -89,7 +89,11 @@ pub fn itemize(session: &Session, opts: &ItemizeOptions) -> Vec<MemoryItem> {
                     _ => rounds.push(vec![(i, t)]),
                 }
             }
-            rounds.iter().enumerate().map(|(ri, r)| make(ri, r)).collect()
+            rounds
+                .iter()
+                .enumerate()
+                .map(|(ri, r)| make(ri, r))
+                .collect()
         }
     }
 }
@@ -149,7 +153,9 @@ mod tests {
         assert_eq!(items[1].role, Role::User);
         assert_eq!(items[2].key, "Her name is Luna.");
         assert_eq!(items.iter().map(|i| i.turn).collect::<Vec<_>>(), [0, 1, 2]);
-        assert!(items.iter().all(|i| i.timestamp_ms == 7 && i.session_id == "s1"));
+        assert!(items
+            .iter()
+            .all(|i| i.timestamp_ms == 7 && i.session_id == "s1"));
     }
 
     #[test]
@@ -174,7 +180,9 @@ mod tests {
         let s = itemize(&session(), &ItemizeOptions::new(Granularity::Session));
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].key, "I adopted a dog.\nHer name is Luna.");
-        assert!(s[0].value.starts_with("assistant: Welcome back!\nuser: I adopted"));
+        assert!(s[0]
+            .value
+            .starts_with("assistant: Welcome back!\nuser: I adopted"));
         let mut other = session();
         other.tenant = "u".into();
         let o = itemize(&other, &ItemizeOptions::new(Granularity::Session));

@@ -67,7 +67,11 @@ impl JsonlSessions<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::new(path, BufReader::with_capacity(1 << 20, file), opts))
+        Ok(Self::new(
+            path,
+            BufReader::with_capacity(1 << 20, file),
+            opts,
+        ))
     }
 }
 
@@ -284,7 +288,10 @@ mod tests {
             .as_ref()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("in.jsonl:1: wrong schema") && e.contains("turns"), "{e}");
+        assert!(
+            e.contains("in.jsonl:1: wrong schema") && e.contains("turns"),
+            "{e}"
+        );
 
         let role = GOOD.replace("\"assistant\"", "\"system\"");
         let e = read(&role, JsonlOptions::default()).0[0]
@@ -331,7 +338,10 @@ mod tests {
         let ok: Vec<_> = r.by_ref().collect();
         assert_eq!(ok.len(), 1, "the next line is still read");
         let e = r.skipped()[0].to_string();
-        assert!(e.contains("in.jsonl:1:") && e.contains("200-byte limit"), "{e}");
+        assert!(
+            e.contains("in.jsonl:1:") && e.contains("200-byte limit"),
+            "{e}"
+        );
 
         let mut bytes = GOOD.as_bytes().to_vec();
         bytes[60] = 0xff;

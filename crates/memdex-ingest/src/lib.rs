@@ -12,7 +12,7 @@ mod jsonl;
 pub use date::parse_date;
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};
-pub use jsonl::{JsonlSessions, JsonlOptions, DEFAULT_MAX_LINE_BYTES};
+pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
 
 use memdex_core::Session;
 

@@ -14,7 +14,9 @@ pub enum StoreError {
     NotAStore { dir: PathBuf },
     #[error("{path}: corrupt manifest: {message}")]
     Manifest { path: PathBuf, message: String },
-    #[error("{path}: store format version {found} is not supported (this build reads {supported})")]
+    #[error(
+        "{path}: store format version {found} is not supported (this build reads {supported})"
+    )]
     FormatVersion {
         path: PathBuf,
         found: u32,

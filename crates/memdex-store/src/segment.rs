@@ -2,12 +2,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch,
-    StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
-};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, UInt32Type, UInt64Type, TimestampMillisecondType};
+use arrow_array::types::{Float32Type, TimestampMillisecondType, UInt32Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch, StringArray,
+    TimestampMillisecondArray, UInt32Array, UInt64Array,
+};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
@@ -48,18 +48,34 @@ pub(crate) fn write_segment(
         emb.extend_from_slice(r.embedding);
     }
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.item_id))),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.tenant.as_str()))),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.session_id.as_str()))),
-        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.item.turn))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.position))),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.item_id),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.item.tenant.as_str()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.item.session_id.as_str()),
+        )),
+        Arc::new(UInt32Array::from_iter_values(
+            rows.iter().map(|r| r.item.turn),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.position),
+        )),
         Arc::new(
             TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.item.timestamp_ms))
                 .with_timezone("UTC"),
         ),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.item.role.as_str()))),
-        Arc::new(LargeStringArray::from_iter_values(rows.iter().map(|r| r.item.value.as_str()))),
-        Arc::new(LargeStringArray::from_iter_values(rows.iter().map(|r| r.item.key.as_str()))),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.item.role.as_str()),
+        )),
+        Arc::new(LargeStringArray::from_iter_values(
+            rows.iter().map(|r| r.item.value.as_str()),
+        )),
+        Arc::new(LargeStringArray::from_iter_values(
+            rows.iter().map(|r| r.item.key.as_str()),
+        )),
         Arc::new(
             FixedSizeListArray::try_new(
                 embedding_item_field(),
@@ -69,14 +85,17 @@ pub(crate) fn write_segment(
             )
             .map_err(arrow_err)?,
         ),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.item.content_hash))),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.item.content_hash),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
     let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
     let mut bytes = Vec::new();
     {
-        let mut w = FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
+        let mut w =
+            FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
         w.write(&batch).map_err(arrow_err)?;
         w.finish().map_err(arrow_err)?;
     }
@@ -194,7 +213,10 @@ impl Segment {
     }
 
     pub fn item_ids(&self) -> &[u64] {
-        self.batch.column(COL_ITEM_ID).as_primitive::<UInt64Type>().values()
+        self.batch
+            .column(COL_ITEM_ID)
+            .as_primitive::<UInt64Type>()
+            .values()
     }
 
     /// The stored item at `row`.
@@ -206,7 +228,10 @@ impl Segment {
             tenant: b.column(COL_TENANT).as_string::<i32>().value(row),
             session_id: b.column(COL_SESSION_ID).as_string::<i32>().value(row),
             turn: b.column(COL_TURN).as_primitive::<UInt32Type>().value(row),
-            position: b.column(COL_POSITION).as_primitive::<UInt64Type>().value(row),
+            position: b
+                .column(COL_POSITION)
+                .as_primitive::<UInt64Type>()
+                .value(row),
             timestamp_ms: b
                 .column(COL_TIMESTAMP)
                 .as_primitive::<TimestampMillisecondType>()
@@ -214,7 +239,10 @@ impl Segment {
             role: role.parse().unwrap_or(Role::Mixed),
             value: b.column(COL_VALUE).as_string::<i64>().value(row),
             key: b.column(COL_KEY).as_string::<i64>().value(row),
-            content_hash: b.column(COL_CONTENT_HASH).as_primitive::<UInt64Type>().value(row),
+            content_hash: b
+                .column(COL_CONTENT_HASH)
+                .as_primitive::<UInt64Type>()
+                .value(row),
             embedding: &self.embeddings()[row * self.dim..(row + 1) * self.dim],
         }
     }
@@ -242,7 +270,9 @@ fn decode_single_batch(buffer: &Buffer) -> Result<RecordBatch, String> {
     let schema = try_fb_to_schema(footer.schema().ok_or("footer has no schema")?)
         .map_err(|e| format!("bad schema: {e}"))?;
     let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
-    let blocks = footer.recordBatches().ok_or("footer lists no record batches")?;
+    let blocks = footer
+        .recordBatches()
+        .ok_or("footer lists no record batches")?;
     if blocks.len() != 1 {
         return Err(format!("expected 1 record batch, found {}", blocks.len()));
     }

@@ -70,7 +70,10 @@ impl Store {
             None => Ok(()),
             Some(reason) => Err(StoreError::ModelMismatch {
                 dir: self.dir.clone(),
-                stored: format!("{} (dim {})", self.manifest.model.name, self.manifest.model.dim),
+                stored: format!(
+                    "{} (dim {})",
+                    self.manifest.model.name, self.manifest.model.dim
+                ),
                 requested: format!("{} (dim {})", model.name, model.dim),
                 reason,
             }),

@@ -60,7 +60,7 @@ impl StoreWriter {
             Err(StoreError::NotAStore { .. }) => {
                 let m = Manifest {
                     format_version: FORMAT_VERSION,
-                    version: 0,
+                    version: 1,
                     model: model.clone(),
                     granularity,
                     model_source,
@@ -104,14 +104,21 @@ impl StoreWriter {
     /// Deletes segment files no manifest names: leftovers of a crash before commit.
     fn remove_orphans(&mut self) -> Result<(), StoreError> {
         let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let named: std::collections::HashSet<&str> =
-            self.manifest.segments.iter().map(|s| s.file.as_str()).collect();
+        let named: std::collections::HashSet<&str> = self
+            .manifest
+            .segments
+            .iter()
+            .map(|s| s.file.as_str())
+            .collect();
         for entry in fs::read_dir(&seg_dir).map_err(io(&seg_dir))? {
             let entry = entry.map_err(io(&seg_dir))?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if !named.contains(name.as_ref()) {
-                tracing::warn!("removing uncommitted segment file {}", entry.path().display());
+                tracing::warn!(
+                    "removing uncommitted segment file {}",
+                    entry.path().display()
+                );
                 fs::remove_file(entry.path()).map_err(io(entry.path()))?;
             }
         }
@@ -166,9 +173,18 @@ impl StoreWriter {
         // Tenant-contiguous layout; stable, so positions stay ascending within a tenant.
         rows.sort_by(|a, b| a.item.tenant.cmp(&b.item.tenant));
 
-        let seg_id = self.manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
+        let seg_id = self
+            .manifest
+            .segments
+            .iter()
+            .map(|s| s.id + 1)
+            .max()
+            .unwrap_or(1);
         let metadata = HashMap::from([
-            ("memdex.format_version".to_string(), FORMAT_VERSION.to_string()),
+            (
+                "memdex.format_version".to_string(),
+                FORMAT_VERSION.to_string(),
+            ),
             (
                 "memdex.model".to_string(),
                 serde_json::to_string(&self.manifest.model).unwrap_or_default(),

@@ -1,0 +1,177 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use memdex_core::{DeviceChoice, Granularity, KeyRoles, OnError};
+
+/// memdex: long-term memory for chat assistants. Local models, local store, no external API.
+#[derive(Debug, Parser)]
+#[command(name = "memdex", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug). MEMDEX_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read a chat history, embed its items and append them to a store.
+    Index(IndexArgs),
+    /// Top-k items of one tenant for a query.
+    Search(SearchArgs),
+    /// Embed texts from a JSONL file ({"text": ...} per line).
+    Embed(EmbedArgs),
+    /// Describe a store: segments, rows, tenants, model, bytes.
+    Info(InfoArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// Where the model comes from and where it runs.
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// Model directory (sentence-transformers layout) or a hub repo id found in the local
+    /// Hugging Face cache (HF_HOME). Default: the store's recorded model, else
+    /// models/all-MiniLM-L6-v2 (fetch it with scripts/fetch-model.sh).
+    #[arg(long, env = "MEMDEX_MODEL")]
+    pub model: Option<String>,
+    /// Compute device: auto, cpu, cuda or cuda:N.
+    #[arg(long, env = "MEMDEX_DEVICE", default_value = "auto")]
+    pub device: DeviceChoice,
+    /// Padded tokens per forward pass (default 8192 on CPU, 65536 on CUDA).
+    #[arg(long, env = "MEMDEX_TOKEN_BUDGET")]
+    pub token_budget: Option<usize>,
+    /// Inputs per forward pass at most (default 256 on CPU, 1024 on CUDA).
+    #[arg(long, env = "MEMDEX_MAX_BATCH")]
+    pub max_batch: Option<usize>,
+    /// Override the model's max sequence length (tokens, special tokens included).
+    #[arg(long, env = "MEMDEX_MAX_LENGTH")]
+    pub max_length: Option<usize>,
+    /// Override the query prefix of the model profile (E5: "query: ").
+    #[arg(long, env = "MEMDEX_QUERY_PREFIX")]
+    pub query_prefix: Option<String>,
+    /// Override the passage prefix of the model profile (E5: "passage: ").
+    #[arg(long, env = "MEMDEX_PASSAGE_PREFIX")]
+    pub passage_prefix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// One session per line: {"tenant","session_id","date","turns":[{"role","content"}]}.
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Chat history file.
+    #[arg(long, env = "MEMDEX_INPUT")]
+    pub input: PathBuf,
+    /// Input format.
+    #[arg(long, env = "MEMDEX_FORMAT", value_enum, default_value = "jsonl")]
+    pub format: InputFormat,
+    /// Store directory (created if missing).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// What one memory item covers: session, round or turn.
+    #[arg(long, env = "MEMDEX_GRANULARITY", default_value = "round")]
+    pub granularity: Granularity,
+    /// Whose words form the embedded key: user or all (default: user for round/session, all
+    /// for turn).
+    #[arg(long, env = "MEMDEX_KEY_ROLES")]
+    pub key_roles: Option<KeyRoles>,
+    /// On a malformed record: abort (default) or skip it and report it.
+    #[arg(long, env = "MEMDEX_ON_ERROR", default_value = "abort")]
+    pub on_error: OnError,
+    /// Largest accepted input line (one session) in bytes.
+    #[arg(long, env = "MEMDEX_MAX_LINE_BYTES", default_value_t = memdex_ingest::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: u64,
+    /// Items per committed segment.
+    #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = 50_000)]
+    pub flush_items: usize,
+    /// Print the report as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Store directory.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Tenant whose memory is searched.
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: String,
+    /// The question.
+    #[arg(long, env = "MEMDEX_QUERY")]
+    pub query: String,
+    /// Number of items returned.
+    #[arg(short, long, env = "MEMDEX_K", default_value_t = 10)]
+    pub k: usize,
+    /// Print results as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    Query,
+    Passage,
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// JSONL file with a "text" field per line.
+    #[arg(long, env = "MEMDEX_INPUT")]
+    pub input: PathBuf,
+    /// Output JSONL: {"text", "embedding"} per input line, in order.
+    #[arg(long, env = "MEMDEX_OUTPUT")]
+    pub output: PathBuf,
+    /// Which prefix of the model profile applies.
+    #[arg(long, env = "MEMDEX_KIND", value_enum, default_value = "passage")]
+    pub kind: Kind,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Store directory.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// List every tenant with its item count.
+    #[arg(long, env = "MEMDEX_LIST_TENANTS")]
+    pub tenants: bool,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Embedding throughput (texts/s, tokens/s) on texts from a JSONL file.
+    Embed(BenchEmbedArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchEmbedArgs {
+    /// JSONL file with a "text" field per line (real chat turns).
+    #[arg(long, env = "MEMDEX_INPUT")]
+    pub input: PathBuf,
+    /// Use only the first N texts.
+    #[arg(long, env = "MEMDEX_BENCH_LIMIT")]
+    pub limit: Option<usize>,
+    /// Timed passes over all texts; the median is reported.
+    #[arg(long, env = "MEMDEX_BENCH_REPEATS", default_value_t = 3)]
+    pub repeats: usize,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}

@@ -1,0 +1,123 @@
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+use memdex_engine::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
+use memdex_store::StoreWriter;
+use serde::Serialize;
+
+use crate::cli::{IndexArgs, InputFormat};
+use crate::output::{print_json, spinner};
+
+struct Bars {
+    sessions: ProgressBar,
+}
+
+impl IndexProgress for Bars {
+    fn on_session(&mut self) {
+        self.sessions.inc(1);
+    }
+    fn on_embedded(&mut self, items: usize) {
+        self.sessions
+            .set_message(format!("embedding: {items} keys in last batch"));
+    }
+    fn on_committed(&mut self, rows: u64) {
+        self.sessions
+            .set_message(format!("committed a segment of {rows} items"));
+    }
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    store: String,
+    model: &'a str,
+    granularity: String,
+    #[serde(flatten)]
+    report: &'a IndexReport,
+    store_rows: u64,
+    manifest_version: u64,
+}
+
+pub fn run(a: IndexArgs) -> Result<()> {
+    let embedder = super::load_embedder(&a.model, None)?;
+    let source_hint = embedder
+        .files()
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| embedder.files().source.clone());
+    let mut writer =
+        StoreWriter::open_or_create(&a.store, embedder.info(), a.granularity, Some(source_hint))?;
+    let mut itemize = ItemizeOptions::new(a.granularity);
+    if let Some(k) = a.key_roles {
+        itemize.key_roles = k;
+    }
+    let opts = IndexOptions {
+        itemize,
+        on_error: a.on_error,
+        flush_items: a.flush_items.max(1),
+    };
+    let source = match a.format {
+        InputFormat::Jsonl => JsonlSessions::open(
+            &a.input,
+            JsonlOptions {
+                on_error: a.on_error,
+                max_line_bytes: a.max_line_bytes,
+            },
+        )?,
+    };
+    let mut bars = Bars {
+        sessions: spinner("sessions"),
+    };
+    let result = index_sessions(source, &mut writer, &embedder, &opts, &mut bars);
+    bars.sessions.finish_and_clear();
+    let report = result.with_context(|| {
+        format!(
+            "indexing {} stopped; sessions before the failure are committed in {} and a re-run skips them",
+            a.input.display(),
+            a.store.display()
+        )
+    })?;
+    let m = writer.manifest();
+    if a.json {
+        return print_json(&Out {
+            store: a.store.display().to_string(),
+            model: &m.model.name,
+            granularity: m.granularity.to_string(),
+            report: &report,
+            store_rows: m.rows(),
+            manifest_version: m.version,
+        });
+    }
+    println!(
+        "indexed {} sessions → {} {} items in {} segment(s) [{:.1}s, embedding {:.1}s, {} tokens]",
+        report.sessions_indexed,
+        report.items_written,
+        m.granularity,
+        report.segments_written,
+        report.seconds,
+        report.embed_seconds,
+        report.tokens_embedded
+    );
+    if report.sessions_unchanged > 0 {
+        println!(
+            "{} sessions already stored unchanged: skipped",
+            report.sessions_unchanged
+        );
+    }
+    if report.sessions_rejected > 0 {
+        println!("{} records rejected:", report.sessions_rejected);
+        for e in report.errors.iter().take(20) {
+            println!("  {e}");
+        }
+        if report.errors.len() > 20 {
+            println!("  … {} more", report.errors.len() - 20);
+        }
+    }
+    println!(
+        "store {}: {} items, manifest version {}",
+        a.store.display(),
+        m.rows(),
+        m.version
+    );
+    Ok(())
+}

@@ -1,0 +1,69 @@
+use anyhow::Result;
+use memdex_store::Store;
+use serde::Serialize;
+
+use crate::cli::InfoArgs;
+use crate::output::print_json;
+
+#[derive(Serialize)]
+struct Info<'a> {
+    store: String,
+    format_version: u32,
+    manifest_version: u64,
+    model: &'a memdex_core::ModelInfo,
+    model_source: Option<&'a str>,
+    granularity: String,
+    segments: usize,
+    rows: u64,
+    tenants: usize,
+    bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenant_rows: Option<std::collections::BTreeMap<&'a str, u64>>,
+}
+
+pub fn run(a: InfoArgs) -> Result<()> {
+    let store = Store::open(&a.store)?;
+    let m = store.manifest();
+    let tenants = store.tenants();
+    let info = Info {
+        store: a.store.display().to_string(),
+        format_version: m.format_version,
+        manifest_version: m.version,
+        model: &m.model,
+        model_source: m.model_source.as_deref(),
+        granularity: m.granularity.to_string(),
+        segments: m.segments.len(),
+        rows: m.rows(),
+        tenants: tenants.len(),
+        bytes: m.segments.iter().map(|s| s.bytes).sum(),
+        tenant_rows: a.tenants.then(|| tenants.clone()),
+    };
+    if a.json {
+        return print_json(&info);
+    }
+    println!("store        {}", info.store);
+    println!(
+        "format       v{} (manifest version {})",
+        info.format_version, info.manifest_version
+    );
+    println!(
+        "model        {} (dim {}, {:?} pooling, normalize {}, max length {}, fingerprint {})",
+        m.model.name,
+        m.model.dim,
+        m.model.pooling,
+        m.model.normalize,
+        m.model.max_length,
+        &m.model.fingerprint[..m.model.fingerprint.len().min(12)]
+    );
+    println!("granularity  {}", info.granularity);
+    println!("segments     {}", info.segments);
+    println!("rows         {}", info.rows);
+    println!("tenants      {}", info.tenants);
+    println!("bytes        {}", info.bytes);
+    if let Some(t) = &info.tenant_rows {
+        for (tenant, rows) in t {
+            println!("  {tenant}\t{rows}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! One module per subcommand; shared model loading here.
+
+mod bench;
+mod embed;
+mod index;
+mod info;
+mod search;
+
+use anyhow::{Context, Result};
+use memdex_embed::{select_device, EmbedOptions, Embedder};
+
+use crate::cli::{BenchCommand, Cli, Command, ModelArgs};
+
+/// Where the default model lives (relative to the working directory).
+pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Index(a) => index::run(a),
+        Command::Search(a) => search::run(a),
+        Command::Embed(a) => embed::run(a),
+        Command::Info(a) => info::run(a),
+        Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
+    }
+}
+
+/// Loads the model named by `--model`, else `fallback` (a store's recorded model) when it
+/// still resolves, else the default directory.
+pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedder> {
+    let spec = match (&args.model, fallback) {
+        (Some(m), _) => m.clone(),
+        (None, Some(f)) if memdex_embed::ModelFiles::resolve(f).is_ok() => f.to_string(),
+        _ => DEFAULT_MODEL_DIR.to_string(),
+    };
+    let device = select_device(args.device)?;
+    let opts = EmbedOptions {
+        token_budget: args.token_budget,
+        max_batch: args.max_batch,
+        max_length: args.max_length,
+        query_prefix: args.query_prefix.clone(),
+        passage_prefix: args.passage_prefix.clone(),
+        precision: None,
+    };
+    let e =
+        Embedder::load(&spec, device, &opts).with_context(|| format!("loading model {spec}"))?;
+    tracing::info!(
+        "model {} (dim {}, max length {}, {:?} pooling) on {}",
+        e.info().name,
+        e.dim(),
+        e.info().max_length,
+        e.info().pooling,
+        memdex_embed::device_name(e.device())
+    );
+    Ok(e)
+}

@@ -1,0 +1,160 @@
+use std::collections::HashMap;
+use std::time::Instant;
+
+use memdex_core::{MemoryItem, OnError, TextKind};
+use memdex_embed::Embedder;
+use memdex_ingest::{itemize, ItemizeOptions, SessionSource};
+use memdex_store::{session_hash, Store, StoreWriter};
+use serde::Serialize;
+
+use crate::EngineError;
+
+/// How an index run behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexOptions {
+    pub itemize: ItemizeOptions,
+    /// `abort`: stop at the first bad record or conflicting session; every session before it
+    /// is committed (a re-run skips those), nothing after it is read. `skip`: report and go on.
+    pub on_error: OnError,
+    /// Items per segment: pending items are embedded and committed once this many collect
+    /// (always at a session boundary). Bounds memory and the work a crash can lose.
+    pub flush_items: usize,
+}
+
+/// Callbacks for progress display.
+pub trait IndexProgress {
+    fn on_session(&mut self) {}
+    fn on_embedded(&mut self, _items: usize) {}
+    fn on_committed(&mut self, _rows: u64) {}
+}
+
+impl IndexProgress for () {}
+
+/// What an index run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IndexReport {
+    pub sessions_read: u64,
+    pub sessions_indexed: u64,
+    /// Already stored with identical content: skipped (idempotent re-runs).
+    pub sessions_unchanged: u64,
+    /// Bad records and conflicting sessions skipped under `--on-error skip`.
+    pub sessions_rejected: u64,
+    pub items_written: u64,
+    /// Distinct key texts embedded (equal keys within a flush are embedded once).
+    pub keys_embedded: u64,
+    pub tokens_embedded: u64,
+    pub segments_written: u64,
+    pub embed_seconds: f64,
+    pub seconds: f64,
+    /// Messages of rejected records, with file and line.
+    pub errors: Vec<String>,
+}
+
+/// Reads every session of `source`, embeds its items and appends them to `writer`.
+pub fn index_sessions<S: SessionSource>(
+    mut source: S,
+    writer: &mut StoreWriter,
+    embedder: &Embedder,
+    opts: &IndexOptions,
+    progress: &mut dyn IndexProgress,
+) -> Result<IndexReport, EngineError> {
+    let start = Instant::now();
+    let mut report = IndexReport::default();
+    let mut known: HashMap<(String, String), u64> = Store::open(writer.dir())?.session_hashes();
+    let mut pending: Vec<MemoryItem> = Vec::new();
+    let mut failure: Option<EngineError> = None;
+
+    for next in source.by_ref() {
+        let session = match next {
+            Ok(s) => s,
+            Err(e) => {
+                failure = Some(e.into());
+                break;
+            }
+        };
+        report.sessions_read += 1;
+        progress.on_session();
+        let items = itemize(&session, &opts.itemize);
+        let hash = session_hash(items.iter().map(|i| i.content_hash));
+        let key = (session.tenant.clone(), session.session_id.clone());
+        match known.get(&key) {
+            Some(&h) if h == hash => {
+                report.sessions_unchanged += 1;
+                continue;
+            }
+            Some(_) => {
+                let err = EngineError::SessionConflict {
+                    tenant: key.0,
+                    session_id: key.1,
+                    origin: "same tenant and session id".into(),
+                };
+                if opts.on_error == OnError::Skip {
+                    tracing::warn!("skipping: {err}");
+                    report.sessions_rejected += 1;
+                    report.errors.push(err.to_string());
+                    continue;
+                }
+                failure = Some(err);
+                break;
+            }
+            None => {}
+        }
+        known.insert(key, hash);
+        report.sessions_indexed += 1;
+        pending.extend(items);
+        if pending.len() >= opts.flush_items {
+            flush(&mut pending, writer, embedder, &mut report, progress)?;
+        }
+    }
+    flush(&mut pending, writer, embedder, &mut report, progress)?;
+    for e in source.skipped() {
+        report.sessions_rejected += 1;
+        report.errors.push(e.to_string());
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// Embeds the distinct keys of `pending` and commits them as one segment.
+fn flush(
+    pending: &mut Vec<MemoryItem>,
+    writer: &mut StoreWriter,
+    embedder: &Embedder,
+    report: &mut IndexReport,
+    progress: &mut dyn IndexProgress,
+) -> Result<(), EngineError> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let t = Instant::now();
+    let mut slot_of: HashMap<&str, usize> = HashMap::new();
+    let mut unique: Vec<&str> = Vec::new();
+    let slots: Vec<usize> = pending
+        .iter()
+        .map(|it| {
+            *slot_of.entry(it.key.as_str()).or_insert_with(|| {
+                unique.push(it.key.as_str());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    let emb = embedder
+        .embed_with_progress(&unique, TextKind::Passage, &mut |n| progress.on_embedded(n))?;
+    let dim = emb.dim;
+    let mut data = Vec::with_capacity(pending.len() * dim);
+    for &s in &slots {
+        data.extend_from_slice(emb.row(s));
+    }
+    report.embed_seconds += t.elapsed().as_secs_f64();
+    report.keys_embedded += unique.len() as u64;
+    report.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
+    let committed = writer.append(pending, &data)?;
+    report.items_written += committed.segment.rows;
+    report.segments_written += 1;
+    progress.on_committed(committed.segment.rows);
+    pending.clear();
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! memdex engine: the library façade used by the CLI (and later the server).
+//!
+//! * [`index_sessions`]: sessions from any [`memdex_ingest::SessionSource`] → items →
+//!   embeddings (each distinct key embedded once per flush) → one committed segment per flush.
+//!   Idempotent: sessions already stored with the same content are skipped.
+//! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant.
+
+mod error;
+mod indexer;
+mod search;
+
+pub use error::EngineError;
+pub use indexer::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+pub use search::{SearchHit, Searcher};

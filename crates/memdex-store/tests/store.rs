@@ -1,0 +1,259 @@
+//! Store round trips, model checks, crash leftovers, damage detection and pyarrow interop.
+
+use std::path::Path;
+
+use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
+use memdex_store::{Store, StoreError, StoreWriter};
+
+fn model(dim: usize, fp: &str) -> ModelInfo {
+    ModelInfo {
+        name: "test-model".into(),
+        fingerprint: fp.into(),
+        dim,
+        pooling: Pooling::Mean,
+        normalize: true,
+        max_length: 16,
+        query_prefix: String::new(),
+        passage_prefix: String::new(),
+    }
+}
+
+fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
+    MemoryItem {
+        tenant: tenant.into(),
+        session_id: session.into(),
+        turn,
+        timestamp_ms: 1_700_000_000_000 + turn as i64,
+        role: Role::User,
+        value: format!("user: {text}"),
+        key: text.into(),
+        content_hash: MemoryItem::compute_hash(Role::User, text, text),
+    }
+}
+
+fn emb(n: usize, dim: usize, seed: f32) -> Vec<f32> {
+    (0..n * dim).map(|i| seed + i as f32 / 100.0).collect()
+}
+
+fn writer(dir: &Path, dim: usize) -> Result<StoreWriter, StoreError> {
+    StoreWriter::open_or_create(dir, &model(dim, "aaaa"), Granularity::Round, None)
+}
+
+#[test]
+fn append_then_read_zero_copy_in_tenant_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    let items = vec![
+        item("bob", "s1", 0, "b0"),
+        item("alice", "s1", 0, "a0"),
+        item("bob", "s1", 1, "b1"),
+    ];
+    let e1 = emb(3, 4, 0.0);
+    let r = w.append(&items, &e1).unwrap();
+    assert_eq!(r.manifest_version, 2, "creation is version 1");
+    let items2 = vec![item("alice", "s2", 0, "a1 ünïcode 東京")];
+    w.append(&items2, &emb(1, 4, 9.0)).unwrap();
+    drop(w);
+
+    let s = Store::open(dir).unwrap();
+    assert_eq!(s.rows(), 4);
+    assert_eq!(s.segments().len(), 2);
+    let tenants = s.tenants();
+    assert_eq!(tenants.get("alice"), Some(&2));
+    assert_eq!(tenants.get("bob"), Some(&2));
+
+    let alice = s.tenant_slices("alice");
+    assert_eq!(alice.len(), 2);
+    let first = alice[0].item(0);
+    assert_eq!((first.item_id, first.position, first.key), (1, 0, "a0"));
+    assert_eq!(alice[0].embeddings(4), &e1[4..8], "rows follow their items");
+    let second = alice[1].item(0);
+    assert_eq!((second.item_id, second.position), (3, 1));
+    assert_eq!(second.key, "a1 ünïcode 東京");
+    assert_eq!(second.timestamp_ms, 1_700_000_000_000);
+
+    let bob = s.tenant_slices("bob");
+    assert_eq!(bob.len(), 1);
+    assert_eq!(bob[0].rows, 2);
+    assert_eq!(bob[0].item(1).key, "b1");
+    assert_eq!(bob[0].item(1).position, 1);
+    // zero-copy: the embedding slice points into the mapping, 64-byte aligned
+    assert_eq!(s.segments()[0].embeddings().as_ptr() as usize % 64, 0);
+
+    let hashes = s.session_hashes();
+    assert_eq!(hashes.len(), 3);
+}
+
+#[test]
+fn refuses_other_model_or_dimension_and_second_writer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
+        .unwrap();
+    let e = writer(dir, 4).unwrap_err();
+    assert!(matches!(e, StoreError::Locked { .. }), "{e}");
+    drop(w);
+
+    let e = writer(dir, 8).unwrap_err().to_string();
+    assert!(
+        e.contains("dimension 4 vs 8") && e.contains(&dir.display().to_string()),
+        "{e}"
+    );
+    let e = StoreWriter::open_or_create(dir, &model(4, "bbbb"), Granularity::Round, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("refusing"), "{e}");
+    let e = Store::open_for_model(dir, &model(4, "bbbb")).unwrap_err();
+    assert!(matches!(e, StoreError::ModelMismatch { .. }));
+    let e = StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Turn, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("round items"), "{e}");
+    // nothing was lost by the refused opens
+    assert_eq!(Store::open(dir).unwrap().rows(), 1);
+}
+
+#[test]
+fn rejects_bad_appends_without_committing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), 4).unwrap();
+    assert!(w
+        .append(&[item("a", "s", 0, "x")], &emb(2, 4, 0.0))
+        .is_err());
+    let mut bad = emb(1, 4, 0.0);
+    bad[2] = f32::NAN;
+    assert!(w.append(&[item("a", "s", 0, "x")], &bad).is_err());
+    assert!(w.append(&[], &[]).is_err());
+    drop(w);
+    let s = Store::open(tmp.path()).unwrap();
+    assert_eq!((s.rows(), s.manifest().version), (0, 1));
+}
+
+#[test]
+fn orphan_segments_are_ignored_then_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
+        .unwrap();
+    drop(w);
+    // as if a writer crashed after writing a segment but before committing the manifest
+    let orphan = dir.join("segments/seg-00000099.arrow");
+    std::fs::write(&orphan, b"partial").unwrap();
+    std::fs::write(dir.join("segments/seg-00000100.arrow.tmp"), b"partial").unwrap();
+    assert_eq!(
+        Store::open(dir).unwrap().rows(),
+        1,
+        "readers see the manifest only"
+    );
+    let w = writer(dir, 4).unwrap();
+    assert!(!orphan.exists());
+    assert_eq!(std::fs::read_dir(dir.join("segments")).unwrap().count(), 1);
+    drop(w);
+}
+
+#[test]
+fn damaged_segments_and_manifests_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
+        .unwrap();
+    drop(w);
+    let seg = dir.join("segments/seg-00000001.arrow");
+    let bytes = std::fs::read(&seg).unwrap();
+    std::fs::write(&seg, &bytes[..bytes.len() - 20]).unwrap();
+    let e = Store::open(dir).unwrap_err().to_string();
+    assert!(
+        e.contains("seg-00000001.arrow") && e.contains("truncated"),
+        "{e}"
+    );
+    // same length, garbage footer
+    let mut garbled = bytes.clone();
+    let n = garbled.len();
+    garbled[n - 30..n - 10].fill(0xAB);
+    std::fs::write(&seg, &garbled).unwrap();
+    assert!(Store::open(dir).is_err());
+
+    std::fs::write(dir.join("manifest.json"), b"{\"format_version\": 1, ").unwrap();
+    let e = Store::open(dir).unwrap_err().to_string();
+    assert!(e.contains("manifest.json") && e.contains("corrupt"), "{e}");
+    std::fs::write(dir.join("manifest.json"), b"{\"format_version\": 7}").unwrap();
+    let e = Store::open(dir).unwrap_err().to_string();
+    assert!(e.contains("format version 7"), "{e}");
+    let e = Store::open(&dir.join("nope")).unwrap_err().to_string();
+    assert!(e.contains("no memdex store"), "{e}");
+}
+
+/// The segment files are plain Arrow IPC: pyarrow opens them. Skipped (with a notice) when
+/// pyarrow is missing, unless MEMDEX_REQUIRE_PYARROW=1 (set by CI), which makes it a failure.
+#[test]
+fn pyarrow_opens_segments() {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let has = std::process::Command::new(&python)
+        .args(["-c", "import pyarrow"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has {
+        assert!(
+            std::env::var("MEMDEX_REQUIRE_PYARROW").is_err(),
+            "pyarrow required (MEMDEX_REQUIRE_PYARROW set) but `{python} -c 'import pyarrow'` failed"
+        );
+        eprintln!("SKIPPED pyarrow_opens_segments: pyarrow is not installed for {python}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    w.append(
+        &[
+            item("bob", "s1", 0, "hello"),
+            item("alice", "s9", 3, "Zürich"),
+        ],
+        &emb(2, 4, 0.5),
+    )
+    .unwrap();
+    drop(w);
+    let script = r#"
+import sys, json, pyarrow as pa, pyarrow.ipc as ipc
+t = ipc.open_file(sys.argv[1]).read_all()
+print(json.dumps({
+  "rows": t.num_rows,
+  "columns": t.column_names,
+  "tenant": t.column("tenant").to_pylist(),
+  "key": t.column("key").to_pylist(),
+  "emb_type": str(t.schema.field("embedding").type),
+  "emb0": t.column("embedding")[0].as_py(),
+  "ts_type": str(t.schema.field("timestamp").type),
+  "meta": {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items()},
+}))
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .arg(dir.join("segments/seg-00000001.arrow"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows"], 2);
+    assert_eq!(v["tenant"], serde_json::json!(["alice", "bob"]));
+    assert_eq!(v["key"], serde_json::json!(["Zürich", "hello"]));
+    assert_eq!(v["emb_type"], "fixed_size_list<item: float not null>[4]");
+    assert_eq!(v["ts_type"], "timestamp[ms, tz=UTC]");
+    let e0: Vec<f64> = serde_json::from_value(v["emb0"].clone()).unwrap();
+    assert!(
+        (e0[0] - 0.54).abs() < 1e-6,
+        "alice's row moved with her: {e0:?}"
+    );
+    assert!(v["meta"]["memdex.model"]
+        .as_str()
+        .unwrap()
+        .contains("test-model"));
+    assert_eq!(v["columns"].as_array().unwrap().len(), 11);
+}
