@@ -1,0 +1,360 @@
+//! End-to-end tests of the `memdex` binary with the tiny fixture model.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tiny_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
+}
+
+fn memdex(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(args)
+        .env("MEMDEX_MODEL", tiny_model())
+        .env_remove("MEMDEX_STORE")
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn fails(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected failure, got success: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+fn session(tenant: &str, id: &str, day: u32, texts: &[&str]) -> String {
+    let turns: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            serde_json::json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": t})
+        })
+        .collect();
+    serde_json::json!({
+        "tenant": tenant, "session_id": id,
+        "date": format!("2023-05-{day:02}T10:00:00Z"), "turns": turns
+    })
+    .to_string()
+}
+
+fn history() -> String {
+    [
+        session(
+            "alice",
+            "s1",
+            1,
+            &["i bought a new car", "great", "my dog is old", "ok"],
+        ),
+        session("alice", "s2", 2, &["my sister moved to paris", "nice"]),
+        session("bob", "s1", 3, &["i love coffee and tea", "me too"]),
+    ]
+    .join("\n")
+        + "\n"
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn index_json(input: &Path, store: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "index",
+        "--input",
+        input.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    memdex(&args)
+}
+
+#[test]
+fn index_search_info_round_trip_and_idempotent_reindex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = write(tmp.path(), "h.jsonl", &history());
+    let store = tmp.path().join("store");
+    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
+    assert_eq!(r["sessions_indexed"], 3);
+    assert_eq!(r["items_written"], 4, "rounds: 2 + 1 + 1");
+    assert_eq!(r["granularity"], "round");
+
+    let out = ok(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "alice",
+        "--query",
+        "where does my sister live",
+        "-k",
+        "2",
+        "--json",
+    ]));
+    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(
+        hits.iter().all(|h| h["tenant"] == "alice"),
+        "tenant isolation: {out}"
+    );
+    assert!(hits[0]["score"].as_f64() >= hits[1]["score"].as_f64());
+
+    // a query equal to a stored key ranks that item first (same text, same vector)
+    let out = ok(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "alice",
+        "--query",
+        "my sister moved to paris",
+        "--json",
+    ]));
+    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits.len(), 3, "k larger than the tenant returns all of it");
+    assert_eq!(hits[0]["session_id"], "s2");
+    assert!((hits[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-4);
+
+    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
+    assert_eq!(
+        (
+            r["sessions_indexed"].as_u64(),
+            r["sessions_unchanged"].as_u64()
+        ),
+        (Some(0), Some(3))
+    );
+    assert_eq!(r["store_rows"], 4);
+
+    let info: Value = serde_json::from_str(&ok(&memdex(&[
+        "info",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        "--tenants",
+    ])))
+    .unwrap();
+    assert_eq!(info["rows"], 4);
+    assert_eq!(info["tenants"], 2);
+    assert_eq!(info["tenant_rows"]["alice"], 3);
+    assert_eq!(info["model"]["dim"], 32);
+}
+
+#[test]
+fn bad_records_are_named_and_nothing_stored_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let good = write(tmp.path(), "good.jsonl", &history());
+    ok(&index_json(&good, &store, &[]));
+
+    let bad = format!(
+        "{}\n{}\n{{\"tenant\": \"carol\", \"session_id\": \n{}\n",
+        session("carol", "c1", 4, &["hello"]),
+        session("carol", "c2", 5, &["bad date"])
+            .replace("2023-05-05T10:00:00Z", "2023/02/30 (Thu) 10:00"),
+        session("carol", "c3", 6, &["after"]),
+    );
+    let bad_path = write(tmp.path(), "bad.jsonl", &bad);
+    let err = fails(&index_json(&bad_path, &store, &[]));
+    assert!(err.contains("bad.jsonl:2") && err.contains("date"), "{err}");
+    let info: Value = serde_json::from_str(&ok(&memdex(&[
+        "info",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(
+        info["rows"], 5,
+        "old rows kept, session before the bad line committed"
+    );
+
+    let r: Value =
+        serde_json::from_str(&ok(&index_json(&bad_path, &store, &["--on-error", "skip"]))).unwrap();
+    assert_eq!(r["sessions_rejected"], 2);
+    assert_eq!(r["sessions_indexed"], 1, "c3");
+    assert_eq!(r["sessions_unchanged"], 1, "c1");
+    let errors = r["errors"].to_string();
+    assert!(
+        errors.contains("bad.jsonl:2") && errors.contains("bad.jsonl:3: malformed JSON"),
+        "{errors}"
+    );
+
+    // same session id, different content
+    let conflict = write(
+        tmp.path(),
+        "conflict.jsonl",
+        &session("alice", "s2", 2, &["something else"]),
+    );
+    let err = fails(&index_json(&conflict, &store, &[]));
+    assert!(
+        err.contains("\"s2\"") && err.contains("different content"),
+        "{err}"
+    );
+
+    let missing = fails(&index_json(&tmp.path().join("nope.jsonl"), &store, &[]));
+    assert!(missing.contains("nope.jsonl"), "{missing}");
+}
+
+#[test]
+fn search_errors_are_clear() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    ok(&index_json(
+        &write(tmp.path(), "h.jsonl", &history()),
+        &store,
+        &[],
+    ));
+    let s = store.to_str().unwrap();
+    let err = fails(&memdex(&[
+        "search", "--store", s, "--tenant", "zed", "--query", "x",
+    ]));
+    assert!(err.contains("tenant \"zed\" has no items"), "{err}");
+    let err = fails(&memdex(&[
+        "search", "--store", s, "--tenant", "alice", "--query", "  ",
+    ]));
+    assert!(err.contains("query is empty"), "{err}");
+    let err = fails(&memdex(&[
+        "search",
+        "--store",
+        tmp.path().join("x").to_str().unwrap(),
+        "--tenant",
+        "a",
+        "--query",
+        "q",
+    ]));
+    assert!(err.contains("no memdex store"), "{err}");
+    let err = fails(&memdex(&[
+        "search", "--store", s, "--tenant", "alice", "--query", "q", "--device", "cuda",
+    ]));
+    if !cfg!(feature = "cuda") {
+        assert!(err.contains("`cuda` feature"), "{err}");
+    }
+    let err = fails(&memdex(&[
+        "search", "--store", s, "--tenant", "alice", "--query", "q", "--device", "tpu",
+    ]));
+    assert!(err.contains("invalid device"), "{err}");
+}
+
+#[test]
+fn store_refuses_another_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    ok(&index_json(
+        &write(tmp.path(), "h.jsonl", &history()),
+        &store,
+        &[],
+    ));
+    // the same weights with CLS pooling produce incomparable vectors
+    let other = tmp.path().join("tiny-cls");
+    std::fs::create_dir_all(other.join("1_Pooling")).unwrap();
+    for f in [
+        "config.json",
+        "tokenizer.json",
+        "model.safetensors",
+        "modules.json",
+        "sentence_bert_config.json",
+    ] {
+        std::fs::copy(tiny_model().join(f), other.join(f)).unwrap();
+    }
+    std::fs::write(
+        other.join("1_Pooling/config.json"),
+        r#"{"pooling_mode_cls_token": true}"#,
+    )
+    .unwrap();
+    let s = store.to_str().unwrap();
+    let o = other.to_str().unwrap();
+    let err = fails(&memdex(&[
+        "search", "--store", s, "--tenant", "alice", "--query", "dog", "--model", o,
+    ]));
+    assert!(err.contains("refusing") && err.contains(s), "{err}");
+    let input = write(tmp.path(), "more.jsonl", &session("dave", "d1", 9, &["hi"]));
+    let err = fails(&memdex(&[
+        "index",
+        "--input",
+        input.to_str().unwrap(),
+        "--store",
+        s,
+        "--model",
+        o,
+    ]));
+    assert!(err.contains("refusing"), "{err}");
+    let err = fails(&memdex(&[
+        "index",
+        "--input",
+        input.to_str().unwrap(),
+        "--store",
+        s,
+        "--granularity",
+        "turn",
+    ]));
+    assert!(err.contains("round items"), "{err}");
+}
+
+#[test]
+fn embed_writes_vectors_in_input_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let texts = [
+        "",
+        "hello",
+        "the dog and the cat went to the house",
+        "   ",
+        "a",
+    ];
+    let input: String = texts
+        .iter()
+        .map(|t| format!("{}\n", serde_json::json!({"text": t})))
+        .collect();
+    let inp = write(tmp.path(), "t.jsonl", &input);
+    let outp = tmp.path().join("o.jsonl");
+    ok(&memdex(&[
+        "embed",
+        "--input",
+        inp.to_str().unwrap(),
+        "--output",
+        outp.to_str().unwrap(),
+    ]));
+    let lines: Vec<Value> = std::fs::read_to_string(&outp)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), texts.len());
+    for (l, t) in lines.iter().zip(texts) {
+        assert_eq!(l["text"], t);
+        let v: Vec<f32> = serde_json::from_value(l["embedding"].clone()).unwrap();
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert_eq!(v.len(), 32);
+        assert!((norm - 1.0).abs() < 1e-4);
+    }
+    let bad = write(
+        tmp.path(),
+        "bad.jsonl",
+        "{\"text\": \"ok\"}\n{\"txt\": 1}\n",
+    );
+    let err = fails(&memdex(&[
+        "embed",
+        "--input",
+        bad.to_str().unwrap(),
+        "--output",
+        outp.to_str().unwrap(),
+    ]));
+    assert!(err.contains("bad.jsonl:2"), "{err}");
+}
