@@ -55,6 +55,15 @@ pub struct ModelArgs {
     /// Override the passage prefix of the model profile (E5: "passage: ").
     #[arg(long, env = "MEMDEX_PASSAGE_PREFIX")]
     pub passage_prefix: Option<String>,
+    /// CPU encoder: fast (memdex's fused kernels) or candle (the reference implementation).
+    #[arg(long, env = "MEMDEX_CPU_BACKEND", value_enum, default_value = "fast")]
+    pub cpu_backend: CpuBackendArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CpuBackendArg {
+    Fast,
+    Candle,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

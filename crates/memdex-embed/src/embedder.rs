@@ -1,9 +1,10 @@
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use memdex_core::{ModelInfo, Pooling, TextKind};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::fast_bert::FastBert;
 use crate::files::{ModelFiles, WeightFiles};
 use crate::{device_name, plan_batches, EmbedError};
 
@@ -25,6 +26,21 @@ impl Precision {
     }
 }
 
+/// Which implementation runs the encoder on the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuBackend {
+    /// memdex's packed, fused encoder (`fast_bert`); f32 only.
+    #[default]
+    Fast,
+    /// candle-transformers' `BertModel`: the reference implementation.
+    Candle,
+}
+
+enum Backend {
+    Candle(BertModel),
+    Fast(FastBert),
+}
+
 /// Embedder settings. `None` fields take the model's or the device's default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EmbedOptions {
@@ -42,6 +58,8 @@ pub struct EmbedOptions {
     pub passage_prefix: Option<String>,
     /// Default: f32 on CPU, f16 on CUDA.
     pub precision: Option<Precision>,
+    /// CPU implementation (default: fast). Ignored on CUDA.
+    pub cpu_backend: CpuBackend,
 }
 
 /// Vectors for a list of texts, in input order.
@@ -70,7 +88,7 @@ impl Embeddings {
 
 /// A loaded sentence encoder. Synchronous; owns its device.
 pub struct Embedder {
-    model: BertModel,
+    backend: Backend,
     tokenizer: Tokenizer,
     device: Device,
     dtype: DType,
@@ -87,6 +105,7 @@ impl std::fmt::Debug for Embedder {
             .field("model", &self.info.name)
             .field("device", &device_name(&self.device))
             .field("dtype", &self.dtype)
+            .field("backend", &self.backend_name())
             .finish()
     }
 }
@@ -170,7 +189,13 @@ impl Embedder {
             WeightFiles::Safetensors(p) => p[0].clone(),
             WeightFiles::Pth(p) => p.clone(),
         };
-        let model = BertModel::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?;
+        let backend = if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
+            Backend::Fast(FastBert::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?)
+        } else {
+            Backend::Candle(
+                BertModel::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?,
+            )
+        };
 
         let info = ModelInfo {
             name: files.name.clone(),
@@ -189,7 +214,7 @@ impl Embedder {
                 .unwrap_or_else(|| files.passage_prefix.clone()),
         };
         Ok(Embedder {
-            model,
+            backend,
             tokenizer,
             device,
             dtype,
@@ -217,6 +242,14 @@ impl Embedder {
 
     pub fn dim(&self) -> usize {
         self.info.dim
+    }
+
+    /// `fast-cpu` or `candle`.
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Fast(_) => "fast-cpu",
+            Backend::Candle(_) => "candle",
+        }
     }
 
     /// (token budget, max batch) used to cut inputs into forward passes.
@@ -273,9 +306,36 @@ impl Embedder {
         self.embed_with_progress(texts, kind, &mut |_| {})
     }
 
-    /// One padded forward pass; returns `indices.len() × dim` pooled vectors.
+    /// One forward pass over the inputs at `indices`; returns `indices.len() × dim` pooled
+    /// (and, if the model says so, L2-normalised) vectors.
     fn forward_batch(
         &self,
+        indices: &[usize],
+        ids: &[Vec<u32>],
+        padded_len: usize,
+    ) -> Result<Vec<f32>, EmbedError> {
+        let mut pooled = match &self.backend {
+            Backend::Candle(model) => self.forward_candle(model, indices, ids, padded_len)?,
+            Backend::Fast(model) => {
+                let seqs: Vec<&[u32]> = indices.iter().map(|&i| ids[i].as_slice()).collect();
+                model.forward(&seqs, |hidden| {
+                    pool_packed(hidden, &seqs, self.dim(), self.info.pooling)
+                })
+            }
+        };
+        if self.info.normalize {
+            for row in pooled.chunks_exact_mut(self.dim()) {
+                let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+                row.iter_mut().for_each(|v| *v /= norm);
+            }
+        }
+        Ok(pooled)
+    }
+
+    /// The reference path: candle's BERT over a padded batch, pooling with masks.
+    fn forward_candle(
+        &self,
+        model: &BertModel,
         indices: &[usize],
         ids: &[Vec<u32>],
         padded_len: usize,
@@ -291,7 +351,7 @@ impl Embedder {
         let input = Tensor::from_vec(input, (b, padded_len), &self.device)?;
         let mask = Tensor::from_vec(mask, (b, padded_len), &self.device)?;
         let type_ids = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &type_ids, Some(&mask))?; // (b, L, H)
+        let hidden = model.forward(&input, &type_ids, Some(&mask))?; // (b, L, H)
         let hidden = hidden.to_dtype(DType::F32)?;
         let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (b, L, 1)
         let pooled = match self.info.pooling {
@@ -311,18 +371,41 @@ impl Embedder {
                 hidden.broadcast_add(&neg)?.max(1)?
             }
         };
-        let pooled = if self.info.normalize {
-            let norm = pooled
-                .sqr()?
-                .sum_keepdim(D::Minus1)?
-                .sqrt()?
-                .clamp(1e-12, f64::MAX)?;
-            pooled.broadcast_div(&norm)?
-        } else {
-            pooled
-        };
         Ok(pooled.flatten_all()?.to_vec1::<f32>()?)
     }
+}
+
+/// Pools packed hidden states (`Σ len × dim`, sequences back to back) into one row each.
+fn pool_packed(hidden: &[f32], seqs: &[&[u32]], dim: usize, pooling: Pooling) -> Vec<f32> {
+    let mut out = vec![0f32; seqs.len() * dim];
+    let mut start = 0;
+    for (s, seq) in seqs.iter().enumerate() {
+        let rows = &hidden[start * dim..(start + seq.len()) * dim];
+        let o = &mut out[s * dim..(s + 1) * dim];
+        match pooling {
+            Pooling::Cls => o.copy_from_slice(&rows[..dim]),
+            Pooling::Max => {
+                o.fill(f32::NEG_INFINITY);
+                for r in rows.chunks_exact(dim) {
+                    o.iter_mut().zip(r).for_each(|(a, b)| *a = a.max(*b));
+                }
+            }
+            Pooling::Mean | Pooling::MeanSqrtLen => {
+                for r in rows.chunks_exact(dim) {
+                    o.iter_mut().zip(r).for_each(|(a, b)| *a += b);
+                }
+                let n = seq.len() as f32;
+                let d = if pooling == Pooling::Mean {
+                    n
+                } else {
+                    n.sqrt()
+                };
+                o.iter_mut().for_each(|a| *a /= d);
+            }
+        }
+        start += seq.len();
+    }
+    out
 }
 
 /// Reads config.json into candle's BERT config, mapping activation names it does not know.

@@ -14,11 +14,13 @@ mod batch;
 mod device;
 mod embedder;
 mod error;
+mod fast_bert;
 mod files;
+mod math;
 mod mmap;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
-pub use embedder::{EmbedOptions, Embedder, Embeddings, Precision};
+pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{EmbedError, EmbedOptions, Embedder};
+use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -177,22 +177,75 @@ fn bad_model_dirs_get_clear_errors() {
     );
 }
 
-/// Parity with sentence-transformers on the real model. Runs when `models/all-MiniLM-L6-v2`
-/// (or `MEMDEX_TEST_MODEL`) exists; CI fetches it first.
-#[test]
-fn minilm_parity_with_sentence_transformers() {
+fn real_model_dir() -> Option<PathBuf> {
     let dir = std::env::var("MEMDEX_TEST_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2")
         });
-    if !dir.join("model.safetensors").is_file() {
-        eprintln!(
-            "SKIPPED minilm_parity_with_sentence_transformers: no model at {} (run scripts/fetch-model.sh)",
-            dir.display()
-        );
-        return;
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
     }
+    assert!(
+        std::env::var("MEMDEX_REQUIRE_MODEL").is_err(),
+        "MEMDEX_REQUIRE_MODEL is set but no model at {} (run scripts/fetch-model.sh)",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED: no model at {} (run scripts/fetch-model.sh)",
+        dir.display()
+    );
+    None
+}
+
+/// The fast CPU encoder against candle's BertModel (the reference), text by text, on the tiny
+/// model and, when present, the real one.
+#[test]
+fn fast_cpu_matches_candle_reference() {
+    let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
+    if let Some(dir) = real_model_dir() {
+        cases.push((dir, fixture("minilm-golden.jsonl")));
+    }
+    for (dir, texts) in cases {
+        let golden = read_golden(&texts);
+        let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+        let load = |cpu_backend| {
+            let opts = EmbedOptions {
+                cpu_backend,
+                ..Default::default()
+            };
+            Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap()
+        };
+        let (fast, slow) = (load(CpuBackend::Fast), load(CpuBackend::Candle));
+        assert_eq!(
+            (fast.backend_name(), slow.backend_name()),
+            ("fast-cpu", "candle")
+        );
+        let a = fast.embed(&texts, TextKind::Passage).unwrap();
+        let b = slow.embed(&texts, TextKind::Passage).unwrap();
+        assert_eq!(a.tokens, b.tokens);
+        for i in 0..texts.len() {
+            let c = cosine(a.row(i), b.row(i));
+            assert!(c > 0.99999, "{}: {:?}: cosine {c}", dir.display(), texts[i]);
+            let max_abs = a
+                .row(i)
+                .iter()
+                .zip(b.row(i))
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            assert!(max_abs < 1e-3, "{:?}: max abs diff {max_abs}", texts[i]);
+        }
+    }
+}
+
+/// Parity with sentence-transformers on the real model (default backend). Runs when
+/// `models/all-MiniLM-L6-v2` (or `MEMDEX_TEST_MODEL`) exists; CI fetches it first and sets
+/// MEMDEX_REQUIRE_MODEL=1 so that a missing model fails instead of skipping.
+#[test]
+fn minilm_parity_with_sentence_transformers() {
+    let Some(dir) = real_model_dir() else {
+        return;
+    };
     let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
     assert_eq!(e.info().max_length, 256);
     let golden = read_golden(&fixture("minilm-golden.jsonl"));

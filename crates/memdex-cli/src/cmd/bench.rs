@@ -13,6 +13,7 @@ struct Report {
     bench: &'static str,
     model: String,
     device: String,
+    backend: &'static str,
     threads: usize,
     texts: usize,
     /// Tokens after truncation, special tokens included (what the model sees).
@@ -79,6 +80,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         bench: "embed",
         model: embedder.info().name.clone(),
         device: memdex_embed::device_name(embedder.device()),
+        backend: embedder.backend_name(),
         threads: rayon::current_num_threads(),
         texts: texts.len(),
         tokens,
@@ -98,8 +100,8 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         return print_json(&r);
     }
     println!(
-        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} with {} threads",
-        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.threads
+        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}) with {} threads",
+        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.threads
     );
     println!(
         "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s (tokenizer alone {:.3}s)",

@@ -7,9 +7,9 @@ mod info;
 mod search;
 
 use anyhow::{Context, Result};
-use memdex_embed::{select_device, EmbedOptions, Embedder};
+use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
 
-use crate::cli::{BenchCommand, Cli, Command, ModelArgs};
+use crate::cli::{BenchCommand, Cli, Command, CpuBackendArg, ModelArgs};
 
 /// Where the default model lives (relative to the working directory).
 pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
@@ -40,16 +40,21 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         query_prefix: args.query_prefix.clone(),
         passage_prefix: args.passage_prefix.clone(),
         precision: None,
+        cpu_backend: match args.cpu_backend {
+            CpuBackendArg::Fast => CpuBackend::Fast,
+            CpuBackendArg::Candle => CpuBackend::Candle,
+        },
     };
     let e =
         Embedder::load(&spec, device, &opts).with_context(|| format!("loading model {spec}"))?;
     tracing::info!(
-        "model {} (dim {}, max length {}, {:?} pooling) on {}",
+        "model {} (dim {}, max length {}, {:?} pooling) on {} ({})",
         e.info().name,
         e.dim(),
         e.info().max_length,
         e.info().pooling,
-        memdex_embed::device_name(e.device())
+        memdex_embed::device_name(e.device()),
+        e.backend_name()
     );
     Ok(e)
 }
