@@ -1,5 +1,7 @@
 //! End-to-end tests of the `memdex` binary with the tiny fixture model.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,6 +1,8 @@
 //! Crash safety of `memdex index`: a process killed mid-run leaves a store whose manifest
 //! names only complete segments, holding only complete sessions; a re-run finishes the job.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

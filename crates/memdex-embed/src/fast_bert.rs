@@ -195,7 +195,16 @@ impl FastBert {
                 let n = ctx.len() / h;
                 scores.resize(n, 0.0);
                 for hi in 0..self.heads {
-                    math::attention_head(qkv, h, start, n, hi * hd, hd, scale, scores, ctx);
+                    let input = math::HeadInput {
+                        qkv,
+                        h,
+                        start,
+                        n,
+                        off: hi * hd,
+                        hd,
+                        scale,
+                    };
+                    math::attention_head(input, scores, ctx);
                 }
             });
 

@@ -85,13 +85,22 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, EmbedErro
 
 impl ModelFiles {
     /// Resolves `spec`: an existing directory, or else a hub repo id (`org/name`) looked up in
-    /// the local Hugging Face cache (`HF_HOME` / `HF_HUB_CACHE`; nothing is downloaded).
+    /// the local Hugging Face cache (`HF_HUB_CACHE`, else `HF_HOME/hub`, else
+    /// `~/.cache/huggingface/hub`; nothing is downloaded).
     pub fn resolve(spec: &str) -> Result<ModelFiles, EmbedError> {
+        let cache = match std::env::var_os("HF_HUB_CACHE") {
+            Some(dir) => hf_hub::Cache::new(dir.into()),
+            None => hf_hub::Cache::from_env(),
+        };
+        Self::resolve_in(spec, &cache)
+    }
+
+    /// [`resolve`](Self::resolve) with an explicit hub cache.
+    pub fn resolve_in(spec: &str, cache: &hf_hub::Cache) -> Result<ModelFiles, EmbedError> {
         let path = Path::new(spec);
         if path.is_dir() {
             return Self::from_dir(path, spec);
         }
-        let cache = hf_hub::Cache::from_env();
         if spec.split('/').count() == 2 && !spec.starts_with('.') && !spec.starts_with('/') {
             if let Some(config) = cache.model(spec.to_string()).get("config.json") {
                 // A snapshot directory holds links to the blobs that were downloaded.

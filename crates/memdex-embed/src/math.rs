@@ -195,32 +195,35 @@ simd_kernel!(
     }
 );
 
+/// Where one attention head reads its inputs: `qkv` rows hold `[q | k | v]` (row stride
+/// `3·h`); the sequence is rows `start..start + n`; the head uses columns `off..off + hd` of
+/// each part.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadInput<'a> {
+    pub qkv: &'a [f32],
+    pub h: usize,
+    pub start: usize,
+    pub n: usize,
+    pub off: usize,
+    pub hd: usize,
+    pub scale: f32,
+}
+
 simd_kernel!(
-    /// Scaled-dot-product attention of one head over one sequence of `n` tokens.
-    ///
-    /// `qkv` rows hold `[q | k | v]` (row stride `3·h`) starting at row `start`; the head
-    /// uses columns `off..off+hd` of each part. Writes `n` rows of `hd` values into `ctx`
-    /// (row stride `h`, columns `off..off+hd`). `scores` is scratch of length ≥ n.
-    pub fn attention_head(
-        qkv: &[f32],
-        h: usize,
-        start: usize,
-        n: usize,
-        off: usize,
-        hd: usize,
-        scale: f32,
-        scores: &mut [f32],
-        ctx: &mut [f32],
-    ) {
-        let row = |i: usize, part: usize| &qkv[(start + i) * 3 * h + part * h + off..][..hd];
-        let scores = &mut scores[..n];
-        for i in 0..n {
+    /// Scaled-dot-product attention of one head over one sequence. Writes `n` rows of `hd`
+    /// values into `ctx` (row stride `h`, columns `off..off + hd`); `scores` is scratch of
+    /// length ≥ n.
+    pub fn attention_head(a: HeadInput<'_>, scores: &mut [f32], ctx: &mut [f32]) {
+        let row =
+            |i: usize, part: usize| &a.qkv[(a.start + i) * 3 * a.h + part * a.h + a.off..][..a.hd];
+        let scores = &mut scores[..a.n];
+        for i in 0..a.n {
             let qi = row(i, 0);
             for (j, sc) in scores.iter_mut().enumerate() {
-                *sc = dot(qi, row(j, 1)) * scale;
+                *sc = dot(qi, row(j, 1)) * a.scale;
             }
             softmax(scores);
-            let out = &mut ctx[i * h + off..][..hd];
+            let out = &mut ctx[i * a.h + a.off..][..a.hd];
             out.fill(0.0);
             for (j, &p) in scores.iter().enumerate() {
                 axpy(p, row(j, 2), out);

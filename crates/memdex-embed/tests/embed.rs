@@ -1,11 +1,13 @@
 //! Embedder tests: the tiny fixture model against an independent Python forward pass, and the
 //! real all-MiniLM-L6-v2 against sentence-transformers' vectors when the model is present.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder};
+use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder, ModelFiles};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -177,6 +179,73 @@ fn bad_model_dirs_get_clear_errors() {
     );
 }
 
+#[test]
+fn finds_models_in_the_hugging_face_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("models--acme--tiny-bert");
+    let snap = repo.join("snapshots/0123abcd");
+    copy_dir(&fixture("tiny-bert"), &snap);
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "0123abcd").unwrap();
+    let cache = hf_hub::Cache::new(tmp.path().to_path_buf());
+    let files = ModelFiles::resolve_in("acme/tiny-bert", &cache).unwrap();
+    assert_eq!(files.name, "acme/tiny-bert");
+    assert_eq!(files.dir, snap);
+    let e = ModelFiles::resolve_in("acme/other", &cache)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("acme/other") && e.contains("Hugging Face cache"),
+        "{e}"
+    );
+}
+
+/// A model split into shards with `model.safetensors.index.json` embeds like the single file.
+#[test]
+fn loads_sharded_safetensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sharded");
+    copy_dir(&fixture("tiny-bert"), &dir);
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(str::to_string).collect();
+    names.sort();
+    let (a, b) = names.split_at(names.len() / 2);
+    let mut weight_map = serde_json::Map::new();
+    for (i, part) in [a, b].iter().enumerate() {
+        let file = format!("model-0000{}-of-00002.safetensors", i + 1);
+        let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = part
+            .iter()
+            .map(|n| (n.clone(), st.tensor(n).unwrap()))
+            .collect();
+        safetensors::serialize_to_file(views, None, &dir.join(&file)).unwrap();
+        for n in part.iter() {
+            weight_map.insert(n.clone(), serde_json::Value::String(file.clone()));
+        }
+    }
+    std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+    std::fs::write(
+        dir.join("model.safetensors.index.json"),
+        serde_json::json!({"metadata": {}, "weight_map": weight_map}).to_string(),
+    )
+    .unwrap();
+    let sharded =
+        Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
+    let texts = ["my sister moved to paris", "hello"];
+    let a = sharded.embed(&texts, TextKind::Passage).unwrap();
+    let b = tiny().embed(&texts, TextKind::Passage).unwrap();
+    for i in 0..texts.len() {
+        assert!(cosine(a.row(i), b.row(i)) > 0.99999);
+    }
+    std::fs::remove_file(dir.join("model-00002-of-00002.safetensors")).unwrap();
+    let e =
+        Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("model-00002-of-00002.safetensors"),
+        "{e}"
+    );
+}
+
 fn real_model_dir() -> Option<PathBuf> {
     let dir = std::env::var("MEMDEX_TEST_MODEL")
         .map(PathBuf::from)
@@ -224,16 +293,16 @@ fn fast_cpu_matches_candle_reference() {
         let a = fast.embed(&texts, TextKind::Passage).unwrap();
         let b = slow.embed(&texts, TextKind::Passage).unwrap();
         assert_eq!(a.tokens, b.tokens);
-        for i in 0..texts.len() {
+        for (i, text) in texts.iter().enumerate() {
             let c = cosine(a.row(i), b.row(i));
-            assert!(c > 0.99999, "{}: {:?}: cosine {c}", dir.display(), texts[i]);
+            assert!(c > 0.99999, "{}: {text:?}: cosine {c}", dir.display());
             let max_abs = a
                 .row(i)
                 .iter()
                 .zip(b.row(i))
                 .map(|(x, y)| (x - y).abs())
                 .fold(0f32, f32::max);
-            assert!(max_abs < 1e-3, "{:?}: max abs diff {max_abs}", texts[i]);
+            assert!(max_abs < 1e-3, "{text:?}: max abs diff {max_abs}");
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The fast exact top-k against the slow reference.
 
+#![allow(clippy::unwrap_used)]
+
 use memdex_index::{dot, reference, top_k, Hit};
 use proptest::prelude::*;
 

@@ -1,5 +1,7 @@
 //! Store round trips, model checks, crash leftovers, damage detection and pyarrow interop.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
