@@ -40,8 +40,11 @@ pub struct IndexReport {
     /// Bad records and conflicting sessions skipped under `--on-error skip`.
     pub sessions_rejected: u64,
     pub items_written: u64,
-    /// Distinct key texts embedded (equal keys within a flush are embedded once).
+    /// Key texts run through the model: each distinct key once per store.
     pub keys_embedded: u64,
+    /// Items whose key was already embedded (earlier in this run, in another tenant, or in an
+    /// earlier run): their vector was copied, not recomputed.
+    pub keys_reused: u64,
     pub tokens_embedded: u64,
     pub segments_written: u64,
     pub embed_seconds: f64,
@@ -60,7 +63,9 @@ pub fn index_sessions<S: SessionSource>(
 ) -> Result<IndexReport, EngineError> {
     let start = Instant::now();
     let mut report = IndexReport::default();
-    let mut known: HashMap<(String, String), u64> = Store::open(writer.dir())?.session_hashes();
+    let store = Store::open(writer.dir())?;
+    let mut known: HashMap<(String, String), u64> = store.session_hashes();
+    let mut cache = KeyCache::new(store);
     let mut pending: Vec<MemoryItem> = Vec::new();
     let mut failure: Option<EngineError> = None;
 
@@ -103,10 +108,24 @@ pub fn index_sessions<S: SessionSource>(
         report.sessions_indexed += 1;
         pending.extend(items);
         if pending.len() >= opts.flush_items {
-            flush(&mut pending, writer, embedder, &mut report, progress)?;
+            flush(
+                &mut pending,
+                writer,
+                embedder,
+                &mut cache,
+                &mut report,
+                progress,
+            )?;
         }
     }
-    flush(&mut pending, writer, embedder, &mut report, progress)?;
+    flush(
+        &mut pending,
+        writer,
+        embedder,
+        &mut cache,
+        &mut report,
+        progress,
+    )?;
     for e in source.skipped() {
         report.sessions_rejected += 1;
         report.errors.push(e.to_string());
@@ -118,11 +137,54 @@ pub fn index_sessions<S: SessionSource>(
     }
 }
 
-/// Embeds the distinct keys of `pending` and commits them as one segment.
+/// Where each distinct key's vector already lives: rows of committed segments, found by
+/// key hash (and confirmed by comparing the key text).
+struct KeyCache {
+    store: Store,
+    rows: HashMap<u64, (u32, u32)>,
+}
+
+impl KeyCache {
+    fn new(store: Store) -> Self {
+        let mut cache = KeyCache {
+            store,
+            rows: HashMap::new(),
+        };
+        cache.add_segments(0);
+        cache
+    }
+
+    fn add_segments(&mut self, from: usize) {
+        for (si, seg) in self.store.segments().iter().enumerate().skip(from) {
+            for (row, &h) in seg.key_hashes().iter().enumerate() {
+                self.rows.entry(h).or_insert((si as u32, row as u32));
+            }
+        }
+    }
+
+    /// The stored vector of `key`, if any.
+    fn get(&self, key: &str) -> Option<&[f32]> {
+        let &(si, row) = self.rows.get(&memdex_core::content_hash(key.as_bytes()))?;
+        let item = self.store.segments()[si as usize].item(row as usize);
+        (item.key == key).then_some(item.embedding)
+    }
+
+    /// Re-reads the manifest after a commit and indexes the new segments' keys.
+    fn refresh(&mut self) -> Result<(), EngineError> {
+        let seen = self.store.segments().len();
+        self.store = Store::open(self.store.dir())?;
+        self.add_segments(seen);
+        Ok(())
+    }
+}
+
+/// Embeds the keys of `pending` not stored yet (each distinct key once) and commits the
+/// items as one segment.
 fn flush(
     pending: &mut Vec<MemoryItem>,
     writer: &mut StoreWriter,
     embedder: &Embedder,
+    cache: &mut KeyCache,
     report: &mut IndexReport,
     progress: &mut dyn IndexProgress,
 ) -> Result<(), EngineError> {
@@ -130,31 +192,41 @@ fn flush(
         return Ok(());
     }
     let t = Instant::now();
+    enum Source<'a> {
+        Stored(&'a [f32]),
+        Fresh(usize),
+    }
     let mut slot_of: HashMap<&str, usize> = HashMap::new();
     let mut unique: Vec<&str> = Vec::new();
-    let slots: Vec<usize> = pending
+    let sources: Vec<Source<'_>> = pending
         .iter()
-        .map(|it| {
-            *slot_of.entry(it.key.as_str()).or_insert_with(|| {
+        .map(|it| match cache.get(&it.key) {
+            Some(v) => Source::Stored(v),
+            None => Source::Fresh(*slot_of.entry(it.key.as_str()).or_insert_with(|| {
                 unique.push(it.key.as_str());
                 unique.len() - 1
-            })
+            })),
         })
         .collect();
     let emb = embedder
         .embed_with_progress(&unique, TextKind::Passage, &mut |n| progress.on_embedded(n))?;
     let dim = emb.dim;
     let mut data = Vec::with_capacity(pending.len() * dim);
-    for &s in &slots {
-        data.extend_from_slice(emb.row(s));
+    for s in &sources {
+        match s {
+            Source::Stored(v) => data.extend_from_slice(v),
+            Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
+        }
     }
     report.embed_seconds += t.elapsed().as_secs_f64();
     report.keys_embedded += unique.len() as u64;
+    report.keys_reused += (pending.len() - unique.len()) as u64;
     report.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
+    drop(sources);
     let committed = writer.append(pending, &data)?;
     report.items_written += committed.segment.rows;
     report.segments_written += 1;
     progress.on_committed(committed.segment.rows);
     pending.clear();
-    Ok(())
+    cache.refresh()
 }

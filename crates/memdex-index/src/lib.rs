@@ -1,10 +1,13 @@
-//! memdex retrieval indexes. Now: exact cosine top-k over contiguous embedding blocks.
+//! memdex retrieval indexes: exact cosine top-k over contiguous embedding blocks, the
+//! official whitespace BM25, and score fusion.
 //!
 //! Inputs are plain row-major `&[f32]` blocks (a tenant's slices of the mmapped store), so
 //! this crate needs neither Arrow nor candle. Every fast path has a slow reference beside it
 //! (`reference` module) and a test comparing the two.
 
+pub mod bm25;
 mod exact;
+pub mod fusion;
 pub mod reference;
 
 pub use exact::{dot, top_k, Hit, TopK};

@@ -37,6 +37,21 @@ pub enum IngestError {
         bytes: u64,
         limit: u64,
     },
+    /// A structurally broken file (truncated, not the expected JSON shape): reading stops.
+    #[error("{path}: byte {offset}: {message}")]
+    Malformed {
+        path: PathBuf,
+        offset: u64,
+        message: String,
+    },
+    /// One record of a multi-record file is unusable (wrong schema, inconsistent fields);
+    /// `location` names it (question id, conversation, byte offset).
+    #[error("{path}: {location}: {message}")]
+    Record {
+        path: PathBuf,
+        location: String,
+        message: String,
+    },
     #[error("{path}:{line}: not valid UTF-8 (byte {offset} of the line)")]
     Utf8 {
         path: PathBuf,

@@ -6,6 +6,8 @@ pub struct ItemizeOptions {
     pub granularity: Granularity,
     /// Whose words form the key. Default: `user` for rounds and sessions, `all` for turns.
     pub key_roles: KeyRoles,
+    /// Keep whitespace-only messages as items (benchmark corpora count them; default false).
+    pub keep_blank: bool,
 }
 
 impl ItemizeOptions {
@@ -18,6 +20,7 @@ impl ItemizeOptions {
         Self {
             granularity,
             key_roles,
+            keep_blank: false,
         }
     }
 }
@@ -29,7 +32,8 @@ impl ItemizeOptions {
 /// * `round`: a user message and the assistant messages that follow it (assistant messages
 ///   before the first user message form a round of their own). Value = the role-labelled
 ///   messages; key = the user text (`user`) or the labelled value (`all`).
-/// * `session`: one item; value = all messages labelled; key as for rounds.
+/// * `session`: one item; value = all messages labelled; key as for rounds (user messages
+///   joined with a space, as LongMemEval does).
 ///
 /// Whitespace-only messages carry no memory and are left out. A round or session whose key
 /// would be empty (no user words) falls back to its value as key.
@@ -38,7 +42,7 @@ pub fn itemize(session: &Session, opts: &ItemizeOptions) -> Vec<MemoryItem> {
         .turns
         .iter()
         .enumerate()
-        .filter(|(_, t)| !t.content.trim().is_empty())
+        .filter(|(_, t)| opts.keep_blank || !t.content.trim().is_empty())
         .collect();
     let make = |index: usize, group: &[(usize, &Turn)]| -> MemoryItem {
         let value = if group.len() == 1 && opts.granularity == Granularity::Turn {
@@ -57,7 +61,8 @@ pub fn itemize(session: &Session, opts: &ItemizeOptions) -> Vec<MemoryItem> {
                 if user.is_empty() {
                     value.clone()
                 } else {
-                    user.join("\n")
+                    // space-joined, as LongMemEval builds session keys
+                    user.join(" ")
                 }
             }
         };
@@ -169,17 +174,26 @@ mod tests {
             &ItemizeOptions {
                 granularity: Granularity::Turn,
                 key_roles: KeyRoles::User,
+                keep_blank: false,
             },
         );
         assert_eq!(user.len(), 2);
         assert!(user.iter().all(|i| i.role == Role::User));
+        let blank = itemize(
+            &session(),
+            &ItemizeOptions {
+                keep_blank: true,
+                ..ItemizeOptions::new(Granularity::Turn)
+            },
+        );
+        assert_eq!(blank.len(), 6);
     }
 
     #[test]
     fn session_item_keys_on_user_words() {
         let s = itemize(&session(), &ItemizeOptions::new(Granularity::Session));
         assert_eq!(s.len(), 1);
-        assert_eq!(s[0].key, "I adopted a dog.\nHer name is Luna.");
+        assert_eq!(s[0].key, "I adopted a dog. Her name is Luna.");
         assert!(s[0]
             .value
             .starts_with("assistant: Welcome back!\nuser: I adopted"));

@@ -2,17 +2,23 @@
 //!
 //! Every input format is a [`SessionSource`]: an iterator of [`memdex_core::Session`]s with
 //! positioned errors. [`itemize`] then cuts a session into items at the chosen granularity.
-//! Format readers (JSONL now; LongMemEval and LoCoMo slot in beside it) never embed or store.
+//! Format readers (JSONL, LongMemEval, LoCoMo) never embed or store.
 
 mod date;
 mod error;
 mod itemize;
 mod jsonl;
+mod locomo;
+mod longmemeval;
 
 pub use date::parse_date;
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};
 pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
+pub use locomo::{
+    category_name, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa, TurnRef,
+};
+pub use longmemeval::{LmeInstance, LongMemEvalReader};
 
 use memdex_core::Session;
 

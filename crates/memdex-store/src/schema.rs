@@ -16,6 +16,8 @@ pub mod columns {
     pub const KEY: &str = "key";
     pub const EMBEDDING: &str = "embedding";
     pub const CONTENT_HASH: &str = "content_hash";
+    /// xxh3 of the key text: embedding reuse across tenants and runs.
+    pub const KEY_HASH: &str = "key_hash";
 }
 
 pub(crate) const COL_ITEM_ID: usize = 0;
@@ -29,6 +31,7 @@ pub(crate) const COL_VALUE: usize = 7;
 pub(crate) const COL_KEY: usize = 8;
 pub(crate) const COL_EMBEDDING: usize = 9;
 pub(crate) const COL_CONTENT_HASH: usize = 10;
+pub(crate) const COL_KEY_HASH: usize = 11;
 
 pub(crate) fn embedding_item_field() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Float32, false))
@@ -57,6 +60,7 @@ pub(crate) fn segment_schema(dim: usize, metadata: HashMap<String, String>) -> S
             false,
         ),
         Field::new(CONTENT_HASH, DataType::UInt64, false),
+        Field::new(KEY_HASH, DataType::UInt64, false),
     ])
     .with_metadata(metadata)
 }

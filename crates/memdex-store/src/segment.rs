@@ -212,6 +212,14 @@ impl Segment {
         &values[list.offset() * self.dim..(list.offset() + list.len()) * self.dim]
     }
 
+    /// xxh3 of each row's key text.
+    pub fn key_hashes(&self) -> &[u64] {
+        self.batch
+            .column(COL_KEY_HASH)
+            .as_primitive::<UInt64Type>()
+            .values()
+    }
+
     pub fn item_ids(&self) -> &[u64] {
         self.batch
             .column(COL_ITEM_ID)

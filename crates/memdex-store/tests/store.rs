@@ -257,5 +257,5 @@ print(json.dumps({
         .as_str()
         .unwrap()
         .contains("test-model"));
-    assert_eq!(v["columns"].as_array().unwrap().len(), 11);
+    assert_eq!(v["columns"].as_array().unwrap().len(), 12);
 }

@@ -1,0 +1,47 @@
+//! Score fusion.
+
+/// Min-max normalisation over the candidate set: `(x − min) / (max − min)`; all zeros when
+/// every score is equal.
+pub fn min_max(scores: &[f64]) -> Vec<f64> {
+    let (lo, hi) = scores
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    let span = hi - lo;
+    if !(span > 0.0) {
+        return vec![0.0; scores.len()];
+    }
+    scores.iter().map(|x| (x - lo) / span).collect()
+}
+
+/// Mimir's hybrid: `w_dense · minmax(dense) + w_sparse · minmax(sparse)`.
+pub fn hybrid(dense: &[f64], sparse: &[f64], w_dense: f64, w_sparse: f64) -> Vec<f64> {
+    assert_eq!(dense.len(), sparse.len());
+    let (d, s) = (min_max(dense), min_max(sparse));
+    d.iter()
+        .zip(&s)
+        .map(|(a, b)| w_dense * a + w_sparse * b)
+        .collect()
+}
+
+/// Indices sorted by descending score; ties keep corpus order (stable).
+pub fn rank_desc(scores: &[f64]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    idx.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_and_fuses() {
+        assert_eq!(min_max(&[2.0, 4.0, 3.0]), vec![0.0, 1.0, 0.5]);
+        assert_eq!(min_max(&[1.0, 1.0]), vec![0.0, 0.0]);
+        let h = hybrid(&[0.2, 0.9, 0.5], &[3.0, 0.0, 1.5], 0.5, 0.5);
+        assert!((h[0] - 0.5).abs() < 1e-12 && (h[1] - 0.5).abs() < 1e-12);
+        assert_eq!(rank_desc(&[0.1, 0.5, 0.5, 0.9]), vec![3, 1, 2, 0]);
+    }
+}

@@ -1,0 +1,318 @@
+//! LoCoMo (`locomo10.json` layout): a JSON array of conversations, each with
+//! `conversation.session_N` turn lists `{speaker, dia_id, text, blip_caption?}`,
+//! `conversation.session_N_date_time` (`1:56 pm on 8 May, 2023`) and `qa` items
+//! `{question, answer | adversarial_answer, evidence: [dia_id], category}`.
+//!
+//! Each conversation is a tenant; both speakers are indexed (`speaker_a` as the user role,
+//! `speaker_b` as the assistant role). An image turn's caption is part of its text:
+//! `text [image: caption]`. Evidence ids are normalised (`"D8:6; D9:17"`, `"D:11:26"`,
+//! `"D30:05"`); ids naming no turn are reported and dropped.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use chrono::NaiveDateTime;
+use memdex_core::{Role, Session, Turn};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::IngestError;
+
+/// LoCoMo's question categories.
+pub fn category_name(c: u8) -> &'static str {
+    match c {
+        1 => "multi-hop",
+        2 => "temporal",
+        3 => "open-domain",
+        4 => "single-hop",
+        5 => "adversarial",
+        _ => "unknown",
+    }
+}
+
+/// A turn located in a conversation: session id and position in that session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TurnRef {
+    pub session_id: String,
+    pub turn: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocomoQa {
+    pub question: String,
+    pub answer: String,
+    pub category: u8,
+    /// Evidence turns that exist in the conversation.
+    pub evidence: Vec<TurnRef>,
+    /// Evidence ids that named no turn (after normalisation), as written in the file.
+    pub dropped: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocomoConversation {
+    pub tenant: String,
+    pub sessions: Vec<Session>,
+    pub qa: Vec<LocomoQa>,
+    /// Sessions whose date did not parse (they got the previous session's date).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawTurn {
+    speaker: String,
+    dia_id: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    blip_caption: Option<String>,
+}
+
+/// Parses `1:56 pm on 8 May, 2023` (UTC).
+pub fn parse_locomo_date(s: &str) -> Result<i64, String> {
+    let t = s.trim().replace("am on", "AM on").replace("pm on", "PM on");
+    NaiveDateTime::parse_from_str(&t, "%I:%M %p on %d %B, %Y")
+        .map(|d| d.and_utc().timestamp_millis())
+        .map_err(|e| format!("{s:?} is not like \"1:56 pm on 8 May, 2023\" ({e})"))
+}
+
+/// `D8:6` → (8, 6); accepts `D:11:26` and zero-padded numbers.
+fn parse_dia(id: &str) -> Option<(u32, u32)> {
+    let rest = id.trim().strip_prefix('D')?;
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    let (s, t) = rest.split_once(':')?;
+    Some((s.trim().parse().ok()?, t.trim().parse().ok()?))
+}
+
+/// Splits an evidence entry that may hold several ids (`"D8:6; D9:17"`).
+fn split_evidence(e: &str) -> impl Iterator<Item = &str> {
+    e.split([';', ',']).flat_map(str::split_whitespace)
+}
+
+/// Reads a whole LoCoMo file (a few MB; not streamed).
+pub fn read_locomo(path: &Path) -> Result<Vec<LocomoConversation>, IngestError> {
+    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let root: Value = serde_json::from_slice(&bytes).map_err(|e| IngestError::Malformed {
+        path: path.to_path_buf(),
+        offset: byte_offset(&bytes, e.line(), e.column()),
+        message: format!("malformed JSON: {e}"),
+    })?;
+    let convs = match root {
+        Value::Array(a) => a,
+        obj @ Value::Object(_) => vec![obj],
+        _ => {
+            return Err(IngestError::Malformed {
+                path: path.to_path_buf(),
+                offset: 0,
+                message: "expected an array of conversations".into(),
+            })
+        }
+    };
+    convs
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| conversation(path, i, c))
+        .collect()
+}
+
+fn byte_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
+    let mut l = 1;
+    for (i, &b) in bytes.iter().enumerate() {
+        if l == line {
+            return (i + column.saturating_sub(1)) as u64;
+        }
+        if b == b'\n' {
+            l += 1;
+        }
+    }
+    bytes.len() as u64
+}
+
+fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversation, IngestError> {
+    let tenant = c
+        .get("sample_id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("conv-{}", index + 1));
+    let err = |message: String| IngestError::Record {
+        path: path.to_path_buf(),
+        location: format!("conversation {tenant:?}"),
+        message,
+    };
+    let conv = c
+        .get("conversation")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("missing object `conversation`".into()))?;
+    let speaker_a = conv.get("speaker_a").and_then(Value::as_str).unwrap_or("");
+    let mut numbers: Vec<u32> = conv
+        .keys()
+        .filter_map(|k| k.strip_prefix("session_")?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    let mut sessions = Vec::new();
+    let mut warnings = Vec::new();
+    let mut dia: HashMap<(u32, u32), TurnRef> = HashMap::new();
+    let mut last_ms = 0i64;
+    for n in numbers {
+        let key = format!("session_{n}");
+        let turns: Vec<RawTurn> =
+            serde_json::from_value(conv[&key].clone()).map_err(|e| err(format!("`{key}`: {e}")))?;
+        let date = conv
+            .get(&format!("session_{n}_date_time"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let ms = match parse_locomo_date(date) {
+            Ok(ms) => ms,
+            Err(e) => {
+                warnings.push(format!(
+                    "{tenant}: {key}: bad date: {e}; using the previous session's date"
+                ));
+                last_ms
+            }
+        };
+        last_ms = ms;
+        let mut out = Vec::with_capacity(turns.len());
+        for (i, t) in turns.into_iter().enumerate() {
+            if let Some(d) = parse_dia(&t.dia_id) {
+                dia.insert(
+                    d,
+                    TurnRef {
+                        session_id: key.clone(),
+                        turn: i as u32,
+                    },
+                );
+            }
+            let mut content = t.text;
+            if let Some(cap) = t.blip_caption.filter(|c| !c.trim().is_empty()) {
+                content.push_str(&format!(" [image: {cap}]"));
+            }
+            let role = if t.speaker == speaker_a {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            out.push(Turn { role, content });
+        }
+        sessions.push(Session {
+            tenant: tenant.clone(),
+            session_id: key,
+            timestamp_ms: ms,
+            turns: out,
+        });
+    }
+    if sessions.is_empty() {
+        return Err(err("no sessions".into()));
+    }
+    let qa = c
+        .get("qa")
+        .and_then(Value::as_array)
+        .map(|qs| qs.iter().map(|q| qa_item(q, &dia)).collect())
+        .unwrap_or_default();
+    Ok(LocomoConversation {
+        tenant,
+        sessions,
+        qa,
+        warnings,
+    })
+}
+
+fn qa_item(q: &Value, dia: &HashMap<(u32, u32), TurnRef>) -> LocomoQa {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let mut evidence = Vec::new();
+    let mut dropped = Vec::new();
+    for e in q
+        .get("evidence")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(e) = e.as_str() else { continue };
+        for id in split_evidence(e) {
+            match parse_dia(id).and_then(|d| dia.get(&d)) {
+                Some(r) if !evidence.contains(r) => evidence.push(r.clone()),
+                Some(_) => {}
+                None => dropped.push(id.to_string()),
+            }
+        }
+    }
+    LocomoQa {
+        question: text(q.get("question")),
+        answer: text(q.get("answer").or_else(|| q.get("adversarial_answer"))),
+        category: q.get("category").and_then(Value::as_u64).unwrap_or(0) as u8,
+        evidence,
+        dropped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_dates_and_evidence_ids() {
+        assert_eq!(
+            parse_locomo_date("1:56 pm on 8 May, 2023"),
+            Ok(1_683_554_160_000)
+        );
+        assert!(parse_locomo_date("12:09 am on 13 September, 2023").is_ok());
+        assert!(parse_locomo_date("yesterday").is_err());
+        assert_eq!(parse_dia("D8:6"), Some((8, 6)));
+        assert_eq!(parse_dia("D:11:26"), Some((11, 26)));
+        assert_eq!(parse_dia("D30:05"), Some((30, 5)));
+        assert_eq!(parse_dia("X1:2"), None);
+        let ids: Vec<&str> = split_evidence("D8:6; D9:17").collect();
+        assert_eq!(ids, ["D8:6", "D9:17"]);
+    }
+
+    #[test]
+    fn reads_a_conversation() {
+        let json = r#"[{"sample_id": "c1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I got a puppy"},
+                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a photo of a dog"}],
+            "session_2_date_time": "garbage",
+            "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "hi"}]},
+          "qa": [{"question": "What did Ann get?", "answer": "a puppy", "evidence": ["D1:1; D2:01", "D9:9"], "category": 4},
+                 {"question": "Adv?", "adversarial_answer": "x", "evidence": [], "category": 5}]}]"#;
+        let dir = std::env::temp_dir().join(format!("memdex-locomo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("l.json");
+        std::fs::write(&p, json).unwrap();
+        let c = read_locomo(&p).unwrap();
+        assert_eq!(c.len(), 1);
+        let c = &c[0];
+        assert_eq!(c.tenant, "c1");
+        assert_eq!(c.sessions.len(), 2);
+        assert_eq!(
+            c.sessions[0].turns[1].content,
+            "Look! [image: a photo of a dog]"
+        );
+        assert_eq!(c.sessions[0].turns[1].role, Role::Assistant);
+        assert_eq!(
+            c.sessions[1].timestamp_ms, c.sessions[0].timestamp_ms,
+            "bad date falls back"
+        );
+        assert_eq!(c.warnings.len(), 1);
+        assert_eq!(c.qa[0].evidence.len(), 2);
+        assert_eq!(
+            c.qa[0].evidence[1],
+            TurnRef {
+                session_id: "session_2".into(),
+                turn: 0
+            }
+        );
+        assert_eq!(c.qa[0].dropped, ["D9:9"]);
+        assert_eq!(c.qa[1].answer, "x");
+        assert_eq!(category_name(c.qa[1].category), "adversarial");
+        std::fs::write(&p, &json[..200]).unwrap();
+        let e = read_locomo(&p).unwrap_err().to_string();
+        assert!(e.contains("l.json") && e.contains("byte"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
