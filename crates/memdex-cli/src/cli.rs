@@ -24,6 +24,8 @@ pub enum Command {
     Embed(EmbedArgs),
     /// Describe a store: segments, rows, tenants, model, bytes.
     Info(InfoArgs),
+    /// Retrieval evaluation on LongMemEval or LoCoMo with LongMemEval's official metrics.
+    Eval(EvalArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -159,6 +161,65 @@ pub struct InfoArgs {
     /// Print as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalFormat {
+    /// LongMemEval's official JSON (an array of questions, each with its haystack); streamed.
+    Longmemeval,
+    /// LoCoMo's locomo10.json layout.
+    Locomo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RetrieverArg {
+    Dense,
+    Bm25,
+    Hybrid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalGranularity {
+    Turn,
+    Session,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Benchmark file.
+    #[arg(long, env = "MEMDEX_INPUT")]
+    pub input: PathBuf,
+    /// Benchmark format.
+    #[arg(long, env = "MEMDEX_FORMAT", value_enum)]
+    pub format: EvalFormat,
+    /// Store to build or reuse (default: a temporary store, deleted afterwards).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: Option<PathBuf>,
+    /// Item granularity: turn (scored at turn level and turn → session) or session.
+    #[arg(long, env = "MEMDEX_GRANULARITY", value_enum, default_value = "turn")]
+    pub granularity: EvalGranularity,
+    /// Ranking to evaluate.
+    #[arg(long, env = "MEMDEX_RETRIEVER", value_enum, default_value = "dense")]
+    pub retriever: RetrieverArg,
+    /// Cut-offs, comma-separated.
+    #[arg(
+        long,
+        env = "MEMDEX_EVAL_K",
+        default_value = "1,3,5,10,30,50",
+        value_delimiter = ','
+    )]
+    pub k: Vec<usize>,
+    /// On a bad record: abort (default) or skip it and report it.
+    #[arg(long, env = "MEMDEX_ON_ERROR", default_value = "abort")]
+    pub on_error: OnError,
+    /// Print the report as one JSON object.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    /// Write one JSON line per question: id, type, the whole ranking with scores, gold ids.
+    #[arg(long, env = "MEMDEX_EVAL_LOG")]
+    pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,9 +3,9 @@
 //! `conversation.session_N_date_time` (`1:56 pm on 8 May, 2023`) and `qa` items
 //! `{question, answer | adversarial_answer, evidence: [dia_id], category}`.
 //!
-//! Each conversation is a tenant; both speakers are indexed (`speaker_a` as the user role,
-//! `speaker_b` as the assistant role). An image turn's caption is part of its text:
-//! `text [image: caption]`. Evidence ids are normalised (`"D8:6; D9:17"`, `"D:11:26"`,
+//! Each conversation is a tenant. Both speakers are people, so every turn has the user role
+//! and carries its speaker's name: `Caroline: text`, and an image turn's caption is part of
+//! its text: `Caroline: text [image: caption]` (the text the reference Python baselines embed). Evidence ids are normalised (`"D8:6; D9:17"`, `"D:11:26"`,
 //! `"D30:05"`); ids naming no turn are reported and dropped.
 
 use std::collections::HashMap;
@@ -145,7 +145,6 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
         .get("conversation")
         .and_then(Value::as_object)
         .ok_or_else(|| err("missing object `conversation`".into()))?;
-    let speaker_a = conv.get("speaker_a").and_then(Value::as_str).unwrap_or("");
     let mut numbers: Vec<u32> = conv
         .keys()
         .filter_map(|k| k.strip_prefix("session_")?.parse().ok())
@@ -184,16 +183,14 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
                     },
                 );
             }
-            let mut content = t.text;
+            let mut content = format!("{}: {}", t.speaker, t.text);
             if let Some(cap) = t.blip_caption.filter(|c| !c.trim().is_empty()) {
                 content.push_str(&format!(" [image: {cap}]"));
             }
-            let role = if t.speaker == speaker_a {
-                Role::User
-            } else {
-                Role::Assistant
-            };
-            out.push(Turn { role, content });
+            out.push(Turn {
+                role: Role::User,
+                content,
+            });
         }
         sessions.push(Session {
             tenant: tenant.clone(),

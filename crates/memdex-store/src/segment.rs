@@ -88,6 +88,10 @@ pub(crate) fn write_segment(
         Arc::new(UInt64Array::from_iter_values(
             rows.iter().map(|r| r.item.content_hash),
         )),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter()
+                .map(|r| memdex_core::content_hash(r.item.key.as_bytes())),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.

@@ -2,6 +2,7 @@
 
 mod bench;
 mod embed;
+mod eval;
 mod index;
 mod info;
 mod search;
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Search(a) => search::run(a),
         Command::Embed(a) => embed::run(a),
         Command::Info(a) => info::run(a),
+        Command::Eval(a) => eval::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
     }
 }

@@ -1,0 +1,210 @@
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use anyhow::{bail, Context, Result};
+use memdex_core::Granularity;
+use memdex_engine::Searcher;
+use memdex_eval::{
+    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, Retriever,
+};
+use memdex_store::{Store, StoreWriter};
+
+use crate::cli::{EvalArgs, EvalFormat, EvalGranularity, RetrieverArg};
+use crate::output::{print_json, spinner};
+
+struct Progress(indicatif::ProgressBar);
+
+impl memdex_engine::IndexProgress for Progress {
+    fn on_session(&mut self) {
+        self.0.inc(1);
+    }
+}
+
+pub fn run(a: EvalArgs) -> Result<()> {
+    if a.k.is_empty() || a.k.contains(&0) {
+        bail!("--k needs positive cut-offs, e.g. 1,3,5,10");
+    }
+    let dataset = match a.format {
+        EvalFormat::Longmemeval => Dataset::LongMemEval,
+        EvalFormat::Locomo => Dataset::Locomo,
+    };
+    let granularity = match a.granularity {
+        EvalGranularity::Turn => Granularity::Turn,
+        EvalGranularity::Session => Granularity::Session,
+    };
+    let retriever = match a.retriever {
+        RetrieverArg::Dense => Retriever::Dense,
+        RetrieverArg::Bm25 => Retriever::Bm25,
+        RetrieverArg::Hybrid => Retriever::Hybrid,
+    };
+    let tmp;
+    let store_dir = match &a.store {
+        Some(d) => d.clone(),
+        None => {
+            tmp = TempDir::new()?;
+            tmp.0.clone()
+        }
+    };
+    let embedder = super::load_embedder(&a.model, None)?;
+    let mut writer = StoreWriter::open_or_create(&store_dir, embedder.info(), granularity, None)?;
+    let pb = spinner("sessions");
+    let (questions, load) = load_and_index(
+        &a.input,
+        dataset,
+        granularity,
+        a.on_error,
+        &mut writer,
+        &embedder,
+        &mut Progress(pb.clone()),
+    )
+    .with_context(|| format!("loading {}", a.input.display()))?;
+    pb.finish_and_clear();
+    drop(writer);
+    let searcher = Searcher::new(Store::open(&store_dir)?, embedder)?;
+    let opts = EvalOptions {
+        dataset,
+        granularity,
+        retriever,
+        ks: a.k.clone(),
+    };
+    let mut log = match &a.log {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).with_context(|| {
+                format!("{}: cannot create", p.display())
+            })?))
+        }
+        None => None,
+    };
+    let t = std::time::Instant::now();
+    let mut report = evaluate_questions(
+        &searcher,
+        &questions,
+        &opts,
+        log.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    let search_s = t.elapsed().as_secs_f64();
+    if let Some(mut w) = log {
+        w.flush()?;
+    }
+    let idx = &load.index;
+    if let serde_json::Value::Object(c) = &mut report.config {
+        c.insert("input".into(), a.input.display().to_string().into());
+        c.insert("index".into(), serde_json::to_value(idx)?);
+        c.insert("warnings".into(), load.warnings.len().into());
+        c.insert("rank_seconds".into(), search_s.into());
+    }
+    if !load.warnings.is_empty() {
+        eprintln!("{} warnings while reading, e.g.:", load.warnings.len());
+        for w in load.warnings.iter().take(5) {
+            eprintln!("  {w}");
+        }
+    }
+    if a.json {
+        return print_json(&report);
+    }
+    print_table(&report, &a.k);
+    println!(
+        "indexed {} items ({} keys embedded, {} reused) in {:.1}s; ranked {} questions in {:.2}s",
+        idx.items_written,
+        idx.keys_embedded,
+        idx.keys_reused,
+        idx.seconds,
+        report.questions,
+        search_s
+    );
+    Ok(())
+}
+
+fn print_table(r: &EvalReport, ks: &[usize]) {
+    println!("questions evaluated: {}", r.questions);
+    for (reason, n) in &r.skipped {
+        println!("skipped {n}: {reason}");
+    }
+    let row = |name: &str, m: &memdex_eval::LevelMetrics| {
+        let mut line = format!("{name:<28}");
+        for k in ks {
+            for metric in ["recall_any", "recall_all", "ndcg_any"] {
+                if let Some(v) = m.get(&format!("{metric}@{k}")) {
+                    line.push_str(&format!(" {v:>6.3}"));
+                }
+            }
+        }
+        println!("{line}");
+    };
+    let mut header = format!("{:<28}", "level");
+    for k in ks {
+        header.push_str(&format!(
+            " {:>6} {:>6} {:>6}",
+            format!("any@{k}"),
+            format!("all@{k}"),
+            format!("ndcg@{k}")
+        ));
+    }
+    println!("{header}");
+    let turn_ranked = r.levels.contains_key("turn");
+    let label = |level: &str| {
+        if level == "session" && turn_ranked {
+            "turn→session"
+        } else {
+            "session"
+        }
+    };
+    for level in ["turn", "session"] {
+        if let Some(m) = r.levels.get(level) {
+            row(
+                if level == "turn" {
+                    "turn"
+                } else {
+                    label(level)
+                },
+                m,
+            );
+        }
+    }
+    for (t, levels) in &r.by_type {
+        for level in ["turn", "session"] {
+            if let Some(m) = levels.get(level) {
+                let name = if level == "turn" {
+                    "turn"
+                } else {
+                    label(level)
+                };
+                row(&format!("  {t} [{name}]"), m);
+            }
+        }
+    }
+    if let Some(alt) = &r.answer_session_gold {
+        println!(
+            "alternative gold ({}), {} questions:",
+            alt.note, alt.questions
+        );
+        for (level, m) in &alt.levels {
+            row(level, m);
+        }
+    }
+}
+
+/// A temporary store directory removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> Result<Self> {
+        let base = std::env::temp_dir().join(format!(
+            "memdex-eval-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&base)
+            .with_context(|| format!("{}: cannot create", base.display()))?;
+        Ok(Self(base))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,28 @@
+//! memdex evaluation: LongMemEval and LoCoMo files → a store → a ranking per question →
+//! LongMemEval's official retrieval metrics (see `metrics`), with per-type breakdowns and a
+//! per-question log that `scripts/eval_crosscheck.py` recomputes independently.
+
+mod dataset;
+mod load;
+pub mod metrics;
+mod run;
+
+pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold};
+pub use load::{load_and_index, LoadReport};
+pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, LevelMetrics, Retriever};
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Engine(#[from] memdex_engine::EngineError),
+    #[error(transparent)]
+    Ingest(#[from] memdex_ingest::IngestError),
+    #[error(transparent)]
+    Embed(#[from] memdex_embed::EmbedError),
+    #[error(transparent)]
+    Store(#[from] memdex_store::StoreError),
+    #[error("writing the log: {0}")]
+    Log(#[from] std::io::Error),
+}

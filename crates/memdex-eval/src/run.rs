@@ -1,0 +1,282 @@
+//! Retrieval for every question, metrics, aggregation.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use memdex_core::{Granularity, TextKind};
+use memdex_engine::Searcher;
+use memdex_index::bm25::{Bm25Params, Bm25Whitespace};
+use memdex_index::fusion::{hybrid, rank_desc};
+use serde::Serialize;
+
+use crate::dataset::{Dataset, EvalQuestion, Gold};
+use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
+use crate::EvalError;
+
+/// Which ranking is evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retriever {
+    /// Cosine similarity of query and key embeddings.
+    Dense,
+    /// Official whitespace BM25 (rank_bm25 Okapi, k1 1.5, b 0.75) over the keys.
+    Bm25,
+    /// 0.5 · minmax(dense) + 0.5 · minmax(bm25).
+    Hybrid,
+}
+
+/// Evaluation settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalOptions {
+    pub dataset: Dataset,
+    pub granularity: Granularity,
+    pub retriever: Retriever,
+    pub ks: Vec<usize>,
+}
+
+/// Metric name (`recall_any@5`) → mean.
+pub type LevelMetrics = BTreeMap<String, f64>;
+
+/// What `memdex eval --json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub questions: usize,
+    pub skipped: BTreeMap<String, usize>,
+    pub levels: BTreeMap<String, LevelMetrics>,
+    pub by_type: BTreeMap<String, BTreeMap<String, LevelMetrics>>,
+    /// LongMemEval only: gold = `answer_session_ids`, over all non-abstention questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_session_gold: Option<AltGold>,
+    pub config: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AltGold {
+    pub note: &'static str,
+    pub questions: usize,
+    pub levels: BTreeMap<String, LevelMetrics>,
+}
+
+#[derive(Default)]
+struct Acc {
+    sums: BTreeMap<String, BTreeMap<String, (f64, usize)>>,
+}
+
+impl Acc {
+    fn add(&mut self, level: &str, k: usize, m: Metrics) {
+        let l = self.sums.entry(level.to_string()).or_default();
+        for (name, v) in [
+            ("recall_any", m.recall_any),
+            ("recall_all", m.recall_all),
+            ("ndcg_any", m.ndcg_any),
+        ] {
+            let e = l.entry(format!("{name}@{k}")).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+
+    fn means(&self) -> BTreeMap<String, LevelMetrics> {
+        self.sums
+            .iter()
+            .map(|(l, m)| {
+                (
+                    l.clone(),
+                    m.iter()
+                        .map(|(k, (s, n))| (k.clone(), s / *n as f64))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct LogRanked<'a> {
+    id: &'a str,
+    score: f64,
+}
+
+#[derive(Serialize)]
+struct LogLine<'a> {
+    question_id: &'a str,
+    question_type: &'a str,
+    granularity: &'a str,
+    retriever: Retriever,
+    ranked: Vec<LogRanked<'a>>,
+    gold: &'a [&'a str],
+}
+
+/// Ranks every question's corpus and scores it. `log` receives one JSON line per evaluated
+/// question: its id, type, the whole ranking with scores, and the gold ids.
+pub fn evaluate_questions(
+    searcher: &Searcher,
+    questions: &[EvalQuestion],
+    opts: &EvalOptions,
+    mut log: Option<&mut dyn Write>,
+) -> Result<EvalReport, EvalError> {
+    let dim = searcher.store().dim();
+    let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
+    let qvecs = searcher.embedder().embed(&queries, TextKind::Query)?;
+    let mut bm25_cache: HashMap<String, Bm25Whitespace> = HashMap::new();
+    let (mut all, mut alt) = (Acc::default(), Acc::default());
+    let mut by_type: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut evaluated, mut alt_n) = (0usize, 0usize);
+
+    for (qi, q) in questions.iter().enumerate() {
+        if q.skip == Some("abstention question (_abs)") {
+            *skipped
+                .entry(q.skip.unwrap_or_default().to_string())
+                .or_default() += 1;
+            continue;
+        }
+        let slices = searcher.store().tenant_slices(&q.tenant);
+        if slices.is_empty() {
+            *skipped
+                .entry("tenant has no items (empty haystack)".into())
+                .or_default() += 1;
+            continue;
+        }
+        // corpus in storage order
+        let mut raw_ids: Vec<String> = Vec::new();
+        let mut keys: Vec<&str> = Vec::new();
+        let mut dense: Vec<f64> = Vec::new();
+        let qv = qvecs.row(qi);
+        for s in &slices {
+            let emb = s.embeddings(dim);
+            for r in 0..s.rows {
+                let it = s.item(r);
+                raw_ids.push(
+                    opts.dataset
+                        .base_id(opts.granularity, it.session_id, it.turn),
+                );
+                keys.push(it.key);
+                dense.push(f64::from(memdex_index::dot(
+                    qv,
+                    &emb[r * dim..(r + 1) * dim],
+                )));
+            }
+        }
+        let mut ids = raw_ids.clone();
+        let gold: Vec<&str> = match &q.gold {
+            Gold::ContainsAnswer { rename } => {
+                for id in ids.iter_mut() {
+                    if rename.contains(id.as_str()) {
+                        *id = id.replace("answer", "noans");
+                    }
+                }
+                let mut g: Vec<&str> = ids
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|i| i.contains("answer"))
+                    .collect();
+                g.sort_unstable();
+                g.dedup();
+                g
+            }
+            Gold::Ids(g) => g.iter().map(String::as_str).collect(),
+        };
+        let scores = match opts.retriever {
+            Retriever::Dense => dense,
+            Retriever::Bm25 | Retriever::Hybrid => {
+                let bm = bm25_cache
+                    .entry(q.tenant.clone())
+                    .or_insert_with(|| Bm25Whitespace::new(&keys, Bm25Params::default()));
+                let sparse = bm.scores(&q.query);
+                if opts.retriever == Retriever::Bm25 {
+                    sparse
+                } else {
+                    hybrid(&dense, &sparse, 0.5, 0.5)
+                }
+            }
+        };
+        let order = rank_desc(&scores);
+        let ranked: Vec<&str> = order.iter().map(|&i| ids[i].as_str()).collect();
+
+        if !q.answer_sessions.is_empty() {
+            alt_n += 1;
+            let g: Vec<&str> = q.answer_sessions.iter().map(String::as_str).collect();
+            for &k in &opts.ks {
+                let m = match opts.granularity {
+                    Granularity::Session => evaluate(&ranked, &g, k),
+                    _ => {
+                        // gold sessions as pseudo turn ids so the turn → session rule applies
+                        let gt: Vec<String> = g.iter().map(|s| format!("{s}_0")).collect();
+                        let gt: Vec<&str> = gt.iter().map(String::as_str).collect();
+                        let raw: Vec<&str> = order.iter().map(|&i| raw_ids[i].as_str()).collect();
+                        evaluate_turn2session(&raw, &gt, k)
+                    }
+                };
+                alt.add("session", k, m);
+            }
+        }
+
+        if let Some(reason) = q
+            .skip
+            .or(gold.is_empty().then_some("no gold item in the corpus"))
+        {
+            *skipped.entry(reason.to_string()).or_default() += 1;
+            continue;
+        }
+        evaluated += 1;
+        let t = by_type.entry(q.qtype.clone()).or_default();
+        for &k in &opts.ks {
+            match opts.granularity {
+                Granularity::Session => {
+                    let m = evaluate(&ranked, &gold, k);
+                    all.add("session", k, m);
+                    t.add("session", k, m);
+                }
+                _ => {
+                    let m = evaluate(&ranked, &gold, k);
+                    all.add("turn", k, m);
+                    t.add("turn", k, m);
+                    let m = evaluate_turn2session(&ranked, &gold, k);
+                    all.add("session", k, m);
+                    t.add("session", k, m);
+                }
+            }
+        }
+        if let Some(w) = log.as_deref_mut() {
+            let line = LogLine {
+                question_id: &q.id,
+                question_type: &q.qtype,
+                granularity: if opts.granularity == Granularity::Session {
+                    "session"
+                } else {
+                    "turn"
+                },
+                retriever: opts.retriever,
+                ranked: order
+                    .iter()
+                    .map(|&i| LogRanked {
+                        id: &ids[i],
+                        score: scores[i],
+                    })
+                    .collect(),
+                gold: &gold,
+            };
+            serde_json::to_writer(&mut *w, &line).map_err(std::io::Error::from)?;
+            w.write_all(b"\n")?;
+        }
+    }
+    Ok(EvalReport {
+        questions: evaluated,
+        skipped,
+        levels: all.means(),
+        by_type: by_type.into_iter().map(|(k, a)| (k, a.means())).collect(),
+        answer_session_gold: (opts.dataset == Dataset::LongMemEval).then(|| AltGold {
+            note: "gold = answer_session_ids, all non-abstention questions (not the official rule)",
+            questions: alt_n,
+            levels: alt.means(),
+        }),
+        config: serde_json::json!({
+            "dataset": format!("{:?}", opts.dataset).to_lowercase(),
+            "granularity": opts.granularity.to_string(),
+            "retriever": opts.retriever,
+            "ks": opts.ks,
+            "model": searcher.embedder().info().name,
+        }),
+    })
+}
