@@ -26,6 +26,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Retrieval evaluation on LongMemEval or LoCoMo with LongMemEval's official metrics.
     Eval(EvalArgs),
+    /// Write a deterministic synthetic LongMemEval-format file (S or M scale) for scale tests.
+    Synth(SynthArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -220,6 +222,39 @@ pub struct EvalArgs {
     pub log: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SynthScale {
+    /// 500 questions × ~50 sessions (~115k tokens each), like LongMemEval_S.
+    S,
+    /// 500 questions × 500 sessions from a shared pool (~1.5M tokens each), like LongMemEval_M.
+    M,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Output file (LongMemEval JSON).
+    #[arg(long, env = "MEMDEX_OUTPUT")]
+    pub output: PathBuf,
+    /// Size preset.
+    #[arg(long, env = "MEMDEX_SYNTH_SCALE", value_enum, default_value = "s")]
+    pub scale: SynthScale,
+    /// Override the number of questions.
+    #[arg(long, env = "MEMDEX_SYNTH_QUESTIONS")]
+    pub questions: Option<usize>,
+    /// Override sessions per question.
+    #[arg(long, env = "MEMDEX_SYNTH_SESSIONS")]
+    pub sessions: Option<usize>,
+    /// Override the shared filler-session pool size.
+    #[arg(long, env = "MEMDEX_SYNTH_POOL")]
+    pub pool: Option<usize>,
+    /// Override rounds per filler session.
+    #[arg(long, env = "MEMDEX_SYNTH_ROUNDS")]
+    pub rounds: Option<usize>,
+    /// Random seed (same seed, same file).
+    #[arg(long, env = "MEMDEX_SYNTH_SEED", default_value_t = 42)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Subcommand)]

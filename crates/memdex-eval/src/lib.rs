@@ -6,10 +6,12 @@ mod dataset;
 mod load;
 pub mod metrics;
 mod run;
+mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold};
 pub use load::{load_and_index, LoadReport};
 pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, LevelMetrics, Retriever};
+pub use synth::{write_synth, SynthOptions};
 
 use thiserror::Error;
 

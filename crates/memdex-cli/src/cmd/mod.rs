@@ -6,6 +6,7 @@ mod eval;
 mod index;
 mod info;
 mod search;
+mod synth;
 
 use anyhow::{Context, Result};
 use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Embed(a) => embed::run(a),
         Command::Info(a) => info::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
     }
 }

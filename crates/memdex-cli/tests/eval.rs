@@ -1,0 +1,150 @@
+//! `memdex eval` against the independent Python implementation of the metrics
+//! (`scripts/eval_crosscheck.py`), and `memdex synth` determinism.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn memdex(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(args)
+        .env(
+            "MEMDEX_MODEL",
+            root().join("crates/memdex-embed/tests/fixtures/tiny-bert"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memdex {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn crosscheck(input: &Path, format: &str, granularity: &str, retriever: &str, tmp: &Path) {
+    let log = tmp.join(format!("{format}-{granularity}-{retriever}.log.jsonl"));
+    let out = memdex(&[
+        "eval",
+        "--input",
+        input.to_str().unwrap(),
+        "--format",
+        format,
+        "--granularity",
+        granularity,
+        "--retriever",
+        retriever,
+        "--k",
+        "1,3,5,10",
+        "--json",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let report = tmp.join(format!("{format}-{granularity}-{retriever}.json"));
+    std::fs::write(&report, &out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["questions"].as_u64().unwrap() > 0);
+    let check = Command::new(python())
+        .arg(root().join("scripts/eval_crosscheck.py"))
+        .arg(&log)
+        .args(["--k", "1,3,5,10", "--compare"])
+        .arg(&report)
+        .args(["--tol", "1e-9"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{format}/{granularity}/{retriever}: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn metrics_agree_with_independent_python_implementation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let synth = tmp.path().join("synth.json");
+    memdex(&[
+        "synth",
+        "--output",
+        synth.to_str().unwrap(),
+        "--questions",
+        "12",
+        "--sessions",
+        "9",
+        "--pool",
+        "25",
+        "--rounds",
+        "2",
+        "--seed",
+        "3",
+    ]);
+    for (input, format) in [(&locomo, "locomo"), (&synth, "longmemeval")] {
+        for granularity in ["turn", "session"] {
+            for retriever in ["dense", "bm25", "hybrid"] {
+                crosscheck(input, format, granularity, retriever, tmp.path());
+            }
+        }
+    }
+}
+
+#[test]
+fn locomo_fixture_counts_and_skips() {
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let out = memdex(&[
+        "eval",
+        "--input",
+        locomo.to_str().unwrap(),
+        "--format",
+        "locomo",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 9 questions: one without evidence, one whose only id names no turn
+    assert_eq!(v["questions"], 7);
+    assert_eq!(v["skipped"]["no usable evidence"], 2);
+    assert!(v["by_type"]["multi-hop"]["turn"]["recall_all@5"].is_number());
+    let turn = &v["levels"]["turn"];
+    for k in [1, 3, 5, 10, 30, 50] {
+        let any = turn[format!("recall_any@{k}")].as_f64().unwrap();
+        let all = turn[format!("recall_all@{k}")].as_f64().unwrap();
+        assert!(all <= any && (0.0..=1.0).contains(&any));
+    }
+    assert_eq!(
+        turn["recall_any@50"], 1.0,
+        "every corpus is smaller than 50 turns"
+    );
+}
+
+#[test]
+fn synth_is_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.json");
+    let b = tmp.path().join("b.json");
+    for p in [&a, &b] {
+        memdex(&[
+            "synth",
+            "--output",
+            p.to_str().unwrap(),
+            "--questions",
+            "5",
+            "--sessions",
+            "6",
+            "--pool",
+            "10",
+            "--rounds",
+            "2",
+        ]);
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
