@@ -74,6 +74,11 @@ pub enum CpuBackendArg {
 pub enum InputFormat {
     /// One session per line: {"tenant","session_id","date","turns":[{"role","content"}]}.
     Jsonl,
+    /// LongMemEval JSON (streamed): each question's haystack is a tenant named by its
+    /// question_id; user turns are the keys (benchmark convention).
+    Longmemeval,
+    /// LoCoMo JSON: each conversation is a tenant; turns are `Speaker: text`.
+    Locomo,
 }
 
 #[derive(Debug, Args)]

@@ -172,7 +172,7 @@ impl KeyCache {
     /// Re-reads the manifest after a commit and indexes the new segments' keys.
     fn refresh(&mut self) -> Result<(), EngineError> {
         let seen = self.store.segments().len();
-        self.store = Store::open(self.store.dir())?;
+        self.store.refresh()?;
         self.add_segments(seen);
         Ok(())
     }

@@ -81,21 +81,35 @@ impl SessionSource for VecSessions {
     }
 }
 
+/// How a benchmark file is read and indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    pub dataset: Dataset,
+    pub granularity: Granularity,
+    pub on_error: OnError,
+    /// Items per committed segment.
+    pub flush_items: usize,
+}
+
 /// Reads `input`, indexes its sessions into `writer` (skipping what is already stored) and
 /// returns the questions.
 pub fn load_and_index(
     input: &Path,
-    dataset: Dataset,
-    granularity: Granularity,
-    on_error: OnError,
+    load: &LoadOptions,
     writer: &mut StoreWriter,
     embedder: &Embedder,
     progress: &mut dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
+    let LoadOptions {
+        dataset,
+        granularity,
+        on_error,
+        flush_items,
+    } = *load;
     let opts = IndexOptions {
         itemize: dataset.itemize(granularity),
         on_error,
-        flush_items: 50_000,
+        flush_items,
     };
     let mut questions = Vec::new();
     let mut warnings = Vec::new();

@@ -29,7 +29,7 @@ impl SynthOptions {
             questions: 500,
             sessions_per_question: 50,
             pool: 4_000,
-            rounds: 8,
+            rounds: 16,
             seed,
         }
     }
@@ -40,7 +40,7 @@ impl SynthOptions {
             questions: 500,
             sessions_per_question: 500,
             pool: 12_000,
-            rounds: 10,
+            rounds: 22,
             seed,
         }
     }
@@ -200,8 +200,15 @@ pub fn write_synth(
         let kind = q % 4;
         let n_evidence = [1, 2, 3, 1][kind];
         let n_filler = o.sessions_per_question.saturating_sub(n_evidence).max(1);
-        let mut slots: Vec<Option<usize>> =
-            (0..n_filler).map(|_| Some(rng.below(o.pool))).collect();
+        // distinct filler sessions per haystack (without replacement while the pool allows)
+        let mut picked = std::collections::HashSet::new();
+        let mut slots: Vec<Option<usize>> = Vec::with_capacity(n_filler + n_evidence);
+        while slots.len() < n_filler {
+            let p = rng.below(o.pool);
+            if picked.insert(p) || picked.len() >= o.pool {
+                slots.push(Some(p));
+            }
+        }
         // evidence at random positions, in order
         let mut ev_pos: Vec<usize> = (0..n_evidence)
             .map(|_| rng.below(slots.len() + 1))

@@ -9,7 +9,8 @@ pub fn min_max(scores: &[f64]) -> Vec<f64> {
             (l.min(x), h.max(x))
         });
     let span = hi - lo;
-    if !(span > 0.0) {
+    // also covers an empty slice (span −∞) and NaN
+    if span.is_nan() || span <= 0.0 {
         return vec![0.0; scores.len()];
     }
     scores.iter().map(|x| (x - lo) / span).collect()

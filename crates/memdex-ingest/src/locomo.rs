@@ -288,9 +288,9 @@ mod tests {
         assert_eq!(c.sessions.len(), 2);
         assert_eq!(
             c.sessions[0].turns[1].content,
-            "Look! [image: a photo of a dog]"
+            "Bo: Look! [image: a photo of a dog]"
         );
-        assert_eq!(c.sessions[0].turns[1].role, Role::Assistant);
+        assert_eq!(c.sessions[0].turns[1].role, Role::User);
         assert_eq!(
             c.sessions[1].timestamp_ms, c.sessions[0].timestamp_ms,
             "bad date falls back"

@@ -58,6 +58,25 @@ impl Store {
         })
     }
 
+    /// Moves to the latest committed manifest version, mapping only segments this view does
+    /// not have yet (committed segments never change, so the others are kept as they are).
+    pub fn refresh(&mut self) -> Result<(), StoreError> {
+        let manifest = Manifest::load(&self.dir)?;
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let mut old: std::collections::HashMap<u64, Segment> =
+            self.segments.drain(..).map(|s| (s.meta().id, s)).collect();
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for m in &manifest.segments {
+            match old.remove(&m.id) {
+                Some(s) => segments.push(s),
+                None => segments.push(Segment::open(&seg_dir, m, manifest.model.dim)?),
+            }
+        }
+        self.segments = segments;
+        self.manifest = manifest;
+        Ok(())
+    }
+
     /// Opens the store and checks it was built with `model`.
     pub fn open_for_model(dir: &Path, model: &ModelInfo) -> Result<Store, StoreError> {
         let store = Self::open(dir)?;

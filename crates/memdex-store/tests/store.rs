@@ -259,3 +259,25 @@ print(json.dumps({
         .contains("test-model"));
     assert_eq!(v["columns"].as_array().unwrap().len(), 12);
 }
+
+#[test]
+fn readers_refresh_to_new_versions_without_remapping() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = writer(dir, 4).unwrap();
+    w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
+        .unwrap();
+    let mut reader = Store::open(dir).unwrap();
+    let first = reader.segments()[0].embeddings().as_ptr();
+    w.append(&[item("a", "s2", 0, "y")], &emb(1, 4, 1.0))
+        .unwrap();
+    assert_eq!(reader.rows(), 1, "a reader keeps its version");
+    reader.refresh().unwrap();
+    assert_eq!(reader.rows(), 2);
+    assert_eq!(
+        reader.segments()[0].embeddings().as_ptr(),
+        first,
+        "old segment kept as mapped"
+    );
+    assert_eq!(reader.tenant_slices("a").len(), 2);
+}

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, Retriever,
+    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, Retriever,
 };
 use memdex_store::{Store, StoreWriter};
 
@@ -48,11 +48,15 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let embedder = super::load_embedder(&a.model, None)?;
     let mut writer = StoreWriter::open_or_create(&store_dir, embedder.info(), granularity, None)?;
     let pb = spinner("sessions");
-    let (questions, load) = load_and_index(
-        &a.input,
+    let load_opts = LoadOptions {
         dataset,
         granularity,
-        a.on_error,
+        on_error: a.on_error,
+        flush_items: 50_000,
+    };
+    let (questions, load) = load_and_index(
+        &a.input,
+        &load_opts,
         &mut writer,
         &embedder,
         &mut Progress(pb.clone()),

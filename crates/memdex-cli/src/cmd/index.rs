@@ -1,6 +1,7 @@
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use memdex_engine::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+use memdex_engine::{index_sessions, EngineError, IndexOptions, IndexProgress, IndexReport};
+use memdex_eval::{load_and_index, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
 use memdex_store::StoreWriter;
 use serde::Serialize;
@@ -56,19 +57,41 @@ pub fn run(a: IndexArgs) -> Result<()> {
         on_error: a.on_error,
         flush_items: a.flush_items.max(1),
     };
-    let source = match a.format {
+    let mut bars = Bars {
+        sessions: spinner("sessions"),
+    };
+    let result = match a.format {
         InputFormat::Jsonl => JsonlSessions::open(
             &a.input,
             JsonlOptions {
                 on_error: a.on_error,
                 max_line_bytes: a.max_line_bytes,
             },
-        )?,
+        )
+        .map_err(EngineError::from)
+        .and_then(|source| index_sessions(source, &mut writer, &embedder, &opts, &mut bars))
+        .map_err(anyhow::Error::from),
+        InputFormat::Longmemeval | InputFormat::Locomo => {
+            let load = LoadOptions {
+                dataset: if a.format == InputFormat::Locomo {
+                    Dataset::Locomo
+                } else {
+                    Dataset::LongMemEval
+                },
+                granularity: a.granularity,
+                on_error: a.on_error,
+                flush_items: opts.flush_items,
+            };
+            load_and_index(&a.input, &load, &mut writer, &embedder, &mut bars)
+                .map(|(_, load)| {
+                    for w in load.warnings.iter().take(5) {
+                        eprintln!("warning: {w}");
+                    }
+                    load.index
+                })
+                .map_err(anyhow::Error::from)
+        }
     };
-    let mut bars = Bars {
-        sessions: spinner("sessions"),
-    };
-    let result = index_sessions(source, &mut writer, &embedder, &opts, &mut bars);
     bars.sessions.finish_and_clear();
     let report = result.with_context(|| {
         format!(
