@@ -62,11 +62,16 @@ pub fn index_sessions<S: SessionSource>(
     progress: &mut dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
     let start = Instant::now();
-    let mut report = IndexReport::default();
     let store = Store::open(writer.dir())?;
     let mut known: HashMap<(String, String), u64> = store.session_hashes();
-    let mut cache = KeyCache::new(store);
-    let mut pending: Vec<MemoryItem> = Vec::new();
+    let mut batch = Batch {
+        writer,
+        embedder,
+        cache: KeyCache::new(store),
+        pending: Vec::new(),
+        report: IndexReport::default(),
+        progress,
+    };
     let mut failure: Option<EngineError> = None;
 
     for next in source.by_ref() {
@@ -77,14 +82,14 @@ pub fn index_sessions<S: SessionSource>(
                 break;
             }
         };
-        report.sessions_read += 1;
-        progress.on_session();
+        batch.report.sessions_read += 1;
+        batch.progress.on_session();
         let items = itemize(&session, &opts.itemize);
         let hash = session_hash(items.iter().map(|i| i.content_hash));
         let key = (session.tenant.clone(), session.session_id.clone());
         match known.get(&key) {
             Some(&h) if h == hash => {
-                report.sessions_unchanged += 1;
+                batch.report.sessions_unchanged += 1;
                 continue;
             }
             Some(_) => {
@@ -95,8 +100,8 @@ pub fn index_sessions<S: SessionSource>(
                 };
                 if opts.on_error == OnError::Skip {
                     tracing::warn!("skipping: {err}");
-                    report.sessions_rejected += 1;
-                    report.errors.push(err.to_string());
+                    batch.report.sessions_rejected += 1;
+                    batch.report.errors.push(err.to_string());
                     continue;
                 }
                 failure = Some(err);
@@ -105,27 +110,14 @@ pub fn index_sessions<S: SessionSource>(
             None => {}
         }
         known.insert(key, hash);
-        report.sessions_indexed += 1;
-        pending.extend(items);
-        if pending.len() >= opts.flush_items {
-            flush(
-                &mut pending,
-                writer,
-                embedder,
-                &mut cache,
-                &mut report,
-                progress,
-            )?;
+        batch.report.sessions_indexed += 1;
+        batch.pending.extend(items);
+        if batch.pending.len() >= opts.flush_items {
+            batch.flush()?;
         }
     }
-    flush(
-        &mut pending,
-        writer,
-        embedder,
-        &mut cache,
-        &mut report,
-        progress,
-    )?;
+    batch.flush()?;
+    let mut report = batch.report;
     for e in source.skipped() {
         report.sessions_rejected += 1;
         report.errors.push(e.to_string());
@@ -178,55 +170,64 @@ impl KeyCache {
     }
 }
 
-/// Embeds the keys of `pending` not stored yet (each distinct key once) and commits the
-/// items as one segment.
-fn flush(
-    pending: &mut Vec<MemoryItem>,
-    writer: &mut StoreWriter,
-    embedder: &Embedder,
-    cache: &mut KeyCache,
-    report: &mut IndexReport,
-    progress: &mut dyn IndexProgress,
-) -> Result<(), EngineError> {
-    if pending.is_empty() {
-        return Ok(());
-    }
-    let t = Instant::now();
-    enum Source<'a> {
-        Stored(&'a [f32]),
-        Fresh(usize),
-    }
-    let mut slot_of: HashMap<&str, usize> = HashMap::new();
-    let mut unique: Vec<&str> = Vec::new();
-    let sources: Vec<Source<'_>> = pending
-        .iter()
-        .map(|it| match cache.get(&it.key) {
-            Some(v) => Source::Stored(v),
-            None => Source::Fresh(*slot_of.entry(it.key.as_str()).or_insert_with(|| {
-                unique.push(it.key.as_str());
-                unique.len() - 1
-            })),
-        })
-        .collect();
-    let emb = embedder
-        .embed_with_progress(&unique, TextKind::Passage, &mut |n| progress.on_embedded(n))?;
-    let dim = emb.dim;
-    let mut data = Vec::with_capacity(pending.len() * dim);
-    for s in &sources {
-        match s {
-            Source::Stored(v) => data.extend_from_slice(v),
-            Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
+/// Items waiting to be embedded and committed, with what committing needs.
+struct Batch<'a> {
+    writer: &'a mut StoreWriter,
+    embedder: &'a Embedder,
+    cache: KeyCache,
+    pending: Vec<MemoryItem>,
+    report: IndexReport,
+    progress: &'a mut dyn IndexProgress,
+}
+
+impl Batch<'_> {
+    /// Embeds the pending keys not stored yet (each distinct key once) and commits the
+    /// pending items as one segment.
+    fn flush(&mut self) -> Result<(), EngineError> {
+        if self.pending.is_empty() {
+            return Ok(());
         }
+        let t = Instant::now();
+        enum Source<'a> {
+            Stored(&'a [f32]),
+            Fresh(usize),
+        }
+        let mut slot_of: HashMap<&str, usize> = HashMap::new();
+        let mut unique: Vec<&str> = Vec::new();
+        let sources: Vec<Source<'_>> = self
+            .pending
+            .iter()
+            .map(|it| match self.cache.get(&it.key) {
+                Some(v) => Source::Stored(v),
+                None => Source::Fresh(*slot_of.entry(it.key.as_str()).or_insert_with(|| {
+                    unique.push(it.key.as_str());
+                    unique.len() - 1
+                })),
+            })
+            .collect();
+        let progress = &mut *self.progress;
+        let emb = self
+            .embedder
+            .embed_with_progress(&unique, TextKind::Passage, &mut |n| progress.on_embedded(n))?;
+        let dim = emb.dim;
+        let mut data = Vec::with_capacity(self.pending.len() * dim);
+        for s in &sources {
+            match s {
+                Source::Stored(v) => data.extend_from_slice(v),
+                Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
+            }
+        }
+        let report = &mut self.report;
+        report.embed_seconds += t.elapsed().as_secs_f64();
+        report.keys_embedded += unique.len() as u64;
+        report.keys_reused += (self.pending.len() - unique.len()) as u64;
+        report.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
+        drop(sources);
+        let committed = self.writer.append(&self.pending, &data)?;
+        report.items_written += committed.segment.rows;
+        report.segments_written += 1;
+        self.progress.on_committed(committed.segment.rows);
+        self.pending.clear();
+        self.cache.refresh()
     }
-    report.embed_seconds += t.elapsed().as_secs_f64();
-    report.keys_embedded += unique.len() as u64;
-    report.keys_reused += (pending.len() - unique.len()) as u64;
-    report.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
-    drop(sources);
-    let committed = writer.append(pending, &data)?;
-    report.items_written += committed.segment.rows;
-    report.segments_written += 1;
-    progress.on_committed(committed.segment.rows);
-    pending.clear();
-    cache.refresh()
 }
