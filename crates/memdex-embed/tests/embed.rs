@@ -246,6 +246,27 @@ fn loads_sharded_safetensors() {
     );
 }
 
+/// The same weights as a PyTorch pickle (`pytorch_model.bin`) embed identically.
+#[test]
+fn loads_pytorch_model_bin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pth");
+    copy_dir(&fixture("tiny-bert"), &dir);
+    std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+    std::fs::copy(
+        fixture("tiny-bert-pytorch_model.bin"),
+        dir.join("pytorch_model.bin"),
+    )
+    .unwrap();
+    let pth = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
+    let texts = ["my sister moved to paris", ""];
+    let a = pth.embed(&texts, TextKind::Passage).unwrap();
+    let b = tiny().embed(&texts, TextKind::Passage).unwrap();
+    for i in 0..texts.len() {
+        assert!(cosine(a.row(i), b.row(i)) > 0.99999);
+    }
+}
+
 fn real_model_dir() -> Option<PathBuf> {
     let dir = std::env::var("MEMDEX_TEST_MODEL")
         .map(PathBuf::from)
