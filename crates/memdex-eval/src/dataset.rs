@@ -37,7 +37,34 @@ pub struct EvalQuestion {
     /// LongMemEval's `answer_session_ids`: the alternative, session-level gold.
     pub answer_sessions: Vec<String>,
     /// Why this question is left out of the averages, if it is.
-    pub skip: Option<&'static str>,
+    pub skip: Option<Skip>,
+}
+
+/// Why a question is left out of the official averages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// LongMemEval `_abs` questions: nothing to retrieve (also left out of the alternative gold).
+    Abstention,
+    /// LongMemEval questions whose evidence is only in assistant turns.
+    NoUserEvidence,
+    /// LoCoMo questions with no evidence id naming a turn.
+    NoEvidence,
+    /// No corpus item carries a gold id.
+    NoGoldInCorpus,
+    /// The question's tenant holds no items.
+    EmptyHaystack,
+}
+
+impl Skip {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::Abstention => "abstention question (_abs)",
+            Skip::NoUserEvidence => "no user-side evidence (has_answer only on assistant turns)",
+            Skip::NoEvidence => "no usable evidence",
+            Skip::NoGoldInCorpus => "no gold item in the corpus",
+            Skip::EmptyHaystack => "tenant has no items (empty haystack)",
+        }
+    }
 }
 
 /// Which dataset convention turns stored items into corpus ids.
@@ -115,9 +142,9 @@ pub fn longmemeval_question(inst: &LmeInstance, granularity: Granularity) -> Eva
                     .any(|(t, &f)| f && t.role == memdex_core::Role::User)
         });
     let skip = if inst.is_abstention() {
-        Some("abstention question (_abs)")
+        Some(Skip::Abstention)
     } else if !has_user_evidence {
-        Some("no user-side evidence (has_answer only on assistant turns)")
+        Some(Skip::NoUserEvidence)
     } else {
         None
     };
@@ -163,7 +190,7 @@ pub fn locomo(
                 query: qa.question.clone(),
                 tenant: c.tenant.clone(),
                 question_date_ms: None,
-                skip: ids.is_empty().then_some("no usable evidence"),
+                skip: ids.is_empty().then_some(Skip::NoEvidence),
                 gold: Gold::Ids(ids),
                 answer_sessions: Vec::new(),
             });

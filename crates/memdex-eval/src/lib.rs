@@ -8,7 +8,7 @@ pub mod metrics;
 mod run;
 mod synth;
 
-pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold};
+pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
 pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, LevelMetrics, Retriever};
 pub use synth::{write_synth, SynthOptions};

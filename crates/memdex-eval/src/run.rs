@@ -9,7 +9,7 @@ use memdex_index::bm25::{Bm25Params, Bm25Whitespace};
 use memdex_index::fusion::{hybrid, rank_desc};
 use serde::Serialize;
 
-use crate::dataset::{Dataset, EvalQuestion, Gold};
+use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
 use crate::EvalError;
 
@@ -125,17 +125,14 @@ pub fn evaluate_questions(
     let (mut evaluated, mut alt_n) = (0usize, 0usize);
 
     for (qi, q) in questions.iter().enumerate() {
-        if q.skip == Some("abstention question (_abs)") {
-            *skipped
-                .entry(q.skip.unwrap_or_default().to_string())
-                .or_default() += 1;
+        let mut skip = |why: Skip| *skipped.entry(why.reason().to_string()).or_default() += 1;
+        if q.skip == Some(Skip::Abstention) {
+            skip(Skip::Abstention);
             continue;
         }
         let slices = searcher.store().tenant_slices(&q.tenant);
         if slices.is_empty() {
-            *skipped
-                .entry("tenant has no items (empty haystack)".into())
-                .or_default() += 1;
+            skip(Skip::EmptyHaystack);
             continue;
         }
         // corpus in storage order
@@ -212,11 +209,8 @@ pub fn evaluate_questions(
             }
         }
 
-        if let Some(reason) = q
-            .skip
-            .or(gold.is_empty().then_some("no gold item in the corpus"))
-        {
-            *skipped.entry(reason.to_string()).or_default() += 1;
+        if let Some(why) = q.skip.or(gold.is_empty().then_some(Skip::NoGoldInCorpus)) {
+            skip(why);
             continue;
         }
         evaluated += 1;
