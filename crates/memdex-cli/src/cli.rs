@@ -186,6 +186,12 @@ pub enum RetrieverArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FragRelScopeArg {
+    Session,
+    History,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalGranularity {
     Turn,
     Session,
@@ -225,6 +231,20 @@ pub struct EvalArgs {
     /// Write one JSON line per question: id, type, the whole ranking with scores, gold ids.
     #[arg(long, env = "MEMDEX_EVAL_LOG")]
     pub log: Option<PathBuf>,
+    /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
+    #[arg(long, env = "MEMDEX_FRAGREL_ALPHA", default_value_t = 0.0)]
+    pub fragrel_alpha: f64,
+    /// FragRel decay per position step.
+    #[arg(long, env = "MEMDEX_FRAGREL_W", default_value_t = 0.8)]
+    pub fragrel_w: f64,
+    /// Which items share an environment: session or history.
+    #[arg(
+        long,
+        env = "MEMDEX_FRAGREL_SCOPE",
+        value_enum,
+        default_value = "session"
+    )]
+    pub fragrel_scope: FragRelScopeArg,
     #[command(flatten)]
     pub model: ModelArgs,
 }

@@ -32,8 +32,19 @@ fn python() -> String {
 }
 
 fn crosscheck(input: &Path, format: &str, granularity: &str, retriever: &str, tmp: &Path) {
+    crosscheck_with(input, format, granularity, retriever, &[], tmp)
+}
+
+fn crosscheck_with(
+    input: &Path,
+    format: &str,
+    granularity: &str,
+    retriever: &str,
+    extra: &[&str],
+    tmp: &Path,
+) {
     let log = tmp.join(format!("{format}-{granularity}-{retriever}.log.jsonl"));
-    let out = memdex(&[
+    let mut args = vec![
         "eval",
         "--input",
         input.to_str().unwrap(),
@@ -48,7 +59,9 @@ fn crosscheck(input: &Path, format: &str, granularity: &str, retriever: &str, tm
         "--json",
         "--log",
         log.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = memdex(&args);
     let report = tmp.join(format!("{format}-{granularity}-{retriever}.json"));
     std::fs::write(&report, &out.stdout).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -96,6 +109,15 @@ fn metrics_agree_with_independent_python_implementation() {
             }
         }
     }
+    // with FragRel environment scores on top
+    crosscheck_with(
+        &locomo,
+        "locomo",
+        "turn",
+        "hybrid",
+        &["--fragrel-alpha", "0.5", "--fragrel-w", "0.5"],
+        tmp.path(),
+    );
 }
 
 #[test]

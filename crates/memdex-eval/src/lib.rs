@@ -10,7 +10,10 @@ mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
-pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, LevelMetrics, Retriever};
+pub use memdex_index::fragrel::FragRel;
+pub use run::{
+    evaluate_questions, AltGold, EvalOptions, EvalReport, FragRelScope, LevelMetrics, Retriever,
+};
 pub use synth::{write_synth, SynthOptions};
 
 use thiserror::Error;

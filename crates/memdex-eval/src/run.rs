@@ -6,6 +6,7 @@ use std::io::Write;
 use memdex_core::{Granularity, TextKind};
 use memdex_engine::Searcher;
 use memdex_index::bm25::{Bm25Params, Bm25Whitespace};
+use memdex_index::fragrel::{relation_scores, FragRel};
 use memdex_index::fusion::{hybrid, rank_desc};
 use serde::Serialize;
 
@@ -25,6 +26,16 @@ pub enum Retriever {
     Hybrid,
 }
 
+/// Which items share an environment in FragRel's context relation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FragRelScope {
+    /// Items of the same session.
+    Session,
+    /// The tenant's whole history.
+    History,
+}
+
 /// Evaluation settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
@@ -32,6 +43,8 @@ pub struct EvalOptions {
     pub granularity: Granularity,
     pub retriever: Retriever,
     pub ks: Vec<usize>,
+    /// FragRel environment scores on top of the retriever's scores (off when None).
+    pub fragrel: Option<(FragRel, FragRelScope)>,
 }
 
 /// Metric name (`recall_any@5`) → mean.
@@ -137,6 +150,9 @@ pub fn evaluate_questions(
         }
         // corpus in storage order
         let mut raw_ids: Vec<String> = Vec::new();
+        let mut positions: Vec<u64> = Vec::new();
+        let mut groups: Vec<u64> = Vec::new();
+        let mut prev_session: Option<&str> = None;
         let mut keys: Vec<&str> = Vec::new();
         let mut dense: Vec<f64> = Vec::new();
         let qv = qvecs.row(qi);
@@ -148,6 +164,12 @@ pub fn evaluate_questions(
                     opts.dataset
                         .base_id(opts.granularity, it.session_id, it.turn),
                 );
+                positions.push(it.position);
+                // scope groups: a new id whenever the session changes along the timeline
+                let new_session = prev_session.is_some_and(|p| p != it.session_id);
+                let g = groups.last().map_or(0, |&g| g + u64::from(new_session));
+                groups.push(g);
+                prev_session = Some(it.session_id);
                 keys.push(it.key);
                 dense.push(f64::from(memdex_index::dot(
                     qv,
@@ -187,6 +209,13 @@ pub fn evaluate_questions(
                     hybrid(&dense, &sparse, 0.5, 0.5)
                 }
             }
+        };
+        let scores = match opts.fragrel {
+            Some((p, FragRelScope::Session)) => relation_scores(&scores, &positions, &groups, p),
+            Some((p, FragRelScope::History)) => {
+                relation_scores(&scores, &positions, &vec![0; scores.len()], p)
+            }
+            None => scores,
         };
         let order = rank_desc(&scores);
         let ranked: Vec<&str> = order.iter().map(|&i| ids[i].as_str()).collect();
@@ -270,6 +299,7 @@ pub fn evaluate_questions(
             "granularity": opts.granularity.to_string(),
             "retriever": opts.retriever,
             "ks": opts.ks,
+            "fragrel": opts.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
             "model": searcher.embedder().info().name,
         }),
     })

@@ -7,6 +7,7 @@
 
 pub mod bm25;
 mod exact;
+pub mod fragrel;
 pub mod fusion;
 pub mod reference;
 

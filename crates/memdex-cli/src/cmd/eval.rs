@@ -5,11 +5,12 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, Retriever,
+    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, FragRel, FragRelScope,
+    LoadOptions, Retriever,
 };
 use memdex_store::{Store, StoreWriter};
 
-use crate::cli::{EvalArgs, EvalFormat, EvalGranularity, RetrieverArg};
+use crate::cli::{EvalArgs, EvalFormat, EvalGranularity, FragRelScopeArg, RetrieverArg};
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -70,6 +71,19 @@ pub fn run(a: EvalArgs) -> Result<()> {
         granularity,
         retriever,
         ks: a.k.clone(),
+        fragrel: (a.fragrel_alpha != 0.0).then(|| {
+            let scope = match a.fragrel_scope {
+                FragRelScopeArg::Session => FragRelScope::Session,
+                FragRelScopeArg::History => FragRelScope::History,
+            };
+            (
+                FragRel {
+                    alpha: a.fragrel_alpha,
+                    w: a.fragrel_w,
+                },
+                scope,
+            )
+        }),
     };
     let mut log = match &a.log {
         Some(p) => {
