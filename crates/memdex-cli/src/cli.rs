@@ -186,6 +186,12 @@ pub enum RetrieverArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Bm25Arg {
+    Official,
+    Memdex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FragRelScopeArg {
     Session,
     History,
@@ -231,6 +237,10 @@ pub struct EvalArgs {
     /// Write one JSON line per question: id, type, the whole ranking with scores, gold ids.
     #[arg(long, env = "MEMDEX_EVAL_LOG")]
     pub log: Option<PathBuf>,
+    /// BM25 flavour for bm25/hybrid: official (LongMemEval's whitespace rank_bm25) or memdex
+    /// (Unicode words, stop words, Snowball stems, Lucene idf).
+    #[arg(long, env = "MEMDEX_BM25", value_enum, default_value = "official")]
+    pub bm25: Bm25Arg,
     /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
     #[arg(long, env = "MEMDEX_FRAGREL_ALPHA", default_value_t = 0.0)]
     pub fragrel_alpha: f64,

@@ -115,7 +115,14 @@ fn metrics_agree_with_independent_python_implementation() {
         "locomo",
         "turn",
         "hybrid",
-        &["--fragrel-alpha", "0.5", "--fragrel-w", "0.5"],
+        &[
+            "--fragrel-alpha",
+            "0.5",
+            "--fragrel-w",
+            "0.5",
+            "--bm25",
+            "memdex",
+        ],
         tmp.path(),
     );
 }

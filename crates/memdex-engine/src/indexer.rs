@@ -3,8 +3,10 @@ use std::time::Instant;
 
 use memdex_core::{MemoryItem, OnError, TextKind};
 use memdex_embed::Embedder;
+use memdex_index::text::Analyzer;
 use memdex_ingest::{itemize, ItemizeOptions, SessionSource};
 use memdex_store::{session_hash, Store, StoreWriter};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::EngineError;
@@ -155,10 +157,14 @@ impl KeyCache {
     }
 
     /// The stored vector of `key`, if any.
-    fn get(&self, key: &str) -> Option<&[f32]> {
+    fn get(&self, key: &str) -> Option<(&[f32], Vec<String>)> {
         let &(si, row) = self.rows.get(&memdex_core::content_hash(key.as_bytes()))?;
-        let item = self.store.segments()[si as usize].item(row as usize);
-        (item.key == key).then_some(item.embedding)
+        let seg = &self.store.segments()[si as usize];
+        let item = seg.item(row as usize);
+        (item.key == key).then(|| {
+            let terms = seg.terms(row as usize).map(str::to_string).collect();
+            (item.embedding, terms)
+        })
     }
 
     /// Re-reads the manifest after a commit and indexes the new segments' keys.
@@ -189,7 +195,7 @@ impl Batch<'_> {
         }
         let t = Instant::now();
         enum Source<'a> {
-            Stored(&'a [f32]),
+            Stored(&'a [f32], Vec<String>),
             Fresh(usize),
         }
         let mut slot_of: HashMap<&str, usize> = HashMap::new();
@@ -198,7 +204,7 @@ impl Batch<'_> {
             .pending
             .iter()
             .map(|it| match self.cache.get(&it.key) {
-                Some(v) => Source::Stored(v),
+                Some((v, terms)) => Source::Stored(v, terms),
                 None => Source::Fresh(*slot_of.entry(it.key.as_str()).or_insert_with(|| {
                     unique.push(it.key.as_str());
                     unique.len() - 1
@@ -213,7 +219,7 @@ impl Batch<'_> {
         let mut data = Vec::with_capacity(self.pending.len() * dim);
         for s in &sources {
             match s {
-                Source::Stored(v) => data.extend_from_slice(v),
+                Source::Stored(v, _) => data.extend_from_slice(v),
                 Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
             }
         }
@@ -222,8 +228,20 @@ impl Batch<'_> {
         report.keys_embedded += unique.len() as u64;
         report.keys_reused += (self.pending.len() - unique.len()) as u64;
         report.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
-        drop(sources);
-        let committed = self.writer.append(&self.pending, &data)?;
+        let fresh_terms: Vec<Vec<String>> = {
+            let analyzer = Analyzer::english();
+            unique.par_iter().map(|k| analyzer.terms(k)).collect()
+        };
+        let terms: Vec<Vec<String>> = sources
+            .into_iter()
+            .map(|s| match s {
+                Source::Stored(_, t) => t,
+                Source::Fresh(slot) => fresh_terms[slot].clone(),
+            })
+            .collect();
+        let committed = self
+            .writer
+            .append_with_terms(&self.pending, &data, &terms)?;
         report.items_written += committed.segment.rows;
         report.segments_written += 1;
         self.progress.on_committed(committed.segment.rows);

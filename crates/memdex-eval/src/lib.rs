@@ -12,7 +12,8 @@ pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
 pub use memdex_index::fragrel::FragRel;
 pub use run::{
-    evaluate_questions, AltGold, EvalOptions, EvalReport, FragRelScope, LevelMetrics, Retriever,
+    evaluate_questions, AltGold, Bm25Flavour, EvalOptions, EvalReport, FragRelScope, LevelMetrics,
+    Retriever,
 };
 pub use synth::{write_synth, SynthOptions};
 

@@ -5,9 +5,10 @@ use std::io::Write;
 
 use memdex_core::{Granularity, TextKind};
 use memdex_engine::Searcher;
-use memdex_index::bm25::{Bm25Params, Bm25Whitespace};
+use memdex_index::bm25::{Bm25, Bm25Params, Idf};
 use memdex_index::fragrel::{relation_scores, FragRel};
 use memdex_index::fusion::{hybrid, rank_desc};
+use memdex_index::text::Analyzer;
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
@@ -24,6 +25,17 @@ pub enum Retriever {
     Bm25,
     /// 0.5 · minmax(dense) + 0.5 · minmax(bm25).
     Hybrid,
+}
+
+/// Which BM25 ranks keyword matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bm25Flavour {
+    /// LongMemEval's: `rank_bm25` Okapi over `str.split(" ")` (the reference baselines).
+    Official,
+    /// memdex's: Unicode words, lower-case, stop words, Snowball stems (stored at index
+    /// time), Lucene idf.
+    Memdex,
 }
 
 /// Which items share an environment in FragRel's context relation.
@@ -43,6 +55,8 @@ pub struct EvalOptions {
     pub granularity: Granularity,
     pub retriever: Retriever,
     pub ks: Vec<usize>,
+    /// Keyword ranking for `bm25` and `hybrid`.
+    pub bm25: Bm25Flavour,
     /// FragRel environment scores on top of the retriever's scores (off when None).
     pub fragrel: Option<(FragRel, FragRelScope)>,
 }
@@ -131,7 +145,8 @@ pub fn evaluate_questions(
     let dim = searcher.store().dim();
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
     let qvecs = searcher.embedder().embed(&queries, TextKind::Query)?;
-    let mut bm25_cache: HashMap<String, Bm25Whitespace> = HashMap::new();
+    let mut bm25_cache: HashMap<String, Bm25> = HashMap::new();
+    let analyzer = Analyzer::english();
     let (mut all, mut alt) = (Acc::default(), Acc::default());
     let mut by_type: BTreeMap<String, Acc> = BTreeMap::new();
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
@@ -201,8 +216,24 @@ pub fn evaluate_questions(
             Retriever::Bm25 | Retriever::Hybrid => {
                 let bm = bm25_cache
                     .entry(q.tenant.clone())
-                    .or_insert_with(|| Bm25Whitespace::new(&keys, Bm25Params::default()));
-                let sparse = bm.scores(&q.query);
+                    .or_insert_with(|| match opts.bm25 {
+                        Bm25Flavour::Official => Bm25::whitespace(&keys, Bm25Params::default()),
+                        // the analysed terms stored at index time (persisted, not re-analysed)
+                        Bm25Flavour::Memdex => Bm25::new(
+                            slices
+                                .iter()
+                                .flat_map(|s| (0..s.rows).map(|r| s.segment.terms(s.start + r))),
+                            Bm25Params::default(),
+                            Idf::Lucene,
+                        ),
+                    });
+                let sparse = match opts.bm25 {
+                    Bm25Flavour::Official => bm.scores(&q.query),
+                    Bm25Flavour::Memdex => {
+                        let terms = analyzer.terms(&q.query);
+                        bm.scores_terms(terms.iter().map(String::as_str))
+                    }
+                };
                 if opts.retriever == Retriever::Bm25 {
                     sparse
                 } else {
@@ -299,6 +330,7 @@ pub fn evaluate_questions(
             "granularity": opts.granularity.to_string(),
             "retriever": opts.retriever,
             "ks": opts.ks,
+            "bm25": opts.bm25,
             "fragrel": opts.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
             "model": searcher.embedder().info().name,
         }),

@@ -1,9 +1,10 @@
-//! BM25 Okapi exactly as `rank_bm25.BM25Okapi` computes it (the flavour LongMemEval's official
-//! retrieval code uses): documents and queries split on single spaces (`str.split(" ")`,
-//! empty strings included), k1 = 1.5, b = 0.75, and idf floored at `epsilon · mean idf`
-//! (epsilon = 0.25) for terms in more than half of the documents.
-//!
-//! Built per corpus in memory; the persisted, stemmed BM25 comes with the quality stages.
+//! BM25 Okapi over term lists, in two flavours:
+//! * [`Bm25::whitespace`]: exactly `rank_bm25.BM25Okapi` (the flavour LongMemEval's official
+//!   retrieval code uses): documents and queries split on single spaces (`str.split(" ")`,
+//!   empty strings included), k1 = 1.5, b = 0.75, idf floored at `epsilon · mean idf`
+//!   (epsilon = 0.25) for terms in more than half of the documents.
+//! * [`Bm25::new`] with [`Idf::Lucene`] over analysed terms ([`crate::text::Analyzer`]):
+//!   memdex's own, with the always-positive `ln(1 + (N − n + 0.5)/(n + 0.5))`.
 
 use std::collections::HashMap;
 
@@ -25,9 +26,18 @@ impl Default for Bm25Params {
     }
 }
 
-/// An Okapi BM25 index over whitespace-split documents.
+/// How inverse document frequency is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Idf {
+    /// `ln((N − n + 0.5)/(n + 0.5))`, negatives replaced by `epsilon · mean idf` (rank_bm25).
+    RankBm25,
+    /// `ln(1 + (N − n + 0.5)/(n + 0.5))` (Lucene): never negative.
+    Lucene,
+}
+
+/// An Okapi BM25 index over term lists (in memory; one per tenant).
 #[derive(Debug, Clone)]
-pub struct Bm25Whitespace {
+pub struct Bm25 {
     params: Bm25Params,
     doc_freqs: Vec<HashMap<String, u32>>,
     doc_len: Vec<f64>,
@@ -40,15 +50,25 @@ pub fn split_space(text: &str) -> impl Iterator<Item = &str> {
     text.split(' ')
 }
 
-impl Bm25Whitespace {
-    pub fn new(docs: &[&str], params: Bm25Params) -> Self {
-        let mut doc_freqs = Vec::with_capacity(docs.len());
-        let mut doc_len = Vec::with_capacity(docs.len());
+impl Bm25 {
+    /// The official flavour: `rank_bm25.BM25Okapi([d.split(" ") for d in docs])`.
+    pub fn whitespace(docs: &[&str], params: Bm25Params) -> Self {
+        Self::new(docs.iter().map(|d| split_space(d)), params, Idf::RankBm25)
+    }
+
+    /// An index over documents given as term sequences.
+    pub fn new<'a, D, T>(docs: D, params: Bm25Params, idf_rule: Idf) -> Self
+    where
+        D: IntoIterator<Item = T>,
+        T: IntoIterator<Item = &'a str>,
+    {
+        let mut doc_freqs = Vec::new();
+        let mut doc_len = Vec::new();
         let mut nd: HashMap<String, u32> = HashMap::new();
         for d in docs {
             let mut f: HashMap<String, u32> = HashMap::new();
             let mut n = 0usize;
-            for w in split_space(d) {
+            for w in d {
                 *f.entry(w.to_string()).or_insert(0) += 1;
                 n += 1;
             }
@@ -58,8 +78,8 @@ impl Bm25Whitespace {
             doc_freqs.push(f);
             doc_len.push(n as f64);
         }
-        let corpus = docs.len() as f64;
-        let avgdl = if docs.is_empty() {
+        let corpus = doc_len.len() as f64;
+        let avgdl = if doc_len.is_empty() {
             0.0
         } else {
             doc_len.iter().sum::<f64>() / corpus
@@ -68,7 +88,11 @@ impl Bm25Whitespace {
         let mut idf_sum = 0.0;
         let mut negative = Vec::new();
         for (w, &freq) in &nd {
-            let v = (corpus - freq as f64 + 0.5).ln() - (freq as f64 + 0.5).ln();
+            let ratio = (corpus - freq as f64 + 0.5) / (freq as f64 + 0.5);
+            let v = match idf_rule {
+                Idf::RankBm25 => (corpus - freq as f64 + 0.5).ln() - (freq as f64 + 0.5).ln(),
+                Idf::Lucene => ratio.ln_1p(),
+            };
             idf_sum += v;
             if v < 0.0 {
                 negative.push(w.clone());
@@ -92,11 +116,16 @@ impl Bm25Whitespace {
         }
     }
 
-    /// Score of every document for `query` (repeated query terms count repeatedly).
+    /// Official flavour: score of every document for a space-split `query`.
     pub fn scores(&self, query: &str) -> Vec<f64> {
+        self.scores_terms(split_space(query))
+    }
+
+    /// Score of every document for query terms (repeated terms count repeatedly).
+    pub fn scores_terms<'a>(&self, query: impl IntoIterator<Item = &'a str>) -> Vec<f64> {
         let Bm25Params { k1, b, .. } = self.params;
         let mut out = vec![0.0; self.doc_len.len()];
-        for q in split_space(query) {
+        for q in query {
             let Some(&idf) = self.idf.get(q) else {
                 continue;
             };
@@ -118,7 +147,7 @@ mod tests {
     fn matches_rank_bm25_by_hand() {
         // rank_bm25.BM25Okapi([d.split(" ") for d in docs]).get_scores("dog cat".split(" "))
         let docs = ["the dog", "the cat sat", "a dog and a dog"];
-        let bm = Bm25Whitespace::new(&docs, Bm25Params::default());
+        let bm = Bm25::whitespace(&docs, Bm25Params::default());
         let s = bm.scores("dog cat");
         // N = 3, avgdl = 10/3; idf(dog) = ln(1.5/2.5) < 0 → epsilon · mean idf;
         // idf(cat) = ln(2.5/1.5); mean over {the, dog, cat, sat, a, and}
@@ -140,9 +169,24 @@ mod tests {
 
     #[test]
     fn empty_corpus_and_unknown_terms() {
-        let bm = Bm25Whitespace::new(&[], Bm25Params::default());
+        let bm = Bm25::whitespace(&[], Bm25Params::default());
         assert!(bm.scores("x").is_empty());
-        let bm = Bm25Whitespace::new(&["a b"], Bm25Params::default());
+        let bm = Bm25::whitespace(&["a b"], Bm25Params::default());
         assert_eq!(bm.scores("zzz"), vec![0.0]);
+    }
+
+    #[test]
+    fn lucene_idf_is_positive_for_common_terms() {
+        let docs = [vec!["dog", "run"], vec!["dog"], vec!["dog", "cat"]];
+        let bm = Bm25::new(
+            docs.iter().map(|d| d.iter().copied()),
+            Bm25Params::default(),
+            Idf::Lucene,
+        );
+        let s = bm.scores_terms(["dog"]);
+        assert!(s.iter().all(|&x| x > 0.0), "{s:?}");
+        assert!(s[1] > s[0], "shorter document ranks higher for the same tf");
+        let c = bm.scores_terms(["cat", "cat"]);
+        assert!(c[2] > 0.0 && c[0] == 0.0);
     }
 }

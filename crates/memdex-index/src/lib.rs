@@ -10,5 +10,6 @@ mod exact;
 pub mod fragrel;
 pub mod fusion;
 pub mod reference;
+pub mod text;
 
 pub use exact::{dot, top_k, Hit, TopK};

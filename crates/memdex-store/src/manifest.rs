@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{io, StoreError};
 
 /// On-disk format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const SEGMENTS_DIR: &str = "segments";

@@ -18,6 +18,8 @@ pub mod columns {
     pub const CONTENT_HASH: &str = "content_hash";
     /// xxh3 of the key text: embedding reuse across tenants and runs.
     pub const KEY_HASH: &str = "key_hash";
+    /// Analysed key terms (segmented, lower-cased, stop words out, stemmed) for BM25.
+    pub const TERMS: &str = "terms";
 }
 
 pub(crate) const COL_ITEM_ID: usize = 0;
@@ -32,6 +34,11 @@ pub(crate) const COL_KEY: usize = 8;
 pub(crate) const COL_EMBEDDING: usize = 9;
 pub(crate) const COL_CONTENT_HASH: usize = 10;
 pub(crate) const COL_KEY_HASH: usize = 11;
+pub(crate) const COL_TERMS: usize = 12;
+
+pub(crate) fn term_item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Utf8, false))
+}
 
 pub(crate) fn embedding_item_field() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Float32, false))
@@ -61,6 +68,7 @@ pub(crate) fn segment_schema(dim: usize, metadata: HashMap<String, String>) -> S
         ),
         Field::new(CONTENT_HASH, DataType::UInt64, false),
         Field::new(KEY_HASH, DataType::UInt64, false),
+        Field::new(TERMS, DataType::List(term_item_field()), false),
     ])
     .with_metadata(metadata)
 }

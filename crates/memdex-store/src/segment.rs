@@ -2,11 +2,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, TimestampMillisecondType, UInt32Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch, StringArray,
-    TimestampMillisecondArray, UInt32Array, UInt64Array,
+    Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, ListArray, RecordBatch,
+    StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
@@ -25,6 +26,7 @@ pub(crate) struct Row<'a> {
     pub position: u64,
     pub item: &'a MemoryItem,
     pub embedding: &'a [f32],
+    pub terms: &'a [String],
 }
 
 /// Writes `rows` (already in final order: tenant-grouped, position-ascending) as a segment
@@ -92,6 +94,7 @@ pub(crate) fn write_segment(
             rows.iter()
                 .map(|r| memdex_core::content_hash(r.item.key.as_bytes())),
         )),
+        Arc::new(terms_array(rows)),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
@@ -129,6 +132,17 @@ pub(crate) fn write_segment(
         max_item_id: rows.iter().map(|r| r.item_id).max().unwrap_or(0),
         tenants,
     })
+}
+
+fn terms_array(rows: &[Row<'_>]) -> ListArray {
+    let mut b = ListBuilder::new(StringBuilder::new()).with_field(term_item_field());
+    for r in rows {
+        for t in r.terms {
+            b.values().append_value(t);
+        }
+        b.append(true);
+    }
+    b.finish()
 }
 
 /// An open, memory-mapped segment. Column accessors borrow straight from the mapping.
@@ -222,6 +236,14 @@ impl Segment {
             .column(COL_KEY_HASH)
             .as_primitive::<UInt64Type>()
             .values()
+    }
+
+    /// The analysed key terms of `row` (empty for items stored without terms).
+    pub fn terms(&self, row: usize) -> impl Iterator<Item = &str> + '_ {
+        let list = self.batch.column(COL_TERMS).as_list::<i32>();
+        let offsets = list.value_offsets();
+        let values = list.values().as_string::<i32>();
+        (offsets[row] as usize..offsets[row + 1] as usize).map(move |i| values.value(i))
     }
 
     pub fn item_ids(&self) -> &[u64] {

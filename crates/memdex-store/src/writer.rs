@@ -127,12 +127,27 @@ impl StoreWriter {
 
     /// Appends items with their embeddings (row-major, `items.len() × dim`) as one new segment
     /// and commits it. Items get consecutive ids in input order and the next positions of their
-    /// tenants' histories.
+    /// tenants' histories. Stored without BM25 terms; see [`Self::append_with_terms`].
     pub fn append(
         &mut self,
         items: &[MemoryItem],
         embeddings: &[f32],
     ) -> Result<AppendReport, StoreError> {
+        self.append_with_terms(items, embeddings, &vec![Vec::new(); items.len()])
+    }
+
+    /// [`Self::append`] with each item's analysed key terms (one list per item).
+    pub fn append_with_terms(
+        &mut self,
+        items: &[MemoryItem],
+        embeddings: &[f32],
+        terms: &[Vec<String>],
+    ) -> Result<AppendReport, StoreError> {
+        if terms.len() != items.len() {
+            return Err(StoreError::InvalidAppend {
+                message: format!("{} term lists for {} items", terms.len(), items.len()),
+            });
+        }
         let dim = self.manifest.model.dim;
         if items.is_empty() {
             return Err(StoreError::InvalidAppend {
@@ -167,6 +182,7 @@ impl StoreWriter {
                     position,
                     item,
                     embedding: &embeddings[i * dim..(i + 1) * dim],
+                    terms: &terms[i],
                 }
             })
             .collect();

@@ -257,7 +257,7 @@ print(json.dumps({
         .as_str()
         .unwrap()
         .contains("test-model"));
-    assert_eq!(v["columns"].as_array().unwrap().len(), 12);
+    assert_eq!(v["columns"].as_array().unwrap().len(), 13);
 }
 
 #[test]
@@ -280,4 +280,23 @@ fn readers_refresh_to_new_versions_without_remapping() {
         "old segment kept as mapped"
     );
     assert_eq!(reader.tenant_slices("a").len(), 2);
+}
+
+#[test]
+fn terms_round_trip_and_must_match_items() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), 4).unwrap();
+    let items = [item("b", "s", 0, "x"), item("a", "s", 0, "y")];
+    let terms = vec![vec!["dog".to_string(), "run".into()], vec![]];
+    w.append_with_terms(&items, &emb(2, 4, 0.0), &terms)
+        .unwrap();
+    assert!(w
+        .append_with_terms(&items, &emb(2, 4, 0.0), &terms[..1])
+        .is_err());
+    drop(w);
+    let s = Store::open(tmp.path()).unwrap();
+    let seg = &s.segments()[0];
+    // rows are tenant-sorted: "a" first, and its (empty) terms moved with it
+    assert_eq!(seg.terms(0).count(), 0);
+    assert_eq!(seg.terms(1).collect::<Vec<_>>(), ["dog", "run"]);
 }

@@ -5,12 +5,12 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, FragRel, FragRelScope,
-    LoadOptions, Retriever,
+    evaluate_questions, load_and_index, Bm25Flavour, Dataset, EvalOptions, EvalReport, FragRel,
+    FragRelScope, LoadOptions, Retriever,
 };
 use memdex_store::{Store, StoreWriter};
 
-use crate::cli::{EvalArgs, EvalFormat, EvalGranularity, FragRelScopeArg, RetrieverArg};
+use crate::cli::{Bm25Arg, EvalArgs, EvalFormat, EvalGranularity, FragRelScopeArg, RetrieverArg};
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -71,6 +71,10 @@ pub fn run(a: EvalArgs) -> Result<()> {
         granularity,
         retriever,
         ks: a.k.clone(),
+        bm25: match a.bm25 {
+            Bm25Arg::Official => Bm25Flavour::Official,
+            Bm25Arg::Memdex => Bm25Flavour::Memdex,
+        },
         fragrel: (a.fragrel_alpha != 0.0).then(|| {
             let scope = match a.fragrel_scope {
                 FragRelScopeArg::Session => FragRelScope::Session,
