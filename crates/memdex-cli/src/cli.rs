@@ -133,7 +133,35 @@ pub struct SearchArgs {
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
     #[command(flatten)]
+    pub rank: RankArgs,
+    #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// Ranking pipeline stages. Unset flags take the command's defaults: `search` runs the best
+/// measured pipeline (hybrid, memdex BM25, FragRel α 0.5 / w 0.8 / session); `eval` runs the
+/// dense baseline unless told otherwise.
+#[derive(Debug, Args, Clone)]
+pub struct RankArgs {
+    /// First-stage ranking: dense, bm25 or hybrid.
+    #[arg(long, env = "MEMDEX_RETRIEVER", value_enum)]
+    pub retriever: Option<RetrieverArg>,
+    /// BM25 flavour: official (LongMemEval's whitespace rank_bm25) or memdex (Unicode words,
+    /// stop words, Snowball stems, Lucene idf).
+    #[arg(long, env = "MEMDEX_BM25", value_enum)]
+    pub bm25: Option<Bm25Arg>,
+    /// Hybrid weight of the dense side; the keyword side gets 1 − w.
+    #[arg(long, env = "MEMDEX_DENSE_WEIGHT")]
+    pub dense_weight: Option<f64>,
+    /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
+    #[arg(long, env = "MEMDEX_FRAGREL_ALPHA")]
+    pub fragrel_alpha: Option<f64>,
+    /// FragRel decay per position step.
+    #[arg(long, env = "MEMDEX_FRAGREL_W")]
+    pub fragrel_w: Option<f64>,
+    /// Which items share an environment: session or history.
+    #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_enum)]
+    pub fragrel_scope: Option<FragRelScopeArg>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,9 +245,6 @@ pub struct EvalArgs {
     /// Item granularity: turn (scored at turn level and turn → session) or session.
     #[arg(long, env = "MEMDEX_GRANULARITY", value_enum, default_value = "turn")]
     pub granularity: EvalGranularity,
-    /// Ranking to evaluate.
-    #[arg(long, env = "MEMDEX_RETRIEVER", value_enum, default_value = "dense")]
-    pub retriever: RetrieverArg,
     /// Cut-offs, comma-separated.
     #[arg(
         long,
@@ -237,24 +262,8 @@ pub struct EvalArgs {
     /// Write one JSON line per question: id, type, the whole ranking with scores, gold ids.
     #[arg(long, env = "MEMDEX_EVAL_LOG")]
     pub log: Option<PathBuf>,
-    /// BM25 flavour for bm25/hybrid: official (LongMemEval's whitespace rank_bm25) or memdex
-    /// (Unicode words, stop words, Snowball stems, Lucene idf).
-    #[arg(long, env = "MEMDEX_BM25", value_enum, default_value = "official")]
-    pub bm25: Bm25Arg,
-    /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
-    #[arg(long, env = "MEMDEX_FRAGREL_ALPHA", default_value_t = 0.0)]
-    pub fragrel_alpha: f64,
-    /// FragRel decay per position step.
-    #[arg(long, env = "MEMDEX_FRAGREL_W", default_value_t = 0.8)]
-    pub fragrel_w: f64,
-    /// Which items share an environment: session or history.
-    #[arg(
-        long,
-        env = "MEMDEX_FRAGREL_SCOPE",
-        value_enum,
-        default_value = "session"
-    )]
-    pub fragrel_scope: FragRelScopeArg,
+    #[command(flatten)]
+    pub rank: RankArgs,
     #[command(flatten)]
     pub model: ModelArgs,
 }

@@ -132,8 +132,35 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     ]));
     let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(hits.len(), 3, "k larger than the tenant returns all of it");
+    assert_eq!(hits[0]["session_id"], "s2", "default pipeline (hybrid)");
+    // the dense stage alone: cosine of identical vectors
+    let out = ok(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "alice",
+        "--query",
+        "my sister moved to paris",
+        "--retriever",
+        "dense",
+        "--json",
+    ]));
+    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(hits[0]["session_id"], "s2");
     assert!((hits[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-4);
+    let err = fails(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "alice",
+        "--query",
+        "x",
+        "--dense-weight",
+        "1.5",
+    ]));
+    assert!(err.contains("--dense-weight"), "{err}");
 
     let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
     assert_eq!(

@@ -3,12 +3,16 @@
 //! * [`index_sessions`]: sessions from any [`memdex_ingest::SessionSource`] → items →
 //!   embeddings (each distinct key embedded once per flush) → one committed segment per flush.
 //!   Idempotent: sessions already stored with the same content are skipped.
-//! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant.
+//! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant, through the
+//!   ranking pipeline in `rank` (dense, BM25, fusion, FragRel; each stage an option).
 
 mod error;
 mod indexer;
+mod rank;
 mod search;
 
 pub use error::EngineError;
 pub use indexer::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+pub use memdex_index::fragrel::FragRel;
+pub use rank::{Bm25Flavour, FragRelScope, RankOptions, Ranking, Retriever};
 pub use search::{SearchHit, Searcher};

@@ -3,6 +3,7 @@ use memdex_embed::Embedder;
 use memdex_store::Store;
 use serde::Serialize;
 
+use crate::rank::{rank, Bm25Cache, RankOptions, Ranking};
 use crate::EngineError;
 
 /// One ranked item.
@@ -25,13 +26,18 @@ pub struct SearchHit {
 pub struct Searcher {
     store: Store,
     embedder: Embedder,
+    bm25: Bm25Cache,
 }
 
 impl Searcher {
     /// Pairs a store with an embedder; refused unless the store was built with this model.
     pub fn new(store: Store, embedder: Embedder) -> Result<Searcher, EngineError> {
         store.check_model(embedder.info())?;
-        Ok(Searcher { store, embedder })
+        Ok(Searcher {
+            store,
+            embedder,
+            bm25: Bm25Cache::default(),
+        })
     }
 
     pub fn store(&self) -> &Store {
@@ -48,39 +54,23 @@ impl Searcher {
         tenant: &str,
         query: &str,
         k: usize,
+        opts: &RankOptions,
     ) -> Result<Vec<SearchHit>, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::EmptyQuery);
         }
         let q = self.embedder.embed(&[query], TextKind::Query)?;
-        self.search_vector(tenant, q.row(0), k)
-    }
-
-    /// Exact cosine top-k of a ready query vector over the tenant's items.
-    pub fn search_vector(
-        &self,
-        tenant: &str,
-        query: &[f32],
-        k: usize,
-    ) -> Result<Vec<SearchHit>, EngineError> {
-        let slices = self.store.tenant_slices(tenant);
-        if slices.is_empty() {
-            return Err(EngineError::UnknownTenant {
-                tenant: tenant.to_string(),
-                store: self.store.dir().display().to_string(),
-            });
-        }
-        let dim = self.store.dim();
-        let blocks: Vec<&[f32]> = slices.iter().map(|s| s.embeddings(dim)).collect();
-        let hits = memdex_index::top_k(query, &blocks, dim, k);
-        Ok(hits
+        let ranking = self.rank(tenant, query, q.row(0), opts)?;
+        Ok(ranking
+            .order
             .iter()
+            .take(k)
             .enumerate()
-            .map(|(rank, h)| {
-                let it = slices[h.block as usize].item(h.row as usize);
+            .map(|(rank, &i)| {
+                let it = ranking.item(i);
                 SearchHit {
                     rank: rank + 1,
-                    score: h.score,
+                    score: ranking.scores[i] as f32,
                     item_id: it.item_id,
                     tenant: it.tenant.to_string(),
                     session_id: it.session_id.to_string(),
@@ -92,5 +82,31 @@ impl Searcher {
                 }
             })
             .collect())
+    }
+
+    /// Ranks all of the tenant's items for a query given as text and vector.
+    pub fn rank(
+        &self,
+        tenant: &str,
+        query_text: &str,
+        query_vec: &[f32],
+        opts: &RankOptions,
+    ) -> Result<Ranking<'_>, EngineError> {
+        let slices = self.store.tenant_slices(tenant);
+        if slices.is_empty() {
+            return Err(EngineError::UnknownTenant {
+                tenant: tenant.to_string(),
+                store: self.store.dir().display().to_string(),
+            });
+        }
+        Ok(rank(
+            &self.store,
+            slices,
+            tenant,
+            query_text,
+            query_vec,
+            opts,
+            &self.bm25,
+        ))
     }
 }

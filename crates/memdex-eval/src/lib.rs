@@ -10,11 +10,8 @@ mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
-pub use memdex_index::fragrel::FragRel;
-pub use run::{
-    evaluate_questions, AltGold, Bm25Flavour, EvalOptions, EvalReport, FragRelScope, LevelMetrics,
-    Retriever,
-};
+pub use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
+pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, LevelMetrics};
 pub use synth::{write_synth, SynthOptions};
 
 use thiserror::Error;

@@ -1,64 +1,24 @@
 //! Retrieval for every question, metrics, aggregation.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use memdex_core::{Granularity, TextKind};
-use memdex_engine::Searcher;
-use memdex_index::bm25::{Bm25, Bm25Params, Idf};
-use memdex_index::fragrel::{relation_scores, FragRel};
-use memdex_index::fusion::{hybrid, rank_desc};
-use memdex_index::text::Analyzer;
+use memdex_engine::{RankOptions, Retriever, Searcher};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
 use crate::EvalError;
 
-/// Which ranking is evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Retriever {
-    /// Cosine similarity of query and key embeddings.
-    Dense,
-    /// Official whitespace BM25 (rank_bm25 Okapi, k1 1.5, b 0.75) over the keys.
-    Bm25,
-    /// 0.5 · minmax(dense) + 0.5 · minmax(bm25).
-    Hybrid,
-}
-
-/// Which BM25 ranks keyword matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bm25Flavour {
-    /// LongMemEval's: `rank_bm25` Okapi over `str.split(" ")` (the reference baselines).
-    Official,
-    /// memdex's: Unicode words, lower-case, stop words, Snowball stems (stored at index
-    /// time), Lucene idf.
-    Memdex,
-}
-
-/// Which items share an environment in FragRel's context relation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FragRelScope {
-    /// Items of the same session.
-    Session,
-    /// The tenant's whole history.
-    History,
-}
-
 /// Evaluation settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
     pub dataset: Dataset,
     pub granularity: Granularity,
-    pub retriever: Retriever,
     pub ks: Vec<usize>,
-    /// Keyword ranking for `bm25` and `hybrid`.
-    pub bm25: Bm25Flavour,
-    /// FragRel environment scores on top of the retriever's scores (off when None).
-    pub fragrel: Option<(FragRel, FragRelScope)>,
+    /// The ranking pipeline under test.
+    pub rank: RankOptions,
 }
 
 /// Metric name (`recall_any@5`) → mean.
@@ -142,11 +102,8 @@ pub fn evaluate_questions(
     opts: &EvalOptions,
     mut log: Option<&mut dyn Write>,
 ) -> Result<EvalReport, EvalError> {
-    let dim = searcher.store().dim();
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
     let qvecs = searcher.embedder().embed(&queries, TextKind::Query)?;
-    let mut bm25_cache: HashMap<String, Bm25> = HashMap::new();
-    let analyzer = Analyzer::english();
     let (mut all, mut alt) = (Acc::default(), Acc::default());
     let mut by_type: BTreeMap<String, Acc> = BTreeMap::new();
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
@@ -158,40 +115,22 @@ pub fn evaluate_questions(
             skip(Skip::Abstention);
             continue;
         }
-        let slices = searcher.store().tenant_slices(&q.tenant);
-        if slices.is_empty() {
-            skip(Skip::EmptyHaystack);
-            continue;
-        }
-        // corpus in storage order
-        let mut raw_ids: Vec<String> = Vec::new();
-        let mut positions: Vec<u64> = Vec::new();
-        let mut groups: Vec<u64> = Vec::new();
-        let mut prev_session: Option<&str> = None;
-        let mut keys: Vec<&str> = Vec::new();
-        let mut dense: Vec<f64> = Vec::new();
-        let qv = qvecs.row(qi);
-        for s in &slices {
-            let emb = s.embeddings(dim);
-            for r in 0..s.rows {
-                let it = s.item(r);
-                raw_ids.push(
-                    opts.dataset
-                        .base_id(opts.granularity, it.session_id, it.turn),
-                );
-                positions.push(it.position);
-                // scope groups: a new id whenever the session changes along the timeline
-                let new_session = prev_session.is_some_and(|p| p != it.session_id);
-                let g = groups.last().map_or(0, |&g| g + u64::from(new_session));
-                groups.push(g);
-                prev_session = Some(it.session_id);
-                keys.push(it.key);
-                dense.push(f64::from(memdex_index::dot(
-                    qv,
-                    &emb[r * dim..(r + 1) * dim],
-                )));
+        let ranking = match searcher.rank(&q.tenant, &q.query, qvecs.row(qi), &opts.rank) {
+            Ok(r) => r,
+            Err(memdex_engine::EngineError::UnknownTenant { .. }) => {
+                skip(Skip::EmptyHaystack);
+                continue;
             }
-        }
+            Err(e) => return Err(e.into()),
+        };
+        // corpus ids in storage (timeline) order
+        let raw_ids: Vec<String> = (0..ranking.len())
+            .map(|i| {
+                let it = ranking.item(i);
+                opts.dataset
+                    .base_id(opts.granularity, it.session_id, it.turn)
+            })
+            .collect();
         let mut ids = raw_ids.clone();
         let gold: Vec<&str> = match &q.gold {
             Gold::ContainsAnswer { rename } => {
@@ -211,44 +150,7 @@ pub fn evaluate_questions(
             }
             Gold::Ids(g) => g.iter().map(String::as_str).collect(),
         };
-        let scores = match opts.retriever {
-            Retriever::Dense => dense,
-            Retriever::Bm25 | Retriever::Hybrid => {
-                let bm = bm25_cache
-                    .entry(q.tenant.clone())
-                    .or_insert_with(|| match opts.bm25 {
-                        Bm25Flavour::Official => Bm25::whitespace(&keys, Bm25Params::default()),
-                        // the analysed terms stored at index time (persisted, not re-analysed)
-                        Bm25Flavour::Memdex => Bm25::new(
-                            slices
-                                .iter()
-                                .flat_map(|s| (0..s.rows).map(|r| s.segment.terms(s.start + r))),
-                            Bm25Params::default(),
-                            Idf::Lucene,
-                        ),
-                    });
-                let sparse = match opts.bm25 {
-                    Bm25Flavour::Official => bm.scores(&q.query),
-                    Bm25Flavour::Memdex => {
-                        let terms = analyzer.terms(&q.query);
-                        bm.scores_terms(terms.iter().map(String::as_str))
-                    }
-                };
-                if opts.retriever == Retriever::Bm25 {
-                    sparse
-                } else {
-                    hybrid(&dense, &sparse, 0.5, 0.5)
-                }
-            }
-        };
-        let scores = match opts.fragrel {
-            Some((p, FragRelScope::Session)) => relation_scores(&scores, &positions, &groups, p),
-            Some((p, FragRelScope::History)) => {
-                relation_scores(&scores, &positions, &vec![0; scores.len()], p)
-            }
-            None => scores,
-        };
-        let order = rank_desc(&scores);
+        let (scores, order) = (&ranking.scores, &ranking.order);
         let ranked: Vec<&str> = order.iter().map(|&i| ids[i].as_str()).collect();
 
         if !q.answer_sessions.is_empty() {
@@ -301,7 +203,7 @@ pub fn evaluate_questions(
                 } else {
                     "turn"
                 },
-                retriever: opts.retriever,
+                retriever: opts.rank.retriever,
                 ranked: order
                     .iter()
                     .map(|&i| LogRanked {
@@ -328,10 +230,11 @@ pub fn evaluate_questions(
         config: serde_json::json!({
             "dataset": format!("{:?}", opts.dataset).to_lowercase(),
             "granularity": opts.granularity.to_string(),
-            "retriever": opts.retriever,
+            "retriever": opts.rank.retriever,
             "ks": opts.ks,
-            "bm25": opts.bm25,
-            "fragrel": opts.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
+            "bm25": opts.rank.bm25,
+            "weights": [opts.rank.weights.0, opts.rank.weights.1],
+            "fragrel": opts.rank.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
             "model": searcher.embedder().info().name,
         }),
     })

@@ -5,12 +5,11 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Bm25Flavour, Dataset, EvalOptions, EvalReport, FragRel,
-    FragRelScope, LoadOptions, Retriever,
+    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RankOptions,
 };
 use memdex_store::{Store, StoreWriter};
 
-use crate::cli::{Bm25Arg, EvalArgs, EvalFormat, EvalGranularity, FragRelScopeArg, RetrieverArg};
+use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -33,11 +32,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         EvalGranularity::Turn => Granularity::Turn,
         EvalGranularity::Session => Granularity::Session,
     };
-    let retriever = match a.retriever {
-        RetrieverArg::Dense => Retriever::Dense,
-        RetrieverArg::Bm25 => Retriever::Bm25,
-        RetrieverArg::Hybrid => Retriever::Hybrid,
-    };
+
     let tmp;
     let store_dir = match &a.store {
         Some(d) => d.clone(),
@@ -69,26 +64,10 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let opts = EvalOptions {
         dataset,
         granularity,
-        retriever,
         ks: a.k.clone(),
-        bm25: match a.bm25 {
-            Bm25Arg::Official => Bm25Flavour::Official,
-            Bm25Arg::Memdex => Bm25Flavour::Memdex,
-        },
-        fragrel: (a.fragrel_alpha != 0.0).then(|| {
-            let scope = match a.fragrel_scope {
-                FragRelScopeArg::Session => FragRelScope::Session,
-                FragRelScopeArg::History => FragRelScope::History,
-            };
-            (
-                FragRel {
-                    alpha: a.fragrel_alpha,
-                    w: a.fragrel_w,
-                },
-                scope,
-            )
-        }),
+        rank: super::rank_options(&a.rank, RankOptions::dense())?,
     };
+
     let mut log = match &a.log {
         Some(p) => {
             Some(BufWriter::new(File::create(p).with_context(|| {

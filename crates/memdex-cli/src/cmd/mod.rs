@@ -11,7 +11,11 @@ mod synth;
 use anyhow::{Context, Result};
 use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
 
-use crate::cli::{BenchCommand, Cli, Command, CpuBackendArg, ModelArgs};
+use crate::cli::{
+    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, FragRelScopeArg, ModelArgs, RankArgs,
+    RetrieverArg,
+};
+use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
 
 /// Where the default model lives (relative to the working directory).
 pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
@@ -61,4 +65,55 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         e.backend_name()
     );
     Ok(e)
+}
+
+/// `base` with the stages the user set on the command line.
+pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptions> {
+    let mut o = base;
+    if let Some(r) = a.retriever {
+        o.retriever = match r {
+            RetrieverArg::Dense => Retriever::Dense,
+            RetrieverArg::Bm25 => Retriever::Bm25,
+            RetrieverArg::Hybrid => Retriever::Hybrid,
+        };
+    }
+    if let Some(b) = a.bm25 {
+        o.bm25 = match b {
+            Bm25Arg::Official => Bm25Flavour::Official,
+            Bm25Arg::Memdex => Bm25Flavour::Memdex,
+        };
+    }
+    if let Some(w) = a.dense_weight {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&w),
+            "--dense-weight must be in [0, 1], got {w}"
+        );
+        o.weights = (w, 1.0 - w);
+    }
+    let (mut p, mut scope) = o.fragrel.unwrap_or((
+        FragRel {
+            alpha: 0.0,
+            ..FragRel::default()
+        },
+        FragRelScope::Session,
+    ));
+    if let Some(alpha) = a.fragrel_alpha {
+        anyhow::ensure!(alpha >= 0.0, "--fragrel-alpha must be ≥ 0, got {alpha}");
+        p.alpha = alpha;
+    }
+    if let Some(w) = a.fragrel_w {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&w),
+            "--fragrel-w must be in [0, 1], got {w}"
+        );
+        p.w = w;
+    }
+    if let Some(sc) = a.fragrel_scope {
+        scope = match sc {
+            FragRelScopeArg::Session => FragRelScope::Session,
+            FragRelScopeArg::History => FragRelScope::History,
+        };
+    }
+    o.fragrel = (p.alpha > 0.0).then_some((p, scope));
+    Ok(o)
 }

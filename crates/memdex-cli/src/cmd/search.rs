@@ -9,7 +9,8 @@ pub fn run(a: SearchArgs) -> Result<()> {
     let store = Store::open(&a.store)?;
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
     let searcher = Searcher::new(store, embedder)?;
-    let hits = searcher.search(&a.tenant, &a.query, a.k)?;
+    let opts = super::rank_options(&a.rank, memdex_engine::RankOptions::default())?;
+    let hits = searcher.search(&a.tenant, &a.query, a.k, &opts)?;
     if a.json {
         return print_json(&hits);
     }

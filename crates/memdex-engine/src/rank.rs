@@ -1,0 +1,207 @@
+//! The ranking pipeline shared by `search`, `eval` (and later the server): dense cosine and/or
+//! BM25 over a tenant's items, min-max fusion, FragRel environment scores. Each stage is an
+//! option; the defaults are the best measured configuration (see docs/evaluation.md).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use memdex_index::bm25::{Bm25, Bm25Params, Idf};
+use memdex_index::fragrel::{relation_scores, FragRel};
+use memdex_index::fusion::{hybrid, rank_desc};
+use memdex_index::text::Analyzer;
+use memdex_store::{ItemRef, Store, TenantSlice};
+use serde::Serialize;
+
+/// Which ranking runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retriever {
+    /// Cosine similarity of query and key embeddings.
+    Dense,
+    /// BM25 over the keys.
+    Bm25,
+    /// `w_dense · minmax(dense) + w_sparse · minmax(bm25)`.
+    Hybrid,
+}
+
+/// Which BM25 ranks keyword matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bm25Flavour {
+    /// LongMemEval's: `rank_bm25` Okapi over `str.split(" ")` (the reference baselines).
+    Official,
+    /// memdex's: Unicode words, lower-case, stop words, Snowball stems (stored at index
+    /// time), Lucene idf.
+    Memdex,
+}
+
+/// Which items share an environment in FragRel's context relation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FragRelScope {
+    /// Items of the same session.
+    Session,
+    /// The tenant's whole history.
+    History,
+}
+
+/// The ranking pipeline's stages and weights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankOptions {
+    pub retriever: Retriever,
+    pub bm25: Bm25Flavour,
+    /// (dense, sparse) weights of the hybrid.
+    pub weights: (f64, f64),
+    /// FragRel environment scores on top (off when None).
+    pub fragrel: Option<(FragRel, FragRelScope)>,
+}
+
+impl Default for RankOptions {
+    /// The best configuration measured on LoCoMo dev: hybrid 0.5/0.5 with memdex's BM25 and
+    /// FragRel in the paper's chat setting (α 0.5, w 0.8) within sessions.
+    fn default() -> Self {
+        Self {
+            retriever: Retriever::Hybrid,
+            bm25: Bm25Flavour::Memdex,
+            weights: (0.5, 0.5),
+            fragrel: Some((FragRel::default(), FragRelScope::Session)),
+        }
+    }
+}
+
+impl RankOptions {
+    /// Plain cosine ranking (the dense baseline).
+    pub fn dense() -> Self {
+        Self {
+            retriever: Retriever::Dense,
+            bm25: Bm25Flavour::Official,
+            weights: (0.5, 0.5),
+            fragrel: None,
+        }
+    }
+}
+
+/// A tenant's items with their final scores; `order` lists storage indices best first.
+#[derive(Debug)]
+pub struct Ranking<'s> {
+    slices: Vec<TenantSlice<'s>>,
+    starts: Vec<usize>,
+    pub scores: Vec<f64>,
+    pub order: Vec<usize>,
+}
+
+impl<'s> Ranking<'s> {
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// The item at storage index `i` (the tenant's timeline order).
+    pub fn item(&self, i: usize) -> ItemRef<'s> {
+        let s = self.starts.partition_point(|&st| st <= i) - 1;
+        self.slices[s].item(i - self.starts[s])
+    }
+}
+
+/// Per-tenant BM25 indexes built on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Bm25Cache(Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>);
+
+impl Bm25Cache {
+    fn get(&self, tenant: &str, flavour: Bm25Flavour, slices: &[TenantSlice<'_>]) -> Arc<Bm25> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry((tenant.to_string(), flavour))
+            .or_insert_with(|| {
+                Arc::new(match flavour {
+                    Bm25Flavour::Official => {
+                        let keys: Vec<&str> = slices
+                            .iter()
+                            .flat_map(|s| (0..s.rows).map(move |r| s.item(r).key))
+                            .collect();
+                        Bm25::whitespace(&keys, Bm25Params::default())
+                    }
+                    // the analysed terms stored at index time: no re-analysis
+                    Bm25Flavour::Memdex => Bm25::new(
+                        slices
+                            .iter()
+                            .flat_map(|s| (0..s.rows).map(|r| s.segment.terms(s.start + r))),
+                        Bm25Params::default(),
+                        Idf::Lucene,
+                    ),
+                })
+            })
+            .clone()
+    }
+}
+
+/// Scores every item of `slices` for the query and orders them.
+pub(crate) fn rank<'s>(
+    store: &'s Store,
+    slices: Vec<TenantSlice<'s>>,
+    tenant: &str,
+    query_text: &str,
+    query_vec: &[f32],
+    opts: &RankOptions,
+    cache: &Bm25Cache,
+) -> Ranking<'s> {
+    let dim = store.dim();
+    let mut starts = Vec::with_capacity(slices.len());
+    let mut n = 0;
+    for s in &slices {
+        starts.push(n);
+        n += s.rows;
+    }
+    let dense = || -> Vec<f64> {
+        let mut out = Vec::with_capacity(n);
+        for s in &slices {
+            out.extend(
+                s.embeddings(dim)
+                    .chunks_exact(dim)
+                    .map(|row| f64::from(memdex_index::dot(query_vec, row))),
+            );
+        }
+        out
+    };
+    let sparse = || -> Vec<f64> {
+        let bm = cache.get(tenant, opts.bm25, &slices);
+        match opts.bm25 {
+            Bm25Flavour::Official => bm.scores(query_text),
+            Bm25Flavour::Memdex => {
+                let terms = Analyzer::english().terms(query_text);
+                bm.scores_terms(terms.iter().map(String::as_str))
+            }
+        }
+    };
+    let mut scores = match opts.retriever {
+        Retriever::Dense => dense(),
+        Retriever::Bm25 => sparse(),
+        Retriever::Hybrid => hybrid(&dense(), &sparse(), opts.weights.0, opts.weights.1),
+    };
+    if let Some((p, scope)) = opts.fragrel {
+        let mut positions = Vec::with_capacity(n);
+        let mut groups: Vec<u64> = Vec::with_capacity(n);
+        let mut prev: Option<&str> = None;
+        for s in &slices {
+            for r in 0..s.rows {
+                let it = s.item(r);
+                positions.push(it.position);
+                // a new group whenever the session changes along the timeline
+                let new =
+                    scope == FragRelScope::Session && prev.is_some_and(|p| p != it.session_id);
+                groups.push(groups.last().map_or(0, |&g| g + u64::from(new)));
+                prev = Some(it.session_id);
+            }
+        }
+        scores = relation_scores(&scores, &positions, &groups, p);
+    }
+    let order = rank_desc(&scores);
+    Ranking {
+        slices,
+        starts,
+        scores,
+        order,
+    }
+}
