@@ -132,6 +132,13 @@ pub struct SearchArgs {
     /// Print results as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
+    /// Print the reading-stage context instead: the retrieved items as JSON sorted by time,
+    /// and a Chain-of-Note prompt (LongMemEval, Figure 13) ready for any LLM.
+    #[arg(long, env = "MEMDEX_CONTEXT")]
+    pub context: bool,
+    /// The question's date for the prompt (any format `index` accepts; default: now).
+    #[arg(long, env = "MEMDEX_QUERY_DATE")]
+    pub date: Option<String>,
     #[command(flatten)]
     pub rank: RankArgs,
     #[command(flatten)]
@@ -150,6 +157,10 @@ pub struct RankArgs {
     /// stop words, Snowball stems, Lucene idf).
     #[arg(long, env = "MEMDEX_BM25", value_enum)]
     pub bm25: Option<Bm25Arg>,
+    /// Hybrid fusion: minmax (weighted sum of min-max normalised scores) or rrf
+    /// (reciprocal-rank fusion, k = 60).
+    #[arg(long, env = "MEMDEX_FUSION", value_enum)]
+    pub fusion: Option<FusionArg>,
     /// Hybrid weight of the dense side; the keyword side gets 1 − w.
     #[arg(long, env = "MEMDEX_DENSE_WEIGHT")]
     pub dense_weight: Option<f64>,
@@ -211,6 +222,12 @@ pub enum RetrieverArg {
     Dense,
     Bm25,
     Hybrid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FusionArg {
+    Minmax,
+    Rrf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -160,6 +160,33 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
         "--dense-weight",
         "1.5",
     ]));
+    let out = ok(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "alice",
+        "--query",
+        "where does my sister live",
+        "--context",
+        "--date",
+        "2023-06-01",
+    ]));
+    let ctx: Value = serde_json::from_str(&out).unwrap();
+    let items = ctx["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    let ts: Vec<i64> = items
+        .iter()
+        .map(|i| i["timestamp_ms"].as_i64().unwrap())
+        .collect();
+    assert!(
+        ts.windows(2).all(|w| w[0] <= w[1]),
+        "sorted by time: {ts:?}"
+    );
+    let prompt = ctx["prompt"].as_str().unwrap();
+    assert!(prompt.contains("first extract all the relevant information"));
+    assert!(prompt.contains("Current Date: 2023-06-01 00:00"));
+    assert!(prompt.contains("Question: where does my sister live"));
     assert!(err.contains("--dense-weight"), "{err}");
 
     let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use memdex_index::bm25::{Bm25, Bm25Params, Idf};
 use memdex_index::fragrel::{relation_scores, FragRel};
-use memdex_index::fusion::{hybrid, rank_desc};
+use memdex_index::fusion::{hybrid, rank_desc, rrf};
 use memdex_index::text::Analyzer;
 use memdex_store::{ItemRef, Store, TenantSlice};
 use serde::Serialize;
@@ -45,6 +45,16 @@ pub enum FragRelScope {
     History,
 }
 
+/// How the hybrid combines its two rankings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Weighted sum of per-query min-max normalised scores (Mimir).
+    MinMax,
+    /// Reciprocal-rank fusion with constant k (weights ignored).
+    Rrf { k: f64 },
+}
+
 /// The ranking pipeline's stages and weights.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RankOptions {
@@ -52,6 +62,7 @@ pub struct RankOptions {
     pub bm25: Bm25Flavour,
     /// (dense, sparse) weights of the hybrid.
     pub weights: (f64, f64),
+    pub fusion: Fusion,
     /// FragRel environment scores on top (off when None).
     pub fragrel: Option<(FragRel, FragRelScope)>,
 }
@@ -64,6 +75,7 @@ impl Default for RankOptions {
             retriever: Retriever::Hybrid,
             bm25: Bm25Flavour::Memdex,
             weights: (0.5, 0.5),
+            fusion: Fusion::MinMax,
             fragrel: Some((FragRel::default(), FragRelScope::Session)),
         }
     }
@@ -76,6 +88,7 @@ impl RankOptions {
             retriever: Retriever::Dense,
             bm25: Bm25Flavour::Official,
             weights: (0.5, 0.5),
+            fusion: Fusion::MinMax,
             fragrel: None,
         }
     }
@@ -178,7 +191,10 @@ pub(crate) fn rank<'s>(
     let mut scores = match opts.retriever {
         Retriever::Dense => dense(),
         Retriever::Bm25 => sparse(),
-        Retriever::Hybrid => hybrid(&dense(), &sparse(), opts.weights.0, opts.weights.1),
+        Retriever::Hybrid => match opts.fusion {
+            Fusion::MinMax => hybrid(&dense(), &sparse(), opts.weights.0, opts.weights.1),
+            Fusion::Rrf { k } => rrf(&[&dense(), &sparse()], k),
+        },
     };
     if let Some((p, scope)) = opts.fragrel {
         let mut positions = Vec::with_capacity(n);

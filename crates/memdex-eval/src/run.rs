@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::time::Instant;
 
 use memdex_core::{Granularity, TextKind};
 use memdex_engine::{RankOptions, Retriever, Searcher};
@@ -34,7 +35,31 @@ pub struct EvalReport {
     /// LongMemEval only: gold = `answer_session_ids`, over all non-abstention questions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer_session_gold: Option<AltGold>,
+    /// Per-query latency on this machine, milliseconds.
+    pub latency_ms: Latency,
     pub config: serde_json::Value,
+}
+
+/// Query latency percentiles (ms). `embed` is one query embedded alone (measured on up to 200
+/// questions); `rank` is scoring and ordering the tenant's items; `search` is their sum per
+/// question, i.e. what a `search` call costs after the model is loaded.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    pub embed_p50: f64,
+    pub embed_p99: f64,
+    pub rank_p50: f64,
+    pub rank_p99: f64,
+    pub search_p50: f64,
+    pub search_p99: f64,
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[i]
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -108,6 +133,7 @@ pub fn evaluate_questions(
     let mut by_type: BTreeMap<String, Acc> = BTreeMap::new();
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     let (mut evaluated, mut alt_n) = (0usize, 0usize);
+    let (mut embed_times, mut rank_times, mut search_times) = (Vec::new(), Vec::new(), Vec::new());
 
     for (qi, q) in questions.iter().enumerate() {
         let mut skip = |why: Skip| *skipped.entry(why.reason().to_string()).or_default() += 1;
@@ -115,7 +141,25 @@ pub fn evaluate_questions(
             skip(Skip::Abstention);
             continue;
         }
-        let ranking = match searcher.rank(&q.tenant, &q.query, qvecs.row(qi), &opts.rank) {
+        let embed_ms = if embed_times.len() < 200 {
+            let t = Instant::now();
+            searcher
+                .embedder()
+                .embed(&[q.query.as_str()], TextKind::Query)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            embed_times.push(ms);
+            Some(ms)
+        } else {
+            None
+        };
+        let t = Instant::now();
+        let ranked = searcher.rank(&q.tenant, &q.query, qvecs.row(qi), &opts.rank);
+        let rank_ms = t.elapsed().as_secs_f64() * 1e3;
+        rank_times.push(rank_ms);
+        if let Some(e) = embed_ms {
+            search_times.push(e + rank_ms);
+        }
+        let ranking = match ranked {
             Ok(r) => r,
             Err(memdex_engine::EngineError::UnknownTenant { .. }) => {
                 skip(Skip::EmptyHaystack);
@@ -222,6 +266,14 @@ pub fn evaluate_questions(
         skipped,
         levels: all.means(),
         by_type: by_type.into_iter().map(|(k, a)| (k, a.means())).collect(),
+        latency_ms: Latency {
+            embed_p50: percentile(&mut embed_times, 50.0),
+            embed_p99: percentile(&mut embed_times, 99.0),
+            rank_p50: percentile(&mut rank_times, 50.0),
+            rank_p99: percentile(&mut rank_times, 99.0),
+            search_p50: percentile(&mut search_times, 50.0),
+            search_p99: percentile(&mut search_times, 99.0),
+        },
         answer_session_gold: (opts.dataset == Dataset::LongMemEval).then(|| AltGold {
             note: "gold = answer_session_ids, all non-abstention questions (not the official rule)",
             questions: alt_n,
@@ -234,6 +286,7 @@ pub fn evaluate_questions(
             "ks": opts.ks,
             "bm25": opts.rank.bm25,
             "weights": [opts.rank.weights.0, opts.rank.weights.1],
+            "fusion": opts.rank.fusion,
             "fragrel": opts.rank.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
             "model": searcher.embedder().info().name,
         }),

@@ -26,6 +26,19 @@ pub fn hybrid(dense: &[f64], sparse: &[f64], w_dense: f64, w_sparse: f64) -> Vec
         .collect()
 }
 
+/// Reciprocal-rank fusion: `Σ_lists 1 / (k + rank)` with 1-based ranks (k = 60 is usual).
+pub fn rrf(lists: &[&[f64]], k: f64) -> Vec<f64> {
+    let n = lists.first().map_or(0, |l| l.len());
+    let mut out = vec![0.0; n];
+    for l in lists {
+        assert_eq!(l.len(), n);
+        for (r, &i) in rank_desc(l).iter().enumerate() {
+            out[i] += 1.0 / (k + (r + 1) as f64);
+        }
+    }
+    out
+}
+
 /// Indices sorted by descending score; ties keep corpus order (stable).
 pub fn rank_desc(scores: &[f64]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..scores.len()).collect();
@@ -44,5 +57,10 @@ mod tests {
         let h = hybrid(&[0.2, 0.9, 0.5], &[3.0, 0.0, 1.5], 0.5, 0.5);
         assert!((h[0] - 0.5).abs() < 1e-12 && (h[1] - 0.5).abs() < 1e-12);
         assert_eq!(rank_desc(&[0.1, 0.5, 0.5, 0.9]), vec![3, 1, 2, 0]);
+        let f = rrf(&[&[0.9, 0.1, 0.5], &[0.0, 1.0, 0.5]], 60.0);
+        // item 2 is second in both lists; items 0 and 1 are first in one and third in the other
+        assert!((f[2] - 2.0 / 62.0).abs() < 1e-12);
+        assert!((f[0] - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-12);
+        assert!((f[0] - f[1]).abs() < 1e-15, "symmetric placements tie");
     }
 }

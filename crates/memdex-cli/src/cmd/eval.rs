@@ -174,6 +174,11 @@ fn print_table(r: &EvalReport, ks: &[usize]) {
             }
         }
     }
+    let l = &r.latency_ms;
+    println!(
+        "latency ms: search p50 {:.2} / p99 {:.2} (query embedding p50 {:.2}, ranking p50 {:.2} / p99 {:.2})",
+        l.search_p50, l.search_p99, l.embed_p50, l.rank_p50, l.rank_p99
+    );
     if let Some(alt) = &r.answer_session_gold {
         println!(
             "alternative gold ({}), {} questions:",

@@ -12,10 +12,10 @@ use anyhow::{Context, Result};
 use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
 
 use crate::cli::{
-    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, FragRelScopeArg, ModelArgs, RankArgs,
-    RetrieverArg,
+    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, FragRelScopeArg, FusionArg, ModelArgs,
+    RankArgs, RetrieverArg,
 };
-use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
+use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, Fusion, RankOptions, Retriever};
 
 /// Where the default model lives (relative to the working directory).
 pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
@@ -81,6 +81,12 @@ pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptio
         o.bm25 = match b {
             Bm25Arg::Official => Bm25Flavour::Official,
             Bm25Arg::Memdex => Bm25Flavour::Memdex,
+        };
+    }
+    if let Some(f) = a.fusion {
+        o.fusion = match f {
+            FusionArg::Minmax => Fusion::MinMax,
+            FusionArg::Rrf => Fusion::Rrf { k: 60.0 },
         };
     }
     if let Some(w) = a.dense_weight {
