@@ -173,6 +173,14 @@ pub struct RankArgs {
     /// Which items share an environment: session or history.
     #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_enum)]
     pub fragrel_scope: Option<FragRelScopeArg>,
+    /// Recency: the oldest item's score is multiplied by 1 − this (Gaussian over the tenant's
+    /// history up to the question date); 0 = off.
+    #[arg(long, env = "MEMDEX_RECENCY")]
+    pub recency: Option<f64>,
+    /// Importance: scores × (1 + this · log10(importance)), importance 1..10 from a local
+    /// heuristic (numbers, dates, names, life events, emotions); 0 = off.
+    #[arg(long, env = "MEMDEX_IMPORTANCE")]
+    pub importance: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

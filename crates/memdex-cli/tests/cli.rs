@@ -414,3 +414,65 @@ fn embed_writes_vectors_in_input_order() {
     ]));
     assert!(err.contains("bad.jsonl:2"), "{err}");
 }
+
+#[test]
+fn recency_prefers_the_newer_of_equal_items() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let text = [
+        session("ann", "old", 1, &["my dog is old"]),
+        session("ann", "new", 20, &["my dog is old"]),
+    ]
+    .join("\n");
+    ok(&index_json(
+        &write(tmp.path(), "h.jsonl", &text),
+        &store,
+        &[],
+    ));
+    let top = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "search",
+            "--store",
+            store.to_str().unwrap(),
+            "--tenant",
+            "ann",
+            "--query",
+            "my dog is old",
+            "--json",
+            "-k",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let hits: Vec<Value> = serde_json::from_str(&ok(&memdex(&args))).unwrap();
+        hits[0]["session_id"].as_str().unwrap().to_string()
+    };
+    // dense: both cosines are 1.0 (hybrid min-max would flatten equal scores to 0)
+    assert_eq!(
+        top(&["--retriever", "dense"]),
+        "old",
+        "equal scores keep timeline order"
+    );
+    assert_eq!(
+        top(&[
+            "--retriever",
+            "dense",
+            "--recency",
+            "0.3",
+            "--date",
+            "2023-06-01"
+        ]),
+        "new"
+    );
+    let err = fails(&memdex(&[
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        "ann",
+        "--query",
+        "x",
+        "--recency",
+        "2",
+    ]));
+    assert!(err.contains("--recency"), "{err}");
+}

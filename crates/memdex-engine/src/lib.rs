@@ -14,5 +14,5 @@ mod search;
 pub use error::EngineError;
 pub use indexer::{index_sessions, IndexOptions, IndexProgress, IndexReport};
 pub use memdex_index::fragrel::FragRel;
-pub use rank::{Bm25Flavour, FragRelScope, Fusion, RankOptions, Ranking, Retriever};
+pub use rank::{Bm25Flavour, FragRelScope, Fusion, Query, RankOptions, Ranking, Retriever};
 pub use search::{SearchHit, Searcher};

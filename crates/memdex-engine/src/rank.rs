@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use memdex_index::bm25::{Bm25, Bm25Params, Idf};
 use memdex_index::fragrel::{relation_scores, FragRel};
 use memdex_index::fusion::{hybrid, rank_desc, rrf};
+use memdex_index::signals::{importance, recency_factor};
 use memdex_index::text::Analyzer;
 use memdex_store::{ItemRef, Store, TenantSlice};
 use serde::Serialize;
@@ -65,6 +66,19 @@ pub struct RankOptions {
     pub fusion: Fusion,
     /// FragRel environment scores on top (off when None).
     pub fragrel: Option<(FragRel, FragRelScope)>,
+    /// Mimir recency: the oldest item's score × (1 − this), the newest unchanged (off: None).
+    pub recency: Option<f64>,
+    /// Mimir importance: scores × (1 + this · log10(importance 1..10)) (off: None).
+    pub importance: Option<f64>,
+}
+
+/// One query: its text (for BM25), vector (dense) and date (recency; default: the newest
+/// item's date).
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub text: &'a str,
+    pub vector: &'a [f32],
+    pub date_ms: Option<i64>,
 }
 
 impl Default for RankOptions {
@@ -77,6 +91,8 @@ impl Default for RankOptions {
             weights: (0.5, 0.5),
             fusion: Fusion::MinMax,
             fragrel: Some((FragRel::default(), FragRelScope::Session)),
+            recency: None,
+            importance: None,
         }
     }
 }
@@ -90,6 +106,8 @@ impl RankOptions {
             weights: (0.5, 0.5),
             fusion: Fusion::MinMax,
             fragrel: None,
+            recency: None,
+            importance: None,
         }
     }
 }
@@ -119,13 +137,30 @@ impl<'s> Ranking<'s> {
     }
 }
 
-/// Per-tenant BM25 indexes built on first use.
+/// Per-tenant BM25 indexes and importance values, built on first use.
 #[derive(Debug, Default)]
-pub(crate) struct Bm25Cache(Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>);
+pub(crate) struct TenantCache {
+    bm25: Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>,
+    importance: Mutex<HashMap<String, Arc<Vec<u8>>>>,
+}
 
-impl Bm25Cache {
+impl TenantCache {
+    fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {
+        let mut map = self.importance.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(tenant.to_string())
+            .or_insert_with(|| {
+                Arc::new(
+                    slices
+                        .iter()
+                        .flat_map(|s| (0..s.rows).map(move |r| importance(s.item(r).key)))
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+
     fn get(&self, tenant: &str, flavour: Bm25Flavour, slices: &[TenantSlice<'_>]) -> Arc<Bm25> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.bm25.lock().unwrap_or_else(|p| p.into_inner());
         map.entry((tenant.to_string(), flavour))
             .or_insert_with(|| {
                 Arc::new(match flavour {
@@ -155,11 +190,11 @@ pub(crate) fn rank<'s>(
     store: &'s Store,
     slices: Vec<TenantSlice<'s>>,
     tenant: &str,
-    query_text: &str,
-    query_vec: &[f32],
+    query: &Query<'_>,
     opts: &RankOptions,
-    cache: &Bm25Cache,
+    cache: &TenantCache,
 ) -> Ranking<'s> {
+    let (query_text, query_vec) = (query.text, query.vector);
     let dim = store.dim();
     let mut starts = Vec::with_capacity(slices.len());
     let mut n = 0;
@@ -212,6 +247,35 @@ pub(crate) fn rank<'s>(
             }
         }
         scores = relation_scores(&scores, &positions, &groups, p);
+    }
+    if opts.recency.is_some() || opts.importance.is_some() {
+        // multiplicative signals need non-negative scores: shift negative ones (cosines can be)
+        // up by the minimum, which keeps the order
+        let lo = scores.iter().copied().fold(f64::INFINITY, f64::min);
+        if lo < 0.0 {
+            scores.iter_mut().for_each(|s| *s -= lo);
+        }
+    }
+    if let Some(max) = opts.recency {
+        let times: Vec<i64> = slices
+            .iter()
+            .flat_map(|s| (0..s.rows).map(move |r| s.item(r).timestamp_ms))
+            .collect();
+        let first = times.iter().copied().min().unwrap_or(0);
+        let now = query
+            .date_ms
+            .unwrap_or_else(|| times.iter().copied().max().unwrap_or(0))
+            .max(first);
+        let span = (now - first).max(1) as f64;
+        for (s, t) in scores.iter_mut().zip(&times) {
+            *s *= recency_factor((now - t) as f64 / span, max);
+        }
+    }
+    if let Some(w) = opts.importance {
+        let imp = cache.importance(tenant, &slices);
+        for (s, &i) in scores.iter_mut().zip(imp.iter()) {
+            *s *= 1.0 + w * f64::from(i).log10();
+        }
     }
     let order = rank_desc(&scores);
     Ranking {

@@ -3,7 +3,7 @@ use memdex_embed::Embedder;
 use memdex_store::Store;
 use serde::Serialize;
 
-use crate::rank::{rank, Bm25Cache, RankOptions, Ranking};
+use crate::rank::{rank, Query, RankOptions, Ranking, TenantCache};
 use crate::EngineError;
 
 /// One ranked item.
@@ -26,7 +26,7 @@ pub struct SearchHit {
 pub struct Searcher {
     store: Store,
     embedder: Embedder,
-    bm25: Bm25Cache,
+    cache: TenantCache,
 }
 
 impl Searcher {
@@ -36,7 +36,7 @@ impl Searcher {
         Ok(Searcher {
             store,
             embedder,
-            bm25: Bm25Cache::default(),
+            cache: TenantCache::default(),
         })
     }
 
@@ -49,10 +49,12 @@ impl Searcher {
     }
 
     /// Embeds `query` (with the model's query prefix) and returns the tenant's top `k` items.
+    /// `date_ms` is when the question is asked (recency; default: the newest item's date).
     pub fn search(
         &self,
         tenant: &str,
         query: &str,
+        date_ms: Option<i64>,
         k: usize,
         opts: &RankOptions,
     ) -> Result<Vec<SearchHit>, EngineError> {
@@ -60,7 +62,12 @@ impl Searcher {
             return Err(EngineError::EmptyQuery);
         }
         let q = self.embedder.embed(&[query], TextKind::Query)?;
-        let ranking = self.rank(tenant, query, q.row(0), opts)?;
+        let query = Query {
+            text: query,
+            vector: q.row(0),
+            date_ms,
+        };
+        let ranking = self.rank(tenant, &query, opts)?;
         Ok(ranking
             .order
             .iter()
@@ -84,12 +91,11 @@ impl Searcher {
             .collect())
     }
 
-    /// Ranks all of the tenant's items for a query given as text and vector.
+    /// Ranks all of the tenant's items for a query.
     pub fn rank(
         &self,
         tenant: &str,
-        query_text: &str,
-        query_vec: &[f32],
+        query: &Query<'_>,
         opts: &RankOptions,
     ) -> Result<Ranking<'_>, EngineError> {
         let slices = self.store.tenant_slices(tenant);
@@ -99,14 +105,6 @@ impl Searcher {
                 store: self.store.dir().display().to_string(),
             });
         }
-        Ok(rank(
-            &self.store,
-            slices,
-            tenant,
-            query_text,
-            query_vec,
-            opts,
-            &self.bm25,
-        ))
+        Ok(rank(&self.store, slices, tenant, query, opts, &self.cache))
     }
 }

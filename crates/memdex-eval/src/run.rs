@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use memdex_core::{Granularity, TextKind};
-use memdex_engine::{RankOptions, Retriever, Searcher};
+use memdex_engine::{Query, RankOptions, Retriever, Searcher};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
@@ -153,7 +153,12 @@ pub fn evaluate_questions(
             None
         };
         let t = Instant::now();
-        let ranked = searcher.rank(&q.tenant, &q.query, qvecs.row(qi), &opts.rank);
+        let query = Query {
+            text: &q.query,
+            vector: qvecs.row(qi),
+            date_ms: q.question_date_ms,
+        };
+        let ranked = searcher.rank(&q.tenant, &query, &opts.rank);
         let rank_ms = t.elapsed().as_secs_f64() * 1e3;
         rank_times.push(rank_ms);
         if let Some(e) = embed_ms {
@@ -287,6 +292,8 @@ pub fn evaluate_questions(
             "bm25": opts.rank.bm25,
             "weights": [opts.rank.weights.0, opts.rank.weights.1],
             "fusion": opts.rank.fusion,
+            "recency": opts.rank.recency,
+            "importance": opts.rank.importance,
             "fragrel": opts.rank.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
             "model": searcher.embedder().info().name,
         }),

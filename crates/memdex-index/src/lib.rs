@@ -10,6 +10,7 @@ mod exact;
 pub mod fragrel;
 pub mod fusion;
 pub mod reference;
+pub mod signals;
 pub mod text;
 
 pub use exact::{dot, top_k, Hit, TopK};

@@ -121,5 +121,16 @@ pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptio
         };
     }
     o.fragrel = (p.alpha > 0.0).then_some((p, scope));
+    if let Some(r) = a.recency {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&r),
+            "--recency must be in [0, 1], got {r}"
+        );
+        o.recency = (r > 0.0).then_some(r);
+    }
+    if let Some(i) = a.importance {
+        anyhow::ensure!(i >= 0.0, "--importance must be ≥ 0, got {i}");
+        o.importance = (i > 0.0).then_some(i);
+    }
     Ok(o)
 }

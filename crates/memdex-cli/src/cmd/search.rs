@@ -10,15 +10,16 @@ pub fn run(a: SearchArgs) -> Result<()> {
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
     let searcher = Searcher::new(store, embedder)?;
     let opts = super::rank_options(&a.rank, memdex_engine::RankOptions::default())?;
-    let hits = searcher.search(&a.tenant, &a.query, a.k, &opts)?;
+    let date_ms = match &a.date {
+        Some(d) => {
+            Some(memdex_ingest::parse_date(d).map_err(|e| anyhow::anyhow!("--date {d:?}: {e}"))?)
+        }
+        None => None,
+    };
+    let hits = searcher.search(&a.tenant, &a.query, date_ms, a.k, &opts)?;
     if a.context {
-        let date_ms = match &a.date {
-            Some(d) => {
-                memdex_ingest::parse_date(d).map_err(|e| anyhow::anyhow!("--date {d:?}: {e}"))?
-            }
-            None => chrono::Utc::now().timestamp_millis(),
-        };
-        return print_json(&reading_context(&a.query, date_ms, &hits));
+        let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
+        return print_json(&reading_context(&a.query, now, &hits));
     }
     if a.json {
         return print_json(&hits);
