@@ -136,7 +136,12 @@ pub struct SearchArgs {
     /// and a Chain-of-Note prompt (LongMemEval, Figure 13) ready for any LLM.
     #[arg(long, env = "MEMDEX_CONTEXT")]
     pub context: bool,
-    /// The question's date for the prompt (any format `index` accepts; default: now).
+    /// A recent conversation turn, oldest first (repeat the flag). Used only when the query is
+    /// ambiguous on its own (fewer than 3 content words, or a pronoun and no name).
+    #[arg(long = "recent", env = "MEMDEX_RECENT", value_delimiter = '\n')]
+    pub recent: Vec<String>,
+    /// When the question is asked (any format `index` accepts): the recency reference and the
+    /// prompt's "Current Date" (default: the newest item's date for recency, now for the prompt).
     #[arg(long, env = "MEMDEX_QUERY_DATE")]
     pub date: Option<String>,
     #[command(flatten)]

@@ -476,3 +476,38 @@ fn recency_prefers_the_newer_of_equal_items() {
     ]));
     assert!(err.contains("--recency"), "{err}");
 }
+
+#[test]
+fn ambiguous_queries_use_recent_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    ok(&index_json(
+        &write(tmp.path(), "h.jsonl", &history()),
+        &store,
+        &[],
+    ));
+    let top = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "search",
+            "--store",
+            store.to_str().unwrap(),
+            "--tenant",
+            "alice",
+            "--query",
+            "what about it?",
+            "--json",
+            "-k",
+            "1",
+            "--retriever",
+            "bm25",
+            "--bm25",
+            "memdex",
+        ];
+        args.extend_from_slice(extra);
+        let hits: Vec<Value> = serde_json::from_str(&ok(&memdex(&args))).unwrap();
+        hits[0]["session_id"].as_str().unwrap().to_string()
+    };
+    // alone, the query matches nothing (every score 0: storage order); with context it finds s2
+    assert_eq!(top(&[]), "s1");
+    assert_eq!(top(&["--recent", "my sister moved to paris"]), "s2");
+}

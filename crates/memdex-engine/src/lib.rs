@@ -6,11 +6,13 @@
 //! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant, through the
 //!   ranking pipeline in `rank` (dense, BM25, fusion, FragRel; each stage an option).
 
+mod context;
 mod error;
 mod indexer;
 mod rank;
 mod search;
 
+pub use context::{contextual_query, is_ambiguous};
 pub use error::EngineError;
 pub use indexer::{index_sessions, IndexOptions, IndexProgress, IndexReport};
 pub use memdex_index::fragrel::FragRel;

@@ -16,7 +16,11 @@ pub fn run(a: SearchArgs) -> Result<()> {
         }
         None => None,
     };
-    let hits = searcher.search(&a.tenant, &a.query, date_ms, a.k, &opts)?;
+    let query = memdex_engine::contextual_query(&a.query, &a.recent);
+    if query != a.query {
+        tracing::info!("ambiguous query; searching with recent turns: {query:?}");
+    }
+    let hits = searcher.search(&a.tenant, &query, date_ms, a.k, &opts)?;
     if a.context {
         let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
         return print_json(&reading_context(&a.query, now, &hits));
