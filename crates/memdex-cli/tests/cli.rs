@@ -89,6 +89,25 @@ fn index_json(input: &Path, store: &Path, extra: &[&str]) -> Output {
     memdex(&args)
 }
 
+/// `memdex search --store STORE --tenant TENANT --query QUERY [extra…]`.
+fn search(store: &Path, tenant: &str, query: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "search",
+        "--store",
+        store.to_str().unwrap(),
+        "--tenant",
+        tenant,
+        "--query",
+        query,
+    ];
+    args.extend_from_slice(extra);
+    memdex(&args)
+}
+
+fn hits(out: &Output) -> Vec<Value> {
+    serde_json::from_str(&ok(out)).unwrap()
+}
+
 #[test]
 fn index_search_info_round_trip_and_idempotent_reindex() {
     let tmp = tempfile::tempdir().unwrap();
@@ -99,79 +118,47 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     assert_eq!(r["items_written"], 4, "rounds: 2 + 1 + 1");
     assert_eq!(r["granularity"], "round");
 
-    let out = ok(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
+    let h = hits(&search(
+        &store,
         "alice",
-        "--query",
         "where does my sister live",
-        "-k",
-        "2",
-        "--json",
-    ]));
-    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(hits.len(), 2);
+        &["-k", "2", "--json"],
+    ));
+    assert_eq!(h.len(), 2);
     assert!(
-        hits.iter().all(|h| h["tenant"] == "alice"),
-        "tenant isolation: {out}"
+        h.iter().all(|h| h["tenant"] == "alice"),
+        "tenant isolation: {h:?}"
     );
-    assert!(hits[0]["score"].as_f64() >= hits[1]["score"].as_f64());
+    assert!(h[0]["score"].as_f64() >= h[1]["score"].as_f64());
 
     // a query equal to a stored key ranks that item first (same text, same vector)
-    let out = ok(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
+    let h = hits(&search(
+        &store,
         "alice",
-        "--query",
         "my sister moved to paris",
-        "--json",
-    ]));
-    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(hits.len(), 3, "k larger than the tenant returns all of it");
-    assert_eq!(hits[0]["session_id"], "s2", "default pipeline (hybrid)");
+        &["--json"],
+    ));
+    assert_eq!(h.len(), 3, "k larger than the tenant returns all of it");
+    assert_eq!(h[0]["session_id"], "s2", "default pipeline (hybrid)");
     // the dense stage alone: cosine of identical vectors
-    let out = ok(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
+    let h = hits(&search(
+        &store,
         "alice",
-        "--query",
         "my sister moved to paris",
-        "--retriever",
-        "dense",
-        "--json",
-    ]));
-    let hits: Vec<Value> = serde_json::from_str(&out).unwrap();
-    assert_eq!(hits[0]["session_id"], "s2");
-    assert!((hits[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-4);
-    let err = fails(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
+        &["--retriever", "dense", "--json"],
+    ));
+    assert_eq!(h[0]["session_id"], "s2");
+    assert!((h[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-4);
+    let err = fails(&search(&store, "alice", "x", &["--dense-weight", "1.5"]));
+    assert!(err.contains("--dense-weight"), "{err}");
+
+    // reading-stage output: items sorted by time and a Chain-of-Note prompt
+    let out = ok(&search(
+        &store,
         "alice",
-        "--query",
-        "x",
-        "--dense-weight",
-        "1.5",
-    ]));
-    let out = ok(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
-        "alice",
-        "--query",
         "where does my sister live",
-        "--context",
-        "--date",
-        "2023-06-01",
-    ]));
+        &["--context", "--date", "2023-06-01"],
+    ));
     let ctx: Value = serde_json::from_str(&out).unwrap();
     let items = ctx["items"].as_array().unwrap();
     assert_eq!(items.len(), 3);
@@ -187,16 +174,13 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     assert!(prompt.contains("first extract all the relevant information"));
     assert!(prompt.contains("Current Date: 2023-06-01 00:00"));
     assert!(prompt.contains("Question: where does my sister live"));
-    assert!(err.contains("--dense-weight"), "{err}");
 
     let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
-    assert_eq!(
-        (
-            r["sessions_indexed"].as_u64(),
-            r["sessions_unchanged"].as_u64()
-        ),
-        (Some(0), Some(3))
+    let counts = (
+        r["sessions_indexed"].as_u64(),
+        r["sessions_unchanged"].as_u64(),
     );
+    assert_eq!(counts, (Some(0), Some(3)));
     assert_eq!(r["store_rows"], 4);
 
     let info: Value = serde_json::from_str(&ok(&memdex(&[
@@ -430,50 +414,15 @@ fn recency_prefers_the_newer_of_equal_items() {
         &[],
     ));
     let top = |extra: &[&str]| -> String {
-        let mut args = vec![
-            "search",
-            "--store",
-            store.to_str().unwrap(),
-            "--tenant",
-            "ann",
-            "--query",
-            "my dog is old",
-            "--json",
-            "-k",
-            "1",
-        ];
+        let mut args = vec!["--json", "-k", "1", "--retriever", "dense"];
         args.extend_from_slice(extra);
-        let hits: Vec<Value> = serde_json::from_str(&ok(&memdex(&args))).unwrap();
-        hits[0]["session_id"].as_str().unwrap().to_string()
+        let h = hits(&search(&store, "ann", "my dog is old", &args));
+        h[0]["session_id"].as_str().unwrap().to_string()
     };
     // dense: both cosines are 1.0 (hybrid min-max would flatten equal scores to 0)
-    assert_eq!(
-        top(&["--retriever", "dense"]),
-        "old",
-        "equal scores keep timeline order"
-    );
-    assert_eq!(
-        top(&[
-            "--retriever",
-            "dense",
-            "--recency",
-            "0.3",
-            "--date",
-            "2023-06-01"
-        ]),
-        "new"
-    );
-    let err = fails(&memdex(&[
-        "search",
-        "--store",
-        store.to_str().unwrap(),
-        "--tenant",
-        "ann",
-        "--query",
-        "x",
-        "--recency",
-        "2",
-    ]));
+    assert_eq!(top(&[]), "old", "equal scores keep timeline order");
+    assert_eq!(top(&["--recency", "0.3", "--date", "2023-06-01"]), "new");
+    let err = fails(&search(&store, "ann", "x", &["--recency", "2"]));
     assert!(err.contains("--recency"), "{err}");
 }
 
@@ -488,13 +437,6 @@ fn ambiguous_queries_use_recent_turns() {
     ));
     let top = |extra: &[&str]| -> String {
         let mut args = vec![
-            "search",
-            "--store",
-            store.to_str().unwrap(),
-            "--tenant",
-            "alice",
-            "--query",
-            "what about it?",
             "--json",
             "-k",
             "1",
@@ -504,8 +446,8 @@ fn ambiguous_queries_use_recent_turns() {
             "memdex",
         ];
         args.extend_from_slice(extra);
-        let hits: Vec<Value> = serde_json::from_str(&ok(&memdex(&args))).unwrap();
-        hits[0]["session_id"].as_str().unwrap().to_string()
+        let h = hits(&search(&store, "alice", "what about it?", &args));
+        h[0]["session_id"].as_str().unwrap().to_string()
     };
     // alone, the query matches nothing (every score 0: storage order); with context it finds s2
     assert_eq!(top(&[]), "s1");
