@@ -74,18 +74,18 @@ pub enum Dataset {
     Locomo,
 }
 
-impl Dataset {
-    /// How sessions are cut into items for this dataset at `granularity`.
-    pub fn itemize(self, granularity: Granularity) -> ItemizeOptions {
-        let _ = self;
-        // LongMemEval indexes user turns only; LoCoMo turns are all user turns (two people).
-        ItemizeOptions {
-            granularity,
-            key_roles: KeyRoles::User,
-            keep_blank: true,
-        }
+/// How benchmark sessions are cut into items at `granularity`, for both datasets: user turns
+/// are the keys (LongMemEval indexes user turns only; LoCoMo's turns are all user turns, two
+/// people talking), and blank turns are kept as the official corpora keep them.
+pub fn benchmark_itemize(granularity: Granularity) -> ItemizeOptions {
+    ItemizeOptions {
+        granularity,
+        key_roles: KeyRoles::User,
+        keep_blank: true,
     }
+}
 
+impl Dataset {
     /// The corpus id of a stored item, before any `noans` renaming.
     pub fn base_id(self, granularity: Granularity, session_id: &str, turn: u32) -> String {
         match (granularity, self) {

@@ -107,7 +107,7 @@ pub fn load_and_index(
         flush_items,
     } = *load;
     let opts = IndexOptions {
-        itemize: dataset.itemize(granularity),
+        itemize: dataset::benchmark_itemize(granularity),
         on_error,
         flush_items,
     };
