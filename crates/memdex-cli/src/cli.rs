@@ -335,6 +335,28 @@ pub struct SynthArgs {
 pub enum BenchCommand {
     /// Embedding throughput (texts/s, tokens/s) on texts from a JSONL file.
     Embed(BenchEmbedArgs),
+    /// TiM LSH on a store's real embeddings: recall@10 against exact search and speed-up,
+    /// for b ∈ {16, 64, 256} buckets and L ∈ {1, 4, 8} tables.
+    Lsh(BenchLshArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLshArgs {
+    /// Store whose embeddings are used.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Tenant to search (default: the one with the most items).
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: Option<String>,
+    /// Queries: stored rows, each searched among the others (leave-one-out).
+    #[arg(long, env = "MEMDEX_BENCH_QUERIES", default_value_t = 200)]
+    pub queries: usize,
+    /// Buckets probed per table (multi-probe).
+    #[arg(long, env = "MEMDEX_LSH_PROBES", default_value_t = 1)]
+    pub probes: usize,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

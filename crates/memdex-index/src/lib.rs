@@ -9,6 +9,7 @@ pub mod bm25;
 mod exact;
 pub mod fragrel;
 pub mod fusion;
+pub mod lsh;
 pub mod reference;
 pub mod signals;
 pub mod text;

@@ -1,6 +1,7 @@
 //! One module per subcommand; shared model loading here.
 
 mod bench;
+mod bench_lsh;
 mod embed;
 mod eval;
 mod index;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Eval(a) => eval::run(a),
         Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
+        Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
     }
 }
 
