@@ -159,11 +159,11 @@ impl KeyCache {
     /// The stored vector of `key`, if any.
     fn get(&self, key: &str) -> Option<(&[f32], Vec<String>)> {
         let &(si, row) = self.rows.get(&memdex_core::content_hash(key.as_bytes()))?;
-        let seg = &self.store.segments()[si as usize];
-        let item = seg.item(row as usize);
-        (item.key == key).then(|| {
-            let terms = seg.terms(row as usize).map(str::to_string).collect();
-            (item.embedding, terms)
+        let (seg, row) = (&self.store.segments()[si as usize], row as usize);
+        let dim = self.store.dim();
+        (seg.key(row) == key).then(|| {
+            let terms = seg.terms(row).map(str::to_string).collect();
+            (&seg.embeddings()[row * dim..(row + 1) * dim], terms)
         })
     }
 

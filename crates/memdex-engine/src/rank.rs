@@ -152,7 +152,7 @@ impl TenantCache {
                 Arc::new(
                     slices
                         .iter()
-                        .flat_map(|s| (0..s.rows).map(move |r| importance(s.item(r).key)))
+                        .flat_map(|s| (0..s.rows).map(move |r| importance(s.key(r))))
                         .collect(),
                 )
             })
@@ -167,15 +167,13 @@ impl TenantCache {
                     Bm25Flavour::Official => {
                         let keys: Vec<&str> = slices
                             .iter()
-                            .flat_map(|s| (0..s.rows).map(move |r| s.item(r).key))
+                            .flat_map(|s| (0..s.rows).map(move |r| s.key(r)))
                             .collect();
                         Bm25::whitespace(&keys, Bm25Params::default())
                     }
                     // the analysed terms stored at index time: no re-analysis
                     Bm25Flavour::Memdex => Bm25::new(
-                        slices
-                            .iter()
-                            .flat_map(|s| (0..s.rows).map(|r| s.segment.terms(s.start + r))),
+                        slices.iter().flat_map(|s| (0..s.rows).map(|r| s.terms(r))),
                         Bm25Params::default(),
                         Idf::Lucene,
                     ),
@@ -232,19 +230,21 @@ pub(crate) fn rank<'s>(
         },
     };
     if let Some((p, scope)) = opts.fragrel {
-        let mut positions = Vec::with_capacity(n);
+        let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
         let mut groups: Vec<u64> = Vec::with_capacity(n);
-        let mut prev: Option<&str> = None;
-        for s in &slices {
-            for r in 0..s.rows {
-                let it = s.item(r);
-                positions.push(it.position);
-                // a new group whenever the session changes along the timeline
-                let new =
-                    scope == FragRelScope::Session && prev.is_some_and(|p| p != it.session_id);
-                groups.push(groups.last().map_or(0, |&g| g + u64::from(new)));
-                prev = Some(it.session_id);
+        if scope == FragRelScope::Session {
+            // a new group whenever the session changes along the timeline
+            let mut prev: Option<&str> = None;
+            for s in &slices {
+                for r in 0..s.rows {
+                    let sid = s.session_id(r);
+                    let new = prev.is_some_and(|p| p != sid);
+                    groups.push(groups.last().map_or(0, |&g| g + u64::from(new)));
+                    prev = Some(sid);
+                }
             }
+        } else {
+            groups.resize(n, 0);
         }
         scores = relation_scores(&scores, &positions, &groups, p);
     }
@@ -259,7 +259,8 @@ pub(crate) fn rank<'s>(
     if let Some(max) = opts.recency {
         let times: Vec<i64> = slices
             .iter()
-            .flat_map(|s| (0..s.rows).map(move |r| s.item(r).timestamp_ms))
+            .flat_map(|s| s.timestamps())
+            .copied()
             .collect();
         let first = times.iter().copied().min().unwrap_or(0);
         let now = query

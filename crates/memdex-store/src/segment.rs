@@ -232,10 +232,7 @@ impl Segment {
 
     /// xxh3 of each row's key text.
     pub fn key_hashes(&self) -> &[u64] {
-        self.batch
-            .column(COL_KEY_HASH)
-            .as_primitive::<UInt64Type>()
-            .values()
+        self.u64_column(COL_KEY_HASH)
     }
 
     /// The analysed key terms of `row` (empty for items stored without terms).
@@ -247,36 +244,52 @@ impl Segment {
     }
 
     pub fn item_ids(&self) -> &[u64] {
+        self.u64_column(COL_ITEM_ID)
+    }
+
+    /// Position of each row in its tenant's history.
+    pub fn positions(&self) -> &[u64] {
+        self.u64_column(COL_POSITION)
+    }
+
+    /// Session start of each row, ms since the epoch.
+    pub fn timestamps(&self) -> &[i64] {
         self.batch
-            .column(COL_ITEM_ID)
-            .as_primitive::<UInt64Type>()
+            .column(COL_TIMESTAMP)
+            .as_primitive::<TimestampMillisecondType>()
             .values()
     }
 
-    /// The stored item at `row`.
+    pub fn session_id(&self, row: usize) -> &str {
+        self.batch
+            .column(COL_SESSION_ID)
+            .as_string::<i32>()
+            .value(row)
+    }
+
+    pub fn key(&self, row: usize) -> &str {
+        self.batch.column(COL_KEY).as_string::<i64>().value(row)
+    }
+
+    fn u64_column(&self, col: usize) -> &[u64] {
+        self.batch.column(col).as_primitive::<UInt64Type>().values()
+    }
+
+    /// The stored item at `row` (every column; ranking loops use the column accessors).
     pub fn item(&self, row: usize) -> ItemRef<'_> {
         let b = &self.batch;
         let role = b.column(COL_ROLE).as_string::<i32>().value(row);
         ItemRef {
             item_id: self.item_ids()[row],
             tenant: b.column(COL_TENANT).as_string::<i32>().value(row),
-            session_id: b.column(COL_SESSION_ID).as_string::<i32>().value(row),
+            session_id: self.session_id(row),
             turn: b.column(COL_TURN).as_primitive::<UInt32Type>().value(row),
-            position: b
-                .column(COL_POSITION)
-                .as_primitive::<UInt64Type>()
-                .value(row),
-            timestamp_ms: b
-                .column(COL_TIMESTAMP)
-                .as_primitive::<TimestampMillisecondType>()
-                .value(row),
+            position: self.positions()[row],
+            timestamp_ms: self.timestamps()[row],
             role: role.parse().unwrap_or(Role::Mixed),
             value: b.column(COL_VALUE).as_string::<i64>().value(row),
-            key: b.column(COL_KEY).as_string::<i64>().value(row),
-            content_hash: b
-                .column(COL_CONTENT_HASH)
-                .as_primitive::<UInt64Type>()
-                .value(row),
+            key: self.key(row),
+            content_hash: self.u64_column(COL_CONTENT_HASH)[row],
             embedding: &self.embeddings()[row * self.dim..(row + 1) * self.dim],
         }
     }

@@ -35,6 +35,28 @@ impl<'a> TenantSlice<'a> {
     pub fn item(&self, i: usize) -> ItemRef<'a> {
         self.segment.item(self.start + i)
     }
+
+    /// Positions in the tenant's history of these rows.
+    pub fn positions(&self) -> &'a [u64] {
+        &self.segment.positions()[self.start..self.start + self.rows]
+    }
+
+    /// Session timestamps (ms) of these rows.
+    pub fn timestamps(&self) -> &'a [i64] {
+        &self.segment.timestamps()[self.start..self.start + self.rows]
+    }
+
+    pub fn session_id(&self, i: usize) -> &'a str {
+        self.segment.session_id(self.start + i)
+    }
+
+    pub fn key(&self, i: usize) -> &'a str {
+        self.segment.key(self.start + i)
+    }
+
+    pub fn terms(&self, i: usize) -> impl Iterator<Item = &'a str> + 'a {
+        self.segment.terms(self.start + i)
+    }
 }
 
 impl Store {

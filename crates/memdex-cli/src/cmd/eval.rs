@@ -33,12 +33,13 @@ pub fn run(a: EvalArgs) -> Result<()> {
         EvalGranularity::Session => Granularity::Session,
     };
 
-    let tmp;
-    let store_dir = match &a.store {
-        Some(d) => d.clone(),
+    // without --store: a temporary store, removed when `_tmp` drops (also on errors)
+    let (_tmp, store_dir) = match &a.store {
+        Some(d) => (None, d.clone()),
         None => {
-            tmp = TempDir::new()?;
-            tmp.0.clone()
+            let t = tempfile::Builder::new().prefix("memdex-eval-").tempdir()?;
+            let dir = t.path().to_path_buf();
+            (Some(t), dir)
         }
     };
     let embedder = super::load_embedder(&a.model, None)?;
@@ -187,30 +188,5 @@ fn print_table(r: &EvalReport, ks: &[usize]) {
         for (level, m) in &alt.levels {
             row(level, m);
         }
-    }
-}
-
-/// A temporary store directory removed on drop.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Result<Self> {
-        let base = std::env::temp_dir().join(format!(
-            "memdex-eval-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&base)
-            .with_context(|| format!("{}: cannot create", base.display()))?;
-        Ok(Self(base))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
