@@ -1,0 +1,235 @@
+//! Key expansion (LongMemEval §5.3, "K = V + facts"): facts extracted from an item are
+//! prepended to its key before embedding and BM25, so one row carries both (key merging, which
+//! the paper prefers to separate fact rows).
+//!
+//! [`FactExtractor`] is the seam for a model-based extractor; [`HeuristicFacts`] is the local
+//! default:
+//! * user-fact sentences: first-person statements with a fact cue (possessions, preferences,
+//!   plans, life events, work, places, numbers), rewritten in the third person when the text
+//!   names its speaker (`Caroline: I adopted…` → `Caroline adopted…`);
+//! * dated events: every sentence with a time expression, prefixed with the resolved date
+//!   (`[2023-05-07] …`), so "when" questions meet an absolute date;
+//! * key phrases: runs of capitalised words inside sentences (names, places, titles).
+
+use std::fmt::Debug;
+
+use chrono::NaiveDate;
+
+use crate::lexicon::tokens;
+use crate::time::extract_events;
+
+/// Extracts short fact strings from an item's text. `anchor` is the session date (for
+/// resolving relative time expressions), when known.
+pub trait FactExtractor: Send + Sync + Debug {
+    /// A stable name, recorded in the store's manifest.
+    fn name(&self) -> &str;
+    fn extract(&self, text: &str, anchor: Option<NaiveDate>) -> Vec<String>;
+}
+
+/// The key actually embedded: the facts, then the original key.
+pub fn expand_key(facts: &[String], key: &str) -> String {
+    if facts.is_empty() {
+        return key.to_string();
+    }
+    format!("{}\n{key}", facts.join(" "))
+}
+
+/// The rule-based extractor (see the module docs). Bounded: at most `max_facts` sentences of
+/// at most 60 words each.
+#[derive(Debug, Clone)]
+pub struct HeuristicFacts {
+    pub max_facts: usize,
+}
+
+impl Default for HeuristicFacts {
+    fn default() -> Self {
+        Self { max_facts: 6 }
+    }
+}
+
+const CUES: &[&str] = &[
+    "have", "has", "had", "own", "owns", "bought", "buy", "got", "adopted", "love", "loved",
+    "like", "liked", "enjoy", "enjoyed", "prefer", "hate", "favorite", "favourite", "plan",
+    "planning", "plans", "going", "want", "wanted", "will", "moved", "move", "live", "lived",
+    "started", "start", "joined", "graduated", "married", "engaged", "born", "work", "working",
+    "job", "visited", "visit", "went", "trip", "travel", "traveled", "travelled", "learned",
+    "learning", "finished", "named", "birthday", "allergic", "studying", "study", "play",
+    "playing", "won", "lost", "made", "painted", "wrote", "read", "watched", "signed", "applied",
+    "received", "decided", "took", "volunteer", "volunteered", "kids", "children", "son",
+    "daughter", "wife", "husband", "partner", "mom", "dad", "mother", "father", "sister",
+    "brother", "dog", "cat", "pet", "car", "house", "apartment", "hobby",
+];
+
+const FIRST_PERSON: &[&str] = &["i", "my", "me", "we", "our", "i'm", "i've", "mine"];
+
+impl FactExtractor for HeuristicFacts {
+    fn name(&self) -> &str {
+        "heuristic-v1"
+    }
+
+    fn extract(&self, text: &str, anchor: Option<NaiveDate>) -> Vec<String> {
+        let (speaker, body) = split_speaker(text);
+        let mut facts = Vec::new();
+        let mut phrases: Vec<String> = Vec::new();
+        for sentence in sentences(body) {
+            let toks = tokens(sentence);
+            if toks.len() < 3 || toks.len() > 60 {
+                continue;
+            }
+            collect_phrases(sentence, &mut phrases);
+            if facts.len() >= self.max_facts {
+                continue;
+            }
+            let dated = anchor
+                .map(|a| extract_events(sentence, a))
+                .and_then(|e| e.first().map(|e| e.range));
+            let first_person = toks
+                .iter()
+                .any(|t| FIRST_PERSON.contains(&t.lower.as_str()));
+            let cue = toks.iter().any(|t| {
+                CUES.contains(&t.lower.as_str()) || t.lower.bytes().any(|b| b.is_ascii_digit())
+            });
+            if !(dated.is_some() || (first_person && cue)) {
+                continue;
+            }
+            let mut fact = match speaker {
+                Some(name) => third_person(sentence, name),
+                None => sentence.to_string(),
+            };
+            if let Some(r) = dated {
+                let when = if r.start == r.end {
+                    r.start.format("%Y-%m-%d %B %Y").to_string()
+                } else {
+                    format!("{} to {}", r.start.format("%Y-%m-%d"), r.end.format("%Y-%m-%d"))
+                };
+                fact = format!("[{when}] {fact}");
+            }
+            facts.push(fact);
+        }
+        if !phrases.is_empty() {
+            facts.push(phrases.join(", "));
+        }
+        facts
+    }
+}
+
+/// `Caroline: text` → (`Caroline`, `text`) when the prefix looks like a name.
+fn split_speaker(text: &str) -> (Option<&str>, &str) {
+    if let Some((name, rest)) = text.split_once(": ") {
+        let plausible = !name.is_empty()
+            && name.len() <= 40
+            && name.split(' ').count() <= 3
+            && name.chars().next().is_some_and(char::is_uppercase);
+        if plausible {
+            return (Some(name), rest);
+        }
+    }
+    (None, text)
+}
+
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(['.', '!', '?', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// First-person pronouns → the speaker's name (`I` → `Caroline`, `my` → `Caroline's`).
+fn third_person(sentence: &str, name: &str) -> String {
+    let mut out = String::with_capacity(sentence.len() + 16);
+    for (i, word) in sentence.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let core = word.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+        let tail = &word[core.len()..];
+        let replaced = match core {
+            "I" => Some(name.to_string()),
+            "my" | "My" => Some(format!("{name}'s")),
+            "I'm" => Some(format!("{name} is")),
+            "I've" => Some(format!("{name} has")),
+            "me" => Some(name.to_string()),
+            _ => None,
+        };
+        match replaced {
+            Some(r) => {
+                out.push_str(&r);
+                out.push_str(tail);
+            }
+            None => out.push_str(word),
+        }
+    }
+    out
+}
+
+/// Runs of capitalised words that do not start the sentence (names, places, titles).
+fn collect_phrases(sentence: &str, out: &mut Vec<String>) {
+    let toks = tokens(sentence);
+    let mut run: Vec<&str> = Vec::new();
+    let flush = |run: &mut Vec<&str>, out: &mut Vec<String>| {
+        if !run.is_empty() {
+            let p = run.join(" ");
+            if !out.contains(&p) && out.len() < 12 {
+                out.push(p);
+            }
+            run.clear();
+        }
+    };
+    for (i, t) in toks.iter().enumerate() {
+        let word = &sentence[t.start..t.end];
+        if i > 0 && t.capital && word != "I" && word.chars().count() > 1 {
+            run.push(word);
+        } else {
+            flush(&mut run, out);
+        }
+    }
+    flush(&mut run, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchor() -> Option<NaiveDate> {
+        NaiveDate::from_ymd_opt(2023, 5, 8)
+    }
+
+    #[test]
+    fn dated_first_person_fact_in_third_person() {
+        let f = HeuristicFacts::default().extract(
+            "Caroline: I went to a LGBTQ support group yesterday and it was powerful.",
+            anchor(),
+        );
+        assert_eq!(
+            f[0],
+            "[2023-05-07 May 2023] Caroline went to a LGBTQ support group yesterday and it was powerful."
+        );
+        assert!(f.last().is_some_and(|p| p.contains("LGBTQ")), "{f:?}");
+    }
+
+    #[test]
+    fn chit_chat_yields_no_facts() {
+        let f = HeuristicFacts::default().extract("Melanie: Wow, that is so cool!", anchor());
+        assert!(f.is_empty(), "{f:?}");
+        assert!(HeuristicFacts::default().extract("", anchor()).is_empty());
+    }
+
+    #[test]
+    fn preferences_and_numbers_are_facts() {
+        let f = HeuristicFacts::default()
+            .extract("I have two dogs. The weather is nice. My favorite band is Muse.", None);
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert_eq!(f[0], "I have two dogs.");
+        assert_eq!(f[1], "My favorite band is Muse.");
+        assert_eq!(f[2], "Muse");
+    }
+
+    #[test]
+    fn expansion_is_bounded_and_prepended() {
+        let text = "I bought a car. ".repeat(50);
+        let f = HeuristicFacts::default().extract(&text, None);
+        assert!(f.len() <= 6);
+        let k = expand_key(&f, "key");
+        assert!(k.starts_with("I bought a car.") && k.ends_with("\nkey"));
+        assert_eq!(expand_key(&[], "key"), "key");
+    }
+}

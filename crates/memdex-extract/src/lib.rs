@@ -1,0 +1,17 @@
+//! Local, rule-based extractors (no model, no network) for two LongMemEval §5 techniques:
+//!
+//! * [`time`]: event dates mentioned in a turn, resolved against the session date
+//!   (`yesterday`, `last Tuesday`, `two weeks ago`, `in March`, `on 8 May`, `2023-05-08`, …),
+//!   and the time range a query refers to, resolved against the question date, padded ±2 days
+//!   as the official code does. Precision first: an expression it is not sure of yields
+//!   nothing, because a guessed range reorders results for the worse.
+//! * [`facts`]: the [`FactExtractor`] trait and a heuristic implementation that keeps
+//!   first-person fact sentences, key phrases and dated events; the engine prepends them to
+//!   the key text before embedding (key = value + facts).
+
+pub mod facts;
+mod lexicon;
+pub mod time;
+
+pub use facts::{expand_key, FactExtractor, HeuristicFacts};
+pub use time::{extract_events, parse_query, DayRange, QueryTime, TimeExpr};

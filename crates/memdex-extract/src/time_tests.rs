@@ -1,0 +1,143 @@
+use super::*;
+
+fn d(y: i32, m: u32, day: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(y, m, day).expect("valid test date")
+}
+
+/// Session on Monday 8 May 2023.
+fn anchor() -> NaiveDate {
+    d(2023, 5, 8)
+}
+
+fn one(text: &str) -> DayRange {
+    let e = extract_events(text, anchor());
+    assert_eq!(e.len(), 1, "{text}: {e:?}");
+    e[0].range
+}
+
+fn span(a: NaiveDate, b: NaiveDate) -> DayRange {
+    DayRange { start: a, end: b }
+}
+
+#[test]
+fn relative_days() {
+    assert_eq!(one("I went yesterday"), DayRange::day(d(2023, 5, 7)));
+    assert_eq!(one("Went there last night."), DayRange::day(d(2023, 5, 7)));
+    assert_eq!(one("today was great"), DayRange::day(anchor()));
+    assert_eq!(one("see you tomorrow"), DayRange::day(d(2023, 5, 9)));
+}
+
+#[test]
+fn ago_with_words_and_digits() {
+    assert_eq!(one("two days ago"), DayRange::day(d(2023, 5, 6)));
+    assert_eq!(one("3 days ago"), DayRange::day(d(2023, 5, 5)));
+    assert_eq!(one("a couple of days ago"), DayRange::day(d(2023, 5, 6)));
+    assert_eq!(
+        one("two weeks ago I moved"),
+        DayRange::day(d(2023, 4, 24)).pad(3)
+    );
+    assert_eq!(one("a month ago"), DayRange::day(d(2023, 4, 8)).pad(15));
+    assert_eq!(one("10 years ago"), DayRange::day(d(2013, 5, 8)).pad(182));
+}
+
+#[test]
+fn weekdays_and_weeks() {
+    // 8 May 2023 is a Monday
+    assert_eq!(one("last Tuesday"), DayRange::day(d(2023, 5, 2)));
+    assert_eq!(one("next Friday"), DayRange::day(d(2023, 5, 12)));
+    assert_eq!(one("this Friday"), DayRange::day(d(2023, 5, 12)));
+    assert_eq!(one("on Saturday we hiked"), DayRange::day(d(2023, 5, 6)));
+    assert_eq!(one("last weekend"), span(d(2023, 5, 6), d(2023, 5, 7)));
+    assert_eq!(one("the weekend before"), span(d(2023, 5, 6), d(2023, 5, 7)));
+    assert_eq!(
+        one("the weekend before last"),
+        span(d(2023, 4, 29), d(2023, 4, 30))
+    );
+    assert_eq!(one("last week"), span(d(2023, 5, 1), d(2023, 5, 7)));
+    assert_eq!(one("last month"), span(d(2023, 4, 1), d(2023, 4, 30)));
+    assert_eq!(one("last year"), span(d(2022, 1, 1), d(2022, 12, 31)));
+    assert_eq!(one("last summer"), span(d(2022, 6, 1), d(2022, 8, 31)));
+    // no plural weekdays: a habit, not an event
+    assert!(extract_events("I work on Tuesdays", anchor()).is_empty());
+}
+
+#[test]
+fn absolute_dates() {
+    assert_eq!(one("on 8 May"), DayRange::day(d(2023, 5, 8)));
+    assert_eq!(one("the 8th of May"), DayRange::day(d(2023, 5, 8)));
+    assert_eq!(one("May 3rd, 2022"), DayRange::day(d(2022, 5, 3)));
+    assert_eq!(one("on 1 May, 2022"), DayRange::day(d(2022, 5, 1)));
+    assert_eq!(one("2023-04-30"), DayRange::day(d(2023, 4, 30)));
+    assert_eq!(one("4/30/2023"), DayRange::day(d(2023, 4, 30)));
+    // a yearless date far ahead is last year's; within 60 days ahead it is a plan
+    assert_eq!(one("on Aug 15th"), DayRange::day(d(2022, 8, 15)));
+    assert_eq!(one("on June 15"), DayRange::day(d(2023, 6, 15)));
+    assert_eq!(one("in March"), span(d(2023, 3, 1), d(2023, 3, 31)));
+    assert_eq!(one("in July 2022"), span(d(2022, 7, 1), d(2022, 7, 31)));
+    assert_eq!(one("in September"), span(d(2022, 9, 1), d(2022, 9, 30)));
+    assert_eq!(one("summer of 2021"), span(d(2021, 6, 1), d(2021, 8, 31)));
+    assert_eq!(one("back in 2019"), span(d(2019, 1, 1), d(2019, 12, 31)));
+}
+
+#[test]
+fn ambiguous_words_are_not_dates() {
+    for text in [
+        "I may go there",
+        "we march on",
+        "I have two dogs",
+        "the last time we talked",
+        "a few days",
+        "it was 2 am",
+        "call me at 5/8",
+        "",
+        "!!!",
+        "日本語のテキスト",
+    ] {
+        assert!(
+            extract_events(text, anchor()).is_empty(),
+            "{text}: {:?}",
+            extract_events(text, anchor())
+        );
+    }
+}
+
+#[test]
+fn query_ranges_are_padded_and_joined() {
+    let q = parse_query("What did I buy last weekend?", anchor());
+    assert_eq!(q.range, Some(span(d(2023, 5, 4), d(2023, 5, 9))));
+    assert!(!q.asks_when);
+    let q = parse_query("What did I do in March and April?", anchor());
+    assert_eq!(q.range, Some(span(d(2023, 2, 27), d(2023, 5, 2))));
+    // relative expressions next to an absolute date are resolved against that date
+    let q = parse_query("Where was Tim in the week before 16 November 2023?", anchor());
+    assert_eq!(q.range, Some(span(d(2023, 11, 4), d(2023, 11, 18))));
+    let q = parse_query("What is the puppy she got two weeks before August 11, 2023?", anchor());
+    assert_eq!(q.range, Some(span(d(2023, 7, 23), d(2023, 8, 13))));
+    let q = parse_query("Which books did I read in the past two weeks?", anchor());
+    assert_eq!(q.range, Some(span(d(2023, 4, 22), d(2023, 5, 10))));
+}
+
+#[test]
+fn when_questions_ask_about_time_without_a_range() {
+    for q in [
+        "When did Caroline go to the LGBTQ support group?",
+        "How many days before the trip did I buy the tent?",
+        "How long ago was Caroline's 18th birthday?",
+        "What date did I adopt the puppy?",
+    ] {
+        let t = parse_query(q, anchor());
+        assert!(t.asks_when, "{q}");
+        assert_eq!(t.range, None, "{q}");
+    }
+    let t = parse_query("What is my dog's name?", anchor());
+    assert!(!t.asks_when && t.range.is_none());
+}
+
+#[test]
+fn ms_round_trip() {
+    let r = span(d(2023, 5, 6), d(2023, 5, 7));
+    let (a, b) = r.to_ms();
+    assert_eq!(b - a + 1, 2 * 86_400_000);
+    assert_eq!(DayRange::from_ms(a, b), Some(r));
+    assert_eq!(ms_day(-1), Some(d(1969, 12, 31)));
+}
