@@ -102,6 +102,12 @@ pub struct IndexArgs {
     /// On a malformed record: abort (default) or skip it and report it.
     #[arg(long, env = "MEMDEX_ON_ERROR", default_value = "abort")]
     pub on_error: OnError,
+    #[command(flatten)]
+    pub extract: ExtractArgs,
+    /// Key expansion: prepend locally extracted facts (first-person statements, dated events,
+    /// key phrases) to each key before embedding and BM25 (`--facts false` to turn off).
+    #[arg(long, env = "MEMDEX_FACTS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub facts: bool,
     /// Largest accepted input line (one session) in bytes.
     #[arg(long, env = "MEMDEX_MAX_LINE_BYTES", default_value_t = memdex_ingest::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: u64,
@@ -186,6 +192,32 @@ pub struct RankArgs {
     /// heuristic (numbers, dates, names, life events, emotions); 0 = off.
     #[arg(long, env = "MEMDEX_IMPORTANCE")]
     pub importance: Option<f64>,
+    /// Time stage: off, front (items whose session or event dates fall in the query's time
+    /// range, ±2 days, move ahead) or boost (their scores × (1 + --time-boost)).
+    #[arg(long, env = "MEMDEX_TIME", value_enum)]
+    pub time: Option<TimeArg>,
+    /// Score factor of in-range items with `--time boost`.
+    #[arg(long, env = "MEMDEX_TIME_BOOST")]
+    pub time_boost: Option<f64>,
+    /// "When…" questions without a range: scores of items that state a date × (1 + this).
+    #[arg(long, env = "MEMDEX_WHEN_BOOST")]
+    pub when_boost: Option<f64>,
+}
+
+/// Index-time extraction (fixed per store).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ExtractArgs {
+    /// Extract event dates from each item (relative to its session date) into the `events`
+    /// column; the time stage needs them.
+    #[arg(long, env = "MEMDEX_EXTRACT_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub extract_events: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimeArg {
+    Off,
+    Front,
+    Boost,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -292,6 +324,12 @@ pub struct EvalArgs {
     /// Write one JSON line per question: id, type, the whole ranking with scores, gold ids.
     #[arg(long, env = "MEMDEX_EVAL_LOG")]
     pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub extract: ExtractArgs,
+    /// Key expansion as in `memdex index --facts` (off here by default, so the default eval
+    /// reproduces the reference baselines).
+    #[arg(long, env = "MEMDEX_FACTS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub facts: bool,
     #[command(flatten)]
     pub rank: RankArgs,
     #[command(flatten)]

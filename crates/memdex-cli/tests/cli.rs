@@ -113,7 +113,9 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     let tmp = tempfile::tempdir().unwrap();
     let input = write(tmp.path(), "h.jsonl", &history());
     let store = tmp.path().join("store");
-    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
+    // keys unexpanded, so a query equal to a stored text has that key's exact vector
+    let plain = ["--facts", "false"];
+    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &plain))).unwrap();
     assert_eq!(r["sessions_indexed"], 3);
     assert_eq!(r["items_written"], 4, "rounds: 2 + 1 + 1");
     assert_eq!(r["granularity"], "round");
@@ -145,7 +147,7 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
         &store,
         "alice",
         "my sister moved to paris",
-        &["--retriever", "dense", "--json"],
+        &["--retriever", "dense", "--importance", "0", "--json"],
     ));
     assert_eq!(h[0]["session_id"], "s2");
     assert!((h[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-4);
@@ -175,7 +177,12 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     assert!(prompt.contains("Current Date: 2023-06-01 00:00"));
     assert!(prompt.contains("Question: where does my sister live"));
 
-    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &[]))).unwrap();
+    let err = fails(&index_json(&input, &store, &[]));
+    assert!(
+        err.contains("extraction"),
+        "one kind of key per store: {err}"
+    );
+    let r: Value = serde_json::from_str(&ok(&index_json(&input, &store, &plain))).unwrap();
     let counts = (
         r["sessions_indexed"].as_u64(),
         r["sessions_unchanged"].as_u64(),
@@ -452,4 +459,60 @@ fn ambiguous_queries_use_recent_turns() {
     // alone, the query matches nothing (every score 0: storage order); with context it finds s2
     assert_eq!(top(&[]), "s1");
     assert_eq!(top(&["--recent", "my sister moved to paris"]), "s2");
+}
+
+#[test]
+fn time_stage_prefers_items_in_the_query_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let text = [
+        session("ann", "a", 1, &["i ate pasta with friends"]),
+        session("ann", "d", 3, &["i went hiking in the hills"]),
+        session("ann", "b", 5, &["i ate pasta with friends"]),
+        // the event ("ten days ago" = 9 May) lies in the range, the session date does not
+        session("ann", "c", 19, &["ten days ago i went hiking in the hills"]),
+    ]
+    .join("\n");
+    let input = write(tmp.path(), "h.jsonl", &text);
+    // keys unexpanded: the facts would add the dates' words to BM25
+    ok(&index_json(&input, &store, &["--facts", "false"]));
+    let top = |query: &str, extra: &[&str]| -> String {
+        // BM25 (the tiny test model's vectors carry no meaning): equal texts, equal scores
+        let mut args = vec!["--json", "-k", "1", "--retriever", "bm25"];
+        args.extend_from_slice(extra);
+        let h = hits(&search(&store, "ann", query, &args));
+        h[0]["session_id"].as_str().unwrap().to_string()
+    };
+    let q = "which pasta on May 5, 2023?";
+    assert_eq!(
+        top(q, &["--time", "off"]),
+        "a",
+        "equal scores: timeline order"
+    );
+    assert_eq!(top(q, &[]), "b", "session date in range moves ahead");
+    assert_eq!(top(q, &["--time", "boost", "--time-boost", "0.5"]), "b");
+    let q = "where did i go hiking on 9 May 2023?";
+    assert_eq!(top(q, &[]), "c", "extracted event date in range");
+    // no time reference: no reordering
+    assert_eq!(
+        top("i went hiking in the hills", &["--importance", "0"]),
+        "d"
+    );
+
+    // a store indexed without event dates: the stage is refused when asked for, skipped by
+    // default
+    let bare = tmp.path().join("bare");
+    ok(&index_json(
+        &input,
+        &bare,
+        &["--extract-events", "false", "--facts", "false"],
+    ));
+    let err = fails(&search(&bare, "ann", q, &["--time", "front"]));
+    assert!(
+        err.contains("re-index") && err.contains("event dates"),
+        "{err}"
+    );
+    ok(&search(&bare, "ann", q, &[]));
+    let err = fails(&search(&store, "ann", q, &["--time-boost", "1"]));
+    assert!(err.contains("--time boost"), "{err}");
 }

@@ -19,4 +19,11 @@ pub enum EngineError {
     UnknownTenant { tenant: String, store: String },
     #[error("the query is empty")]
     EmptyQuery,
+    #[error("the {stage} stage needs {what}, which {store} was built without; re-index into a new store with {option}")]
+    MissingColumns {
+        stage: &'static str,
+        what: &'static str,
+        store: String,
+        option: &'static str,
+    },
 }

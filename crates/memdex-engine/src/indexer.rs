@@ -3,9 +3,11 @@ use std::time::Instant;
 
 use memdex_core::{MemoryItem, OnError, TextKind};
 use memdex_embed::Embedder;
+use memdex_extract::time::ms_day;
+use memdex_extract::{expand_key, extract_events, FactExtractor, HeuristicFacts};
 use memdex_index::text::Analyzer;
 use memdex_ingest::{itemize, ItemizeOptions, SessionSource};
-use memdex_store::{session_hash, Store, StoreWriter};
+use memdex_store::{session_hash, Derived, Extraction, Store, StoreWriter};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -21,6 +23,65 @@ pub struct IndexOptions {
     /// Items per segment: pending items are embedded and committed once this many collect
     /// (always at a session boundary). Bounds memory and the work a crash can lose.
     pub flush_items: usize,
+    pub extract: ExtractOptions,
+}
+
+/// What is extracted from each item at index time (LongMemEval §5.3–5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// Event dates in the value, resolved against the session date, into the `events` column
+    /// (the ranking's time stage reads them).
+    pub events: bool,
+    /// Key expansion: facts from the value are prepended to the key before embedding and
+    /// BM25, and kept in the `facts` column.
+    pub facts: bool,
+}
+
+impl Default for ExtractOptions {
+    /// Both on: the time stage needs events, and key expansion raised every LoCoMo dev
+    /// metric (docs/evaluation.md).
+    fn default() -> Self {
+        Self {
+            events: true,
+            facts: true,
+        }
+    }
+}
+
+impl ExtractOptions {
+    /// The manifest record of these settings with the built-in extractor.
+    pub fn extraction(&self) -> Extraction {
+        Extraction {
+            events: self.events,
+            facts: self
+                .facts
+                .then(|| HeuristicFacts::default().name().to_string()),
+        }
+    }
+}
+
+/// Extracts events and facts from `item` (expanding its key when `facts` is given).
+pub fn derive_item(
+    item: &mut MemoryItem,
+    events: bool,
+    facts: Option<&dyn FactExtractor>,
+) -> Derived {
+    let anchor = ms_day(item.timestamp_ms);
+    let mut d = Derived::default();
+    if let (true, Some(a)) = (events, anchor) {
+        for e in extract_events(&item.value, a) {
+            let (start, end) = e.range.to_ms();
+            d.events.extend([start, end]);
+        }
+    }
+    if let Some(f) = facts {
+        let found = f.extract(&item.value, anchor);
+        if !found.is_empty() {
+            item.key = expand_key(&found, &item.key);
+            d.facts = found.join("\n");
+        }
+    }
+    d
 }
 
 /// Callbacks for progress display.
@@ -55,12 +116,28 @@ pub struct IndexReport {
     pub errors: Vec<String>,
 }
 
-/// Reads every session of `source`, embeds its items and appends them to `writer`.
+/// Reads every session of `source`, embeds its items and appends them to `writer`, with the
+/// built-in fact extractor when `opts.extract.facts` is on.
 pub fn index_sessions<S: SessionSource>(
+    source: S,
+    writer: &mut StoreWriter,
+    embedder: &Embedder,
+    opts: &IndexOptions,
+    progress: &mut dyn IndexProgress,
+) -> Result<IndexReport, EngineError> {
+    let heuristic = HeuristicFacts::default();
+    let facts: Option<&dyn FactExtractor> = opts.extract.facts.then_some(&heuristic);
+    index_sessions_with(source, writer, embedder, opts, facts, progress)
+}
+
+/// [`index_sessions`] with any [`FactExtractor`] (a model-based one, say); `facts` overrides
+/// `opts.extract.facts`. The store must have been created with the same extraction settings.
+pub fn index_sessions_with<S: SessionSource>(
     mut source: S,
     writer: &mut StoreWriter,
     embedder: &Embedder,
     opts: &IndexOptions,
+    facts: Option<&dyn FactExtractor>,
     progress: &mut dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
     let start = Instant::now();
@@ -71,6 +148,7 @@ pub fn index_sessions<S: SessionSource>(
         embedder,
         cache: KeyCache::new(store),
         pending: Vec::new(),
+        derived: Vec::new(),
         report: IndexReport::default(),
         progress,
     };
@@ -86,7 +164,9 @@ pub fn index_sessions<S: SessionSource>(
         };
         batch.report.sessions_read += 1;
         batch.progress.on_session();
-        let items = itemize(&session, &opts.itemize);
+        let mut items = itemize(&session, &opts.itemize);
+        // the hash covers the items as read, so changing extractors never makes a stored
+        // session look changed
         let hash = session_hash(items.iter().map(|i| i.content_hash));
         let key = (session.tenant.clone(), session.session_id.clone());
         match known.get(&key) {
@@ -113,6 +193,11 @@ pub fn index_sessions<S: SessionSource>(
         }
         known.insert(key, hash);
         batch.report.sessions_indexed += 1;
+        let derived: Vec<Derived> = items
+            .par_iter_mut()
+            .map(|it| derive_item(it, opts.extract.events, facts))
+            .collect();
+        batch.derived.extend(derived);
         batch.pending.extend(items);
         if batch.pending.len() >= opts.flush_items {
             batch.flush()?;
@@ -182,6 +267,8 @@ struct Batch<'a> {
     embedder: &'a Embedder,
     cache: KeyCache,
     pending: Vec<MemoryItem>,
+    /// Events and facts of `pending` (terms are added at flush).
+    derived: Vec<Derived>,
     report: IndexReport,
     progress: &'a mut dyn IndexProgress,
 }
@@ -232,20 +319,70 @@ impl Batch<'_> {
             let analyzer = Analyzer::english();
             unique.par_iter().map(|k| analyzer.terms(k)).collect()
         };
-        let terms: Vec<Vec<String>> = sources
-            .into_iter()
-            .map(|s| match s {
+        for (d, s) in self.derived.iter_mut().zip(sources) {
+            d.terms = match s {
                 Source::Stored(_, t) => t,
                 Source::Fresh(slot) => fresh_terms[slot].clone(),
-            })
-            .collect();
+            };
+        }
         let committed = self
             .writer
-            .append_with_terms(&self.pending, &data, &terms)?;
+            .append_derived(&self.pending, &data, &self.derived)?;
         report.items_written += committed.segment.rows;
         report.segments_written += 1;
         self.progress.on_committed(committed.segment.rows);
         self.pending.clear();
+        self.derived.clear();
         self.cache.refresh()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memdex_core::Role;
+
+    use super::*;
+
+    fn item(text: &str) -> MemoryItem {
+        MemoryItem {
+            tenant: "t".into(),
+            session_id: "s".into(),
+            turn: 0,
+            // 2023-05-08 10:00 UTC
+            timestamp_ms: 1_683_540_000_000,
+            role: Role::User,
+            value: text.into(),
+            key: text.into(),
+            content_hash: 0,
+        }
+    }
+
+    #[test]
+    fn events_are_resolved_against_the_session_date() {
+        let mut it = item("Caroline: I went to a support group yesterday.");
+        let d = derive_item(&mut it, true, None);
+        // 7 May 2023, the whole UTC day
+        assert_eq!(d.events, [1_683_417_600_000, 1_683_503_999_999]);
+        assert!(d.facts.is_empty());
+        assert_eq!(it.key, it.value, "no facts: key unchanged");
+        assert!(derive_item(&mut item("hello there"), true, None)
+            .events
+            .is_empty());
+        assert!(derive_item(&mut it, false, None).events.is_empty());
+    }
+
+    #[test]
+    fn facts_are_prepended_to_the_key_and_kept() {
+        let facts = HeuristicFacts::default();
+        let mut it = item("Caroline: I went to a support group yesterday.");
+        let d = derive_item(&mut it, true, Some(&facts));
+        assert!(
+            d.facts.starts_with("[2023-05-07 May 2023] Caroline went"),
+            "{}",
+            d.facts
+        );
+        assert!(it.key.starts_with("[2023-05-07"), "{}", it.key);
+        assert!(it.key.ends_with(&it.value), "value kept after the facts");
+        assert_eq!(it.value, "Caroline: I went to a support group yesterday.");
     }
 }

@@ -14,7 +14,12 @@ mod search;
 
 pub use context::{contextual_query, is_ambiguous};
 pub use error::EngineError;
-pub use indexer::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+pub use indexer::{
+    derive_item, index_sessions, index_sessions_with, ExtractOptions, IndexOptions, IndexProgress,
+    IndexReport,
+};
 pub use memdex_index::fragrel::FragRel;
-pub use rank::{Bm25Flavour, FragRelScope, Fusion, Query, RankOptions, Ranking, Retriever};
+pub use rank::{
+    Bm25Flavour, FragRelScope, Fusion, Query, RankOptions, Ranking, Retriever, TimeMode, TimeStage,
+};
 pub use search::{SearchHit, Searcher};

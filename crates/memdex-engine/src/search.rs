@@ -98,6 +98,14 @@ impl Searcher {
         query: &Query<'_>,
         opts: &RankOptions,
     ) -> Result<Ranking<'_>, EngineError> {
+        if opts.time.is_some() && !self.store.manifest().extraction.events {
+            return Err(EngineError::MissingColumns {
+                stage: "time",
+                what: "event dates",
+                store: self.store.dir().display().to_string(),
+                option: "`memdex index --extract-events` (the default)",
+            });
+        }
         let slices = self.store.tenant_slices(tenant);
         if slices.is_empty() {
             return Err(EngineError::UnknownTenant {

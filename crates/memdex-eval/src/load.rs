@@ -4,7 +4,7 @@ use std::path::Path;
 
 use memdex_core::{Granularity, OnError, Session};
 use memdex_embed::Embedder;
-use memdex_engine::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+use memdex_engine::{index_sessions, ExtractOptions, IndexOptions, IndexProgress, IndexReport};
 use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionSource};
 use memdex_store::StoreWriter;
 use serde::Serialize;
@@ -89,6 +89,7 @@ pub struct LoadOptions {
     pub on_error: OnError,
     /// Items per committed segment.
     pub flush_items: usize,
+    pub extract: ExtractOptions,
 }
 
 /// Reads `input`, indexes its sessions into `writer` (skipping what is already stored) and
@@ -105,11 +106,13 @@ pub fn load_and_index(
         granularity,
         on_error,
         flush_items,
+        extract,
     } = *load;
     let opts = IndexOptions {
         itemize: dataset::benchmark_itemize(granularity),
         on_error,
         flush_items,
+        extract,
     };
     let mut questions = Vec::new();
     let mut warnings = Vec::new();

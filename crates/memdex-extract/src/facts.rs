@@ -48,16 +48,97 @@ impl Default for HeuristicFacts {
 }
 
 const CUES: &[&str] = &[
-    "have", "has", "had", "own", "owns", "bought", "buy", "got", "adopted", "love", "loved",
-    "like", "liked", "enjoy", "enjoyed", "prefer", "hate", "favorite", "favourite", "plan",
-    "planning", "plans", "going", "want", "wanted", "will", "moved", "move", "live", "lived",
-    "started", "start", "joined", "graduated", "married", "engaged", "born", "work", "working",
-    "job", "visited", "visit", "went", "trip", "travel", "traveled", "travelled", "learned",
-    "learning", "finished", "named", "birthday", "allergic", "studying", "study", "play",
-    "playing", "won", "lost", "made", "painted", "wrote", "read", "watched", "signed", "applied",
-    "received", "decided", "took", "volunteer", "volunteered", "kids", "children", "son",
-    "daughter", "wife", "husband", "partner", "mom", "dad", "mother", "father", "sister",
-    "brother", "dog", "cat", "pet", "car", "house", "apartment", "hobby",
+    "have",
+    "has",
+    "had",
+    "own",
+    "owns",
+    "bought",
+    "buy",
+    "got",
+    "adopted",
+    "love",
+    "loved",
+    "like",
+    "liked",
+    "enjoy",
+    "enjoyed",
+    "prefer",
+    "hate",
+    "favorite",
+    "favourite",
+    "plan",
+    "planning",
+    "plans",
+    "going",
+    "want",
+    "wanted",
+    "will",
+    "moved",
+    "move",
+    "live",
+    "lived",
+    "started",
+    "start",
+    "joined",
+    "graduated",
+    "married",
+    "engaged",
+    "born",
+    "work",
+    "working",
+    "job",
+    "visited",
+    "visit",
+    "went",
+    "trip",
+    "travel",
+    "traveled",
+    "travelled",
+    "learned",
+    "learning",
+    "finished",
+    "named",
+    "birthday",
+    "allergic",
+    "studying",
+    "study",
+    "play",
+    "playing",
+    "won",
+    "lost",
+    "made",
+    "painted",
+    "wrote",
+    "read",
+    "watched",
+    "signed",
+    "applied",
+    "received",
+    "decided",
+    "took",
+    "volunteer",
+    "volunteered",
+    "kids",
+    "children",
+    "son",
+    "daughter",
+    "wife",
+    "husband",
+    "partner",
+    "mom",
+    "dad",
+    "mother",
+    "father",
+    "sister",
+    "brother",
+    "dog",
+    "cat",
+    "pet",
+    "car",
+    "house",
+    "apartment",
+    "hobby",
 ];
 
 const FIRST_PERSON: &[&str] = &["i", "my", "me", "we", "our", "i'm", "i've", "mine"];
@@ -100,7 +181,11 @@ impl FactExtractor for HeuristicFacts {
                 let when = if r.start == r.end {
                     r.start.format("%Y-%m-%d %B %Y").to_string()
                 } else {
-                    format!("{} to {}", r.start.format("%Y-%m-%d"), r.end.format("%Y-%m-%d"))
+                    format!(
+                        "{} to {}",
+                        r.start.format("%Y-%m-%d"),
+                        r.end.format("%Y-%m-%d")
+                    )
                 };
                 fact = format!("[{when}] {fact}");
             }
@@ -215,8 +300,10 @@ mod tests {
 
     #[test]
     fn preferences_and_numbers_are_facts() {
-        let f = HeuristicFacts::default()
-            .extract("I have two dogs. The weather is nice. My favorite band is Muse.", None);
+        let f = HeuristicFacts::default().extract(
+            "I have two dogs. The weather is nice. My favorite band is Muse.",
+            None,
+        );
         assert_eq!(f.len(), 3, "{f:?}");
         assert_eq!(f[0], "I have two dogs.");
         assert_eq!(f[1], "My favorite band is Muse.");

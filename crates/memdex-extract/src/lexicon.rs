@@ -62,9 +62,27 @@ pub(crate) fn tokens(text: &str) -> Vec<Token> {
 /// `few` (→ 3), `several` (→ 3).
 pub(crate) fn number(word: &str) -> Option<u32> {
     const WORDS: [&str; 21] = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen", "twenty",
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
     ];
     if let Some(n) = WORDS.iter().position(|w| *w == word) {
         return Some(n as u32);

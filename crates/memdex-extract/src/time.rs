@@ -116,7 +116,11 @@ pub fn parse_query(text: &str, anchor: NaiveDate) -> QueryTime {
     let mut exprs = scan(&toks, anchor, true);
     // "last week, as mentioned on 6 November 2023", "the week before 16 November 2023":
     // relative expressions refer to the query's absolute date, not to the question date
-    let absolute = exprs.iter().filter(|e| !e.relative).map(|e| e.range.end).max();
+    let absolute = exprs
+        .iter()
+        .filter(|e| !e.relative)
+        .map(|e| e.range.end)
+        .max();
     if let Some(a) = absolute.filter(|_| exprs.iter().any(|e| e.relative)) {
         exprs = scan(&toks, a, true);
     }
@@ -316,13 +320,7 @@ fn past_span(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, u
         None => amount(toks, i + k)?,
     };
     let start = shift(anchor, n, u, true)?;
-    Some((
-        DayRange {
-            start,
-            end: anchor,
-        },
-        k + used,
-    ))
+    Some((DayRange { start, end: anchor }, k + used))
 }
 
 fn monday_of(d: NaiveDate) -> NaiveDate {

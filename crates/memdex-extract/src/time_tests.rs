@@ -48,7 +48,10 @@ fn weekdays_and_weeks() {
     assert_eq!(one("this Friday"), DayRange::day(d(2023, 5, 12)));
     assert_eq!(one("on Saturday we hiked"), DayRange::day(d(2023, 5, 6)));
     assert_eq!(one("last weekend"), span(d(2023, 5, 6), d(2023, 5, 7)));
-    assert_eq!(one("the weekend before"), span(d(2023, 5, 6), d(2023, 5, 7)));
+    assert_eq!(
+        one("the weekend before"),
+        span(d(2023, 5, 6), d(2023, 5, 7))
+    );
     assert_eq!(
         one("the weekend before last"),
         span(d(2023, 4, 29), d(2023, 4, 30))
@@ -109,9 +112,15 @@ fn query_ranges_are_padded_and_joined() {
     let q = parse_query("What did I do in March and April?", anchor());
     assert_eq!(q.range, Some(span(d(2023, 2, 27), d(2023, 5, 2))));
     // relative expressions next to an absolute date are resolved against that date
-    let q = parse_query("Where was Tim in the week before 16 November 2023?", anchor());
+    let q = parse_query(
+        "Where was Tim in the week before 16 November 2023?",
+        anchor(),
+    );
     assert_eq!(q.range, Some(span(d(2023, 11, 4), d(2023, 11, 18))));
-    let q = parse_query("What is the puppy she got two weeks before August 11, 2023?", anchor());
+    let q = parse_query(
+        "What is the puppy she got two weeks before August 11, 2023?",
+        anchor(),
+    );
     assert_eq!(q.range, Some(span(d(2023, 7, 23), d(2023, 8, 13))));
     let q = parse_query("Which books did I read in the past two weeks?", anchor());
     assert_eq!(q.range, Some(span(d(2023, 4, 22), d(2023, 5, 10))));

@@ -25,8 +25,8 @@ mod store;
 mod writer;
 
 pub use error::StoreError;
-pub use manifest::{Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
+pub use manifest::{Extraction, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;
-pub use segment::{ItemRef, Segment};
+pub use segment::{Derived, ItemRef, Segment};
 pub use store::{session_hash, Store, TenantSlice};
 pub use writer::{AppendReport, StoreWriter};

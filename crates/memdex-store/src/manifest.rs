@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{io, StoreError};
 
 /// On-disk format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const SEGMENTS_DIR: &str = "segments";
@@ -25,7 +25,19 @@ pub struct Manifest {
     /// Where the model was loaded from when the store was created: a hint for `search`.
     #[serde(default)]
     pub model_source: Option<String>,
+    /// What the engine extracts at index time (fixed at creation, like the granularity).
+    #[serde(default)]
+    pub extraction: Extraction,
     pub segments: Vec<SegmentMeta>,
+}
+
+/// Index-time extraction settings of a store.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extraction {
+    /// Event dates are extracted into the `events` column (the time stage needs them).
+    pub events: bool,
+    /// The fact extractor whose output is prepended to keys (`None`: keys unexpanded).
+    pub facts: Option<String>,
 }
 
 /// One committed segment file.

@@ -20,6 +20,12 @@ pub mod columns {
     pub const KEY_HASH: &str = "key_hash";
     /// Analysed key terms (segmented, lower-cased, stop words out, stemmed) for BM25.
     pub const TERMS: &str = "terms";
+    /// Event dates mentioned in the value, resolved against the session date: flattened
+    /// `[start_ms, end_ms]` pairs (inclusive, UTC days). Empty when none or not extracted.
+    pub const EVENTS: &str = "events";
+    /// Facts extracted from the value and prepended to the key before embedding (empty when
+    /// none or not extracted).
+    pub const FACTS: &str = "facts";
 }
 
 pub(crate) const COL_ITEM_ID: usize = 0;
@@ -35,6 +41,12 @@ pub(crate) const COL_EMBEDDING: usize = 9;
 pub(crate) const COL_CONTENT_HASH: usize = 10;
 pub(crate) const COL_KEY_HASH: usize = 11;
 pub(crate) const COL_TERMS: usize = 12;
+pub(crate) const COL_EVENTS: usize = 13;
+pub(crate) const COL_FACTS: usize = 14;
+
+pub(crate) fn event_item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Int64, false))
+}
 
 pub(crate) fn term_item_field() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Utf8, false))
@@ -69,6 +81,8 @@ pub(crate) fn segment_schema(dim: usize, metadata: HashMap<String, String>) -> S
         Field::new(CONTENT_HASH, DataType::UInt64, false),
         Field::new(KEY_HASH, DataType::UInt64, false),
         Field::new(TERMS, DataType::List(term_item_field()), false),
+        Field::new(EVENTS, DataType::List(event_item_field()), false),
+        Field::new(FACTS, DataType::LargeUtf8, false),
     ])
     .with_metadata(metadata)
 }

@@ -2,9 +2,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, TimestampMillisecondType, UInt32Type, UInt64Type};
+use arrow_array::types::{
+    Float32Type, Int64Type, TimestampMillisecondType, UInt32Type, UInt64Type,
+};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, ListArray, RecordBatch,
     StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
@@ -26,7 +28,18 @@ pub(crate) struct Row<'a> {
     pub position: u64,
     pub item: &'a MemoryItem,
     pub embedding: &'a [f32],
-    pub terms: &'a [String],
+    pub derived: &'a Derived,
+}
+
+/// What the engine derives from an item at index time, stored beside it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Derived {
+    /// Analysed key terms for BM25.
+    pub terms: Vec<String>,
+    /// Event dates as flattened `[start_ms, end_ms]` pairs.
+    pub events: Vec<i64>,
+    /// Extracted facts (already part of the key when key expansion is on).
+    pub facts: String,
 }
 
 /// Writes `rows` (already in final order: tenant-grouped, position-ascending) as a segment
@@ -95,6 +108,10 @@ pub(crate) fn write_segment(
                 .map(|r| memdex_core::content_hash(r.item.key.as_bytes())),
         )),
         Arc::new(terms_array(rows)),
+        Arc::new(events_array(rows)),
+        Arc::new(LargeStringArray::from_iter_values(
+            rows.iter().map(|r| r.derived.facts.as_str()),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
@@ -137,9 +154,18 @@ pub(crate) fn write_segment(
 fn terms_array(rows: &[Row<'_>]) -> ListArray {
     let mut b = ListBuilder::new(StringBuilder::new()).with_field(term_item_field());
     for r in rows {
-        for t in r.terms {
+        for t in &r.derived.terms {
             b.values().append_value(t);
         }
+        b.append(true);
+    }
+    b.finish()
+}
+
+fn events_array(rows: &[Row<'_>]) -> ListArray {
+    let mut b = ListBuilder::new(Int64Builder::new()).with_field(event_item_field());
+    for r in rows {
+        b.values().append_slice(&r.derived.events);
         b.append(true);
     }
     b.finish()
@@ -241,6 +267,21 @@ impl Segment {
         let offsets = list.value_offsets();
         let values = list.values().as_string::<i32>();
         (offsets[row] as usize..offsets[row + 1] as usize).map(move |i| values.value(i))
+    }
+
+    /// Event dates of `row` as `(start_ms, end_ms)` pairs.
+    pub fn events(&self, row: usize) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let list = self.batch.column(COL_EVENTS).as_list::<i32>();
+        let offsets = list.value_offsets();
+        let values = list.values().as_primitive::<Int64Type>().values();
+        values[offsets[row] as usize..offsets[row + 1] as usize]
+            .chunks_exact(2)
+            .map(|p| (p[0], p[1]))
+    }
+
+    /// Facts extracted for `row` (empty when none).
+    pub fn facts(&self, row: usize) -> &str {
+        self.batch.column(COL_FACTS).as_string::<i64>().value(row)
     }
 
     pub fn item_ids(&self) -> &[u64] {

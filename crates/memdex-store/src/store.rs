@@ -57,6 +57,15 @@ impl<'a> TenantSlice<'a> {
     pub fn terms(&self, i: usize) -> impl Iterator<Item = &'a str> + 'a {
         self.segment.terms(self.start + i)
     }
+
+    /// Event dates `(start_ms, end_ms)` of the item at `i`.
+    pub fn events(&self, i: usize) -> impl Iterator<Item = (i64, i64)> + 'a {
+        self.segment.events(self.start + i)
+    }
+
+    pub fn facts(&self, i: usize) -> &'a str {
+        self.segment.facts(self.start + i)
+    }
 }
 
 impl Store {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
 use crate::error::{io, StoreError};
-use crate::manifest::{sync_dir, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
-use crate::segment::{write_segment, Row};
+use crate::manifest::{sync_dir, Extraction, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
+use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
 
 /// The single writer of a store. Holds `DIR/LOCK` for its lifetime.
@@ -37,6 +37,24 @@ impl StoreWriter {
         granularity: Granularity,
         model_source: Option<String>,
     ) -> Result<StoreWriter, StoreError> {
+        Self::open_or_create_with(
+            dir,
+            model,
+            granularity,
+            model_source,
+            &Extraction::default(),
+        )
+    }
+
+    /// [`Self::open_or_create`] recording (on creation) or checking (on open) the store's
+    /// index-time extraction settings: one store holds one kind of key.
+    pub fn open_or_create_with(
+        dir: &Path,
+        model: &ModelInfo,
+        granularity: Granularity,
+        model_source: Option<String>,
+        extraction: &Extraction,
+    ) -> Result<StoreWriter, StoreError> {
         fs::create_dir_all(dir.join(SEGMENTS_DIR)).map_err(io(dir))?;
         let lock_path = dir.join("LOCK");
         let lock = File::options()
@@ -64,6 +82,7 @@ impl StoreWriter {
                     model: model.clone(),
                     granularity,
                     model_source,
+                    extraction: extraction.clone(),
                     segments: Vec::new(),
                 };
                 m.save(dir)?;
@@ -80,6 +99,16 @@ impl StoreWriter {
                     dir.display(),
                     store.manifest().granularity,
                     granularity
+                ),
+            });
+        }
+        let have = &store.manifest().extraction;
+        if have != extraction {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} was built with extraction {have:?}; cannot append with {extraction:?} \
+                     (use the same --extract/--facts options, or another store)",
+                    dir.display(),
                 ),
             });
         }
@@ -133,7 +162,7 @@ impl StoreWriter {
         items: &[MemoryItem],
         embeddings: &[f32],
     ) -> Result<AppendReport, StoreError> {
-        self.append_with_terms(items, embeddings, &vec![Vec::new(); items.len()])
+        self.append_derived(items, embeddings, &vec![Derived::default(); items.len()])
     }
 
     /// [`Self::append`] with each item's analysed key terms (one list per item).
@@ -143,9 +172,31 @@ impl StoreWriter {
         embeddings: &[f32],
         terms: &[Vec<String>],
     ) -> Result<AppendReport, StoreError> {
-        if terms.len() != items.len() {
+        let derived: Vec<Derived> = terms
+            .iter()
+            .map(|t| Derived {
+                terms: t.clone(),
+                ..Derived::default()
+            })
+            .collect();
+        self.append_derived(items, embeddings, &derived)
+    }
+
+    /// [`Self::append`] with what the engine derived from each item (terms, events, facts).
+    pub fn append_derived(
+        &mut self,
+        items: &[MemoryItem],
+        embeddings: &[f32],
+        derived: &[Derived],
+    ) -> Result<AppendReport, StoreError> {
+        if derived.len() != items.len() {
             return Err(StoreError::InvalidAppend {
-                message: format!("{} term lists for {} items", terms.len(), items.len()),
+                message: format!("{} derived rows for {} items", derived.len(), items.len()),
+            });
+        }
+        if let Some(i) = derived.iter().position(|d| d.events.len() % 2 != 0) {
+            return Err(StoreError::InvalidAppend {
+                message: format!("events of item {i} are not (start, end) pairs"),
             });
         }
         let dim = self.manifest.model.dim;
@@ -182,7 +233,7 @@ impl StoreWriter {
                     position,
                     item,
                     embedding: &embeddings[i * dim..(i + 1) * dim],
-                    terms: &terms[i],
+                    derived: &derived[i],
                 }
             })
             .collect();

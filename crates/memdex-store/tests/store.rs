@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
-use memdex_store::{Store, StoreError, StoreWriter};
+use memdex_store::{Derived, Extraction, Store, StoreError, StoreWriter};
 
 fn model(dim: usize, fp: &str) -> ModelInfo {
     ModelInfo {
@@ -257,7 +257,9 @@ print(json.dumps({
         .as_str()
         .unwrap()
         .contains("test-model"));
-    assert_eq!(v["columns"].as_array().unwrap().len(), 13);
+    assert_eq!(v["columns"].as_array().unwrap().len(), 15);
+    assert_eq!(v["columns"][13], "events");
+    assert_eq!(v["columns"][14], "facts");
 }
 
 #[test]
@@ -299,4 +301,51 @@ fn terms_round_trip_and_must_match_items() {
     // rows are tenant-sorted: "a" first, and its (empty) terms moved with it
     assert_eq!(seg.terms(0).count(), 0);
     assert_eq!(seg.terms(1).collect::<Vec<_>>(), ["dog", "run"]);
+}
+
+#[test]
+fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let on = Extraction {
+        events: true,
+        facts: Some("heuristic-v1".into()),
+    };
+    let mut w =
+        StoreWriter::open_or_create_with(dir, &model(4, "aaaa"), Granularity::Round, None, &on)
+            .unwrap();
+    let items = [item("a", "s", 0, "x"), item("a", "s", 1, "y")];
+    let derived = vec![
+        Derived {
+            terms: vec!["x".into()],
+            events: vec![10, 20, 30, 40],
+            facts: "fact one".into(),
+        },
+        Derived::default(),
+    ];
+    w.append_derived(&items, &emb(2, 4, 0.0), &derived).unwrap();
+    let odd = vec![
+        Derived {
+            events: vec![1],
+            ..Derived::default()
+        };
+        2
+    ];
+    let e = w.append_derived(&items, &emb(2, 4, 0.0), &odd).unwrap_err();
+    assert!(e.to_string().contains("pairs"), "{e}");
+    drop(w);
+
+    let s = Store::open(dir).unwrap();
+    assert_eq!(s.manifest().extraction, on);
+    let slice = s.tenant_slices("a")[0];
+    assert_eq!(slice.events(0).collect::<Vec<_>>(), [(10, 20), (30, 40)]);
+    assert_eq!(slice.events(1).count(), 0);
+    assert_eq!(slice.facts(0), "fact one");
+    assert_eq!(slice.facts(1), "");
+    assert_eq!(s.segments()[0].terms(0).collect::<Vec<_>>(), ["x"]);
+
+    // reopening with other extraction settings is refused: one kind of key per store
+    let e =
+        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap_err();
+    assert!(e.to_string().contains("extraction"), "{e}");
 }

@@ -43,13 +43,21 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
     };
     let embedder = super::load_embedder(&a.model, None)?;
-    let mut writer = StoreWriter::open_or_create(&store_dir, embedder.info(), granularity, None)?;
+    let extract = super::extract_options(&a.extract, a.facts);
+    let mut writer = StoreWriter::open_or_create_with(
+        &store_dir,
+        embedder.info(),
+        granularity,
+        None,
+        &extract.extraction(),
+    )?;
     let pb = spinner("sessions");
     let load_opts = LoadOptions {
         dataset,
         granularity,
         on_error: a.on_error,
         flush_items: 50_000,
+        extract,
     };
     let (questions, load) = load_and_index(
         &a.input,

@@ -46,8 +46,14 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
-    let mut writer =
-        StoreWriter::open_or_create(&a.store, embedder.info(), a.granularity, Some(source_hint))?;
+    let extract = super::extract_options(&a.extract, a.facts);
+    let mut writer = StoreWriter::open_or_create_with(
+        &a.store,
+        embedder.info(),
+        a.granularity,
+        Some(source_hint),
+        &extract.extraction(),
+    )?;
     let mut itemize = ItemizeOptions::new(a.granularity);
     if let Some(k) = a.key_roles {
         itemize.key_roles = k;
@@ -56,6 +62,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
         itemize,
         on_error: a.on_error,
         flush_items: a.flush_items.max(1),
+        extract,
     };
     let mut bars = Bars {
         sessions: spinner("sessions"),
@@ -81,6 +88,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 granularity: a.granularity,
                 on_error: a.on_error,
                 flush_items: opts.flush_items,
+                extract,
             };
             load_and_index(&a.input, &load, &mut writer, &embedder, &mut bars)
                 .map(|(_, load)| {

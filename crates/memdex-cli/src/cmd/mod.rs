@@ -13,10 +13,20 @@ use anyhow::{Context, Result};
 use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
 
 use crate::cli::{
-    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, FragRelScopeArg, FusionArg, ModelArgs,
-    RankArgs, RetrieverArg,
+    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, ExtractArgs, FragRelScopeArg, FusionArg,
+    ModelArgs, RankArgs, RetrieverArg, TimeArg,
 };
-use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, Fusion, RankOptions, Retriever};
+use memdex_engine::{
+    Bm25Flavour, ExtractOptions, FragRel, FragRelScope, Fusion, RankOptions, Retriever, TimeMode,
+    TimeStage,
+};
+
+pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
+    ExtractOptions {
+        events: a.extract_events,
+        facts,
+    }
+}
 
 /// Where the default model lives (relative to the working directory).
 pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
@@ -133,6 +143,37 @@ pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptio
     if let Some(i) = a.importance {
         anyhow::ensure!(i >= 0.0, "--importance must be ≥ 0, got {i}");
         o.importance = (i > 0.0).then_some(i);
+    }
+    if let Some(t) = a.time {
+        o.time = match t {
+            TimeArg::Off => None,
+            TimeArg::Front => Some(TimeStage {
+                mode: TimeMode::Front,
+                ..o.time.unwrap_or_default()
+            }),
+            TimeArg::Boost => Some(TimeStage {
+                mode: TimeMode::Boost(1.0),
+                ..o.time.unwrap_or_default()
+            }),
+        };
+    }
+    if let Some(b) = a.time_boost {
+        anyhow::ensure!(b >= 0.0, "--time-boost must be ≥ 0, got {b}");
+        match &mut o.time {
+            Some(TimeStage {
+                mode: TimeMode::Boost(x),
+                ..
+            }) => *x = b,
+            _ => anyhow::bail!("--time-boost needs --time boost"),
+        }
+    }
+    if let Some(b) = a.when_boost {
+        anyhow::ensure!(b >= 0.0, "--when-boost must be ≥ 0, got {b}");
+        match &mut o.time {
+            Some(st) => st.when_boost = b,
+            None if b == 0.0 => {}
+            None => anyhow::bail!("--when-boost needs the time stage (--time front|boost)"),
+        }
     }
     Ok(o)
 }
