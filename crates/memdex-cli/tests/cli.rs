@@ -516,3 +516,25 @@ fn time_stage_prefers_items_in_the_query_range() {
     let err = fails(&search(&store, "ann", q, &["--time-boost", "1"]));
     assert!(err.contains("--time boost"), "{err}");
 }
+
+#[test]
+fn long_and_non_english_queries_rank_normally() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    ok(&index_json(
+        &write(tmp.path(), "h.jsonl", &history()),
+        &store,
+        &[],
+    ));
+    // 60 KB: truncated to the model's window for the vector, analysed whole for BM25
+    let long = "where did my sister move in March ".repeat(1800);
+    let h = hits(&search(&store, "alice", &long, &["--json", "-k", "1"]));
+    assert_eq!(h.len(), 1);
+    for q in [
+        "私の妹はどこに引っ越しましたか",
+        "¿Dónde vive mi hermana? 😀",
+    ] {
+        let h = hits(&search(&store, "alice", q, &["--json", "-k", "2"]));
+        assert_eq!(h.len(), 2, "{q}");
+    }
+}

@@ -4,7 +4,7 @@ use std::time::Instant;
 use memdex_core::{MemoryItem, OnError, TextKind};
 use memdex_embed::Embedder;
 use memdex_extract::time::ms_day;
-use memdex_extract::{expand_key, extract_events, FactExtractor, HeuristicFacts};
+use memdex_extract::{expand_key, extract_events, invalid_dates, FactExtractor, HeuristicFacts};
 use memdex_index::text::Analyzer;
 use memdex_ingest::{itemize, ItemizeOptions, SessionSource};
 use memdex_store::{session_hash, Derived, Extraction, Store, StoreWriter};
@@ -109,6 +109,11 @@ pub struct IndexReport {
     /// earlier run): their vector was copied, not recomputed.
     pub keys_reused: u64,
     pub tokens_embedded: u64,
+    /// Items with at least one extracted event date.
+    pub items_with_events: u64,
+    /// Date-shaped words that name no calendar day (`2023-02-30`): counted, not fatal; the
+    /// item keeps its session date.
+    pub invalid_dates: u64,
     pub segments_written: u64,
     pub embed_seconds: f64,
     pub seconds: f64,
@@ -197,6 +202,14 @@ pub fn index_sessions_with<S: SessionSource>(
             .par_iter_mut()
             .map(|it| derive_item(it, opts.extract.events, facts))
             .collect();
+        if opts.extract.events {
+            let r = &mut batch.report;
+            r.items_with_events += derived.iter().filter(|d| !d.events.is_empty()).count() as u64;
+            r.invalid_dates += items
+                .iter()
+                .map(|it| invalid_dates(&it.value) as u64)
+                .sum::<u64>();
+        }
         batch.derived.extend(derived);
         batch.pending.extend(items);
         if batch.pending.len() >= opts.flush_items {

@@ -14,4 +14,4 @@ mod lexicon;
 pub mod time;
 
 pub use facts::{expand_key, FactExtractor, HeuristicFacts};
-pub use time::{extract_events, parse_query, DayRange, QueryTime, TimeExpr};
+pub use time::{extract_events, invalid_dates, parse_query, DayRange, QueryTime, TimeExpr};

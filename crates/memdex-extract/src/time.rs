@@ -98,6 +98,32 @@ pub fn extract_events(text: &str, anchor: NaiveDate) -> Vec<TimeExpr> {
     scan(&tokens(text), anchor, false)
 }
 
+/// How many date-shaped words of `text` name no calendar day (`2023-02-30`, `13/45/2023`,
+/// `May 32`): counted by the indexer, never fatal (the item keeps its session date).
+pub fn invalid_dates(text: &str) -> usize {
+    let toks = tokens(text);
+    let shaped = |w: &str| {
+        let parts: Vec<&str> = w.split(['-', '/']).collect();
+        parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            && (parts[0].len() == 4 || parts[2].len() == 4)
+    };
+    toks.iter()
+        .enumerate()
+        .filter(|(i, t)| {
+            let bad_numeric = shaped(&t.lower) && numeric_date(&t.lower).is_none();
+            let bad_day = month(t).is_some()
+                && toks
+                    .get(i + 1)
+                    .and_then(|n| day_number(&n.lower))
+                    .is_some_and(|d| d == 0 || d > 31);
+            bad_numeric || bad_day
+        })
+        .count()
+}
+
 /// What a query says about time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTime {
@@ -449,7 +475,8 @@ fn month_year(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, 
     if let Some(y) = year(w(1 + k)) {
         return Some((months_from(y, m, 1)?, 2 + k));
     }
-    if !month_alone(t) {
+    // `May 32`: a failed day, not the whole month
+    if !month_alone(t) || day_number(w(1)).is_some() {
         return None;
     }
     let y = if m > anchor.month() {

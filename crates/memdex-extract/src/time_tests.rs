@@ -143,6 +143,16 @@ fn when_questions_ask_about_time_without_a_range() {
 }
 
 #[test]
+fn invalid_dates_are_counted_not_resolved() {
+    let text = "on 2023-02-30 and 13/45/2023, then May 32, but 2023-02-28 is fine";
+    assert_eq!(invalid_dates(text), 3);
+    let e = extract_events(text, anchor());
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].range, DayRange::day(d(2023, 2, 28)));
+    assert_eq!(invalid_dates("no dates, 2 am, x-ray"), 0);
+}
+
+#[test]
 fn ms_round_trip() {
     let r = span(d(2023, 5, 6), d(2023, 5, 7));
     let (a, b) = r.to_ms();
