@@ -4,17 +4,23 @@
 # recall_all@5, turn→session recall_any@5 / recall_all@5 / ndcg_any@5, per-type recall_all@5
 # (turn / turn→session; types in alphabetical order, listed on stderr) and search latency
 # p50 / p99 in ms (query embedding + ranking, this machine).
-# Two stores are built on first use and reused: STORE-plain (keys as read) and STORE-facts
-# (keys expanded with extracted facts); both carry event dates.
+# Stores are built on first use and reused: STORE-false (keys as read) and STORE-true
+# (keys expanded with extracted facts); both carry event dates. STORE-n10 adds 10 semantic
+# neighbours per item for FragRel's semantic relation.
 #
 # usage: scripts/ablation.sh FILE locomo|longmemeval STORE
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 file=$1; format=$2; store=$3
 run() {
-  name="$1"; facts="$2"; shift 2
+  name="$1"; kind="$2"; shift 2
+  case "$kind" in
+    false) opts=(--facts false) ;;
+    true) opts=(--facts true) ;;
+    n10) opts=(--facts true --neighbors 10) ;;
+  esac
   "${MEMDEX:-$root/target/release/memdex}" eval --input "$file" --format "$format" \
-    --store "$store-$([ "$facts" = true ] && echo facts || echo plain)" --facts "$facts" \
+    --store "$store-$kind" "${opts[@]}" \
     --json "$@" 2>/dev/null | python3 -c "
 import json,sys; r=json.load(sys.stdin); L=r['levels']; T=L.get('turn',{}); S=L['session']; bt=r['by_type']; lat=r['latency_ms']
 cats=' | '.join('%.3f / %.3f'%(bt[c].get('turn',{}).get('recall_all@5',0),bt[c]['session']['recall_all@5']) for c in sorted(bt))
@@ -33,5 +39,6 @@ run "+ facts (key expansion)" true $H $F --time front --when-boost 0.2
 run "+ importance 0.3 (= search defaults)" true $H $F --time front --when-boost 0.2 --importance 0.3
 run "  + recency 0.3 (all on)" true $H $F --time front --when-boost 0.2 --importance 0.3 --recency 0.3
 run "  time as boost ×2 instead of front" true $H $F --time boost --time-boost 1 --when-boost 0.2 --importance 0.3
+run "  + FragRel semantic relation (m 10, weight 0.2)" n10 $H $F --time front --when-boost 0.2 --importance 0.3 --fragrel-semantic 0.2
 run "  FragRel w 0.5 instead of 0.8" true $H --fragrel-alpha 0.5 --fragrel-w 0.5 --time front --when-boost 0.2 --importance 0.3
 run "official hybrid (reference stack)" false --retriever hybrid

@@ -181,6 +181,10 @@ pub struct RankArgs {
     /// FragRel decay per position step.
     #[arg(long, env = "MEMDEX_FRAGREL_W")]
     pub fragrel_w: Option<f64>,
+    /// FragRel semantic-relation weight (0 = off): adds α·Σ w_ij s_j / Σ w_ij over each item's
+    /// stored semantic neighbours (w = max(0, cos); needs `index --neighbors M`).
+    #[arg(long, env = "MEMDEX_FRAGREL_SEMANTIC")]
+    pub fragrel_semantic: Option<f64>,
     /// Which items share an environment: session or history.
     #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_enum)]
     pub fragrel_scope: Option<FragRelScopeArg>,
@@ -211,6 +215,10 @@ pub struct ExtractArgs {
     /// column; the time stage needs them.
     #[arg(long, env = "MEMDEX_EXTRACT_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub extract_events: bool,
+    /// FragRel's semantic relation: store each item's M most similar items of its tenant
+    /// (0: off); `--fragrel-semantic` uses them.
+    #[arg(long, env = "MEMDEX_NEIGHBORS", default_value_t = 0)]
+    pub neighbors: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -538,3 +538,41 @@ fn long_and_non_english_queries_rank_normally() {
         assert_eq!(h.len(), 2, "{q}");
     }
 }
+
+#[test]
+fn semantic_neighbours_are_stored_and_used_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = write(tmp.path(), "h.jsonl", &history());
+    let with = tmp.path().join("with");
+    ok(&index_json(&input, &with, &["--neighbors", "2"]));
+    let h = hits(&search(
+        &with,
+        "alice",
+        "sister",
+        &["--json", "--fragrel-semantic", "0.5"],
+    ));
+    assert_eq!(h.len(), 3);
+    // a second append links new items to stored ones (positions continue)
+    let more = write(
+        tmp.path(),
+        "more.jsonl",
+        &(session("alice", "s3", 9, &["my sister likes paris"]) + "\n"),
+    );
+    ok(&index_json(&more, &with, &["--neighbors", "2"]));
+    let h = hits(&search(
+        &with,
+        "alice",
+        "sister",
+        &["--json", "--fragrel-semantic", "0.5"],
+    ));
+    assert_eq!(h.len(), 4);
+    let without = tmp.path().join("without");
+    ok(&index_json(&input, &without, &[]));
+    let err = fails(&search(
+        &without,
+        "alice",
+        "sister",
+        &["--fragrel-semantic", "0.5"],
+    ));
+    assert!(err.contains("--neighbors"), "{err}");
+}

@@ -35,6 +35,10 @@ pub struct ExtractOptions {
     /// Key expansion: facts from the value are prepended to the key before embedding and
     /// BM25, and kept in the `facts` column.
     pub facts: bool,
+    /// FragRel's semantic relation: each new item's `m` most similar items of its tenant
+    /// (cosine over the stored vectors, weight `max(0, cos)`) into the `neighbors` columns
+    /// (0: off).
+    pub neighbors: usize,
 }
 
 impl Default for ExtractOptions {
@@ -44,6 +48,7 @@ impl Default for ExtractOptions {
         Self {
             events: true,
             facts: true,
+            neighbors: 0,
         }
     }
 }
@@ -56,6 +61,7 @@ impl ExtractOptions {
             facts: self
                 .facts
                 .then(|| HeuristicFacts::default().name().to_string()),
+            neighbors: self.neighbors,
         }
     }
 }
@@ -154,6 +160,7 @@ pub fn index_sessions_with<S: SessionSource>(
         cache: KeyCache::new(store),
         pending: Vec::new(),
         derived: Vec::new(),
+        neighbors: opts.extract.neighbors,
         report: IndexReport::default(),
         progress,
     };
@@ -282,6 +289,8 @@ struct Batch<'a> {
     pending: Vec<MemoryItem>,
     /// Events and facts of `pending` (terms are added at flush).
     derived: Vec<Derived>,
+    /// Semantic neighbours per item (0: off).
+    neighbors: usize,
     report: IndexReport,
     progress: &'a mut dyn IndexProgress,
 }
@@ -323,6 +332,12 @@ impl Batch<'_> {
                 Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
             }
         }
+        if self.neighbors > 0 {
+            let found = neighbors(&self.cache.store, &self.pending, &data, self.neighbors);
+            for (d, n) in self.derived.iter_mut().zip(found) {
+                d.neighbors = n;
+            }
+        }
         let report = &mut self.report;
         report.embed_seconds += t.elapsed().as_secs_f64();
         report.keys_embedded += unique.len() as u64;
@@ -348,6 +363,59 @@ impl Batch<'_> {
         self.derived.clear();
         self.cache.refresh()
     }
+}
+
+/// The `m` most similar items (tenant position, `max(0, cos)`) of each pending item among its
+/// tenant's stored items and the other pending items of that tenant, whose positions follow
+/// the stored ones in input order (as the writer assigns them).
+fn neighbors(
+    store: &Store,
+    pending: &[MemoryItem],
+    data: &[f32],
+    m: usize,
+) -> Vec<Vec<(u64, f32)>> {
+    let dim = store.dim();
+    let mut next = store.next_positions();
+    let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut position = vec![0u64; pending.len()];
+    for (i, it) in pending.iter().enumerate() {
+        let p = next.entry(it.tenant.clone()).or_insert(0);
+        position[i] = *p;
+        *p += 1;
+        by_tenant.entry(it.tenant.as_str()).or_default().push(i);
+    }
+    let mut out = vec![Vec::new(); pending.len()];
+    for (tenant, rows) in by_tenant {
+        let slices = store.tenant_slices(tenant);
+        let fresh: Vec<f32> = rows
+            .iter()
+            .flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied())
+            .collect();
+        let mut blocks: Vec<&[f32]> = slices.iter().map(|s| s.embeddings(dim)).collect();
+        blocks.push(&fresh);
+        let found: Vec<Vec<(u64, f32)>> = rows
+            .par_iter()
+            .map(|&i| {
+                memdex_index::top_k(&data[i * dim..(i + 1) * dim], &blocks, dim, m + 1)
+                    .into_iter()
+                    .map(|h| {
+                        let (b, r) = (h.block as usize, h.row as usize);
+                        let pos = match slices.get(b) {
+                            Some(s) => s.positions()[r],
+                            None => position[rows[r]],
+                        };
+                        (pos, h.score.max(0.0))
+                    })
+                    .filter(|&(p, w)| p != position[i] && w > 0.0)
+                    .take(m)
+                    .collect()
+            })
+            .collect();
+        for (&i, n) in rows.iter().zip(found) {
+            out[i] = n;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -382,6 +450,44 @@ mod tests {
             .events
             .is_empty());
         assert!(derive_item(&mut it, false, None).events.is_empty());
+    }
+
+    #[test]
+    fn neighbours_cover_stored_and_pending_items_but_not_the_item_itself() {
+        use memdex_core::{Granularity, ModelInfo, Pooling};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let model = ModelInfo {
+            name: "m".into(),
+            fingerprint: "f".into(),
+            dim: 2,
+            pooling: Pooling::Mean,
+            normalize: true,
+            max_length: 8,
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
+        };
+        let mut w = StoreWriter::open_or_create(tmp.path(), &model, Granularity::Turn, None)
+            .expect("store");
+        let mut other = item("x");
+        other.tenant = "other".into();
+        // stored: t@0 = (1, 0), other@0 = (0.6, 0.8) (another tenant: never a neighbour)
+        w.append(&[item("a"), other], &[1.0, 0.0, 0.6, 0.8])
+            .expect("append");
+        let store = Store::open(tmp.path()).expect("open");
+        // pending: t@1 = (0.8, 0.6), t@2 = (0, 1)
+        let pending = [item("b"), item("c")];
+        let data = [0.8, 0.6, 0.0, 1.0];
+        let n = neighbors(&store, &pending, &data, 2);
+        assert_eq!(n.len(), 2);
+        let pos = |v: &[(u64, f32)]| v.iter().map(|e| e.0).collect::<Vec<_>>();
+        assert_eq!(
+            pos(&n[0]),
+            [0, 2],
+            "stored item first (cos 0.8), then pending (0.6)"
+        );
+        assert!((n[0][0].1 - 0.8).abs() < 1e-6 && (n[0][1].1 - 0.6).abs() < 1e-6);
+        // (0, 1) vs (1, 0): cosine 0, weight 0 → dropped
+        assert_eq!(pos(&n[1]), [1]);
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub struct RankOptions {
     pub importance: Option<f64>,
     /// Time-aware ranking (off when None; needs the `events` column).
     pub time: Option<TimeStage>,
+    /// FragRel's semantic relation: `s + this · Σ w_ij s_j / Σ w_ij` over each item's stored
+    /// neighbours and the items that list it (w = max(0, cos)), computed from the same
+    /// first-stage scores as the context relation (off when None; needs `neighbors`).
+    pub semantic: Option<f64>,
 }
 
 /// One query: its text (for BM25), vector (dense) and date (recency; default: the newest
@@ -131,6 +135,7 @@ impl Default for RankOptions {
             recency: None,
             importance: Some(0.3),
             time: Some(TimeStage::default()),
+            semantic: None,
         }
     }
 }
@@ -147,6 +152,7 @@ impl RankOptions {
             recency: None,
             importance: None,
             time: None,
+            semantic: None,
         }
     }
 }
@@ -180,10 +186,43 @@ impl<'s> Ranking<'s> {
 #[derive(Debug, Default)]
 pub(crate) struct TenantCache {
     bm25: Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>,
+    /// Symmetric semantic adjacency (index in the tenant's timeline, weight) per tenant.
+    semantic: Mutex<HashMap<String, Arc<Vec<Vec<(u32, f32)>>>>>,
     importance: Mutex<HashMap<String, Arc<Vec<u8>>>>,
 }
 
 impl TenantCache {
+    fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<Vec<(u32, f32)>>> {
+        let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(tenant.to_string())
+            .or_insert_with(|| {
+                let positions: Vec<u64> =
+                    slices.iter().flat_map(|s| s.positions()).copied().collect();
+                let mut adj: Vec<Vec<(u32, f32)>> = vec![Vec::new(); positions.len()];
+                let mut i = 0;
+                for s in slices {
+                    for r in 0..s.rows {
+                        for (p, w) in s.neighbors(r) {
+                            if let Ok(j) = positions.binary_search(&p) {
+                                if j != i {
+                                    adj[i].push((j as u32, w));
+                                    adj[j].push((i as u32, w));
+                                }
+                            }
+                        }
+                        i += 1;
+                    }
+                }
+                for a in &mut adj {
+                    // listed by both sides: keep one edge
+                    a.sort_by_key(|e| e.0);
+                    a.dedup_by_key(|e| e.0);
+                }
+                Arc::new(adj)
+            })
+            .clone()
+    }
+
     fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {
         let mut map = self.importance.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tenant.to_string())
@@ -285,7 +324,18 @@ pub(crate) fn rank<'s>(
         } else {
             groups.resize(n, 0);
         }
-        scores = relation_scores(&scores, &positions, &groups, p);
+        let ctx = relation_scores(&scores, &positions, &groups, p);
+        scores = match opts.semantic {
+            Some(beta) => semantic_env(&scores, &cache.semantic(tenant, &slices), beta)
+                .iter()
+                .zip(&ctx)
+                .zip(&scores)
+                .map(|((sem, c), s)| c + sem - s)
+                .collect(),
+            None => ctx,
+        };
+    } else if let Some(beta) = opts.semantic {
+        scores = semantic_env(&scores, &cache.semantic(tenant, &slices), beta);
     }
     if opts.recency.is_some() || opts.importance.is_some() {
         // multiplicative signals need non-negative scores: shift negative ones (cosines can be)
@@ -393,4 +443,52 @@ fn apply_time(
         }
     }
     *order = rank_desc(scores);
+}
+
+/// `s_i + beta · Σ_j w_ij s_j / Σ_j w_ij` over the semantic adjacency (FragRel, semantic
+/// relation); items without neighbours keep their score.
+fn semantic_env(scores: &[f64], adj: &[Vec<(u32, f32)>], beta: f64) -> Vec<f64> {
+    scores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let (num, den) = adj.get(i).map_or((0.0, 0.0), |a| {
+                a.iter().fold((0.0, 0.0), |(n, d), &(j, w)| {
+                    (n + f64::from(w) * scores[j as usize], d + f64::from(w))
+                })
+            });
+            if den > 0.0 {
+                s + beta * num / den
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::semantic_env;
+
+    #[test]
+    fn semantic_environment_is_the_weighted_mean_of_neighbours() {
+        let scores = [1.0, 0.0, 0.5, 0.2];
+        // 0–1 (w 1.0), 0–2 (w 0.5); item 3 has no neighbours
+        let adj = vec![
+            vec![(1, 1.0), (2, 0.5)],
+            vec![(0, 1.0)],
+            vec![(0, 0.5)],
+            vec![],
+        ];
+        let s = semantic_env(&scores, &adj, 0.5);
+        let want = [
+            1.0 + 0.5 * (0.0 + 0.25) / 1.5,
+            0.0 + 0.5 * 1.0,
+            0.5 + 0.5 * 1.0,
+            0.2,
+        ];
+        for (a, b) in s.iter().zip(want) {
+            assert!((a - b).abs() < 1e-12, "{s:?}");
+        }
+    }
 }

@@ -98,6 +98,14 @@ impl Searcher {
         query: &Query<'_>,
         opts: &RankOptions,
     ) -> Result<Ranking<'_>, EngineError> {
+        if opts.semantic.is_some() && self.store.manifest().extraction.neighbors == 0 {
+            return Err(EngineError::MissingColumns {
+                stage: "FragRel semantic",
+                what: "semantic neighbours",
+                store: self.store.dir().display().to_string(),
+                option: "`memdex index --neighbors M`",
+            });
+        }
         if opts.time.is_some() && !self.store.manifest().extraction.events {
             return Err(EngineError::MissingColumns {
                 stage: "time",

@@ -38,6 +38,9 @@ pub struct Extraction {
     pub events: bool,
     /// The fact extractor whose output is prepended to keys (`None`: keys unexpanded).
     pub facts: Option<String>,
+    /// FragRel semantic neighbours stored per item (0: none).
+    #[serde(default)]
+    pub neighbors: usize,
 }
 
 /// One committed segment file.

@@ -26,6 +26,11 @@ pub mod columns {
     /// Facts extracted from the value and prepended to the key before embedding (empty when
     /// none or not extracted).
     pub const FACTS: &str = "facts";
+    /// FragRel's semantic relation: tenant positions of the item's top-m most similar items
+    /// at index time (earlier items and items of the same append), empty when not computed.
+    pub const NEIGHBORS: &str = "neighbors";
+    /// `max(0, cosine)` of each neighbour, parallel to `neighbors`.
+    pub const NEIGHBOR_WEIGHTS: &str = "neighbor_weights";
 }
 
 pub(crate) const COL_ITEM_ID: usize = 0;
@@ -43,6 +48,16 @@ pub(crate) const COL_KEY_HASH: usize = 11;
 pub(crate) const COL_TERMS: usize = 12;
 pub(crate) const COL_EVENTS: usize = 13;
 pub(crate) const COL_FACTS: usize = 14;
+pub(crate) const COL_NEIGHBORS: usize = 15;
+pub(crate) const COL_NEIGHBOR_WEIGHTS: usize = 16;
+
+pub(crate) fn neighbor_item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::UInt64, false))
+}
+
+pub(crate) fn weight_item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Float32, false))
+}
 
 pub(crate) fn event_item_field() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Int64, false))
@@ -83,6 +98,8 @@ pub(crate) fn segment_schema(dim: usize, metadata: HashMap<String, String>) -> S
         Field::new(TERMS, DataType::List(term_item_field()), false),
         Field::new(EVENTS, DataType::List(event_item_field()), false),
         Field::new(FACTS, DataType::LargeUtf8, false),
+        Field::new(NEIGHBORS, DataType::List(neighbor_item_field()), false),
+        Field::new(NEIGHBOR_WEIGHTS, DataType::List(weight_item_field()), false),
     ])
     .with_metadata(metadata)
 }

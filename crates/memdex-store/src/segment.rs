@@ -2,7 +2,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
+use arrow_array::builder::{
+    Float32Builder, Int64Builder, ListBuilder, StringBuilder, UInt64Builder,
+};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float32Type, Int64Type, TimestampMillisecondType, UInt32Type, UInt64Type,
@@ -40,6 +42,8 @@ pub struct Derived {
     pub events: Vec<i64>,
     /// Extracted facts (already part of the key when key expansion is on).
     pub facts: String,
+    /// FragRel semantic neighbours: (tenant position, weight).
+    pub neighbors: Vec<(u64, f32)>,
 }
 
 /// Writes `rows` (already in final order: tenant-grouped, position-ascending) as a segment
@@ -112,6 +116,8 @@ pub(crate) fn write_segment(
         Arc::new(LargeStringArray::from_iter_values(
             rows.iter().map(|r| r.derived.facts.as_str()),
         )),
+        Arc::new(neighbors_array(rows)),
+        Arc::new(neighbor_weights_array(rows)),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
@@ -166,6 +172,28 @@ fn events_array(rows: &[Row<'_>]) -> ListArray {
     let mut b = ListBuilder::new(Int64Builder::new()).with_field(event_item_field());
     for r in rows {
         b.values().append_slice(&r.derived.events);
+        b.append(true);
+    }
+    b.finish()
+}
+
+fn neighbors_array(rows: &[Row<'_>]) -> ListArray {
+    let mut b = ListBuilder::new(UInt64Builder::new()).with_field(neighbor_item_field());
+    for r in rows {
+        for &(p, _) in &r.derived.neighbors {
+            b.values().append_value(p);
+        }
+        b.append(true);
+    }
+    b.finish()
+}
+
+fn neighbor_weights_array(rows: &[Row<'_>]) -> ListArray {
+    let mut b = ListBuilder::new(Float32Builder::new()).with_field(weight_item_field());
+    for r in rows {
+        for &(_, w) in &r.derived.neighbors {
+            b.values().append_value(w);
+        }
         b.append(true);
     }
     b.finish()
@@ -277,6 +305,18 @@ impl Segment {
         values[offsets[row] as usize..offsets[row + 1] as usize]
             .chunks_exact(2)
             .map(|p| (p[0], p[1]))
+    }
+
+    /// FragRel semantic neighbours of `row`: (tenant position, weight).
+    pub fn neighbors(&self, row: usize) -> impl Iterator<Item = (u64, f32)> + '_ {
+        let pos = self.batch.column(COL_NEIGHBORS).as_list::<i32>();
+        let w = self.batch.column(COL_NEIGHBOR_WEIGHTS).as_list::<i32>();
+        let (po, wo) = (pos.value_offsets(), w.value_offsets());
+        let pv = &pos.values().as_primitive::<UInt64Type>().values()
+            [po[row] as usize..po[row + 1] as usize];
+        let wv = &w.values().as_primitive::<Float32Type>().values()
+            [wo[row] as usize..wo[row + 1] as usize];
+        pv.iter().copied().zip(wv.iter().copied())
     }
 
     /// Facts extracted for `row` (empty when none).

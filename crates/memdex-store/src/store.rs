@@ -66,6 +66,11 @@ impl<'a> TenantSlice<'a> {
     pub fn facts(&self, i: usize) -> &'a str {
         self.segment.facts(self.start + i)
     }
+
+    /// FragRel semantic neighbours of the item at `i`: (tenant position, weight).
+    pub fn neighbors(&self, i: usize) -> impl Iterator<Item = (u64, f32)> + 'a {
+        self.segment.neighbors(self.start + i)
+    }
 }
 
 impl Store {

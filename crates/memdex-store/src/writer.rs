@@ -194,6 +194,14 @@ impl StoreWriter {
                 message: format!("{} derived rows for {} items", derived.len(), items.len()),
             });
         }
+        if let Some(i) = derived
+            .iter()
+            .position(|d| d.neighbors.iter().any(|n| !n.1.is_finite()))
+        {
+            return Err(StoreError::InvalidAppend {
+                message: format!("neighbour weight of item {i} is not finite"),
+            });
+        }
         if let Some(i) = derived.iter().position(|d| d.events.len() % 2 != 0) {
             return Err(StoreError::InvalidAppend {
                 message: format!("events of item {i} are not (start, end) pairs"),

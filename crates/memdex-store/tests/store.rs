@@ -257,7 +257,7 @@ print(json.dumps({
         .as_str()
         .unwrap()
         .contains("test-model"));
-    assert_eq!(v["columns"].as_array().unwrap().len(), 15);
+    assert_eq!(v["columns"].as_array().unwrap().len(), 17);
     assert_eq!(v["columns"][13], "events");
     assert_eq!(v["columns"][14], "facts");
 }
@@ -310,6 +310,7 @@ fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
     let on = Extraction {
         events: true,
         facts: Some("heuristic-v1".into()),
+        neighbors: 2,
     };
     let mut w =
         StoreWriter::open_or_create_with(dir, &model(4, "aaaa"), Granularity::Round, None, &on)
@@ -320,6 +321,7 @@ fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
             terms: vec!["x".into()],
             events: vec![10, 20, 30, 40],
             facts: "fact one".into(),
+            neighbors: vec![(1, 0.5)],
         },
         Derived::default(),
     ];
@@ -342,6 +344,8 @@ fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
     assert_eq!(slice.events(1).count(), 0);
     assert_eq!(slice.facts(0), "fact one");
     assert_eq!(slice.facts(1), "");
+    assert_eq!(slice.neighbors(0).collect::<Vec<_>>(), [(1, 0.5)]);
+    assert_eq!(slice.neighbors(1).count(), 0);
     assert_eq!(s.segments()[0].terms(0).collect::<Vec<_>>(), ["x"]);
 
     // reopening with other extraction settings is refused: one kind of key per store

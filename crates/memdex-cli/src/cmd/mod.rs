@@ -25,6 +25,7 @@ pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
     ExtractOptions {
         events: a.extract_events,
         facts,
+        neighbors: a.neighbors,
     }
 }
 
@@ -143,6 +144,10 @@ pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptio
     if let Some(i) = a.importance {
         anyhow::ensure!(i >= 0.0, "--importance must be ≥ 0, got {i}");
         o.importance = (i > 0.0).then_some(i);
+    }
+    if let Some(x) = a.fragrel_semantic {
+        anyhow::ensure!(x >= 0.0, "--fragrel-semantic must be ≥ 0, got {x}");
+        o.semantic = (x > 0.0).then_some(x);
     }
     if let Some(t) = a.time {
         o.time = match t {
