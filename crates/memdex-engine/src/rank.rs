@@ -182,17 +182,20 @@ impl<'s> Ranking<'s> {
     }
 }
 
+/// Per item (timeline index): its semantic neighbours as (timeline index, weight).
+type Adjacency = Vec<Vec<(u32, f32)>>;
+
 /// Per-tenant BM25 indexes and importance values, built on first use.
 #[derive(Debug, Default)]
 pub(crate) struct TenantCache {
     bm25: Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>,
     /// Symmetric semantic adjacency (index in the tenant's timeline, weight) per tenant.
-    semantic: Mutex<HashMap<String, Arc<Vec<Vec<(u32, f32)>>>>>,
+    semantic: Mutex<HashMap<String, Arc<Adjacency>>>,
     importance: Mutex<HashMap<String, Arc<Vec<u8>>>>,
 }
 
 impl TenantCache {
-    fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<Vec<(u32, f32)>>> {
+    fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Adjacency> {
         let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tenant.to_string())
             .or_insert_with(|| {
