@@ -16,6 +16,7 @@
 //! Inside a segment rows are grouped by tenant and ordered by position in the tenant's
 //! history, so a tenant's embeddings are contiguous `&[f32]` slices.
 
+mod compact;
 mod error;
 mod manifest;
 mod mmap;
@@ -24,6 +25,7 @@ mod segment;
 mod store;
 mod writer;
 
+pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
 pub use manifest::{Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;

@@ -223,6 +223,11 @@ impl Segment {
         self.batch.num_rows()
     }
 
+    /// The whole record batch (every column, whatever the schema holds).
+    pub fn batch(&self) -> &RecordBatch {
+        &self.batch
+    }
+
     /// All embeddings, row-major `rows × dim`, borrowed from the mapping.
     pub fn embeddings(&self) -> &[f32] {
         let list = self.batch.column(COL_EMBEDDING).as_fixed_size_list();
