@@ -19,4 +19,14 @@ pub enum EngineError {
     UnknownTenant { tenant: String, store: String },
     #[error("the query is empty")]
     EmptyQuery,
+    #[error("busy: {queue} queue is full; retry later")]
+    Busy { queue: &'static str },
+    #[error("shutting down")]
+    ShuttingDown,
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("invalid input: {message}")]
+    Invalid { message: String },
+    #[error("internal error: {message}")]
+    Internal { message: String },
 }

@@ -146,7 +146,7 @@ fn terms_array(rows: &[Row<'_>]) -> ListArray {
 }
 
 /// An open, memory-mapped segment. Column accessors borrow straight from the mapping.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Segment {
     meta: SegmentMeta,
     path: PathBuf,
