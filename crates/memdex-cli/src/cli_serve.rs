@@ -57,3 +57,13 @@ pub struct CompactArgs {
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
 }
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Store directory (may be served and written while the copy runs).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// New directory for the copy.
+    #[arg(long, env = "MEMDEX_OUTPUT")]
+    pub output: PathBuf,
+}

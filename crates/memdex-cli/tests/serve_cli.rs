@@ -75,6 +75,28 @@ fn serve_sigterm_then_compact_removes_deleted_text() {
     );
     assert!(st == 200 && !b.contains("quokka"), "{b}");
 
+    // a consistent copy while serving
+    let copy = tmp.path().join("copy");
+    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(["snapshot", "--store"])
+        .arg(&store)
+        .arg("--output")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap = memdex_store::Store::open(&copy).unwrap();
+    assert_eq!(snap.rows(), 2);
+    assert_eq!(
+        snap.manifest().deleted.len(),
+        1,
+        "tombstones travel with the copy"
+    );
+
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])

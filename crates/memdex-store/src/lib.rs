@@ -22,6 +22,7 @@ mod manifest;
 mod mmap;
 mod schema;
 mod segment;
+mod snapshot;
 mod store;
 mod writer;
 
@@ -30,5 +31,6 @@ pub use error::StoreError;
 pub use manifest::{Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;
 pub use segment::{ItemRef, Segment};
+pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
 pub use writer::{AppendReport, StoreWriter};

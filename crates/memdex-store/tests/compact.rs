@@ -166,3 +166,40 @@ fn compaction_keeps_timeline_order_and_skips_large_clean_segments() {
         .unwrap();
     assert_eq!(r.segments_rewritten, 0, "nothing small or deleted");
 }
+
+#[test]
+fn snapshot_while_writing_and_compacting_always_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live");
+    let mut w = StoreWriter::open_or_create(&dir, &model(), Granularity::Round, None).unwrap();
+    w.append(&[item("t", "s0", 0, "first")], &[0.5; 4]).unwrap();
+    let d2 = dir.clone();
+    let writer = std::thread::spawn(move || {
+        for i in 1..60u32 {
+            w.append(
+                &[item("t", &format!("s{i}"), 0, &format!("text {i}"))],
+                &[0.5; 4],
+            )
+            .unwrap();
+            if i % 5 == 0 {
+                let id = Store::open(&d2).unwrap().manifest().next_item_id() - 1;
+                w.delete_items(&[id]).unwrap();
+                w.compact(&CompactOptions::default()).unwrap();
+            }
+        }
+    });
+    let mut copies = 0;
+    while !writer.is_finished() || copies < 3 {
+        let out = tmp.path().join(format!("copy{copies}"));
+        let v = memdex_store::snapshot(&dir, &out).unwrap();
+        let s = Store::open(&out).unwrap();
+        assert_eq!(s.manifest().version, v);
+        assert!(s.rows() >= 1);
+        copies += 1;
+    }
+    writer.join().unwrap();
+    assert!(
+        memdex_store::snapshot(&dir, &tmp.path().join("copy0")).is_err(),
+        "no overwrite"
+    );
+}

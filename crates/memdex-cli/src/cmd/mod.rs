@@ -34,6 +34,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
+        Command::Snapshot(a) => serve::snapshot(a),
     }
 }
 

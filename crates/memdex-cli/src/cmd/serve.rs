@@ -8,7 +8,7 @@ use memdex_engine::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};
 
-use crate::cli_serve::{CompactArgs, ServeArgs};
+use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
 use crate::output::print_json;
 
 pub fn run(a: ServeArgs) -> Result<()> {
@@ -119,6 +119,17 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         report.bytes_before,
         report.bytes_after,
         report.manifest_version
+    );
+    Ok(())
+}
+
+pub fn snapshot(a: SnapshotArgs) -> Result<()> {
+    let v = memdex_store::snapshot(&a.store, &a.output)
+        .with_context(|| format!("snapshot of {}", a.store.display()))?;
+    println!(
+        "{}: manifest version {v} copied to {}",
+        a.store.display(),
+        a.output.display()
     );
     Ok(())
 }
