@@ -31,6 +31,12 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run the HTTP memory service (see README "Server").
+    Serve(crate::cli_serve::ServeArgs),
+    /// Physically remove deleted items from a store's segments and merge small segments.
+    Compact(crate::cli_serve::CompactArgs),
+    /// Consistent copy of a store, also while it is served (no lock taken).
+    Snapshot(crate::cli_serve::SnapshotArgs),
 }
 
 /// Where the model comes from and where it runs.

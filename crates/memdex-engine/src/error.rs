@@ -26,4 +26,14 @@ pub enum EngineError {
         store: String,
         option: &'static str,
     },
+    #[error("busy: {queue} queue is full; retry later")]
+    Busy { queue: &'static str },
+    #[error("shutting down")]
+    ShuttingDown,
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("invalid input: {message}")]
+    Invalid { message: String },
+    #[error("internal error: {message}")]
+    Internal { message: String },
 }

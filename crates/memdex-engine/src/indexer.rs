@@ -368,7 +368,7 @@ impl Batch<'_> {
 /// The `m` most similar items (tenant position, `max(0, cos)`) of each pending item among its
 /// tenant's stored items and the other pending items of that tenant, whose positions follow
 /// the stored ones in input order (as the writer assigns them).
-fn neighbors(
+pub(crate) fn neighbors(
     store: &Store,
     pending: &[MemoryItem],
     data: &[f32],

@@ -1,18 +1,27 @@
-//! memdex engine: the library façade used by the CLI (and later the server).
+//! memdex engine: the library façade used by the CLI and the server.
 //!
 //! * [`index_sessions`]: sessions from any [`memdex_ingest::SessionSource`] → items →
 //!   embeddings (each distinct key embedded once per flush) → one committed segment per flush.
 //!   Idempotent: sessions already stored with the same content are skipped.
 //! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant, through the
 //!   ranking pipeline in `rank` (dense, BM25, fusion, FragRel; each stage an option).
+//! * [`Engine`]: the serving façade (model thread + token-budget queue, writer thread with
+//!   group commit, deletes, compaction, snapshots for readers); see `engine`.
 
 mod context;
+mod engine;
 mod error;
 mod indexer;
 mod rank;
+mod reading;
 mod search;
+mod worker;
 
 pub use context::{contextual_query, is_ambiguous};
+pub use engine::{
+    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, SessionOutcome,
+    Snapshot, StoreSummary, Ticket, BATCH_BUCKETS,
+};
 pub use error::EngineError;
 pub use indexer::{
     derive_item, index_sessions, index_sessions_with, ExtractOptions, IndexOptions, IndexProgress,
@@ -22,4 +31,5 @@ pub use memdex_index::fragrel::FragRel;
 pub use rank::{
     Bm25Flavour, FragRelScope, Fusion, Query, RankOptions, Ranking, Retriever, TimeMode, TimeStage,
 };
+pub use reading::{format_ms, reading_context};
 pub use search::{SearchHit, Searcher};

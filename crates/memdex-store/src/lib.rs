@@ -16,17 +16,21 @@
 //! Inside a segment rows are grouped by tenant and ordered by position in the tenant's
 //! history, so a tenant's embeddings are contiguous `&[f32]` slices.
 
+mod compact;
 mod error;
 mod manifest;
 mod mmap;
 mod schema;
 mod segment;
+mod snapshot;
 mod store;
 mod writer;
 
+pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
 pub use manifest::{Extraction, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;
 pub use segment::{Derived, ItemRef, Segment};
+pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
 pub use writer::{AppendReport, StoreWriter};

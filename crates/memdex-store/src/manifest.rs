@@ -29,6 +29,19 @@ pub struct Manifest {
     #[serde(default)]
     pub extraction: Extraction,
     pub segments: Vec<SegmentMeta>,
+    /// Tombstones: ids of deleted items whose rows are still in segment files, ascending.
+    /// Readers skip them; compaction rewrites their segments without them and drops the ids
+    /// here. Absent in older manifests (= none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<u64>,
+    /// Lowest id the next item may take, so ids stay unique after compaction removed the
+    /// newest rows. Absent in older manifests (= 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub next_id_floor: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Index-time extraction settings of a store.
@@ -124,6 +137,7 @@ impl Manifest {
             .map(|s| s.max_item_id + 1)
             .max()
             .unwrap_or(0)
+            .max(self.next_id_floor)
     }
 
     pub fn rows(&self) -> u64 {

@@ -200,7 +200,7 @@ fn neighbor_weights_array(rows: &[Row<'_>]) -> ListArray {
 }
 
 /// An open, memory-mapped segment. Column accessors borrow straight from the mapping.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Segment {
     meta: SegmentMeta,
     path: PathBuf,
@@ -275,6 +275,11 @@ impl Segment {
 
     pub fn rows(&self) -> usize {
         self.batch.num_rows()
+    }
+
+    /// The whole record batch (every column, whatever the schema holds).
+    pub fn batch(&self) -> &RecordBatch {
+        &self.batch
     }
 
     /// All embeddings, row-major `rows × dim`, borrowed from the mapping.

@@ -10,7 +10,7 @@ use crate::segment::{ItemRef, Segment};
 /// A read-only view of one committed manifest version, all segments memory-mapped.
 ///
 /// Cheap to open (mmap + footer decode per segment); never blocks or is blocked by a writer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
     manifest: Manifest,

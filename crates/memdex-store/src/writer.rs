@@ -15,9 +15,9 @@ use crate::store::Store;
 /// version; previously committed segments are never rewritten.
 #[derive(Debug)]
 pub struct StoreWriter {
-    dir: PathBuf,
-    manifest: Manifest,
-    next_positions: HashMap<String, u64>,
+    pub(crate) dir: PathBuf,
+    pub(crate) manifest: Manifest,
+    pub(crate) next_positions: HashMap<String, u64>,
     _lock: File,
 }
 
@@ -84,6 +84,8 @@ impl StoreWriter {
                     model_source,
                     extraction: extraction.clone(),
                     segments: Vec::new(),
+                    deleted: Vec::new(),
+                    next_id_floor: 0,
                 };
                 m.save(dir)?;
                 m

@@ -7,6 +7,7 @@ mod eval;
 mod index;
 mod info;
 mod search;
+mod serve;
 mod synth;
 
 use anyhow::{Context, Result};
@@ -42,6 +43,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Compact(a) => serve::compact(a),
+        Command::Snapshot(a) => serve::snapshot(a),
     }
 }
 

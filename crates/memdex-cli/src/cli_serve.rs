@@ -1,0 +1,69 @@
+//! Flags of `memdex serve` and `memdex compact`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::cli::ModelArgs;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Store directory (created on the first append if missing).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Listen address. Without --api-key only loopback addresses are accepted. Port 0 picks a
+    /// free port; the bound address is printed on stdout as {"listening": ADDR}.
+    #[arg(long, env = "MEMDEX_ADDR", default_value = "127.0.0.1:7700")]
+    pub addr: SocketAddr,
+    /// Admin API key (`Authorization: Bearer KEY`): may do everything.
+    #[arg(long, env = "MEMDEX_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// JSON file {"tenant": "key", ...}: each key reaches only its tenant.
+    #[arg(long, env = "MEMDEX_TENANT_KEYS")]
+    pub tenant_keys: Option<PathBuf>,
+    /// Largest request body in bytes.
+    #[arg(long, env = "MEMDEX_MAX_BODY_BYTES", default_value_t = 4 << 20)]
+    pub max_body_bytes: usize,
+    /// Requests handled at once; more answer 429.
+    #[arg(long, env = "MEMDEX_MAX_IN_FLIGHT", default_value_t = 512)]
+    pub max_in_flight: usize,
+    /// Estimated tokens the model thread batches from its queue at once.
+    #[arg(long, env = "MEMDEX_QUEUE_TOKENS", default_value_t = 8192)]
+    pub queue_tokens: usize,
+    /// Embedding jobs that may wait; more answer 429.
+    #[arg(long, env = "MEMDEX_QUEUE_JOBS", default_value_t = 1024)]
+    pub queue_jobs: usize,
+    /// Seconds between background compaction checks (0: off; `POST /v1/admin/compact` still
+    /// works).
+    #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
+    pub compact_every: u64,
+    /// Async worker threads (HTTP); the model and the writer have a thread each besides.
+    #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
+    pub http_threads: usize,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Store directory (not while a server holds it: use `POST /v1/admin/compact` then).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Segments with fewer rows are merged with their small neighbours.
+    #[arg(long, env = "MEMDEX_COMPACT_SMALL_ROWS", default_value_t = 4096)]
+    pub small_rows: u64,
+    /// Print the report as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Store directory (may be served and written while the copy runs).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// New directory for the copy.
+    #[arg(long, env = "MEMDEX_OUTPUT")]
+    pub output: PathBuf,
+}

@@ -1,0 +1,135 @@
+//! `memdex serve` (the HTTP memory service) and `memdex compact`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use memdex_engine::{Engine, EngineOptions};
+use memdex_server::{Keys, Limits, ServerConfig};
+use memdex_store::{CompactOptions, Manifest, StoreWriter};
+
+use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
+use crate::output::print_json;
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    let tenants: HashMap<String, String> = match &a.tenant_keys {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("{}: cannot read", p.display()))?;
+            serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{}: expected a JSON object {{\"tenant\": \"key\"}}",
+                    p.display()
+                )
+            })?
+        }
+        None => HashMap::new(),
+    };
+    let config = ServerConfig {
+        keys: Keys {
+            admin: a.api_key.clone().filter(|k| !k.is_empty()),
+            tenants,
+        },
+        limits: Limits {
+            max_body_bytes: a.max_body_bytes,
+            max_in_flight: a.max_in_flight,
+            ..Limits::default()
+        },
+    };
+    config.check_bind(&a.addr)?;
+    let stored_source = Manifest::load(&a.store).ok().and_then(|m| m.model_source);
+    let embedder = super::load_embedder(&a.model, stored_source.as_deref())?;
+    let source_hint = embedder
+        .files()
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| embedder.files().source.clone());
+    let opts = EngineOptions {
+        token_budget: a.queue_tokens,
+        embed_queue: a.queue_jobs,
+        compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
+        model_source: Some(source_hint),
+        ..EngineOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(a.http_threads.max(1))
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let listener = memdex_server::bind(a.addr, &config).await?;
+        let engine = Engine::start(&a.store, embedder, opts)
+            .with_context(|| format!("opening {}", a.store.display()))?;
+        let local = listener.local_addr().context("listening address")?;
+        println!("{}", serde_json::json!({"listening": local.to_string()}));
+        tracing::info!(
+            "serving {} on http://{local} ({} on {})",
+            a.store.display(),
+            engine.model().name,
+            engine.device()
+        );
+        memdex_server::serve(listener, engine, config, shutdown_signal()).await?;
+        anyhow::Ok(())
+    })
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+pub fn compact(a: CompactArgs) -> Result<()> {
+    let m = Manifest::load(&a.store)?;
+    let mut w = StoreWriter::open_or_create(&a.store, &m.model, m.granularity, m.model_source)?;
+    let report = w.compact(&CompactOptions {
+        small_rows: a.small_rows,
+        ..CompactOptions::default()
+    })?;
+    if a.json {
+        return print_json(&report);
+    }
+    println!(
+        "{}: {} → {} segments ({} rewritten), {} deleted rows removed, {} → {} bytes (manifest v{})",
+        a.store.display(),
+        report.segments_before,
+        report.segments_after,
+        report.segments_rewritten,
+        report.rows_removed,
+        report.bytes_before,
+        report.bytes_after,
+        report.manifest_version
+    );
+    Ok(())
+}
+
+pub fn snapshot(a: SnapshotArgs) -> Result<()> {
+    let v = memdex_store::snapshot(&a.store, &a.output)
+        .with_context(|| format!("snapshot of {}", a.store.display()))?;
+    println!(
+        "{}: manifest version {v} copied to {}",
+        a.store.display(),
+        a.output.display()
+    );
+    Ok(())
+}

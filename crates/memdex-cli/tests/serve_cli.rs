@@ -1,0 +1,144 @@
+//! `memdex serve` as a process: serves on loopback, drains and exits 0 on SIGTERM (every
+//! acknowledged append durable), refuses a non-loopback address without a key; then
+//! `memdex compact` removes the deleted text from the segment files.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn tiny_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
+}
+
+fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, out.split_once("\r\n\r\n").unwrap().1.to_string())
+}
+
+fn segment_text(dir: &Path) -> String {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir.join("segments")).unwrap() {
+        all.extend(std::fs::read(e.unwrap().path()).unwrap());
+    }
+    String::from_utf8_lossy(&all).to_string()
+}
+
+#[test]
+fn serve_sigterm_then_compact_removes_deleted_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("mem");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--compact-every",
+            "0",
+            "--store",
+        ])
+        .arg(&store)
+        .arg("--model")
+        .arg(tiny_model())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let addr: SocketAddr = v["listening"].as_str().unwrap().parse().unwrap();
+    let body = r#"{"sessions": [
+        {"session_id": "a", "turns": [{"role": "user", "content": "my locker code is 4711-quokka"}]},
+        {"session_id": "b", "turns": [{"role": "user", "content": "I like green tea"}]}]}"#;
+    let (st, b) = call(addr, "POST", "/v1/tenants/u/sessions", body);
+    assert_eq!(st, 200, "{b}");
+    let (st, _) = call(addr, "DELETE", "/v1/tenants/u/sessions/a", "");
+    assert_eq!(st, 200);
+    let (st, b) = call(
+        addr,
+        "POST",
+        "/v1/tenants/u/search",
+        r#"{"query": "locker code"}"#,
+    );
+    assert!(st == 200 && !b.contains("quokka"), "{b}");
+
+    // a consistent copy while serving
+    let copy = tmp.path().join("copy");
+    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(["snapshot", "--store"])
+        .arg(&store)
+        .arg("--output")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap = memdex_store::Store::open(&copy).unwrap();
+    assert_eq!(snap.rows(), 2);
+    assert_eq!(
+        snap.manifest().deleted.len(),
+        1,
+        "tombstones travel with the copy"
+    );
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "SIGTERM: graceful exit, got {status}");
+    assert!(
+        segment_text(&store).contains("quokka"),
+        "tombstoned, not yet compacted"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(["compact", "--json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rows_removed"], 1);
+    let text = segment_text(&store);
+    assert!(!text.contains("quokka"), "deleted text still on disk");
+    assert!(text.contains("green tea"));
+}
+
+#[test]
+fn serve_refuses_open_non_loopback_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(["serve", "--addr", "0.0.0.0:0", "--store"])
+        .arg(tmp.path().join("mem"))
+        .arg("--model")
+        .arg(tiny_model())
+        .env_remove("MEMDEX_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without an API key"), "{err}");
+}

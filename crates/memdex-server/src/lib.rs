@@ -1,0 +1,225 @@
+//! memdex-server: the HTTP memory service over [`memdex_engine::Engine`].
+//!
+//! Routes (OpenAPI document at `/openapi.json`):
+//! `POST /v1/tenants/{tenant}/sessions`, `POST /v1/tenants/{tenant}/search`,
+//! `DELETE /v1/tenants/{tenant}/items/{id}`, `DELETE /v1/tenants/{tenant}/sessions/{id}`,
+//! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/embeddings`,
+//! `GET /healthz`, `GET /metrics`.
+//!
+//! Async handlers never run the model: they queue work for the engine's model and writer
+//! threads and await the answer. A semaphore bounds requests in flight (429 beyond it); the
+//! engine's bounded queues answer 429 too. After shutdown starts every request gets 503.
+
+mod api;
+mod auth;
+mod error;
+mod metrics;
+mod openapi;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::Router;
+use memdex_engine::Engine;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+pub use auth::{Caller, Keys};
+pub use error::ApiError;
+pub use metrics::Metrics;
+
+/// Request limits; each violation is a 4xx naming the limit.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_sessions: usize,
+    /// Turns in one append request, all sessions together.
+    pub max_turns: usize,
+    /// Bytes of one turn, query, recent turn or embedding input.
+    pub max_text_bytes: usize,
+    pub max_k: usize,
+    pub max_embed_inputs: usize,
+    /// Requests handled at once; more answer 429.
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 << 20,
+            max_sessions: 100,
+            max_turns: 2000,
+            max_text_bytes: 32 << 10,
+            max_k: 1000,
+            max_embed_inputs: 256,
+            max_in_flight: 512,
+        }
+    }
+}
+
+/// Server settings.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConfig {
+    pub keys: Keys,
+    pub limits: Limits,
+}
+
+/// Server failures (binding, serving).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("refusing to listen on {addr} without an API key: set --api-key (MEMDEX_API_KEY) or bind to a loopback address")]
+    OpenNonLoopback { addr: SocketAddr },
+    #[error("{addr}: cannot listen: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+impl ServerConfig {
+    /// Without any key the server may listen on loopback only.
+    pub fn check_bind(&self, addr: &SocketAddr) -> Result<(), ServerError> {
+        if self.keys.admin.is_none() && !addr.ip().is_loopback() {
+            return Err(ServerError::OpenNonLoopback { addr: *addr });
+        }
+        Ok(())
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub keys: Arc<Keys>,
+    pub limits: Arc<Limits>,
+    pub metrics: Arc<Metrics>,
+    shutting_down: Arc<AtomicBool>,
+    in_flight: Arc<Semaphore>,
+}
+
+/// The router with its middleware (metrics, 503 during shutdown, in-flight limit).
+pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
+    let state = AppState {
+        engine,
+        keys: Arc::new(config.keys),
+        in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
+        limits: Arc::new(config.limits),
+        metrics: Arc::new(Metrics::default()),
+        shutting_down: Arc::new(AtomicBool::new(false)),
+    };
+    let app = Router::new()
+        .route("/v1/tenants/{tenant}/sessions", post(api::append))
+        .route("/v1/tenants/{tenant}/search", post(api::search))
+        .route("/v1/tenants/{tenant}/items/{id}", delete(api::delete_item))
+        .route(
+            "/v1/tenants/{tenant}/sessions/{session_id}",
+            delete(api::delete_session),
+        )
+        .route("/v1/tenants/{tenant}", delete(api::delete_tenant))
+        .route("/v1/admin/compact", post(api::compact))
+        .route("/v1/embeddings", post(api::embeddings))
+        .route("/healthz", get(api::healthz))
+        .route("/metrics", get(metrics_handler))
+        .route("/openapi.json", get(openapi::handler))
+        .route_layer(middleware::from_fn_with_state(state.clone(), guard))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .with_state(state.clone());
+    (app, state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route".into())
+}
+
+async fn metrics_handler(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = st.keys.admin(&headers) {
+        return e.into_response();
+    }
+    let text = st.metrics.render(&st.engine);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// Counts and times every request; 503 while shutting down; 429 beyond the in-flight limit.
+async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let resp = if st.shutting_down.load(Ordering::SeqCst) {
+        ApiError::Unavailable.into_response()
+    } else {
+        match st.in_flight.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let r = next.run(req).await;
+                drop(permit);
+                r
+            }
+            Err(_) => ApiError::TooMany(format!(
+                "more than {} requests in flight; retry later",
+                st.limits.max_in_flight
+            ))
+            .into_response(),
+        }
+    };
+    st.metrics
+        .observe(&method, &route, resp.status().as_u16(), start.elapsed());
+    resp
+}
+
+/// Serves until `shutdown` resolves, then answers 503 to new requests, drains the ones in
+/// flight and shuts the engine down (queued appends committed, threads joined).
+pub async fn serve(
+    listener: TcpListener,
+    engine: Engine,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let (app, state) = router(engine.clone(), config);
+    let flag = state.shutting_down.clone();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: draining requests in flight");
+            flag.store(true, Ordering::SeqCst);
+        })
+        .await;
+    state.shutting_down.store(true, Ordering::SeqCst);
+    let e = engine.clone();
+    if tokio::task::spawn_blocking(move || e.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::error!("engine shutdown panicked");
+    }
+    tracing::info!("stopped");
+    result.map_err(ServerError::Serve)
+}
+
+/// Binds `addr` (checked with [`ServerConfig::check_bind`]).
+pub async fn bind(addr: SocketAddr, config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    config.check_bind(&addr)?;
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}

@@ -1,0 +1,594 @@
+//! The HTTP API end to end on a real loopback server: append (durable, idempotent), search,
+//! forgetting (deleted text gone from disk after compaction), tenant keys, bad input,
+//! embeddings, metrics, OpenAPI, shutdown.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use common::{contains, segment_bytes, session, TestServer};
+use memdex_engine::EngineOptions;
+use memdex_server::{Keys, Limits, ServerConfig};
+use serde_json::{json, Value};
+
+fn ids(v: &Value) -> Vec<u64> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["item_id"].as_u64().unwrap())
+        .collect()
+}
+
+fn values(v: &Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["value"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn append_search_forget_compact_round_trip() {
+    let s = TestServer::start(ServerConfig::default());
+    let sessions = json!({"sessions": [
+        session("s1", 1, &["I adopted a dog named Rex-zebra.", "Congrats!"]),
+        session("s2", 2, &["My sister moved to Paris.", "Nice city.", "I love jazz music.", "Great taste."]),
+    ]});
+    let (st, r) = s.json("POST", "/v1/tenants/alice/sessions", None, &sessions);
+    assert_eq!(st, 200, "{r}");
+    let report = &r["report"];
+    assert_eq!(report["items_written"], 3);
+    assert_eq!(report["sessions"][0]["status"], "stored");
+    let rex_id = report["sessions"][0]["item_ids"][0].as_u64().unwrap();
+
+    // idempotent: the same sessions again store nothing
+    let (st, r) = s.json("POST", "/v1/tenants/alice/sessions", None, &sessions);
+    assert_eq!(st, 200);
+    assert_eq!(r["report"]["items_written"], 0);
+    assert_eq!(r["report"]["sessions"][1]["status"], "unchanged");
+    // same id, other content: conflict, nothing stored
+    let other = session("s1", 1, &["something else entirely"]);
+    let (st, r) = s.json("POST", "/v1/tenants/alice/sessions", None, &other);
+    assert_eq!(st, 409, "{r}");
+    // a bare session object and an array also work; bob is created on append
+    let (st, _) = s.json(
+        "POST",
+        "/v1/tenants/bob/sessions",
+        None,
+        &json!([session("b1", 3, &["bob has a cat", "ok"])]),
+    );
+    assert_eq!(st, 200);
+
+    let q = json!({"query": "what is my dog's name?", "k": 10});
+    let (st, r) = s.json("POST", "/v1/tenants/alice/search", None, &q);
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["hits"].as_array().unwrap().len(), 3, "only alice's items");
+    assert!(ids(&r).contains(&rex_id));
+    assert!(values(&r).iter().all(|v| !v.contains("bob")));
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/alice/search",
+        None,
+        &json!({"query": "dog", "context": true, "date": "2023-06-01"}),
+    );
+    assert_eq!(st, 200);
+    assert!(r["prompt"].as_str().unwrap().contains("History Chats"));
+    assert_eq!(r["question_date"], "2023-06-01 00:00");
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/alice/search",
+        None,
+        &json!({"query": "dog", "stages": {"retriever": "dense"}, "k": 1}),
+    );
+    assert_eq!((st, r["hits"].as_array().unwrap().len()), (200, 1));
+
+    // forget one item: gone from results at once, k still filled from live items
+    let (st, r) = s.json(
+        "DELETE",
+        &format!("/v1/tenants/alice/items/{rex_id}"),
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["items_deleted"], 1);
+    let (_, r) = s.json(
+        "POST",
+        "/v1/tenants/alice/search",
+        None,
+        &json!({"query": "dog Rex", "k": 2}),
+    );
+    assert!(!ids(&r).contains(&rex_id));
+    assert_eq!(ids(&r).len(), 2);
+    // deleting it again, or a missing session or tenant: 404
+    let (st, _) = s.json(
+        "DELETE",
+        &format!("/v1/tenants/alice/items/{rex_id}"),
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 404);
+    let (st, _) = s.json(
+        "DELETE",
+        "/v1/tenants/alice/sessions/nope",
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 404);
+    let (st, _) = s.json("DELETE", "/v1/tenants/nobody", None, &Value::Null);
+    assert_eq!(st, 404);
+    // an item id of another tenant is not found through this tenant
+    let (st, _) = s.json("DELETE", "/v1/tenants/bob/items/1", None, &Value::Null);
+    assert_eq!(st, 404);
+
+    // the text is still in a segment file until compaction removes it
+    assert!(contains(&segment_bytes(s.dir.path()), "Rex-zebra"));
+    let (st, r) = s.json("POST", "/v1/admin/compact", None, &Value::Null);
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["rows_removed"], 1);
+    let bytes = segment_bytes(s.dir.path());
+    assert!(!contains(&bytes, "Rex-zebra"), "deleted text left on disk");
+    assert!(contains(&bytes, "sister moved to Paris"));
+
+    // a deleted session may be appended again (it is new now)
+    // (s1 had only the rex item, already deleted: nothing live to delete)
+    let (st, _) = s.json(
+        "DELETE",
+        "/v1/tenants/alice/sessions/s1",
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 404);
+    let (st, r) = s.json("POST", "/v1/tenants/alice/sessions", None, &other);
+    assert_eq!(st, 200, "after delete + compact s1 is new: {r}");
+
+    // forget the tenant: search answers 404, bob untouched
+    let (st, r) = s.json("DELETE", "/v1/tenants/alice", None, &Value::Null);
+    assert_eq!(st, 200);
+    assert_eq!(r["items_deleted"], 3);
+    let (st, _) = s.json("POST", "/v1/tenants/alice/search", None, &q);
+    assert_eq!(st, 404);
+    let (st, r) = s.json("POST", "/v1/tenants/bob/search", None, &q);
+    assert_eq!((st, values(&r).len()), (200, 1));
+    drop(s);
+}
+
+#[test]
+fn durable_across_restart_and_store_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let mut s = TestServer::start_in(dir, ServerConfig::default(), EngineOptions::default());
+    let (st, _) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("x", 1, &["remember the blue door", "ok"]),
+    );
+    assert_eq!(st, 200);
+    let (st, _) = s.json("DELETE", "/v1/tenants/t/sessions/x", None, &Value::Null);
+    assert_eq!(st, 200);
+    let (st, _) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("y", 2, &["the red car", "ok"]),
+    );
+    assert_eq!(st, 200);
+    s.stop();
+    let dir = std::mem::replace(&mut s.dir, tempfile::tempdir().unwrap());
+    drop(s);
+    let s = TestServer::start_in(dir, ServerConfig::default(), EngineOptions::default());
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "door car"}),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(
+        values(&r),
+        vec!["user: the red car\nassistant: ok".to_string()],
+        "tombstones persist"
+    );
+    assert!(path.join("manifest.json").exists());
+}
+
+fn keyed() -> ServerConfig {
+    ServerConfig {
+        keys: Keys {
+            admin: Some("admin-key".into()),
+            tenants: HashMap::from([
+                ("a".to_string(), "key-a".to_string()),
+                ("b".to_string(), "key-b".to_string()),
+            ]),
+        },
+        limits: Limits::default(),
+    }
+}
+
+#[test]
+fn tenant_keys_never_cross_tenants() {
+    let s = TestServer::start(keyed());
+    let sess = session("s", 1, &["secret of b", "ok"]);
+    let (st, _) = s.json("POST", "/v1/tenants/b/sessions", Some("key-b"), &sess);
+    assert_eq!(st, 200);
+    let (st, _) = s.json(
+        "POST",
+        "/v1/tenants/a/sessions",
+        Some("key-a"),
+        &session("s", 1, &["note of a", "ok"]),
+    );
+    assert_eq!(st, 200);
+    let q = json!({"query": "secret"});
+    // A's key on B: search, append, delete item/session/tenant all forbidden
+    assert_eq!(
+        s.json("POST", "/v1/tenants/b/search", Some("key-a"), &q).0,
+        403
+    );
+    assert_eq!(
+        s.json("POST", "/v1/tenants/b/sessions", Some("key-a"), &sess)
+            .0,
+        403
+    );
+    assert_eq!(
+        s.json(
+            "DELETE",
+            "/v1/tenants/b/items/0",
+            Some("key-a"),
+            &Value::Null
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        s.json(
+            "DELETE",
+            "/v1/tenants/b/sessions/s",
+            Some("key-a"),
+            &Value::Null
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        s.json("DELETE", "/v1/tenants/b", Some("key-a"), &Value::Null)
+            .0,
+        403
+    );
+    assert_eq!(
+        s.json("POST", "/v1/admin/compact", Some("key-a"), &Value::Null)
+            .0,
+        403
+    );
+    assert_eq!(s.call("GET", "/metrics", Some("key-a"), b"").0, 403);
+    // no key, unknown key: 401
+    assert_eq!(s.json("POST", "/v1/tenants/b/search", None, &q).0, 401);
+    assert_eq!(
+        s.json("POST", "/v1/tenants/b/search", Some("nope"), &q).0,
+        401
+    );
+    // A's search sees only A even for B's words; B's and the admin key see B
+    let (st, r) = s.json("POST", "/v1/tenants/a/search", Some("key-a"), &q);
+    assert_eq!(st, 200);
+    assert!(values(&r).iter().all(|v| v.contains("note of a")));
+    let (st, r) = s.json("POST", "/v1/tenants/b/search", Some("key-b"), &q);
+    assert!(st == 200 && values(&r)[0].contains("secret of b"));
+    assert_eq!(
+        s.json("POST", "/v1/tenants/b/search", Some("admin-key"), &q)
+            .0,
+        200
+    );
+    // B is intact after all of A's attempts
+    let (_, r) = s.json("POST", "/v1/tenants/b/search", Some("admin-key"), &q);
+    assert_eq!(values(&r).len(), 1);
+    assert_eq!(
+        s.call("GET", "/healthz", None, b"").0,
+        200,
+        "health needs no key"
+    );
+}
+
+#[test]
+fn bad_input_answers_4xx_and_harms_nothing() {
+    let limits = Limits {
+        max_body_bytes: 64 << 10,
+        max_turns: 10,
+        max_text_bytes: 1000,
+        max_k: 50,
+        ..Limits::default()
+    };
+    let s = TestServer::start(ServerConfig {
+        limits,
+        ..ServerConfig::default()
+    });
+    let good = session("ok", 1, &["a good session", "yes"]);
+    assert_eq!(s.json("POST", "/v1/tenants/t/sessions", None, &good).0, 200);
+    let post = |path: &str, body: &[u8]| s.call("POST", path, None, body);
+    let (st, b) = post("/v1/tenants/t/sessions", b"{not json");
+    assert_eq!(st, 400, "{b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": "x", "turns": [], "colour": 1}"#,
+    );
+    assert!(
+        st == 400 && b.contains("colour"),
+        "unknown field named: {b}"
+    );
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": 5, "turns": []}"#,
+    );
+    assert!(st == 400 && b.contains("invalid type"), "{b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": "x", "turns": [{"role": "robot", "content": "hi"}]}"#,
+    );
+    assert!(st == 400 && b.contains("robot"), "{b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        b"{\"session_id\": \"x\xff\xfe\", \"turns\": []}",
+    );
+    assert_eq!(st, 400, "invalid UTF-8: {b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": "x", "date": "yesterday", "turns": []}"#,
+    );
+    assert!(st == 400 && b.contains("yesterday"), "{b}");
+    let huge = vec![b'x'; 200 << 10];
+    let (st, _) = post("/v1/tenants/t/sessions", &huge);
+    assert_eq!(st, 413);
+    let long = "w ".repeat(600);
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("l", 1, &[&long]),
+    );
+    assert!(st == 413 && b.to_string().contains("limit"), "{b}");
+    let many: Vec<&str> = vec!["hi"; 11];
+    assert_eq!(
+        s.json(
+            "POST",
+            "/v1/tenants/t/sessions",
+            None,
+            &session("m", 1, &many)
+        )
+        .0,
+        413
+    );
+    assert_eq!(post("/v1/tenants/bad%20name/sessions", b"{}").0, 400);
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &json!({"tenant": "other", "session_id": "z", "turns": []}),
+    );
+    assert!(st == 400 && b.to_string().contains("other"), "{b}");
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "x", "k": 0}),
+    );
+    assert!(st == 400 && b.to_string().contains("k must be"), "{b}");
+    assert_eq!(
+        s.json(
+            "POST",
+            "/v1/tenants/t/search",
+            None,
+            &json!({"query": "x", "k": 51})
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        s.json(
+            "POST",
+            "/v1/tenants/t/search",
+            None,
+            &json!({"query": "  "})
+        )
+        .0,
+        400
+    );
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "x", "stages": {"retriever": "magic"}}),
+    );
+    assert!(st == 400 && b.to_string().contains("magic"), "{b}");
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "x", "top": 3}),
+    );
+    assert!(st == 400 && b.to_string().contains("top"), "{b}");
+    assert_eq!(
+        s.json(
+            "POST",
+            "/v1/tenants/nobody/search",
+            None,
+            &json!({"query": "x"})
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        s.json("DELETE", "/v1/tenants/t/items/abc", None, &Value::Null)
+            .0,
+        400
+    );
+    assert_eq!(
+        s.json("DELETE", "/v1/tenants/t/items/99999", None, &Value::Null)
+            .0,
+        404
+    );
+    assert_eq!(s.call("GET", "/v1/nothing", None, b"").0, 404);
+    // the error body has one shape
+    let (_, b) = s.json(
+        "POST",
+        "/v1/tenants/nobody/search",
+        None,
+        &json!({"query": "x"}),
+    );
+    assert_eq!(b["error"]["status"], 404);
+    assert_eq!(b["error"]["code"], "not_found");
+    // still serving, store intact
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "good"}),
+    );
+    assert_eq!((st, values(&r).len()), (200, 1));
+    memdex_store::Store::open(s.dir.path()).unwrap();
+}
+
+#[test]
+fn openai_embeddings_metrics_openapi() {
+    let s = TestServer::start(ServerConfig::default());
+    let (st, r) = s.json(
+        "POST",
+        "/v1/embeddings",
+        None,
+        &json!({"input": "hello world"}),
+    );
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["object"], "list");
+    let v: Vec<f32> = serde_json::from_value(r["data"][0]["embedding"].clone()).unwrap();
+    assert_eq!(v.len(), s.engine.model().dim);
+    assert!(r["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+    let (st, r) = s.json("POST", "/v1/embeddings", None, &json!({"input": ["hello world", "b"], "encoding_format": "base64", "model": s.engine.model().name}));
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["data"].as_array().unwrap().len(), 2);
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(r["data"][0]["embedding"].as_str().unwrap())
+        .unwrap();
+    let decoded: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    // same vector (batched with another text: float rounding may differ in the last bits)
+    assert!(
+        decoded.iter().zip(&v).all(|(a, b)| (a - b).abs() < 1e-5),
+        "base64 = the float vector"
+    );
+    assert_eq!(
+        s.json(
+            "POST",
+            "/v1/embeddings",
+            None,
+            &json!({"input": "x", "model": "gpt-4"})
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        s.json("POST", "/v1/embeddings", None, &json!({"input": []}))
+            .0,
+        400
+    );
+    assert_eq!(
+        s.json("POST", "/v1/embeddings", None, &json!({"input": 3}))
+            .0,
+        400
+    );
+
+    s.json(
+        "POST",
+        "/v1/tenants/m/sessions",
+        None,
+        &session("s", 1, &["hi there", "ok"]),
+    );
+    let (st, m) = s.call("GET", "/metrics", None, b"");
+    assert_eq!(st, 200);
+    for name in [
+        "memdex_http_requests_total{method=\"POST\",route=\"/v1/embeddings\",status=\"200\"} 2",
+        "memdex_http_request_duration_seconds_bucket",
+        "memdex_embed_queue_depth 0",
+        "memdex_embed_batch_size_count",
+        "memdex_store_rows 1",
+        "memdex_store_tenants 1",
+        "memdex_store_bytes",
+    ] {
+        assert!(m.contains(name), "{name} missing in\n{m}");
+    }
+    let (st, doc) = s.json("GET", "/openapi.json", None, &Value::Null);
+    assert_eq!(st, 200);
+    let paths = doc["paths"].as_object().unwrap();
+    for p in [
+        "/v1/tenants/{tenant}/sessions",
+        "/v1/tenants/{tenant}/search",
+        "/v1/tenants/{tenant}/items/{id}",
+        "/v1/tenants/{tenant}/sessions/{session_id}",
+        "/v1/tenants/{tenant}",
+        "/v1/embeddings",
+        "/healthz",
+        "/metrics",
+    ] {
+        assert!(paths.contains_key(p), "{p} not documented");
+    }
+}
+
+#[test]
+fn concurrent_appends_all_acknowledged_and_present() {
+    let s = TestServer::start(ServerConfig::default());
+    let addr = s.addr;
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..5 {
+                    let body = session(
+                        &format!("s{t}-{i}"),
+                        1,
+                        &[&format!("thread {t} note {i}"), "ok"],
+                    );
+                    let (st, b) = common::http(
+                        addr,
+                        "POST",
+                        &format!("/v1/tenants/c{}/sessions", t % 3),
+                        None,
+                        body.to_string().as_bytes(),
+                    );
+                    assert_eq!(st, 200, "{b}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let snap = s.engine.snapshot();
+    let rows: u64 = snap.tenant_rows().values().sum();
+    assert_eq!(rows, 40);
+    let commits = s
+        .engine
+        .stats()
+        .commits
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(commits <= 40, "{commits} commits for 40 appends");
+}
+
+#[test]
+fn requests_after_engine_shutdown_answer_503() {
+    let s = TestServer::start(ServerConfig::default());
+    s.engine.shutdown();
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("s", 1, &["x"]),
+    );
+    assert_eq!(st, 503, "{b}");
+    assert_eq!(
+        s.json("POST", "/v1/embeddings", None, &json!({"input": "x"}))
+            .0,
+        503
+    );
+}

@@ -1,0 +1,279 @@
+//! Deletion (tombstones in the manifest) and compaction (segments rewritten without deleted
+//! rows, small segments merged).
+//!
+//! Compaction is generic over the segments' record batches: rows are filtered and reordered
+//! with `arrow_select`, so every column a segment holds (including ones added later) is
+//! carried through unchanged.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fs;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{BooleanArray, RecordBatch, UInt32Array};
+use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_ipc::MetadataVersion;
+use arrow_select::concat::concat_batches;
+use arrow_select::filter::filter_record_batch;
+use arrow_select::take::take_record_batch;
+
+use crate::error::{io, StoreError};
+use crate::manifest::{sync_dir, write_durably, SegmentMeta, TenantRange, SEGMENTS_DIR};
+use crate::schema::{COL_ITEM_ID, COL_POSITION, COL_TENANT};
+use crate::segment::Segment;
+use crate::store::Store;
+use crate::writer::StoreWriter;
+
+/// When compaction rewrites segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactOptions {
+    /// Segments with fewer rows are merged with their small neighbours.
+    pub small_rows: u64,
+    /// A merged segment holds at most this many rows (before deletions).
+    pub max_rows: u64,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        Self {
+            small_rows: 4096,
+            max_rows: 262_144,
+        }
+    }
+}
+
+/// What one compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CompactReport {
+    pub segments_before: usize,
+    pub segments_after: usize,
+    pub segments_rewritten: usize,
+    pub rows_removed: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub manifest_version: u64,
+}
+
+impl StoreWriter {
+    /// Marks items deleted (tombstones) and commits a new manifest version. Ids already
+    /// tombstoned are ignored. Returns the committed manifest version.
+    pub fn delete_items(&mut self, ids: &[u64]) -> Result<u64, StoreError> {
+        let mut set: BTreeSet<u64> = self.manifest.deleted.iter().copied().collect();
+        let before = set.len();
+        set.extend(ids.iter().copied());
+        if set.len() == before {
+            return Ok(self.manifest.version);
+        }
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.deleted = set.into_iter().collect();
+        next.save(&self.dir)?;
+        self.manifest = next;
+        Ok(self.manifest.version)
+    }
+
+    /// Rewrites segments that hold deleted rows or are small, merging runs of neighbouring
+    /// segments (manifest order is kept, so every tenant's rows stay in timeline order), then
+    /// commits the new manifest and removes the old files. Deleted rows' bytes are gone from
+    /// the store directory when this returns.
+    pub fn compact(&mut self, opts: &CompactOptions) -> Result<CompactReport, StoreError> {
+        let store = Store::open_manifest(&self.dir, self.manifest.clone())?;
+        let deleted: HashSet<u64> = self.manifest.deleted.iter().copied().collect();
+        let mut report = CompactReport {
+            segments_before: store.segments().len(),
+            bytes_before: self.manifest.segments.iter().map(|s| s.bytes).sum(),
+            ..CompactReport::default()
+        };
+        let has_deleted = |seg: &Segment| {
+            !deleted.is_empty() && seg.item_ids().iter().any(|id| deleted.contains(id))
+        };
+        // Runs of consecutive segments to rewrite as one.
+        let mut runs: Vec<Vec<usize>> = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        let mut current_rows = 0u64;
+        for (i, seg) in store.segments().iter().enumerate() {
+            let rows = seg.rows() as u64;
+            let wanted = rows < opts.small_rows || has_deleted(seg);
+            if !wanted || current_rows + rows > opts.max_rows {
+                if !current.is_empty() {
+                    runs.push(std::mem::take(&mut current));
+                }
+                current_rows = 0;
+            }
+            if wanted {
+                current.push(i);
+                current_rows += rows;
+            }
+        }
+        if !current.is_empty() {
+            runs.push(current);
+        }
+        runs.retain(|r| r.len() > 1 || has_deleted(&store.segments()[r[0]]));
+
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let mut next_seg_id = self
+            .manifest
+            .segments
+            .iter()
+            .map(|s| s.id + 1)
+            .max()
+            .unwrap_or(1);
+        // replacement for the first segment of each run; the run's other segments vanish
+        let mut replace: Vec<Option<Option<SegmentMeta>>> = vec![None; store.segments().len()];
+        for run in &runs {
+            let mut batches = Vec::with_capacity(run.len());
+            for &i in run {
+                let seg = &store.segments()[i];
+                let keep: BooleanArray = seg
+                    .item_ids()
+                    .iter()
+                    .map(|id| Some(!deleted.contains(id)))
+                    .collect();
+                report.rows_removed += keep.false_count() as u64;
+                let b = filter_record_batch(seg.batch(), &keep).map_err(|e| arrow(seg, e))?;
+                batches.push(b);
+            }
+            let first = &store.segments()[run[0]];
+            let merged =
+                concat_batches(&first.batch().schema(), &batches).map_err(|e| arrow(first, e))?;
+            let meta = if merged.num_rows() == 0 {
+                None
+            } else {
+                let sorted = tenant_order(&merged).map_err(|e| arrow(first, e))?;
+                let meta = write_batch(&seg_dir, next_seg_id, &sorted)?;
+                next_seg_id += 1;
+                Some(meta)
+            };
+            report.segments_rewritten += run.len();
+            for &i in &run[1..] {
+                replace[i] = Some(None);
+            }
+            replace[run[0]] = Some(meta);
+        }
+        if runs.is_empty() && self.manifest.deleted.is_empty() {
+            report.segments_after = report.segments_before;
+            report.bytes_after = report.bytes_before;
+            report.manifest_version = self.manifest.version;
+            return Ok(report);
+        }
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.next_id_floor = self.manifest.next_item_id();
+        next.segments = self
+            .manifest
+            .segments
+            .iter()
+            .zip(replace)
+            .filter_map(|(old, r)| match r {
+                None => Some(old.clone()),
+                Some(new) => new,
+            })
+            .collect();
+        // tombstones whose rows are gone now are dropped; those in untouched segments stay
+        let rewritten: HashSet<usize> = runs.iter().flatten().copied().collect();
+        let untouched: HashSet<u64> = store
+            .segments()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !rewritten.contains(i))
+            .flat_map(|(_, s)| s.item_ids().iter().copied())
+            .filter(|id| deleted.contains(id))
+            .collect();
+        next.deleted = (self.manifest.deleted.iter().copied())
+            .filter(|id| untouched.contains(id))
+            .collect();
+        sync_dir(&seg_dir)?;
+        next.save(&self.dir)?;
+        let old_files: Vec<String> = runs
+            .iter()
+            .flatten()
+            .map(|&i| store.segments()[i].meta().file.clone())
+            .collect();
+        drop(store);
+        for f in old_files {
+            let p = seg_dir.join(f);
+            fs::remove_file(&p).map_err(io(&p))?;
+        }
+        sync_dir(&seg_dir)?;
+        report.segments_after = next.segments.len();
+        report.bytes_after = next.segments.iter().map(|s| s.bytes).sum();
+        report.manifest_version = next.version;
+        self.manifest = next;
+        Ok(report)
+    }
+}
+
+fn arrow(seg: &Segment, source: arrow_schema::ArrowError) -> StoreError {
+    StoreError::Arrow {
+        path: seg.path().to_path_buf(),
+        source,
+    }
+}
+
+/// Rows grouped by tenant (first appearance order kept), position-ascending inside a tenant.
+fn tenant_order(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let tenants = batch.column(COL_TENANT).as_string::<i32>();
+    let positions = batch.column(COL_POSITION).as_primitive::<UInt64Type>();
+    let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    idx.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        tenants
+            .value(a)
+            .cmp(tenants.value(b))
+            .then(positions.value(a).cmp(&positions.value(b)))
+    });
+    take_record_batch(batch, &UInt32Array::from(idx))
+}
+
+/// Writes one record batch as a segment file (64-byte aligned, temp + fsync + rename).
+fn write_batch(
+    dir: &std::path::Path,
+    id: u64,
+    batch: &RecordBatch,
+) -> Result<SegmentMeta, StoreError> {
+    let file = format!("seg-{id:08}.arrow");
+    let path = dir.join(&file);
+    let arrow_err = |source| StoreError::Arrow {
+        path: path.clone(),
+        source,
+    };
+    let schema = Arc::new(batch.schema().as_ref().clone());
+    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
+    let mut bytes = Vec::new();
+    {
+        let mut w =
+            FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
+        w.write(batch).map_err(arrow_err)?;
+        w.finish().map_err(arrow_err)?;
+    }
+    write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
+    let tenants_col = batch.column(COL_TENANT).as_string::<i32>();
+    let positions = batch.column(COL_POSITION).as_primitive::<UInt64Type>();
+    let ids = batch.column(COL_ITEM_ID).as_primitive::<UInt64Type>();
+    let mut tenants: Vec<TenantRange> = Vec::new();
+    for i in 0..batch.num_rows() {
+        let (t, p) = (tenants_col.value(i), positions.value(i));
+        match tenants.last_mut() {
+            Some(r) if r.tenant == t => {
+                r.rows += 1;
+                r.max_position = r.max_position.max(p);
+            }
+            _ => tenants.push(TenantRange {
+                tenant: t.to_string(),
+                start: i as u64,
+                rows: 1,
+                max_position: p,
+            }),
+        }
+    }
+    Ok(SegmentMeta {
+        id,
+        file,
+        rows: batch.num_rows() as u64,
+        bytes: bytes.len() as u64,
+        min_item_id: ids.values().iter().copied().min().unwrap_or(0),
+        max_item_id: ids.values().iter().copied().max().unwrap_or(0),
+        tenants,
+    })
+}

@@ -1,0 +1,205 @@
+//! Deletion tombstones and compaction: deleted text leaves the disk, ids stay unique, every
+//! column and the tenants' timeline order survive, old manifests stay readable.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
+use memdex_store::{CompactOptions, Manifest, Store, StoreWriter};
+
+fn model() -> ModelInfo {
+    ModelInfo {
+        name: "test-model".into(),
+        fingerprint: "aaaa".into(),
+        dim: 4,
+        pooling: Pooling::Mean,
+        normalize: true,
+        max_length: 16,
+        query_prefix: String::new(),
+        passage_prefix: String::new(),
+    }
+}
+
+fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
+    MemoryItem {
+        tenant: tenant.into(),
+        session_id: session.into(),
+        turn,
+        timestamp_ms: 1_700_000_000_000 + turn as i64,
+        role: Role::User,
+        value: format!("user: {text}"),
+        key: text.into(),
+        content_hash: MemoryItem::compute_hash(Role::User, text, text),
+    }
+}
+
+fn segment_bytes(dir: &Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir.join("segments")).unwrap() {
+        all.extend(std::fs::read(e.unwrap().path()).unwrap());
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    let terms = |n: usize| vec![vec!["term".to_string()]; n];
+    w.append_with_terms(
+        &[
+            item("bob", "s1", 0, "bob likes jazz"),
+            item("alice", "s1", 0, "alice secret-zebra"),
+        ],
+        &[0.5; 8],
+        &terms(2),
+    )
+    .unwrap();
+    w.append_with_terms(
+        &[item("alice", "s2", 0, "alice keeps this")],
+        &[0.25; 4],
+        &terms(1),
+    )
+    .unwrap();
+    w.append_with_terms(
+        &[item("bob", "s2", 0, "bob second")],
+        &[0.125; 4],
+        &terms(1),
+    )
+    .unwrap();
+    let store = Store::open(dir).unwrap();
+    let secret = store
+        .segments()
+        .iter()
+        .flat_map(|s| (0..s.rows()).map(move |r| s.item(r)))
+        .find(|it| it.key.contains("secret-zebra"))
+        .unwrap()
+        .item_id;
+    let max_id = store.manifest().next_item_id() - 1;
+    drop(store);
+
+    let v = w.delete_items(&[secret, max_id]).unwrap();
+    assert_eq!(Manifest::load(dir).unwrap().deleted, vec![secret, max_id]);
+    assert_eq!(
+        w.delete_items(&[secret]).unwrap(),
+        v,
+        "no-op delete commits nothing"
+    );
+    assert!(
+        contains(&segment_bytes(dir), "secret-zebra"),
+        "tombstone only"
+    );
+
+    let report = w.compact(&CompactOptions::default()).unwrap();
+    assert_eq!(report.segments_before, 3);
+    assert_eq!(report.segments_after, 1, "small segments merged");
+    assert_eq!(report.rows_removed, 2);
+    let bytes = segment_bytes(dir);
+    assert!(
+        !contains(&bytes, "secret-zebra"),
+        "deleted text still on disk"
+    );
+    assert!(!contains(&bytes, "bob second"));
+    assert!(contains(&bytes, "alice keeps this"));
+    assert!(std::fs::read_dir(dir.join("segments")).unwrap().count() == 1);
+
+    let store = Store::open(dir).unwrap();
+    assert!(store.manifest().deleted.is_empty());
+    assert_eq!(store.rows(), 2);
+    let alice = store.tenant_slices("alice");
+    assert_eq!(alice.len(), 1);
+    assert_eq!(alice[0].key(0), "alice keeps this");
+    assert_eq!(
+        alice[0].terms(0).collect::<Vec<_>>(),
+        vec!["term"],
+        "columns carried"
+    );
+    assert_eq!(alice[0].embeddings(4), &[0.25; 4]);
+    let bob = store.tenant_slices("bob");
+    assert_eq!(bob[0].key(0), "bob likes jazz");
+    // ids are never reused, even though the newest row was removed
+    drop(store);
+    w.append(&[item("bob", "s3", 0, "bob third")], &[1.0; 4])
+        .unwrap();
+    let store = Store::open(dir).unwrap();
+    let last = store.segments().last().unwrap();
+    assert!(last.item_ids()[0] > max_id);
+    assert!(last.positions()[0] > 1, "positions keep growing");
+}
+
+#[test]
+fn compaction_keeps_timeline_order_and_skips_large_clean_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    for i in 0..4u32 {
+        w.append(
+            &[item("t", &format!("s{i}"), 0, &format!("text {i}"))],
+            &[i as f32; 4],
+        )
+        .unwrap();
+    }
+    let opts = CompactOptions {
+        small_rows: 2,
+        max_rows: 2,
+    };
+    let r = w.compact(&opts).unwrap();
+    assert_eq!((r.segments_before, r.segments_after), (4, 2));
+    let store = Store::open(dir).unwrap();
+    let keys: Vec<String> = store
+        .tenant_slices("t")
+        .iter()
+        .flat_map(|s| (0..s.rows).map(move |r| s.key(r).to_string()))
+        .collect();
+    assert_eq!(keys, ["text 0", "text 1", "text 2", "text 3"]);
+    let r = w
+        .compact(&CompactOptions {
+            small_rows: 1,
+            max_rows: 8,
+        })
+        .unwrap();
+    assert_eq!(r.segments_rewritten, 0, "nothing small or deleted");
+}
+
+#[test]
+fn snapshot_while_writing_and_compacting_always_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live");
+    let mut w = StoreWriter::open_or_create(&dir, &model(), Granularity::Round, None).unwrap();
+    w.append(&[item("t", "s0", 0, "first")], &[0.5; 4]).unwrap();
+    let d2 = dir.clone();
+    let writer = std::thread::spawn(move || {
+        for i in 1..60u32 {
+            w.append(
+                &[item("t", &format!("s{i}"), 0, &format!("text {i}"))],
+                &[0.5; 4],
+            )
+            .unwrap();
+            if i % 5 == 0 {
+                let id = Store::open(&d2).unwrap().manifest().next_item_id() - 1;
+                w.delete_items(&[id]).unwrap();
+                w.compact(&CompactOptions::default()).unwrap();
+            }
+        }
+    });
+    let mut copies = 0;
+    while !writer.is_finished() || copies < 3 {
+        let out = tmp.path().join(format!("copy{copies}"));
+        let v = memdex_store::snapshot(&dir, &out).unwrap();
+        let s = Store::open(&out).unwrap();
+        assert_eq!(s.manifest().version, v);
+        assert!(s.rows() >= 1);
+        copies += 1;
+    }
+    writer.join().unwrap();
+    assert!(
+        memdex_store::snapshot(&dir, &tmp.path().join("copy0")).is_err(),
+        "no overwrite"
+    );
+}

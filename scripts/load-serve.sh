@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Load test of `memdex serve` on loopback with wrk (Debian package `wrk`), bounded in time
+# (~2.5 minutes): seed 100 tenants x 5,000 rounds in total (bulk appends), then search at
+# 1, 8 and 64 concurrent connections, append throughput, and a 90/10 search/append mix.
+# The server runs the real all-MiniLM-L6-v2 on the CPU; every search embeds its query.
+#
+# usage: scripts/load-serve.sh [DURATION_SECONDS per phase, default 15]   (results: docs/serving.md)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+dur="${1:-15}"
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2; exit 1; }
+cargo build --release -p memdex-cli >/dev/null
+scripts/fetch-model.sh >/dev/null
+store="$(mktemp -d)"
+log="$(mktemp)"
+addr="127.0.0.1:${MEMDEX_LOAD_PORT:-7788}"
+target/release/memdex serve --store "$store/mem" --addr "$addr" --model models/all-MiniLM-L6-v2 \
+  --compact-every 5 >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$store" "$log"' EXIT
+for _ in $(seq 100); do curl -sf "http://$addr/healthz" >/dev/null && break; sleep 0.2; done
+
+echo "== machine: $(nproc) cores, $(uname -srm); server: memdex serve (2 HTTP threads + model + writer)"
+echo "== seed"
+python3 scripts/load/seed.py "$addr" 100 5000
+run() {  # name connections threads script
+  echo "== $1: wrk -t$3 -c$2 -d${dur}s -s scripts/load/$4 --latency"
+  timeout $((dur + 30)) wrk -t"$3" -c"$2" -d"${dur}s" --timeout 10s -s "scripts/load/$4" --latency "http://$addr" \
+    | grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|latency_us|requests in'
+}
+run "search, 1 client" 1 1 search.lua
+run "search, 8 clients" 8 2 search.lua
+run "search, 64 clients" 64 2 search.lua
+run "append, 8 clients (1 session = 2 rounds per request)" 8 2 append.lua
+run "mixed 90% search / 10% append, 8 clients" 8 2 mixed.lua
+echo "== after"
+curl -s "http://$addr/metrics" | grep -E '^memdex_(store_(rows|segments|tenants|bytes)|embed_batch_size_(sum|count)|store_commits_total|append_requests_committed_total|compactions_total|busy)'
+kill -TERM $pid; wait $pid || true
+echo "== graceful shutdown: exit after SIGTERM ok"

@@ -1,0 +1,2 @@
+dofile("scripts/load/common.lua")
+request = append_req
