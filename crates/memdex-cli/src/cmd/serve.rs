@@ -101,7 +101,13 @@ async fn shutdown_signal() {
 
 pub fn compact(a: CompactArgs) -> Result<()> {
     let m = Manifest::load(&a.store)?;
-    let mut w = StoreWriter::open_or_create(&a.store, &m.model, m.granularity, m.model_source)?;
+    let mut w = StoreWriter::open_or_create_with(
+        &a.store,
+        &m.model,
+        m.granularity,
+        m.model_source,
+        &m.extraction,
+    )?;
     let report = w.compact(&CompactOptions {
         small_rows: a.small_rows,
         ..CompactOptions::default()
