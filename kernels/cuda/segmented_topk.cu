@@ -1,0 +1,79 @@
+// Batched cosine top-k over tenant-contiguous f16 rows, without writing scores to global memory.
+//
+// Query q scans rows [ranges[2q], ranges[2q+1]) of `emb` (N × dim f16, row-major). Its range is
+// cut into `splits` parts (<= 64), one block each (grid = nq × splits, 256 threads): every warp scores
+// one row at a time (16-byte streaming loads, f32 accumulation) and keeps its own sorted top-k
+// in shared memory; the block merges its 8 lists and writes k candidates to
+// out[(q * splits + part) * k ..]. With splits > 1, memdex_topk_merge reduces the parts.
+//
+// Optional bucket mask (TiM LSH): row_buckets (N × tables, u16) and query_masks (nq × tables ×
+// words u32 bit sets, words = ceil(buckets / 32)); a row is scored only if, in some table, its
+// bucket's bit is set for the query. Rows that fail are not read at all (their bytes are saved).
+#include "common.cuh"
+
+extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32)
+memdex_segmented_topk(const __half* __restrict__ emb, uint32_t dim,
+                      const float* __restrict__ queries, const uint32_t* __restrict__ ranges,
+                      const uint16_t* __restrict__ row_buckets,
+                      const uint32_t* __restrict__ query_masks, uint32_t tables, uint32_t words,
+                      uint32_t k, uint32_t splits, float* __restrict__ out_s,
+                      uint32_t* __restrict__ out_r) {
+    __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
+    __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
+    const uint32_t qi = blockIdx.x, part = blockIdx.y;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    memdex_lists_init(ls, lr);
+    MemdexQuery q;
+    memdex_load_query(queries + (uint64_t)qi * dim, dim, q);
+    __syncthreads();
+
+    const uint32_t start = ranges[2 * qi], end = ranges[2 * qi + 1];
+    const uint32_t len = end > start ? end - start : 0;
+    const uint32_t chunk = (len + splits - 1) / splits;
+    const uint32_t lo = start + min(len, part * chunk), hi = start + min(len, (part + 1) * chunk);
+    const uint32_t* qmask =
+        query_masks ? query_masks + (uint64_t)qi * tables * words : nullptr;
+
+    for (uint32_t r = lo + warp; r < hi; r += MEMDEX_WARPS) {
+        if (!memdex_row_selected(row_buckets, qmask, tables, words, r)) continue;  // warp-uniform
+        const float s = memdex_sanitize(memdex_row_cosine(emb, dim, r, q));
+        if (lane == 0) memdex_list_insert(ls[warp], lr[warp], k, s, r);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const uint64_t o = ((uint64_t)qi * splits + part) * k;
+        memdex_lists_merge(ls, lr, k, out_s + o, out_r + o);
+    }
+}
+
+// Reduces `splits` sorted candidate lists of k per query to one (grid = nq, 32 threads).
+extern "C" __global__ void memdex_topk_merge(const float* __restrict__ in_s,
+                                             const uint32_t* __restrict__ in_r, uint32_t splits,
+                                             uint32_t k, float* __restrict__ out_s,
+                                             uint32_t* __restrict__ out_r) {
+    if (threadIdx.x != 0) return;
+    const uint32_t qi = blockIdx.x;
+    const float* s = in_s + (uint64_t)qi * splits * k;
+    const uint32_t* r = in_r + (uint64_t)qi * splits * k;
+    uint32_t head[64];
+    for (uint32_t p = 0; p < splits; ++p) head[p] = 0;
+    for (uint32_t j = 0; j < k; ++j) {
+        int best = -1;
+        for (uint32_t p = 0; p < splits; ++p) {
+            if (head[p] >= k) continue;
+            const uint32_t a = p * k + head[p];
+            if (best < 0 || memdex_better(s[a], r[a], s[best * k + head[best]],
+                                          r[best * k + head[best]]))
+                best = (int)p;
+        }
+        if (best < 0) {
+            out_s[(uint64_t)qi * k + j] = -INFINITY;
+            out_r[(uint64_t)qi * k + j] = MEMDEX_NO_ROW;
+            continue;
+        }
+        const uint32_t a = best * k + head[best];
+        out_s[(uint64_t)qi * k + j] = s[a];
+        out_r[(uint64_t)qi * k + j] = r[a];
+        ++head[best];
+    }
+}
