@@ -108,6 +108,16 @@ pub struct IndexArgs {
     /// Items per committed segment.
     #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = 50_000)]
     pub flush_items: usize,
+    /// TiM LSH: buckets per table (b, even). With --lsh-tables, the store records the seeded
+    /// projection and stores every new row's bucket ids (a no-op if it already hashes so).
+    #[arg(long, env = "MEMDEX_LSH_BUCKETS", requires = "lsh_tables")]
+    pub lsh_buckets: Option<u32>,
+    /// TiM LSH: independent tables (L).
+    #[arg(long, env = "MEMDEX_LSH_TABLES", requires = "lsh_buckets")]
+    pub lsh_tables: Option<u32>,
+    /// TiM LSH: seed of the projections.
+    #[arg(long, env = "MEMDEX_LSH_SEED", default_value_t = 42)]
+    pub lsh_seed: u64,
     /// Print the report as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,

@@ -239,9 +239,14 @@ impl Batch<'_> {
                 Source::Fresh(slot) => fresh_terms[slot].clone(),
             })
             .collect();
+        // TiM LSH bucket ids, when the store hashes (its manifest records the projection)
+        let lsh_ids = match self.writer.manifest().lsh {
+            Some(meta) => crate::lsh::bucket_ids(&crate::lsh::projections(&meta), &data),
+            None => Vec::new(),
+        };
         let committed = self
             .writer
-            .append_with_terms(&self.pending, &data, &terms)?;
+            .append_with_lsh(&self.pending, &data, &terms, &lsh_ids)?;
         report.items_written += committed.segment.rows;
         report.segments_written += 1;
         self.progress.on_committed(committed.segment.rows);

@@ -5,10 +5,12 @@
 //!   Idempotent: sessions already stored with the same content are skipped.
 //! * [`Searcher`]: a store reader plus the embedder → ranked items for a tenant, through the
 //!   ranking pipeline in `rank` (dense, BM25, fusion, FragRel; each stage an option).
+//! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 
 mod context;
 mod error;
 mod indexer;
+pub mod lsh;
 mod rank;
 mod search;
 

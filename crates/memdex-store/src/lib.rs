@@ -17,6 +17,7 @@
 //! history, so a tenant's embeddings are contiguous `&[f32]` slices.
 
 mod error;
+mod lsh_column;
 mod manifest;
 mod mmap;
 mod schema;
@@ -25,6 +26,7 @@ mod store;
 mod writer;
 
 pub use error::StoreError;
+pub use lsh_column::{LshMeta, LSH_BUCKETS};
 pub use manifest::{Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;
 pub use segment::{ItemRef, Segment};

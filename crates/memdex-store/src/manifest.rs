@@ -26,6 +26,9 @@ pub struct Manifest {
     #[serde(default)]
     pub model_source: Option<String>,
     pub segments: Vec<SegmentMeta>,
+    /// TiM LSH applied at index time (bucket-id column in the segments written since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsh: Option<crate::LshMeta>,
 }
 
 /// One committed segment file.

@@ -57,6 +57,13 @@ impl<'a> TenantSlice<'a> {
     pub fn terms(&self, i: usize) -> impl Iterator<Item = &'a str> + 'a {
         self.segment.terms(self.start + i)
     }
+
+    /// LSH bucket ids of these rows (`rows × tables`, with the table count), if stored.
+    pub fn lsh_buckets(&self) -> Option<(&'a [u16], usize)> {
+        self.segment
+            .lsh_buckets()
+            .map(|(ids, t)| (&ids[self.start * t..(self.start + self.rows) * t], t))
+    }
 }
 
 impl Store {
