@@ -35,12 +35,6 @@ if [[ "${1:-}" == "--env" ]]; then
   exit 0
 fi
 
-if [[ -f "$DEST/.complete" && "$(cat "$DEST/.complete")" == "$STAMP" ]]; then
-  echo "CUDA toolkit already at $DEST" >&2
-  "$DEST/bin/nvcc" --version | tail -1 >&2
-  exit 0
-fi
-
 # The libcuda stub is generated from the driver API names in the cudarc source cargo fetched.
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDARC_SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/cudarc-0.19.*/ 2>/dev/null | sort -V | tail -1 || true)
@@ -48,9 +42,31 @@ if [[ -z "$CUDARC_SRC" ]]; then
   echo "cudarc 0.19 source not found: run 'cargo fetch' in $ROOT first" >&2
   exit 1
 fi
-
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+
+# libcuda.so stub (SONAME libcuda.so.1) exporting every driver API name cudarc declares. Each
+# returns CUDA_ERROR_NO_DEVICE (100), so a CUDA build started here (no driver) reports "no
+# device" instead of crashing: `--device cpu` runs, `auto` falls back to the CPU, kernel tests
+# skip their CUDA half. The GPU box's driver provides the real libcuda.so.1.
+STUB_VERSION=2
+make_stub() {
+  local src=$WORK/libcuda_stub.c
+  mkdir -p "$DEST/lib/stubs"
+  grep -ohE "^ *pub unsafe fn cu[A-Za-z0-9_]+" "$CUDARC_SRC/src/driver/sys/"*.rs \
+    | awk '{print $4}' | sed 's/(.*//' | sort -u | awk '{print "int " $1 "(void) { return 100; }"}' \
+    > "$src"
+  gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$DEST/lib/stubs/libcuda.so" "$src"
+  ln -sfn libcuda.so "$DEST/lib/stubs/libcuda.so.1"
+  echo "$STUB_VERSION" > "$DEST/lib/stubs/.version"
+}
+
+if [[ -f "$DEST/.complete" && "$(cat "$DEST/.complete")" == "$STAMP" ]]; then
+  [[ "$(cat "$DEST/lib/stubs/.version" 2>/dev/null)" == "$STUB_VERSION" ]] || make_stub
+  echo "CUDA toolkit already at $DEST" >&2
+  "$DEST/bin/nvcc" --version | tail -1 >&2
+  exit 0
+fi
 WHEELS=${WHEELS:-$WORK/wheels}
 mkdir -p "$WHEELS"
 echo "downloading ${#PINS[@]} wheels (~1.2 GB) into $WHEELS" >&2
@@ -74,12 +90,7 @@ ln -sfn lib "$DEST/lib64"   # cudaforge / cudarc also look in lib64
     ln -sfn "lib$n.so.$v" "lib$n.so"
   done
 )
-mkdir -p "$DEST/lib/stubs"
-grep -ohE "^ *pub unsafe fn cu[A-Za-z0-9_]+" "$CUDARC_SRC/src/driver/sys/"*.rs \
-  | awk '{print $4}' | sed 's/(.*//' | sort -u | awk '{print "void " $1 "(void){}"}' \
-  > "$WORK/libcuda_stub.c"
-gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$DEST/lib/stubs/libcuda.so" "$WORK/libcuda_stub.c"
-ln -sfn libcuda.so "$DEST/lib/stubs/libcuda.so.1"
+make_stub
 "$DEST/bin/nvcc" --version | tail -2 >&2
 echo "$STAMP" > "$DEST/.complete"
 print_env

@@ -5,6 +5,7 @@
 //! Every kernel is reached through the [`Kernels`] trait, so tests and benchmarks compare the
 //! devices on identical inputs. Not a default workspace member.
 
+pub mod checks;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
