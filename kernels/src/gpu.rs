@@ -153,15 +153,6 @@ impl Gpu {
         })
     }
 
-    fn func(
-        &self,
-        name: &str,
-        module: &str,
-        ptx: &str,
-    ) -> Result<candle_core::cuda_backend::CudaFunc, KernelError> {
-        Ok(self.cuda.get_or_load_custom_func(name, module, ptx)?)
-    }
-
     /// Parts each query's range is cut into: enough blocks to fill the GPU (~4 per SM of an
     /// H100) without parts shorter than 1,024 rows. `MEMDEX_TOPK_SPLITS` overrides it.
     pub fn splits_for(nq: usize, max_len: usize) -> usize {
@@ -186,7 +177,11 @@ impl Gpu {
         tables: usize,
         buckets: usize,
     ) -> Result<CudaSlice<u32>, KernelError> {
-        let f = self.func("memdex_lsh_project", "memdex_lsh_project", ptx::LSH_PROJECT)?;
+        let f = self.cuda.get_or_load_custom_func(
+            "memdex_lsh_project",
+            "memdex_lsh_project",
+            ptx::LSH_PROJECT,
+        )?;
         let mut out = self.cuda.alloc_zeros::<u32>(n * tables)?;
         if n == 0 {
             return Ok(out);
@@ -215,7 +210,7 @@ impl Gpu {
         mask: Option<&DeviceMask>,
         k: usize,
     ) -> Result<DeviceTopK, KernelError> {
-        let f = self.func(
+        let f = self.cuda.get_or_load_custom_func(
             "memdex_segmented_topk",
             "memdex_segmented_topk",
             ptx::SEGMENTED_TOPK,
@@ -257,7 +252,7 @@ impl Gpu {
                 rows: part_r,
             });
         }
-        let merge = self.func(
+        let merge = self.cuda.get_or_load_custom_func(
             "memdex_topk_merge",
             "memdex_segmented_topk",
             ptx::SEGMENTED_TOPK,
@@ -292,7 +287,7 @@ impl Gpu {
         k: usize,
         p: FragRelParams,
     ) -> Result<DeviceTopK, KernelError> {
-        let f = self.func(
+        let f = self.cuda.get_or_load_custom_func(
             "memdex_fragrel_topk",
             "memdex_fragrel_env",
             ptx::FRAGREL_ENV,
