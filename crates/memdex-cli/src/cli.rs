@@ -62,6 +62,17 @@ pub struct ModelArgs {
     /// CPU encoder: fast (memdex's fused kernels) or candle (the reference implementation).
     #[arg(long, env = "MEMDEX_CPU_BACKEND", value_enum, default_value = "fast")]
     pub cpu_backend: CpuBackendArg,
+    /// Weights and activations: f32, f16 or bf16 (default: f32 on CPU, f16 on CUDA; the fast
+    /// CPU encoder is f32 only, other precisions run candle's encoder).
+    #[arg(long, env = "MEMDEX_PRECISION", value_enum)]
+    pub precision: Option<PrecisionArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    F16,
+    Bf16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
