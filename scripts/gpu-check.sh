@@ -83,6 +83,13 @@ run_stage() {
         > "$OUT/parity-$name.json" 2>> "$OUT/parity.log"; then :; else ok=0; fi
       cat "$OUT/parity-$name.json" >> "$OUT/parity.log"
     done
+    # informational: the other precisions on the device against the golden vectors
+    for prec in f32 bf16; do
+      "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --precision "$prec" --input "$GOLDEN" \
+        --output "$WORK/cuda-$prec.jsonl" >> "$OUT/parity.log" 2>&1
+      "$PY" "$PACK/scripts/parity.py" "$GOLDEN" "$WORK/cuda-$prec.jsonl" --min 0 --json \
+        > "$OUT/parity-info-cuda-$prec.json" 2>> "$OUT/parity.log"
+    done
     ((ok)) && verdict parity "ok (memdex cuda f16 vs 4 references, min cosine >= 0.999)" \
       || verdict parity "FAIL (see parity*.json)"
     ;;
