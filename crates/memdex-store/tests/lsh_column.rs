@@ -39,7 +39,8 @@ fn bucket_ids_follow_their_rows_and_old_segments_have_none() {
     let dir = tmp.path();
     let mut w = StoreWriter::open_or_create(dir, &model(4), Granularity::Round, None).unwrap();
     let e = vec![0.5f32; 3 * 4];
-    w.append(&[item("b", 0), item("a", 0), item("b", 1)], &e).unwrap();
+    w.append(&[item("b", 0), item("a", 0), item("b", 1)], &e)
+        .unwrap();
     let meta = LshMeta {
         seed: 42,
         buckets: 32,
@@ -49,14 +50,20 @@ fn bucket_ids_follow_their_rows_and_old_segments_have_none() {
     w.enable_lsh(meta).unwrap();
     w.enable_lsh(meta).unwrap(); // same hashing again: no-op
     let other = LshMeta { seed: 7, ..meta };
-    assert!(matches!(w.enable_lsh(other), Err(StoreError::InvalidAppend { .. })));
+    assert!(matches!(
+        w.enable_lsh(other),
+        Err(StoreError::InvalidAppend { .. })
+    ));
     // without ids, or with ids out of range, a hashing store refuses the append
     let items = [item("b", 2), item("a", 1), item("b", 3)];
     assert!(w.append(&items, &e).is_err());
     let terms = vec![Vec::new(); 3];
-    assert!(w.append_with_lsh(&items, &e, &terms, &[32, 0, 1, 1, 2, 2]).is_err());
+    assert!(w
+        .append_with_lsh(&items, &e, &terms, &[32, 0, 1, 1, 2, 2])
+        .is_err());
     // item i gets ids (10 + i, 20 + i); the writer sorts rows by tenant (a first)
-    w.append_with_lsh(&items, &e, &terms, &[10, 20, 11, 21, 12, 22]).unwrap();
+    w.append_with_lsh(&items, &e, &terms, &[10, 20, 11, 21, 12, 22])
+        .unwrap();
     drop(w);
 
     let store = Store::open(dir).unwrap();
