@@ -139,7 +139,10 @@ m = [json.loads(l) for l in open(os.path.join(d, "scan-memdex.jsonl"))]
 t = [json.loads(l) for l in open(os.path.join(d, "scan-torch.jsonl"))]
 copy = next(x for x in m if x["bench"] == "d2d_copy")["gb_per_s"]
 tcopy = next(x for x in t if x["bench"] == "torch_d2d_copy")["gb_per_s"]
-print(f"d2d copy: memdex-bench {copy:.0f} GB/s, torch {tcopy:.0f} GB/s")
+dev = next((x for x in m if x["bench"] == "device"), {})
+print("device:", json.dumps(dev))
+print(f"d2d copy: memdex-bench {copy:.0f} GB/s, torch {tcopy:.0f} GB/s "
+      f"(theoretical {dev.get('theoretical_gb_per_s')})")
 out = {}
 for x in m:
     if x["bench"] != "segmented_topk":
@@ -151,7 +154,8 @@ for x in m:
                       "queries_per_s": x["queries_per_s"]}
     print(f"{x['case']}: {x['ms']:.2f} ms, {x['scan_gb_per_s']:.0f} GB/s = "
           f"{100 * x['fraction_of_copy_bw']:.0f}% of copy (goal >= 70%), "
-          f"{x['queries_per_s']:.0f} q/s; torch {y and round(y['ms'], 2)} ms -> "
+          f"{x['queries_per_s']:.0f} q/s; ceilings {x['ceiling_bytes_ms']:.2f} ms (bytes), "
+          f"{x['ceiling_flops_ms']} ms (FP32); torch {y and round(y['ms'], 2)} ms -> "
           f"{speed and round(speed, 2)}x (goal >= 1.5x)")
 for x in m:
     if x["bench"] in ("segmented_topk_lsh", "fragrel_topk", "lsh_project"):

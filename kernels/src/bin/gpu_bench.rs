@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags;
+use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use candle_core::{DType, Storage, Tensor};
 use memdex_index::lsh::{Lsh, LshParams};
 use memdex_kernels::gpu::{DeviceMask, DeviceMatrix, DeviceQueries, DeviceTimeline, Gpu};
@@ -100,9 +100,35 @@ fn emit(v: serde_json::Value) {
     println!("{v}");
 }
 
+/// The device's data-sheet numbers, printed first: theoretical DRAM bandwidth (GB/s, from the
+/// memory clock and bus width, double data rate) and FP32 rate (TFLOP/s, 128 FP32 lanes per SM
+/// as on Ampere/Hopper, FMA = 2 FLOPs). Attributes a driver no longer reports come back None.
+fn device_ceilings(gpu: &Gpu) -> (Option<f64>, Option<f64>) {
+    let stream = gpu.cuda().cuda_stream();
+    let ctx = stream.context();
+    let attr = |a| ctx.attribute(a).ok().filter(|&v| v > 0).map(|v| v as f64);
+    let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    let clock_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    let mem_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    let bus_bits = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    let bw = mem_khz
+        .zip(bus_bits)
+        .map(|(k, b)| 2.0 * k * 1e3 * b / 8.0 / 1e9);
+    let fp32 = sms
+        .zip(clock_khz)
+        .map(|(n, k)| n * 128.0 * 2.0 * k * 1e3 / 1e12);
+    emit(
+        serde_json::json!({"bench": "device", "name": ctx.name().ok(), "sms": sms,
+        "clock_mhz": clock_khz.map(|k| k / 1e3), "memory_clock_mhz": mem_khz.map(|k| k / 1e3),
+        "bus_bits": bus_bits, "theoretical_gb_per_s": bw, "fp32_tflops": fp32}),
+    );
+    (bw, fp32)
+}
+
 fn main() -> Result<()> {
     let a = parse()?;
     let gpu = Gpu::new(0)?;
+    let ceilings = device_ceilings(&gpu);
     let rows = a.tenants * a.items;
     let row_bytes = a.dim * 2;
     let mut rng = Rng(0x5eed);
@@ -213,12 +239,19 @@ fn main() -> Result<()> {
         )?;
         let scanned = (if whole { rows } else { nq * a.items }) as f64 * row_bytes as f64;
         let gbs = scanned / (ms * 1e-3) / 1e9;
+        // ceilings: bytes over the measured copy bandwidth; FLOPs (dot + norm: 4·dim per row)
+        // over the FP32 rate
+        let flops = scanned / row_bytes as f64 * 4.0 * a.dim as f64;
+        let ceiling_bytes_ms = scanned / (copy_gbs * 1e9) * 1e3;
+        let ceiling_flops_ms = ceilings.1.map(|tf| flops / (tf * 1e12) * 1e3);
         emit(
             serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
             "rows_per_query": if whole { rows } else { a.items }, "dim": a.dim, "k": a.k,
             "splits": Gpu::splits_for(nq, if whole { rows } else { a.items }),
             "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
-            "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / copy_gbs}),
+            "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / copy_gbs,
+            "ceiling_bytes_ms": ceiling_bytes_ms, "ceiling_flops_ms": ceiling_flops_ms,
+            "fraction_of_theoretical_bw": ceilings.0.map(|t| gbs / t)}),
         );
     }
 
