@@ -24,27 +24,38 @@ def main():
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--device", default="cuda", help="cpu only to smoke-test this script")
     a = ap.parse_args()
+
+    import time
 
     import torch
 
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     g = torch.Generator(device=dev).manual_seed(1234)
     rows = a.tenants * a.items
 
     def timed(prepare, fn):
         fn(prepare())
-        torch.cuda.synchronize()
+        sync()
         times = []
         for _ in range(a.repeats):
             inp = prepare()
-            torch.cuda.synchronize()
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn(inp)
-            e1.record()
-            e1.synchronize()
-            times.append(e0.elapsed_time(e1))
+            sync()
+            if cuda:
+                e0 = torch.cuda.Event(enable_timing=True)
+                e1 = torch.cuda.Event(enable_timing=True)
+                e0.record()
+                fn(inp)
+                e1.record()
+                e1.synchronize()
+                times.append(e0.elapsed_time(e1))
+            else:
+                t0 = time.perf_counter()
+                fn(inp)
+                times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times), times
 
     nbytes = rows * a.dim * 2

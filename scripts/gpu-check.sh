@@ -149,7 +149,12 @@ for x in m:
         continue
     y = next((y for y in t if y.get("case") == x["case"]), None)
     speed = y["ms"] / x["ms"] if y else None
+    ng = next((z for z in t if z.get("case") == x["case"] + "_no_gather"), None)
+    if ng:  # torch's best case: query i on tenant i, no gather copy
+        print(f"{x['case']}: vs torch without the gather {ng['ms']:.2f} ms -> "
+              f"{ng['ms'] / x['ms']:.2f}x")
     out[x["case"]] = {"memdex_ms": x["ms"], "torch_ms": y and y["ms"], "speedup": speed,
+                      "torch_no_gather_ms": ng and ng["ms"],
                       "fraction_of_copy_bw": x["fraction_of_copy_bw"],
                       "queries_per_s": x["queries_per_s"]}
     print(f"{x['case']}: {x['ms']:.2f} ms, {x['scan_gb_per_s']:.0f} GB/s = "
