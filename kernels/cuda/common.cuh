@@ -11,7 +11,8 @@
 #define MEMDEX_MAX_K 128
 #define MEMDEX_NO_ROW 0xffffffffu
 #define MEMDEX_WARPS 8          // warps per block of the scanning kernels (256 threads)
-#define MEMDEX_MAX_CHUNKS 4     // 16-byte chunks per lane: dim <= 32 * 4 * 8 = 1024
+// Kernels come in two widths: C = 16-byte chunks per lane (32 lanes × C × 8 halves):
+// C = 2 for dim <= 512 (40 registers on sm_90a: 6 blocks per SM), C = 4 for dim <= 1024.
 
 __device__ __forceinline__ bool memdex_better(float sa, uint32_t ra, float sb, uint32_t rb) {
     return sa > sb || (sa == sb && ra < rb);
@@ -68,17 +69,19 @@ __device__ __forceinline__ void memdex_lists_merge(const float (*ls)[MEMDEX_MAX_
 }
 
 // The query's elements this lane multiplies: chunks lane, lane+32, ... of 8 floats.
+template <int C>
 struct MemdexQuery {
-    float v[MEMDEX_MAX_CHUNKS][8];
+    float v[C][8];
     float norm;
 };
 
+template <int C>
 __device__ __forceinline__ void memdex_load_query(const float* __restrict__ q, uint32_t dim,
-                                                  MemdexQuery& out) {
+                                                  MemdexQuery<C>& out) {
     const uint32_t lane = threadIdx.x % 32, chunks = dim / 8;
     float nn = 0.f;
 #pragma unroll
-    for (int c = 0; c < MEMDEX_MAX_CHUNKS; ++c) {
+    for (int c = 0; c < C; ++c) {
         const uint32_t v = lane + 32 * c;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -92,17 +95,18 @@ __device__ __forceinline__ void memdex_load_query(const float* __restrict__ q, u
 
 // Cosine of row `row` (f16, dim % 8 == 0, 16-byte aligned rows) with the query; the whole warp
 // calls it and every lane gets the result. Row bytes are streamed once (no reuse: __ldcs).
+template <int C>
 __device__ __forceinline__ float memdex_row_cosine(const __half* __restrict__ emb, uint32_t dim,
-                                                   uint64_t row, const MemdexQuery& q) {
+                                                   uint64_t row, const MemdexQuery<C>& q) {
     const uint32_t lane = threadIdx.x % 32, chunks = dim / 8;
     const uint4* p = reinterpret_cast<const uint4*>(emb + row * dim);
-    uint4 u[MEMDEX_MAX_CHUNKS];
+    uint4 u[C];
 #pragma unroll
-    for (int c = 0; c < MEMDEX_MAX_CHUNKS; ++c)
+    for (int c = 0; c < C; ++c)
         if (lane + 32 * c < chunks) u[c] = __ldcs(p + lane + 32 * c);
     float dot = 0.f, nn = 0.f;
 #pragma unroll
-    for (int c = 0; c < MEMDEX_MAX_CHUNKS; ++c) {
+    for (int c = 0; c < C; ++c) {
         if (lane + 32 * c < chunks) {
             const __half2* h = reinterpret_cast<const __half2*>(&u[c]);
 #pragma unroll

@@ -18,14 +18,19 @@
 
 #define FR_THREADS (MEMDEX_WARPS * 32)
 
-extern "C" __global__ void __launch_bounds__(FR_THREADS)
-memdex_fragrel_topk(const __half* __restrict__ emb, uint32_t dim, const float* __restrict__ queries,
-                    const uint32_t* __restrict__ ranges, const uint32_t* __restrict__ positions,
-                    const uint32_t* __restrict__ groups, float alpha, float w,
-                    const uint16_t* __restrict__ row_buckets,
-                    const uint32_t* __restrict__ query_masks, uint32_t tables, uint32_t words,
-                    uint32_t k, float* __restrict__ scratch, uint32_t stride,
-                    float* __restrict__ out_s, uint32_t* __restrict__ out_r) {
+#define FR_PARAMS                                                                             \
+    const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,          \
+        const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ positions,          \
+        const uint32_t *__restrict__ groups, float alpha, float w,                            \
+        const uint16_t *__restrict__ row_buckets, const uint32_t *__restrict__ query_masks,   \
+        uint32_t tables, uint32_t words, uint32_t k, float *__restrict__ scratch,             \
+        uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r
+#define FR_ARGS                                                                              \
+    emb, dim, queries, ranges, positions, groups, alpha, w, row_buckets, query_masks, tables, \
+        words, k, scratch, stride, out_s, out_r
+
+template <int C>
+__device__ __forceinline__ void fragrel_topk(FR_PARAMS) {
     __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
     __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
     __shared__ float ca[FR_THREADS], cn[FR_THREADS], cz[FR_THREADS];  // chunk maps, then carries
@@ -40,10 +45,10 @@ memdex_fragrel_topk(const __half* __restrict__ emb, uint32_t dim, const float* _
 
     // 1. scores
     {
-        MemdexQuery q;
-        memdex_load_query(queries + (uint64_t)qi * dim, dim, q);
+        MemdexQuery<C> q;
+        memdex_load_query<C>(queries + (uint64_t)qi * dim, dim, q);
         for (uint32_t i = warp; i < n; i += MEMDEX_WARPS) {
-            const float c = memdex_row_cosine(emb, dim, start + i, q);
+            const float c = memdex_row_cosine<C>(emb, dim, start + i, q);
             if (lane == 0) s[i] = c;
         }
     }
@@ -147,4 +152,12 @@ memdex_fragrel_topk(const __half* __restrict__ emb, uint32_t dim, const float* _
     }
     __syncthreads();
     if (tid == 0) memdex_lists_merge(ls, lr, k, out_s + (uint64_t)qi * k, out_r + (uint64_t)qi * k);
+}
+
+// dim <= 1024 and dim <= 512 widths (see segmented_topk.cu)
+extern "C" __global__ void __launch_bounds__(FR_THREADS) memdex_fragrel_topk(FR_PARAMS) {
+    fragrel_topk<4>(FR_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(FR_THREADS) memdex_fragrel_topk_d512(FR_PARAMS) {
+    fragrel_topk<2>(FR_ARGS);
 }

@@ -11,20 +11,22 @@
 // bucket's bit is set for the query. Rows that fail are not read at all (their bytes are saved).
 #include "common.cuh"
 
-extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32)
-memdex_segmented_topk(const __half* __restrict__ emb, uint32_t dim,
-                      const float* __restrict__ queries, const uint32_t* __restrict__ ranges,
-                      const uint16_t* __restrict__ row_buckets,
-                      const uint32_t* __restrict__ query_masks, uint32_t tables, uint32_t words,
-                      uint32_t k, uint32_t splits, float* __restrict__ out_s,
-                      uint32_t* __restrict__ out_r) {
+#define SEG_PARAMS                                                                            \
+    const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,          \
+        const uint32_t *__restrict__ ranges, const uint16_t *__restrict__ row_buckets,        \
+        const uint32_t *__restrict__ query_masks, uint32_t tables, uint32_t words, uint32_t k, \
+        uint32_t splits, float *__restrict__ out_s, uint32_t *__restrict__ out_r
+#define SEG_ARGS emb, dim, queries, ranges, row_buckets, query_masks, tables, words, k, splits, out_s, out_r
+
+template <int C>
+__device__ __forceinline__ void segmented_topk(SEG_PARAMS) {
     __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
     __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
     const uint32_t qi = blockIdx.x, part = blockIdx.y;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     memdex_lists_init(ls, lr);
-    MemdexQuery q;
-    memdex_load_query(queries + (uint64_t)qi * dim, dim, q);
+    MemdexQuery<C> q;
+    memdex_load_query<C>(queries + (uint64_t)qi * dim, dim, q);
     __syncthreads();
 
     const uint32_t start = ranges[2 * qi], end = ranges[2 * qi + 1];
@@ -36,7 +38,7 @@ memdex_segmented_topk(const __half* __restrict__ emb, uint32_t dim,
 
     for (uint32_t r = lo + warp; r < hi; r += MEMDEX_WARPS) {
         if (!memdex_row_selected(row_buckets, qmask, tables, words, r)) continue;  // warp-uniform
-        const float s = memdex_sanitize(memdex_row_cosine(emb, dim, r, q));
+        const float s = memdex_sanitize(memdex_row_cosine<C>(emb, dim, r, q));
         if (lane == 0) memdex_list_insert(ls[warp], lr[warp], k, s, r);
     }
     __syncthreads();
@@ -44,6 +46,16 @@ memdex_segmented_topk(const __half* __restrict__ emb, uint32_t dim,
         const uint64_t o = ((uint64_t)qi * splits + part) * k;
         memdex_lists_merge(ls, lr, k, out_s + o, out_r + o);
     }
+}
+
+// dim <= 1024 (4 chunks per lane) and dim <= 512 (2 chunks: half the registers, twice the
+// blocks per SM); the host picks by dim.
+extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32) memdex_segmented_topk(SEG_PARAMS) {
+    segmented_topk<4>(SEG_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32)
+    memdex_segmented_topk_d512(SEG_PARAMS) {
+    segmented_topk<2>(SEG_ARGS);
 }
 
 // Reduces `splits` sorted candidate lists of k per query to one (grid = nq, 32 threads).

@@ -221,14 +221,16 @@ pub fn masked_selection_is_exact(k: &dyn Kernels) {
 
 /// A check (see the module docs).
 pub fn scores_within_tolerance(k: &dyn Kernels) {
-    let (rows, dim) = (4000usize, 384usize);
-    let data = to_f16(&random_unit(rows, dim, 6));
-    let m = Matrix { dim, data: &data };
-    let ranges = ranges_for(rows as u32);
-    let queries = random_unit(ranges.len(), dim, 7);
-    let got = k.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
-    let want = Cpu.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
-    assert_close(&got, &want, 1e-5, "segmented_topk");
+    // 384: the narrow kernel (dim ≤ 512); 1024: the wide one at its limit
+    for (rows, dim) in [(4000usize, 384usize), (3000, 1024)] {
+        let data = to_f16(&random_unit(rows, dim, 6));
+        let m = Matrix { dim, data: &data };
+        let ranges = ranges_for(rows as u32);
+        let queries = random_unit(ranges.len(), dim, 7);
+        let got = k.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
+        let want = Cpu.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
+        assert_close(&got, &want, 1e-5, &format!("segmented_topk dim {dim}"));
+    }
 }
 
 fn timeline(rows: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
@@ -248,7 +250,13 @@ fn timeline(rows: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
 
 /// A check (see the module docs).
 pub fn fragrel_matches_reference(k: &dyn Kernels) {
-    let (rows, dim) = (3000usize, 64usize);
+    for dim in [64, 640] {
+        fragrel_matches_reference_at(k, dim);
+    }
+}
+
+fn fragrel_matches_reference_at(k: &dyn Kernels, dim: usize) {
+    let rows = 3000usize;
     let data = to_f16(&random_unit(rows, dim, 8));
     let m = Matrix { dim, data: &data };
     let (positions, groups) = timeline(rows, 9);
@@ -269,7 +277,7 @@ pub fn fragrel_matches_reference(k: &dyn Kernels) {
         let want = Cpu
             .fragrel_topk(&m, &t, &queries, &ranges, None, 10, p)
             .unwrap();
-        assert_close(&got, &want, 1e-4, &format!("fragrel {p:?}"));
+        assert_close(&got, &want, 1e-4, &format!("fragrel dim {dim} {p:?}"));
     }
     // with a mask: the environment still sees every row, only the selection is limited
     let (row_buckets, query_masks) = random_mask(rows, ranges.len(), 2, 16, 11);

@@ -211,7 +211,7 @@ impl Gpu {
         k: usize,
     ) -> Result<DeviceTopK, KernelError> {
         let f = self.cuda.get_or_load_custom_func(
-            "memdex_segmented_topk",
+            width("memdex_segmented_topk", m.dim),
             "memdex_segmented_topk",
             ptx::SEGMENTED_TOPK,
         )?;
@@ -288,7 +288,7 @@ impl Gpu {
         p: FragRelParams,
     ) -> Result<DeviceTopK, KernelError> {
         let f = self.cuda.get_or_load_custom_func(
-            "memdex_fragrel_topk",
+            width("memdex_fragrel_topk", m.dim),
             "memdex_fragrel_env",
             ptx::FRAGREL_ENV,
         )?;
@@ -341,6 +341,17 @@ impl Gpu {
             scores: self.download(&r.scores)?,
             rows: self.download(&r.rows)?,
         })
+    }
+}
+
+/// The kernel of `base` for rows of `dim`: the `_d512` instantiation (2 chunks of 16 bytes per
+/// lane, 40 registers on sm_90a, twice the blocks per SM) when it fits, else the wide one.
+fn width(base: &str, dim: usize) -> &'static str {
+    match (base, dim <= 512) {
+        ("memdex_segmented_topk", true) => "memdex_segmented_topk_d512",
+        ("memdex_segmented_topk", false) => "memdex_segmented_topk",
+        ("memdex_fragrel_topk", true) => "memdex_fragrel_topk_d512",
+        _ => "memdex_fragrel_topk",
     }
 }
 

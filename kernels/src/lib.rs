@@ -130,8 +130,10 @@ mod tests {
             assert!(super::ptx::SCALE.contains(".entry memdex_scale_f32"));
             assert!(all[0].contains(".entry memdex_lsh_project"));
             assert!(all[1].contains(".entry memdex_segmented_topk"));
+            assert!(all[1].contains(".entry memdex_segmented_topk_d512"));
             assert!(all[1].contains(".entry memdex_topk_merge"));
-            assert!(all[2].contains(".entry memdex_fragrel_topk"));
+            assert!(all[2].contains(".entry memdex_fragrel_topk("));
+            assert!(all[2].contains(".entry memdex_fragrel_topk_d512"));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }
