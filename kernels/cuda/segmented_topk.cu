@@ -1,7 +1,7 @@
 // Batched cosine top-k over tenant-contiguous f16 rows, without writing scores to global memory.
 //
 // Query q scans rows [ranges[2q], ranges[2q+1]) of `emb` (N × dim f16, row-major). Its range is
-// cut into `splits` parts (<= 64), one block each (grid = nq × splits, 256 threads): every warp scores
+// cut into `splits` parts (<= 1024), one block each (grid = nq × splits, 256 threads): every warp scores
 // one row at a time (16-byte streaming loads, f32 accumulation) and keeps its own sorted top-k
 // in shared memory; the block merges its 8 lists and writes k candidates to
 // out[(q * splits + part) * k ..]. With splits > 1, memdex_topk_merge reduces the parts.
@@ -58,34 +58,52 @@ extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32)
     segmented_topk<2>(SEG_ARGS);
 }
 
-// Reduces `splits` sorted candidate lists of k per query to one (grid = nq, 32 threads).
-extern "C" __global__ void memdex_topk_merge(const float* __restrict__ in_s,
-                                             const uint32_t* __restrict__ in_r, uint32_t splits,
-                                             uint32_t k, float* __restrict__ out_s,
-                                             uint32_t* __restrict__ out_r) {
-    if (threadIdx.x != 0) return;
-    const uint32_t qi = blockIdx.x;
+// Reduces `splits` (<= MEMDEX_MAX_SPLITS) sorted candidate lists of k per query to one
+// (grid = nq, one warp per query). Each round every lane finds the best head among its lists
+// (p = lane, lane + 32, ...), the warp takes the best of those — ordered by (score, row, list),
+// so every lane agrees even between empty slots — and the owning lane advances that head.
+#define MEMDEX_MAX_SPLITS 1024
+extern "C" __global__ void __launch_bounds__(32)
+memdex_topk_merge(const float* __restrict__ in_s, const uint32_t* __restrict__ in_r,
+                  uint32_t splits, uint32_t k, float* __restrict__ out_s,
+                  uint32_t* __restrict__ out_r) {
+    __shared__ uint8_t head[MEMDEX_MAX_SPLITS];  // k <= 128 fits a byte
+    const uint32_t qi = blockIdx.x, lane = threadIdx.x;
     const float* s = in_s + (uint64_t)qi * splits * k;
     const uint32_t* r = in_r + (uint64_t)qi * splits * k;
-    uint32_t head[64];
-    for (uint32_t p = 0; p < splits; ++p) head[p] = 0;
+    for (uint32_t p = lane; p < splits; p += 32) head[p] = 0;
+    __syncwarp();
     for (uint32_t j = 0; j < k; ++j) {
-        int best = -1;
-        for (uint32_t p = 0; p < splits; ++p) {
+        float bs = -INFINITY;
+        uint32_t br = MEMDEX_NO_ROW, bp = 0xffffffffu;
+        for (uint32_t p = lane; p < splits; p += 32) {
             if (head[p] >= k) continue;
             const uint32_t a = p * k + head[p];
-            if (best < 0 || memdex_better(s[a], r[a], s[best * k + head[best]],
-                                          r[best * k + head[best]]))
-                best = (int)p;
+            if (bp == 0xffffffffu || memdex_better(s[a], r[a], bs, br)) {
+                bs = s[a];
+                br = r[a];
+                bp = p;
+            }
         }
-        if (best < 0) {
-            out_s[(uint64_t)qi * k + j] = -INFINITY;
-            out_r[(uint64_t)qi * k + j] = MEMDEX_NO_ROW;
-            continue;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float os = __shfl_xor_sync(0xffffffffu, bs, o);
+            const uint32_t orow = __shfl_xor_sync(0xffffffffu, br, o);
+            const uint32_t op = __shfl_xor_sync(0xffffffffu, bp, o);
+            const bool take = op != 0xffffffffu &&
+                              (bp == 0xffffffffu || memdex_better(os, orow, bs, br) ||
+                               (os == bs && orow == br && op < bp));
+            if (take) {
+                bs = os;
+                br = orow;
+                bp = op;
+            }
         }
-        const uint32_t a = best * k + head[best];
-        out_s[(uint64_t)qi * k + j] = s[a];
-        out_r[(uint64_t)qi * k + j] = r[a];
-        ++head[best];
+        if (lane == 0) {
+            out_s[(uint64_t)qi * k + j] = bp == 0xffffffffu ? -INFINITY : bs;
+            out_r[(uint64_t)qi * k + j] = bp == 0xffffffffu ? MEMDEX_NO_ROW : br;
+        }
+        if (bp != 0xffffffffu && lane == bp % 32) ++head[bp];
+        __syncwarp();
     }
 }

@@ -6,19 +6,20 @@
 //! implementation, which uploads host inputs per call (what the tests compare with the CPU).
 #![allow(unsafe_code)] // kernel launches: see the `# Safety` notes at each `launch`
 
+use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::Device;
 
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
-    f16, ptx, BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline, TopKResult,
+    f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline,
+    TopKResult,
 };
 
 const THREADS: u32 = 256;
-const MAX_SPLITS: usize = 64;
 
 /// A CUDA device with memdex's kernels.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct Gpu {
     device: Device,
     cuda: CudaDevice,
     ordinal: usize,
+    /// Streaming multiprocessors (132 on an H100 SXM).
+    sms: usize,
 }
 
 /// The embedding matrix on the device.
@@ -78,10 +81,16 @@ impl Gpu {
         }
         let device = Device::new_cuda(ordinal)?;
         let cuda = device.as_cuda_device()?.clone();
+        let sms = cuda
+            .cuda_stream()
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(132, |n| n.max(1) as usize);
         Ok(Self {
             device,
             cuda,
             ordinal,
+            sms,
         })
     }
 
@@ -153,18 +162,30 @@ impl Gpu {
         })
     }
 
-    /// Parts each query's range is cut into: enough blocks to fill the GPU (~4 per SM of an
-    /// H100) without parts shorter than 1,024 rows. `MEMDEX_TOPK_SPLITS` overrides it.
-    pub fn splits_for(nq: usize, max_len: usize) -> usize {
-        if let Some(s) = std::env::var("MEMDEX_TOPK_SPLITS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-        {
-            return s.clamp(1, MAX_SPLITS);
-        }
-        let by_gpu = 528usize.div_ceil(nq.max(1));
-        let by_len = max_len.div_ceil(1024);
-        by_gpu.min(by_len).clamp(1, MAX_SPLITS)
+    pub fn sms(&self) -> usize {
+        self.sms
+    }
+
+    /// Blocks of `f` (256 threads) resident per SM, from the driver's occupancy calculator.
+    fn slots(&self, f: &CudaFunction) -> usize {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+            .map_or(1, |n| n.max(1) as usize);
+        self.sms * per_sm
+    }
+
+    fn segmented_splits(&self, f: &CudaFunction, nq: usize, max_len: usize) -> usize {
+        splits_for(nq, max_len, self.slots(f))
+    }
+
+    /// The split `segmented_topk_dev` would use for `nq` queries over `max_len` rows of `dim`.
+    pub fn splits(&self, nq: usize, max_len: usize, dim: usize) -> Result<usize, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            width("memdex_segmented_topk", dim),
+            "memdex_segmented_topk",
+            ptx::SEGMENTED_TOPK,
+        )?;
+        Ok(self.segmented_splits(&f, nq, max_len))
     }
 
     /// Bucket ids (`n × tables`) of device vectors `x` (`n × dim`) for projections `proj`.
@@ -215,7 +236,7 @@ impl Gpu {
             "memdex_segmented_topk",
             ptx::SEGMENTED_TOPK,
         )?;
-        let splits = Self::splits_for(q.n, q.max_len);
+        let splits = self.segmented_splits(&f, q.n, q.max_len);
         let mut part_s = self.cuda.alloc_zeros::<f32>(q.n * splits * k)?;
         let mut part_r = self.cuda.alloc_zeros::<u32>(q.n * splits * k)?;
         if q.n == 0 {
@@ -243,7 +264,7 @@ impl Gpu {
         b.arg(&mut part_s).arg(&mut part_r);
         // SAFETY: argument order and types match memdex_segmented_topk (a null u64 stands for an
         // absent mask pointer); ranges were checked against the matrix's rows, the outputs hold
-        // nq × splits × k entries, splits ≤ 64 (the merge kernel's bound), k ≤ MAX_K.
+        // nq × splits × k entries, splits ≤ MAX_SPLITS (the merge kernel's bound), k ≤ MAX_K.
         unsafe { launch(b, cfg)? };
         if splits == 1 {
             return Ok(DeviceTopK {

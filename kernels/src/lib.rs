@@ -12,7 +12,9 @@ pub mod gpu;
 mod types;
 
 pub use half::f16;
-pub use types::{BucketMask, FragRelParams, Matrix, Timeline, TopKResult, NO_ROW};
+pub use types::{
+    splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
+};
 
 /// PTX text of each `cuda/*.cu`, named after the file (`SEGMENTED_TOPK` for
 /// `segmented_topk.cu`); empty strings when built without nvcc (`AVAILABLE == false`).

@@ -219,3 +219,46 @@ pub(crate) fn check_lsh(
     }
     Ok(x.len() / dim)
 }
+
+/// Most parts one query's range is cut into (the merge kernel's bound).
+pub const MAX_SPLITS: usize = 1024;
+/// Fewest rows worth a part of their own.
+const MIN_PART_ROWS: usize = 256;
+
+/// Parts each query's range is cut into for `segmented_topk`, given `slots` = blocks the GPU
+/// runs at once (SMs × resident blocks per SM). Aims at ≥ 8 waves of equal blocks, so the last,
+/// partial wave costs little; when parts run out first (few queries), it uses whole waves so
+/// that no wave is a sliver. Parts keep ≥ 256 rows. `MEMDEX_TOPK_SPLITS` overrides it.
+pub fn splits_for(nq: usize, max_len: usize, slots: usize) -> usize {
+    if let Some(s) = std::env::var("MEMDEX_TOPK_SPLITS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return s.clamp(1, MAX_SPLITS);
+    }
+    let (nq, slots) = (nq.max(1), slots.max(1));
+    let want = (8 * slots).div_ceil(nq);
+    let by_len = max_len.div_ceil(MIN_PART_ROWS).max(1);
+    let s = want.min(by_len).clamp(1, MAX_SPLITS);
+    let total = s * nq;
+    if total < 8 * slots && total > slots {
+        return ((total / slots) * slots / nq).max(1);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::splits_for;
+
+    #[test]
+    fn splits_fill_the_gpu_in_whole_waves() {
+        let slots = 132 * 6; // H100, 6 blocks of the narrow kernel per SM
+        assert_eq!(splits_for(1000, 5000, slots), 7); // 7,000 blocks ≈ 8.8 waves
+        assert_eq!(splits_for(10_000, 5000, slots), 1);
+        assert_eq!(splits_for(1, 5_000_000, slots), slots); // exactly one wave
+        assert_eq!(splits_for(1, 300, slots), 2); // parts keep ≥ 256 rows
+        assert_eq!(splits_for(100, 5000, slots), 15); // 1,500 blocks: 1.9 waves, not 2.5
+        assert_eq!(splits_for(5, 0, slots), 1);
+    }
+}

@@ -247,7 +247,7 @@ fn main() -> Result<()> {
         emit(
             serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
             "rows_per_query": if whole { rows } else { a.items }, "dim": a.dim, "k": a.k,
-            "splits": Gpu::splits_for(nq, if whole { rows } else { a.items }),
+            "splits": gpu.splits(nq, if whole { rows } else { a.items }, a.dim)?,
             "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
             "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / copy_gbs,
             "ceiling_bytes_ms": ceiling_bytes_ms, "ceiling_flops_ms": ceiling_flops_ms,
