@@ -1,19 +1,143 @@
-//! memdex CUDA kernels as embedded PTX (see README.md). Not a default workspace member.
+//! memdex's CUDA kernels (see README.md): the PTX built from `cuda/*.cu`, the CPU reference of
+//! every kernel ([`cpu::Cpu`]), launch wrappers on candle's CUDA device (`gpu`, feature `cuda`),
+//! and [`test_device!`], which runs one test body on every device this build and machine have.
+//!
+//! Every kernel is reached through the [`Kernels`] trait, so tests and benchmarks compare the
+//! devices on identical inputs. Not a default workspace member.
 
-/// PTX text of each `cuda/*.cu`, named after the file (`SCALE` for `scale.cu`); empty strings
-/// when built without nvcc (`AVAILABLE == false`).
+pub mod checks;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+mod types;
+
+pub use half::f16;
+pub use types::{
+    splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
+};
+
+/// PTX text of each `cuda/*.cu`, named after the file (`SEGMENTED_TOPK` for
+/// `segmented_topk.cu`); empty strings when built without nvcc (`AVAILABLE == false`).
 pub mod ptx {
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+}
+
+/// Largest `k` the kernels keep per query (shared-memory lists).
+pub const MAX_K: usize = 128;
+/// Largest embedding dimension (16-byte chunks per lane held in registers).
+pub const MAX_DIM: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("invalid kernel input: {0}")]
+    Invalid(String),
+    #[error("memdex-kernels was built without nvcc (set MEMDEX_NVCC=1): no PTX to load")]
+    NoPtx,
+    #[cfg(feature = "cuda")]
+    #[error("CUDA: {0}")]
+    Cuda(#[from] candle_core::Error),
+}
+
+/// The kernels, on some device. Inputs live in host memory here (the GPU implementation
+/// uploads them per call); `gpu::Gpu` also has device-resident entry points for benchmarks.
+pub trait Kernels {
+    /// `cpu` or `cuda:N`.
+    fn device(&self) -> String;
+
+    /// TiM bucket ids of `x` (`n × dim`, row-major) in every table: `n × tables` ids,
+    /// `argmax([x R_t ; −x R_t])` with the first maximum winning. `proj` is
+    /// `tables × (buckets/2) × dim` ([`memdex_index::lsh::Lsh::projection`]).
+    fn lsh_project(
+        &self,
+        x: &[f32],
+        dim: usize,
+        proj: &[f32],
+        tables: usize,
+        buckets: usize,
+    ) -> Result<Vec<u32>, KernelError>;
+
+    /// Per query (`queries`: `nq × dim` f32), the top `k` rows of its range of `m` by cosine,
+    /// restricted to the rows passing `mask` when given. Order: score descending, then row
+    /// ascending; NaN counts as −∞.
+    fn segmented_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+    ) -> Result<TopKResult, KernelError>;
+
+    /// As [`Kernels::segmented_topk`], ranking `s + α·env` (FragRel's environment along the
+    /// range's timeline; the environment uses every row of the range, the mask only limits
+    /// which rows are returned).
+    #[allow(clippy::too_many_arguments)]
+    fn fragrel_topk(
+        &self,
+        m: &Matrix<'_>,
+        timeline: &Timeline<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+        params: FragRelParams,
+    ) -> Result<TopKResult, KernelError>;
+}
+
+/// Runs one test body on every device: always on the CPU reference, and on `cuda:0` when the
+/// crate is built with `cuda` and a device answers. Without a device the CUDA test prints why
+/// and passes, unless `MEMDEX_REQUIRE_CUDA=1` (set by `scripts/gpu-check.sh`), where it fails.
+///
+/// ```ignore
+/// fn body(k: &dyn memdex_kernels::Kernels) { /* … */ }
+/// memdex_kernels::test_device!(my_test, body);
+/// ```
+#[macro_export]
+macro_rules! test_device {
+    ($name:ident, $body:path) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn cpu() {
+                $body(&$crate::cpu::Cpu);
+            }
+
+            #[cfg(feature = "cuda")]
+            #[test]
+            fn cuda() {
+                match $crate::gpu::Gpu::new(0) {
+                    Ok(gpu) => $body(&gpu),
+                    Err(e) if std::env::var("MEMDEX_REQUIRE_CUDA").as_deref() == Ok("1") => {
+                        panic!("MEMDEX_REQUIRE_CUDA=1 but no CUDA device: {e}")
+                    }
+                    Err(e) => eprintln!("skipping {}::cuda: {e}", stringify!($name)),
+                }
+            }
+        }
+    };
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn ptx_present_when_built_with_nvcc() {
+        let all = [
+            super::ptx::LSH_PROJECT,
+            super::ptx::SEGMENTED_TOPK,
+            super::ptx::FRAGREL_ENV,
+        ];
         if super::ptx::AVAILABLE {
             assert!(super::ptx::SCALE.contains(".entry memdex_scale_f32"));
+            assert!(all[0].contains(".entry memdex_lsh_project"));
+            assert!(all[1].contains(".entry memdex_segmented_topk"));
+            assert!(all[1].contains(".entry memdex_segmented_topk_d512"));
+            assert!(all[1].contains(".entry memdex_topk_merge"));
+            assert!(all[2].contains(".entry memdex_fragrel_topk("));
+            assert!(all[2].contains(".entry memdex_fragrel_topk_d512"));
         } else {
-            assert!(super::ptx::SCALE.is_empty());
+            assert!(all.iter().all(|p| p.is_empty()));
         }
     }
 }

@@ -68,6 +68,17 @@ pub struct ModelArgs {
     /// CPU encoder: fast (memdex's fused kernels) or candle (the reference implementation).
     #[arg(long, env = "MEMDEX_CPU_BACKEND", value_enum, default_value = "fast")]
     pub cpu_backend: CpuBackendArg,
+    /// Weights and activations: f32, f16 or bf16 (default: f32 on CPU, f16 on CUDA; the fast
+    /// CPU encoder is f32 only, other precisions run candle's encoder).
+    #[arg(long, env = "MEMDEX_PRECISION", value_enum)]
+    pub precision: Option<PrecisionArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    F16,
+    Bf16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -120,6 +131,16 @@ pub struct IndexArgs {
     /// Items per committed segment.
     #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = 50_000)]
     pub flush_items: usize,
+    /// TiM LSH: buckets per table (b, even). With --lsh-tables, the store records the seeded
+    /// projection and stores every new row's bucket ids (a no-op if it already hashes so).
+    #[arg(long, env = "MEMDEX_LSH_BUCKETS", requires = "lsh_tables")]
+    pub lsh_buckets: Option<u32>,
+    /// TiM LSH: independent tables (L).
+    #[arg(long, env = "MEMDEX_LSH_TABLES", requires = "lsh_buckets")]
+    pub lsh_tables: Option<u32>,
+    /// TiM LSH: seed of the projections.
+    #[arg(long, env = "MEMDEX_LSH_SEED", default_value_t = 42)]
+    pub lsh_seed: u64,
     /// Print the report as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,

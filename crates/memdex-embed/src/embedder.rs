@@ -1,11 +1,12 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
 use memdex_core::{ModelInfo, Pooling, TextKind};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::fast_bert::FastBert;
 use crate::files::{ModelFiles, WeightFiles};
+use crate::masked_bert::MaskedBert;
 use crate::{device_name, plan_batches, EmbedError};
 
 /// Floating-point precision of the weights and activations.
@@ -32,12 +33,13 @@ pub enum CpuBackend {
     /// memdex's packed, fused encoder (`fast_bert`); f32 only.
     #[default]
     Fast,
-    /// candle-transformers' `BertModel`: the reference implementation.
+    /// candle-transformers' BERT layers (`masked_bert`: its encoder with a mask that stays
+    /// finite in f16/bf16): the reference implementation.
     Candle,
 }
 
 enum Backend {
-    Candle(BertModel),
+    Candle(MaskedBert),
     Fast(FastBert),
 }
 
@@ -193,7 +195,7 @@ impl Embedder {
             Backend::Fast(FastBert::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?)
         } else {
             Backend::Candle(
-                BertModel::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?,
+                MaskedBert::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?,
             )
         };
 
@@ -335,7 +337,7 @@ impl Embedder {
     /// The reference path: candle's BERT over a padded batch, pooling with masks.
     fn forward_candle(
         &self,
-        model: &BertModel,
+        model: &MaskedBert,
         indices: &[usize],
         ids: &[Vec<u32>],
         padded_len: usize,
@@ -351,7 +353,7 @@ impl Embedder {
         let input = Tensor::from_vec(input, (b, padded_len), &self.device)?;
         let mask = Tensor::from_vec(mask, (b, padded_len), &self.device)?;
         let type_ids = input.zeros_like()?;
-        let hidden = model.forward(&input, &type_ids, Some(&mask))?; // (b, L, H)
+        let hidden = model.forward(&input, &type_ids, &mask)?; // (b, L, H)
         let hidden = hidden.to_dtype(DType::F32)?;
         let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (b, L, 1)
         let pooled = match self.info.pooling {

@@ -16,6 +16,7 @@ mod embedder;
 mod error;
 mod fast_bert;
 mod files;
+mod masked_bert;
 mod math;
 mod mmap;
 

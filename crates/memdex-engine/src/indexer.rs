@@ -353,6 +353,14 @@ impl Batch<'_> {
                 Source::Fresh(slot) => fresh_terms[slot].clone(),
             };
         }
+        // TiM LSH bucket ids, when the store hashes (its manifest records the projection)
+        if let Some(meta) = self.writer.manifest().lsh {
+            let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), &data);
+            let t = meta.tables as usize;
+            for (i, d) in self.derived.iter_mut().enumerate() {
+                d.lsh = ids[i * t..(i + 1) * t].to_vec();
+            }
+        }
         let committed = self
             .writer
             .append_derived(&self.pending, &data, &self.derived)?;

@@ -7,11 +7,13 @@
 //!   ranking pipeline in `rank` (dense, BM25, fusion, FragRel; each stage an option).
 //! * [`Engine`]: the serving façade (model thread + token-budget queue, writer thread with
 //!   group commit, deletes, compaction, snapshots for readers); see `engine`.
+//! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 
 mod context;
 mod engine;
 mod error;
 mod indexer;
+pub mod lsh;
 mod rank;
 mod reading;
 mod search;

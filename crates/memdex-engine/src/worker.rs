@@ -350,6 +350,13 @@ impl WriterState {
                 d.neighbors = n;
             }
         }
+        if let Some(meta) = self.writer.manifest().lsh {
+            let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), &data);
+            let t = meta.tables as usize;
+            for (i, d) in derived.iter_mut().enumerate() {
+                d.lsh = ids[i * t..(i + 1) * t].to_vec();
+            }
+        }
         let first_id = self.writer.manifest().next_item_id();
         let report = self.writer.append_derived(items, &data, &derived)?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);

@@ -64,6 +64,16 @@ impl Lsh {
         self.params
     }
 
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The projections, `tables × (b/2) × dim` row-major: what the GPU kernel `lsh_project`
+    /// takes.
+    pub fn projection(&self) -> &[f32] {
+        &self.proj
+    }
+
     /// `[xR ; −xR]` for one table.
     fn scores(&self, x: &[f32], table: usize, out: &mut Vec<f32>) {
         let half = self.params.buckets / 2;

@@ -18,6 +18,7 @@
 
 mod compact;
 mod error;
+mod lsh_column;
 mod manifest;
 mod mmap;
 mod schema;
@@ -28,6 +29,7 @@ mod writer;
 
 pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
+pub use lsh_column::{LshMeta, LSH_BUCKETS};
 pub use manifest::{Extraction, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;
 pub use segment::{Derived, ItemRef, Segment};

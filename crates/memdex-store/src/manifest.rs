@@ -38,6 +38,9 @@ pub struct Manifest {
     /// newest rows. Absent in older manifests (= 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub next_id_floor: u64,
+    /// TiM LSH applied at index time (bucket-id column in the segments written since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsh: Option<crate::LshMeta>,
 }
 
 fn is_zero(v: &u64) -> bool {

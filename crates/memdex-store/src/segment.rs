@@ -31,6 +31,8 @@ pub(crate) struct Row<'a> {
     pub item: &'a MemoryItem,
     pub embedding: &'a [f32],
     pub derived: &'a Derived,
+    /// Bucket id per LSH table (empty when the store does not hash).
+    pub lsh: &'a [u16],
 }
 
 /// What the engine derives from an item at index time, stored beside it.
@@ -44,6 +46,8 @@ pub struct Derived {
     pub facts: String,
     /// FragRel semantic neighbours: (tenant position, weight).
     pub neighbors: Vec<(u64, f32)>,
+    /// TiM LSH bucket id per table (empty when the store does not hash).
+    pub lsh: Vec<u16>,
 }
 
 /// Writes `rows` (already in final order: tenant-grouped, position-ascending) as a segment
@@ -61,7 +65,12 @@ pub(crate) fn write_segment(
         path: path.clone(),
         source,
     };
-    let schema = Arc::new(segment_schema(dim, metadata));
+    let lsh_tables = rows.first().map_or(0, |r| r.lsh.len());
+    let schema = match lsh_tables {
+        0 => segment_schema(dim, metadata),
+        t => crate::lsh_column::with_column(segment_schema(dim, metadata), t),
+    };
+    let schema = Arc::new(schema);
     let mut emb = Vec::with_capacity(rows.len() * dim);
     for r in rows {
         emb.extend_from_slice(r.embedding);
@@ -119,6 +128,13 @@ pub(crate) fn write_segment(
         Arc::new(neighbors_array(rows)),
         Arc::new(neighbor_weights_array(rows)),
     ];
+    let mut columns = columns;
+    if lsh_tables > 0 {
+        let ids: Vec<u16> = rows.iter().flat_map(|r| r.lsh.iter().copied()).collect();
+        columns.push(Arc::new(
+            crate::lsh_column::array(ids, lsh_tables).map_err(arrow_err)?,
+        ));
+    }
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
     let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
@@ -206,6 +222,8 @@ pub struct Segment {
     path: PathBuf,
     batch: RecordBatch,
     dim: usize,
+    /// The optional LSH bucket column: (column index, tables).
+    lsh: Option<(usize, usize)>,
 }
 
 /// One stored item, borrowed from a segment.
@@ -242,6 +260,11 @@ impl Segment {
         }
         let batch = decode_single_batch(&buffer).map_err(bad)?;
         let expected = segment_schema(dim, HashMap::new());
+        let lsh = crate::lsh_column::find(&batch);
+        let expected = match lsh {
+            Some((_, tables)) => crate::lsh_column::with_column(expected, tables),
+            None => expected,
+        };
         if batch.schema().fields() != expected.fields() {
             return Err(bad(format!(
                 "columns do not match the store schema for dimension {dim}"
@@ -262,6 +285,7 @@ impl Segment {
             path,
             batch,
             dim,
+            lsh,
         })
     }
 
@@ -287,6 +311,12 @@ impl Segment {
         let list = self.batch.column(COL_EMBEDDING).as_fixed_size_list();
         let values = list.values().as_primitive::<Float32Type>().values();
         &values[list.offset() * self.dim..(list.offset() + list.len()) * self.dim]
+    }
+
+    /// LSH bucket ids, `rows × tables` (with the table count), when this segment has them.
+    pub fn lsh_buckets(&self) -> Option<(&[u16], usize)> {
+        self.lsh
+            .map(|(col, tables)| (crate::lsh_column::values(&self.batch, col), tables))
     }
 
     /// xxh3 of each row's key text.

@@ -71,6 +71,13 @@ impl<'a> TenantSlice<'a> {
     pub fn neighbors(&self, i: usize) -> impl Iterator<Item = (u64, f32)> + 'a {
         self.segment.neighbors(self.start + i)
     }
+
+    /// LSH bucket ids of these rows (`rows × tables`, with the table count), if stored.
+    pub fn lsh_buckets(&self) -> Option<(&'a [u16], usize)> {
+        self.segment
+            .lsh_buckets()
+            .map(|(ids, t)| (&ids[self.start * t..(self.start + self.rows) * t], t))
+    }
 }
 
 impl Store {

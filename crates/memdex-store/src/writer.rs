@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
 use crate::error::{io, StoreError};
+use crate::lsh_column::LshMeta;
 use crate::manifest::{sync_dir, Extraction, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
 use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
@@ -86,6 +87,7 @@ impl StoreWriter {
                     segments: Vec::new(),
                     deleted: Vec::new(),
                     next_id_floor: 0,
+                    lsh: None,
                 };
                 m.save(dir)?;
                 m
@@ -167,30 +169,106 @@ impl StoreWriter {
         self.append_derived(items, embeddings, &vec![Derived::default(); items.len()])
     }
 
-    /// [`Self::append`] with each item's analysed key terms (one list per item).
+    /// Turns on TiM LSH for the segments appended from now on (recorded in a new manifest
+    /// version); earlier segments keep no bucket column and are scanned exactly. Enabling the
+    /// same hashing again is a no-op; different hashing is refused.
+    pub fn enable_lsh(&mut self, lsh: LshMeta) -> Result<(), StoreError> {
+        match self.manifest.lsh {
+            Some(m) if m == lsh => return Ok(()),
+            Some(m) => {
+                return Err(StoreError::InvalidAppend {
+                    message: format!("store already hashes with {m:?}; asked for {lsh:?}"),
+                })
+            }
+            None => {}
+        }
+        if lsh.dim as usize != self.manifest.model.dim
+            || lsh.tables == 0
+            || lsh.buckets < 2
+            || !lsh.buckets.is_multiple_of(2)
+            || lsh.buckets > 1 << 16
+        {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "LSH {lsh:?} does not fit a store of dimension {}",
+                    self.manifest.model.dim
+                ),
+            });
+        }
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.lsh = Some(lsh);
+        next.save(&self.dir)?;
+        self.manifest = next;
+        Ok(())
+    }
+
+    /// [`Self::append`] with each item's analysed key terms (one list per item). A store with
+    /// LSH enabled needs [`Self::append_with_lsh`].
     pub fn append_with_terms(
         &mut self,
         items: &[MemoryItem],
         embeddings: &[f32],
         terms: &[Vec<String>],
     ) -> Result<AppendReport, StoreError> {
+        self.append_with_lsh(items, embeddings, terms, &[])
+    }
+
+    /// [`Self::append_with_terms`] plus each item's LSH bucket ids (`items × tables`, in item
+    /// order; empty when the store does not hash).
+    pub fn append_with_lsh(
+        &mut self,
+        items: &[MemoryItem],
+        embeddings: &[f32],
+        terms: &[Vec<String>],
+        lsh: &[u16],
+    ) -> Result<AppendReport, StoreError> {
+        let tables = self.manifest.lsh.map_or(0, |m| m.tables as usize);
+        if terms.len() != items.len() || lsh.len() != items.len() * tables {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} term lists and {} LSH bucket ids for {} items; the store hashes with {:?}",
+                    terms.len(),
+                    lsh.len(),
+                    items.len(),
+                    self.manifest.lsh
+                ),
+            });
+        }
         let derived: Vec<Derived> = terms
             .iter()
-            .map(|t| Derived {
+            .enumerate()
+            .map(|(i, t)| Derived {
                 terms: t.clone(),
+                lsh: lsh[i * tables..(i + 1) * tables].to_vec(),
                 ..Derived::default()
             })
             .collect();
         self.append_derived(items, embeddings, &derived)
     }
 
-    /// [`Self::append`] with what the engine derived from each item (terms, events, facts).
+    /// [`Self::append`] with what the engine derived from each item (terms, events, facts,
+    /// neighbours, LSH bucket ids).
     pub fn append_derived(
         &mut self,
         items: &[MemoryItem],
         embeddings: &[f32],
         derived: &[Derived],
     ) -> Result<AppendReport, StoreError> {
+        let tables = self.manifest.lsh.map_or(0, |m| m.tables as usize);
+        let buckets = self.manifest.lsh.map_or(0, |m| m.buckets as usize);
+        if let Some(i) = derived
+            .iter()
+            .position(|d| d.lsh.len() != tables || d.lsh.iter().any(|&b| b as usize >= buckets))
+        {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "item {i}: {} LSH bucket ids; the store hashes with {:?}",
+                    derived[i].lsh.len(),
+                    self.manifest.lsh
+                ),
+            });
+        }
         if derived.len() != items.len() {
             return Err(StoreError::InvalidAppend {
                 message: format!("{} derived rows for {} items", derived.len(), items.len()),
@@ -244,6 +322,7 @@ impl StoreWriter {
                     item,
                     embedding: &embeddings[i * dim..(i + 1) * dim],
                     derived: &derived[i],
+                    lsh: &derived[i].lsh,
                 }
             })
             .collect();

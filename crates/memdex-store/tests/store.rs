@@ -322,6 +322,7 @@ fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
             events: vec![10, 20, 30, 40],
             facts: "fact one".into(),
             neighbors: vec![(1, 0.5)],
+            lsh: Vec::new(),
         },
         Derived::default(),
     ];

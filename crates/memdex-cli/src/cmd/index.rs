@@ -3,7 +3,7 @@ use indicatif::ProgressBar;
 use memdex_engine::{index_sessions, EngineError, IndexOptions, IndexProgress, IndexReport};
 use memdex_eval::{load_and_index, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
-use memdex_store::StoreWriter;
+use memdex_store::{LshMeta, StoreWriter};
 use serde::Serialize;
 
 use crate::cli::{IndexArgs, InputFormat};
@@ -54,6 +54,14 @@ pub fn run(a: IndexArgs) -> Result<()> {
         Some(source_hint),
         &extract.extraction(),
     )?;
+    if let (Some(buckets), Some(tables)) = (a.lsh_buckets, a.lsh_tables) {
+        writer.enable_lsh(LshMeta {
+            seed: a.lsh_seed,
+            buckets,
+            tables,
+            dim: embedder.dim() as u32,
+        })?;
+    }
     let mut itemize = ItemizeOptions::new(a.granularity);
     if let Some(k) = a.key_roles {
         itemize.key_roles = k;

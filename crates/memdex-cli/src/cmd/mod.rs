@@ -11,11 +11,11 @@ mod serve;
 mod synth;
 
 use anyhow::{Context, Result};
-use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
+use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, Precision};
 
 use crate::cli::{
     BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, ExtractArgs, FragRelScopeArg, FusionArg,
-    ModelArgs, RankArgs, RetrieverArg, TimeArg,
+    ModelArgs, PrecisionArg, RankArgs, RetrieverArg, TimeArg,
 };
 use memdex_engine::{
     Bm25Flavour, ExtractOptions, FragRel, FragRelScope, Fusion, RankOptions, Retriever, TimeMode,
@@ -64,7 +64,11 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         max_length: args.max_length,
         query_prefix: args.query_prefix.clone(),
         passage_prefix: args.passage_prefix.clone(),
-        precision: None,
+        precision: args.precision.map(|p| match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F16 => Precision::F16,
+            PrecisionArg::Bf16 => Precision::Bf16,
+        }),
         cpu_backend: match args.cpu_backend {
             CpuBackendArg::Fast => CpuBackend::Fast,
             CpuBackendArg::Candle => CpuBackend::Candle,

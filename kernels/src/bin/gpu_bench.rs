@@ -1,0 +1,307 @@
+//! `memdex-gpu-bench`: device-side timings of memdex's kernels on one CUDA device, printed as
+//! one JSON object per line (what `scripts/gpu-check.sh` collects). Method: the ceilings first
+//! (device-to-device copy bandwidth measured here), a warm-up launch, CUDA-event timing on the
+//! device's stream, the median of `--repeats`, fresh random inputs for every timed launch
+//! (queries and their tenants are redrawn; the matrix is random normal, never zeros).
+//!
+//! usage: memdex-gpu-bench [--tenants 1000] [--items 5000] [--dim 384] [--k 10] [--repeats 10]
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use candle_core::{DType, Storage, Tensor};
+use memdex_index::lsh::{Lsh, LshParams};
+use memdex_kernels::gpu::{DeviceMask, DeviceMatrix, DeviceQueries, DeviceTimeline, Gpu};
+use memdex_kernels::{f16, BucketMask, FragRelParams};
+
+struct Args {
+    tenants: usize,
+    items: usize,
+    dim: usize,
+    k: usize,
+    repeats: usize,
+}
+
+fn parse() -> Result<Args> {
+    let mut a = Args {
+        tenants: 1000,
+        items: 5000,
+        dim: 384,
+        k: 10,
+        repeats: 10,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let v: usize = it
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?
+            .parse()?;
+        match flag.as_str() {
+            "--tenants" => a.tenants = v,
+            "--items" => a.items = v,
+            "--dim" => a.dim = v,
+            "--k" => a.k = v,
+            "--repeats" => a.repeats = v.max(1),
+            _ => bail!("unknown flag {flag}"),
+        }
+    }
+    Ok(a)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit_vectors(&mut self, n: usize, dim: usize) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..n * dim)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+            .collect();
+        for row in v.chunks_exact_mut(dim) {
+            let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+            row.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+/// Median device time (ms) of `f` over `repeats` launches after one warm-up; `prepare` runs
+/// before each launch, outside the timed region (fresh inputs).
+fn time_ms<P, T>(
+    gpu: &Gpu,
+    repeats: usize,
+    mut prepare: impl FnMut(usize) -> Result<P>,
+    mut f: impl FnMut(&P) -> Result<T>,
+) -> Result<(f64, Vec<f64>)> {
+    let stream = gpu.cuda().cuda_stream();
+    let input = prepare(0)?;
+    f(&input)?;
+    gpu.synchronize()?;
+    let mut times = Vec::with_capacity(repeats);
+    for i in 0..repeats {
+        let input = prepare(i + 1)?;
+        gpu.synchronize()?;
+        let e0 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let out = f(&input)?;
+        let e1 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        times.push(e0.elapsed_ms(&e1)? as f64);
+        drop(out);
+    }
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    Ok((sorted[sorted.len() / 2], times))
+}
+
+fn emit(v: serde_json::Value) {
+    println!("{v}");
+}
+
+/// The device's data-sheet numbers, printed first: theoretical DRAM bandwidth (GB/s, from the
+/// memory clock and bus width, double data rate) and FP32 rate (TFLOP/s, 128 FP32 lanes per SM
+/// as on Ampere/Hopper, FMA = 2 FLOPs). Attributes a driver no longer reports come back None.
+fn device_ceilings(gpu: &Gpu) -> (Option<f64>, Option<f64>) {
+    let stream = gpu.cuda().cuda_stream();
+    let ctx = stream.context();
+    let attr = |a| ctx.attribute(a).ok().filter(|&v| v > 0).map(|v| v as f64);
+    let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    let clock_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    let mem_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    let bus_bits = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    let bw = mem_khz
+        .zip(bus_bits)
+        .map(|(k, b)| 2.0 * k * 1e3 * b / 8.0 / 1e9);
+    let fp32 = sms
+        .zip(clock_khz)
+        .map(|(n, k)| n * 128.0 * 2.0 * k * 1e3 / 1e12);
+    emit(
+        serde_json::json!({"bench": "device", "name": ctx.name().ok(), "sms": sms,
+        "clock_mhz": clock_khz.map(|k| k / 1e3), "memory_clock_mhz": mem_khz.map(|k| k / 1e3),
+        "bus_bits": bus_bits, "theoretical_gb_per_s": bw, "fp32_tflops": fp32}),
+    );
+    (bw, fp32)
+}
+
+fn main() -> Result<()> {
+    let a = parse()?;
+    let gpu = Gpu::new(0)?;
+    let ceilings = device_ceilings(&gpu);
+    let rows = a.tenants * a.items;
+    let row_bytes = a.dim * 2;
+    let mut rng = Rng(0x5eed);
+
+    // Ceiling 1: device-to-device copy of a buffer the size of the matrix (read + write).
+    let bytes = rows * row_bytes;
+    let src = gpu.cuda().alloc_zeros::<u8>(bytes)?;
+    let mut dst = gpu.cuda().alloc_zeros::<u8>(bytes)?;
+    let (copy_ms, _) = time_ms(
+        &gpu,
+        a.repeats,
+        |_| Ok(()),
+        |_| {
+            gpu.cuda().memcpy_dtod(&src, &mut dst)?;
+            Ok(())
+        },
+    )?;
+    drop((src, dst));
+    let copy_gbs = 2.0 * bytes as f64 / (copy_ms * 1e-3) / 1e9;
+    emit(
+        serde_json::json!({"bench": "d2d_copy", "bytes": bytes, "ms": copy_ms,
+        "gb_per_s": copy_gbs, "note": "read + write bytes / time"}),
+    );
+
+    // The store on the device: tenants × items random-normal rows, f16, tenant-contiguous;
+    // bucket ids (b 64, L 4) computed on the device from the same f32 rows.
+    let t0 = Instant::now();
+    let lsh = Lsh::new(
+        a.dim,
+        LshParams {
+            buckets: 64,
+            tables: 4,
+            seed: 42,
+        },
+    );
+    let proj = gpu.upload(lsh.projection())?;
+    let mut data = gpu.cuda().alloc_zeros::<f16>(rows * a.dim)?;
+    let mut buckets = gpu.cuda().alloc_zeros::<u32>(rows * 4)?;
+    let chunk = 262_144usize;
+    let mut lsh_ms = 0.0;
+    for start in (0..rows).step_by(chunk) {
+        let n = chunk.min(rows - start);
+        let x = Tensor::randn(0f32, 1.0, (n, a.dim), gpu.device())?;
+        let x = x.broadcast_div(&x.sqr()?.sum_keepdim(1)?.sqrt()?)?;
+        let h = x.to_dtype(DType::F16)?;
+        let (xs, hs) = (x.storage_and_layout().0, h.storage_and_layout().0);
+        let (Storage::Cuda(xs), Storage::Cuda(hs)) = (&*xs, &*hs) else {
+            bail!("tensors not on CUDA")
+        };
+        let stream = gpu.cuda().cuda_stream();
+        let e0 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let ids = gpu.lsh_project_dev(xs.as_cuda_slice::<f32>()?, n, a.dim, &proj, 4, 64)?;
+        let e1 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        lsh_ms += e0.elapsed_ms(&e1)? as f64;
+        gpu.cuda()
+            .memcpy_dtod(&ids, &mut buckets.slice_mut(start * 4..(start + n) * 4))?;
+        gpu.cuda().memcpy_dtod(
+            hs.as_cuda_slice::<f16>()?,
+            &mut data.slice_mut(start * a.dim..(start + n) * a.dim),
+        )?;
+    }
+    gpu.synchronize()?;
+    emit(
+        serde_json::json!({"bench": "lsh_project", "vectors": rows, "dim": a.dim,
+        "tables": 4, "buckets": 64, "ms": lsh_ms, "vectors_per_s": rows as f64 / (lsh_ms * 1e-3),
+        "setup_s": t0.elapsed().as_secs_f64()}),
+    );
+    let ids: Vec<u16> = gpu
+        .download(&buckets)?
+        .into_iter()
+        .map(|b| b as u16)
+        .collect();
+    let row_buckets = gpu.upload(&ids)?;
+    let matrix = DeviceMatrix {
+        dim: a.dim,
+        rows,
+        data,
+    };
+
+    // Fresh queries each launch: random unit vectors, each on a random tenant.
+    let make_queries =
+        |rng: &mut Rng, nq: usize, whole: bool| -> Result<(DeviceQueries, Vec<f32>)> {
+            let v = rng.unit_vectors(nq, a.dim);
+            let ranges: Vec<[u32; 2]> = (0..nq)
+                .map(|_| {
+                    if whole {
+                        [0, rows as u32]
+                    } else {
+                        let t = (rng.next() % a.tenants as u64) as usize;
+                        [(t * a.items) as u32, ((t + 1) * a.items) as u32]
+                    }
+                })
+                .collect();
+            Ok((gpu.upload_queries(&v, &ranges)?, v))
+        };
+
+    // segmented_topk: one query per tenant, then 10 per tenant, then one query over everything.
+    for (label, nq, whole) in [
+        ("per_tenant_1x", a.tenants, false),
+        ("per_tenant_10x", a.tenants * 10, false),
+        ("single_query_all_rows", 1, true),
+    ] {
+        let (ms, all) = time_ms(
+            &gpu,
+            a.repeats,
+            |_| make_queries(&mut rng, nq, whole),
+            |(q, _)| Ok(gpu.segmented_topk_dev(&matrix, q, None, a.k)?),
+        )?;
+        let scanned = (if whole { rows } else { nq * a.items }) as f64 * row_bytes as f64;
+        let gbs = scanned / (ms * 1e-3) / 1e9;
+        // ceilings: bytes over the measured copy bandwidth; FLOPs (dot + norm: 4·dim per row)
+        // over the FP32 rate
+        let flops = scanned / row_bytes as f64 * 4.0 * a.dim as f64;
+        let ceiling_bytes_ms = scanned / (copy_gbs * 1e9) * 1e3;
+        let ceiling_flops_ms = ceilings.1.map(|tf| flops / (tf * 1e12) * 1e3);
+        emit(
+            serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
+            "rows_per_query": if whole { rows } else { a.items }, "dim": a.dim, "k": a.k,
+            "splits": gpu.splits(nq, if whole { rows } else { a.items }, a.dim)?,
+            "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
+            "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / copy_gbs,
+            "ceiling_bytes_ms": ceiling_bytes_ms, "ceiling_flops_ms": ceiling_flops_ms,
+            "fraction_of_theoretical_bw": ceilings.0.map(|t| gbs / t)}),
+        );
+    }
+
+    // Bucketed top-k: 1 probe per table (b 64, L 4), masks from the projections on the host.
+    let words = BucketMask::words(64);
+    let nq = a.tenants;
+    let (ms, _) = time_ms(
+        &gpu,
+        a.repeats,
+        |_| {
+            let (q, v) = make_queries(&mut rng, nq, false)?;
+            let probes: Vec<Vec<Vec<u32>>> = v
+                .chunks_exact(a.dim)
+                .map(|x| (0..4).map(|t| lsh.probes(x, t, 1)).collect())
+                .collect();
+            let bits = BucketMask::query_bits(&probes, 4, 64);
+            let mask = DeviceMask {
+                tables: 4,
+                words,
+                row_buckets: row_buckets.clone(),
+                query_masks: gpu.upload(&bits)?,
+            };
+            Ok((q, mask))
+        },
+        |(q, mask)| Ok(gpu.segmented_topk_dev(&matrix, q, Some(mask), a.k)?),
+    )?;
+    emit(
+        serde_json::json!({"bench": "segmented_topk_lsh", "queries": nq, "tables": 4,
+        "buckets": 64, "probes": 1, "ms": ms, "queries_per_s": nq as f64 / (ms * 1e-3)}),
+    );
+
+    // FragRel fused: sessions of 20 items, positions with gaps.
+    let positions: Vec<u32> = (0..rows as u32).map(|i| (i % a.items as u32) * 2).collect();
+    let groups: Vec<u32> = (0..rows as u32).map(|i| i / 20).collect();
+    let timeline = DeviceTimeline {
+        positions: gpu.upload(&positions)?,
+        groups: gpu.upload(&groups)?,
+    };
+    let p = FragRelParams { alpha: 0.5, w: 0.8 };
+    let (ms, _) = time_ms(
+        &gpu,
+        a.repeats,
+        |_| make_queries(&mut rng, nq, false),
+        |(q, _)| Ok(gpu.fragrel_topk_dev(&matrix, &timeline, q, None, a.k, p)?),
+    )?;
+    let gbs = (nq * a.items * row_bytes) as f64 / (ms * 1e-3) / 1e9;
+    emit(
+        serde_json::json!({"bench": "fragrel_topk", "queries": nq, "rows_per_query": a.items,
+        "ms": ms, "queries_per_s": nq as f64 / (ms * 1e-3), "scan_gb_per_s": gbs,
+        "fraction_of_copy_bw": gbs / copy_gbs}),
+    );
+    Ok(())
+}

@@ -1,0 +1,445 @@
+//! Launch wrappers on candle's CUDA device (feature `cuda`). The PTX embedded by `build.rs` is
+//! loaded lazily, once per device, through `CudaDevice::get_or_load_custom_func`.
+//!
+//! Two levels: device-resident entry points (`*_dev`, for benchmarks and a GPU-resident store:
+//! inputs uploaded once, only the `nq × k` results come back) and the [`Kernels`]
+//! implementation, which uploads host inputs per call (what the tests compare with the CPU).
+#![allow(unsafe_code)] // kernel launches: see the `# Safety` notes at each `launch`
+
+use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaFunction, CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+};
+use candle_core::cuda_backend::CudaDevice;
+use candle_core::Device;
+
+use crate::types::{check_lsh, check_scan, check_timeline};
+use crate::{
+    f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline,
+    TopKResult,
+};
+
+const THREADS: u32 = 256;
+
+/// A CUDA device with memdex's kernels.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    device: Device,
+    cuda: CudaDevice,
+    ordinal: usize,
+    /// Streaming multiprocessors (132 on an H100 SXM).
+    sms: usize,
+}
+
+/// The embedding matrix on the device.
+#[derive(Debug)]
+pub struct DeviceMatrix {
+    pub dim: usize,
+    pub rows: usize,
+    pub data: CudaSlice<f16>,
+}
+
+/// A bucket mask on the device (see [`BucketMask`]).
+#[derive(Debug)]
+pub struct DeviceMask {
+    pub tables: usize,
+    pub words: usize,
+    pub row_buckets: CudaSlice<u16>,
+    pub query_masks: CudaSlice<u32>,
+}
+
+/// Queries and their row ranges on the device.
+#[derive(Debug)]
+pub struct DeviceQueries {
+    pub n: usize,
+    pub vectors: CudaSlice<f32>,
+    pub ranges: CudaSlice<u32>,
+    /// Longest range (sizes the splits and FragRel's scratch).
+    pub max_len: usize,
+}
+
+/// A timeline on the device (see [`Timeline`]).
+#[derive(Debug)]
+pub struct DeviceTimeline {
+    pub positions: CudaSlice<u32>,
+    pub groups: CudaSlice<u32>,
+}
+
+/// Top-k results still on the device.
+#[derive(Debug)]
+pub struct DeviceTopK {
+    pub k: usize,
+    pub scores: CudaSlice<f32>,
+    pub rows: CudaSlice<u32>,
+}
+
+impl Gpu {
+    /// Opens CUDA device `ordinal`. Fails without PTX (built without nvcc) or without a device.
+    pub fn new(ordinal: usize) -> Result<Self, KernelError> {
+        if !ptx::AVAILABLE {
+            return Err(KernelError::NoPtx);
+        }
+        let device = Device::new_cuda(ordinal)?;
+        let cuda = device.as_cuda_device()?.clone();
+        let sms = cuda
+            .cuda_stream()
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(132, |n| n.max(1) as usize);
+        Ok(Self {
+            device,
+            cuda,
+            ordinal,
+            sms,
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn cuda(&self) -> &CudaDevice {
+        &self.cuda
+    }
+
+    pub fn upload<T: DeviceRepr + 'static>(&self, v: &[T]) -> Result<CudaSlice<T>, KernelError> {
+        Ok(self.cuda.clone_htod(v)?)
+    }
+
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        v: &CudaSlice<T>,
+    ) -> Result<Vec<T>, KernelError> {
+        Ok(self.cuda.clone_dtoh(v)?)
+    }
+
+    pub fn synchronize(&self) -> Result<(), KernelError> {
+        self.cuda
+            .cuda_stream()
+            .synchronize()
+            .map_err(|e| KernelError::Cuda(candle_core::Error::wrap(e)))
+    }
+
+    pub fn upload_matrix(&self, m: &Matrix<'_>) -> Result<DeviceMatrix, KernelError> {
+        Ok(DeviceMatrix {
+            dim: m.dim,
+            rows: m.rows(),
+            data: self.upload(m.data)?,
+        })
+    }
+
+    pub fn upload_queries(
+        &self,
+        vectors: &[f32],
+        ranges: &[[u32; 2]],
+    ) -> Result<DeviceQueries, KernelError> {
+        let flat: Vec<u32> = ranges.iter().flatten().copied().collect();
+        Ok(DeviceQueries {
+            n: ranges.len(),
+            vectors: self.upload(vectors)?,
+            ranges: self.upload(&flat)?,
+            max_len: ranges
+                .iter()
+                .map(|[a, b]| b.saturating_sub(*a) as usize)
+                .max()
+                .unwrap_or(0),
+        })
+    }
+
+    pub fn upload_mask(&self, m: &BucketMask<'_>) -> Result<DeviceMask, KernelError> {
+        Ok(DeviceMask {
+            tables: m.tables,
+            words: BucketMask::words(m.buckets),
+            row_buckets: self.upload(m.row_buckets)?,
+            query_masks: self.upload(m.query_masks)?,
+        })
+    }
+
+    pub fn upload_timeline(&self, t: &Timeline<'_>) -> Result<DeviceTimeline, KernelError> {
+        Ok(DeviceTimeline {
+            positions: self.upload(t.positions)?,
+            groups: self.upload(t.groups)?,
+        })
+    }
+
+    pub fn sms(&self) -> usize {
+        self.sms
+    }
+
+    /// Blocks of `f` (256 threads) resident per SM, from the driver's occupancy calculator.
+    fn slots(&self, f: &CudaFunction) -> usize {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+            .map_or(1, |n| n.max(1) as usize);
+        self.sms * per_sm
+    }
+
+    fn segmented_splits(&self, f: &CudaFunction, nq: usize, max_len: usize) -> usize {
+        splits_for(nq, max_len, self.slots(f))
+    }
+
+    /// The split `segmented_topk_dev` would use for `nq` queries over `max_len` rows of `dim`.
+    pub fn splits(&self, nq: usize, max_len: usize, dim: usize) -> Result<usize, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            width("memdex_segmented_topk", dim),
+            "memdex_segmented_topk",
+            ptx::SEGMENTED_TOPK,
+        )?;
+        Ok(self.segmented_splits(&f, nq, max_len))
+    }
+
+    /// Bucket ids (`n × tables`) of device vectors `x` (`n × dim`) for projections `proj`.
+    pub fn lsh_project_dev(
+        &self,
+        x: &CudaSlice<f32>,
+        n: usize,
+        dim: usize,
+        proj: &CudaSlice<f32>,
+        tables: usize,
+        buckets: usize,
+    ) -> Result<CudaSlice<u32>, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            "memdex_lsh_project",
+            "memdex_lsh_project",
+            ptx::LSH_PROJECT,
+        )?;
+        let mut out = self.cuda.alloc_zeros::<u32>(n * tables)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let half = buckets / 2;
+        let (d, t, h) = (dim as u32, tables as u32, half as u32);
+        let cfg = LaunchConfig {
+            grid_dim: (n as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: ((dim + tables * half) * 4) as u32,
+        };
+        let mut b = f.builder();
+        b.arg(x).arg(&d).arg(proj).arg(&t).arg(&h).arg(&mut out);
+        // SAFETY: argument order and types match memdex_lsh_project; x holds n × dim floats,
+        // proj tables × half × dim, out n × tables (checked by the callers / allocated here);
+        // shared memory is sized as the kernel indexes it.
+        unsafe { launch(b, cfg)? };
+        Ok(out)
+    }
+
+    /// Per-query top-k over device-resident rows (see `cuda/segmented_topk.cu`).
+    pub fn segmented_topk_dev(
+        &self,
+        m: &DeviceMatrix,
+        q: &DeviceQueries,
+        mask: Option<&DeviceMask>,
+        k: usize,
+    ) -> Result<DeviceTopK, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            width("memdex_segmented_topk", m.dim),
+            "memdex_segmented_topk",
+            ptx::SEGMENTED_TOPK,
+        )?;
+        let splits = self.segmented_splits(&f, q.n, q.max_len);
+        let mut part_s = self.cuda.alloc_zeros::<f32>(q.n * splits * k)?;
+        let mut part_r = self.cuda.alloc_zeros::<u32>(q.n * splits * k)?;
+        if q.n == 0 {
+            return Ok(DeviceTopK {
+                k,
+                scores: part_s,
+                rows: part_r,
+            });
+        }
+        let null = 0u64;
+        let (dim, k32, s32) = (m.dim as u32, k as u32, splits as u32);
+        let (tables, words) = mask.map_or((0u32, 0u32), |mk| (mk.tables as u32, mk.words as u32));
+        let cfg = LaunchConfig {
+            grid_dim: (q.n as u32, s32, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = f.builder();
+        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
+        match mask {
+            Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
+            None => b.arg(&null).arg(&null),
+        };
+        b.arg(&tables).arg(&words).arg(&k32).arg(&s32);
+        b.arg(&mut part_s).arg(&mut part_r);
+        // SAFETY: argument order and types match memdex_segmented_topk (a null u64 stands for an
+        // absent mask pointer); ranges were checked against the matrix's rows, the outputs hold
+        // nq × splits × k entries, splits ≤ MAX_SPLITS (the merge kernel's bound), k ≤ MAX_K.
+        unsafe { launch(b, cfg)? };
+        if splits == 1 {
+            return Ok(DeviceTopK {
+                k,
+                scores: part_s,
+                rows: part_r,
+            });
+        }
+        let merge = self.cuda.get_or_load_custom_func(
+            "memdex_topk_merge",
+            "memdex_segmented_topk",
+            ptx::SEGMENTED_TOPK,
+        )?;
+        let mut out_s = self.cuda.alloc_zeros::<f32>(q.n * k)?;
+        let mut out_r = self.cuda.alloc_zeros::<u32>(q.n * k)?;
+        let cfg = LaunchConfig {
+            grid_dim: (q.n as u32, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = merge.builder();
+        b.arg(&part_s).arg(&part_r).arg(&s32).arg(&k32);
+        b.arg(&mut out_s).arg(&mut out_r);
+        // SAFETY: memdex_topk_merge reads nq × splits × k entries (allocated above) and writes
+        // nq × k.
+        unsafe { launch(b, cfg)? };
+        Ok(DeviceTopK {
+            k,
+            scores: out_s,
+            rows: out_r,
+        })
+    }
+
+    /// Per-query top-k of `s + α·env` (see `cuda/fragrel_env.cu`).
+    pub fn fragrel_topk_dev(
+        &self,
+        m: &DeviceMatrix,
+        t: &DeviceTimeline,
+        q: &DeviceQueries,
+        mask: Option<&DeviceMask>,
+        k: usize,
+        p: FragRelParams,
+    ) -> Result<DeviceTopK, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            width("memdex_fragrel_topk", m.dim),
+            "memdex_fragrel_env",
+            ptx::FRAGREL_ENV,
+        )?;
+        let mut out_s = self.cuda.alloc_zeros::<f32>(q.n * k)?;
+        let mut out_r = self.cuda.alloc_zeros::<u32>(q.n * k)?;
+        if q.n == 0 {
+            return Ok(DeviceTopK {
+                k,
+                scores: out_s,
+                rows: out_r,
+            });
+        }
+        let stride = q.max_len.max(1);
+        let mut scratch = self.cuda.alloc_zeros::<f32>(q.n * 3 * stride)?;
+        let null = 0u64;
+        let (dim, k32, st) = (m.dim as u32, k as u32, stride as u32);
+        let (tables, words) = mask.map_or((0u32, 0u32), |mk| (mk.tables as u32, mk.words as u32));
+        let cfg = LaunchConfig {
+            grid_dim: (q.n as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = f.builder();
+        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
+        b.arg(&t.positions).arg(&t.groups).arg(&p.alpha).arg(&p.w);
+        match mask {
+            Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
+            None => b.arg(&null).arg(&null),
+        };
+        b.arg(&tables)
+            .arg(&words)
+            .arg(&k32)
+            .arg(&mut scratch)
+            .arg(&st);
+        b.arg(&mut out_s).arg(&mut out_r);
+        // SAFETY: argument order and types match memdex_fragrel_topk; scratch holds
+        // nq × 3 × stride floats with stride ≥ every range's length; positions/groups hold one
+        // entry per matrix row.
+        unsafe { launch(b, cfg)? };
+        Ok(DeviceTopK {
+            k,
+            scores: out_s,
+            rows: out_r,
+        })
+    }
+
+    fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
+        Ok(TopKResult {
+            k: r.k,
+            scores: self.download(&r.scores)?,
+            rows: self.download(&r.rows)?,
+        })
+    }
+}
+
+/// The kernel of `base` for rows of `dim`: the `_d512` instantiation (2 chunks of 16 bytes per
+/// lane, 40 registers on sm_90a, twice the blocks per SM) when it fits, else the wide one.
+fn width(base: &str, dim: usize) -> &'static str {
+    match (base, dim <= 512) {
+        ("memdex_segmented_topk", true) => "memdex_segmented_topk_d512",
+        ("memdex_segmented_topk", false) => "memdex_segmented_topk",
+        ("memdex_fragrel_topk", true) => "memdex_fragrel_topk_d512",
+        _ => "memdex_fragrel_topk",
+    }
+}
+
+/// Launches `b` with `cfg` on the device's stream.
+///
+/// # Safety
+/// `b`'s arguments must match the kernel's parameter list in order and type, and every buffer
+/// must be as large as the kernel indexes for `cfg`'s grid (a kernel reading past a buffer is
+/// undefined behaviour on the device).
+unsafe fn launch(mut b: LaunchArgs<'_>, cfg: LaunchConfig) -> Result<(), KernelError> {
+    // SAFETY: forwarded to the caller.
+    unsafe { b.launch(cfg) }.map_err(|e| KernelError::Cuda(candle_core::Error::wrap(e)))?;
+    Ok(())
+}
+
+impl Kernels for Gpu {
+    fn device(&self) -> String {
+        format!("cuda:{}", self.ordinal)
+    }
+
+    fn lsh_project(
+        &self,
+        x: &[f32],
+        dim: usize,
+        proj: &[f32],
+        tables: usize,
+        buckets: usize,
+    ) -> Result<Vec<u32>, KernelError> {
+        let n = check_lsh(x, dim, proj, tables, buckets)?;
+        let (xd, pd) = (self.upload(x)?, self.upload(proj)?);
+        let out = self.lsh_project_dev(&xd, n, dim, &pd, tables, buckets)?;
+        self.download(&out)
+    }
+
+    fn segmented_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        check_scan(m, queries, ranges, mask, k)?;
+        let dm = self.upload_matrix(m)?;
+        let dq = self.upload_queries(queries, ranges)?;
+        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
+        let r = self.segmented_topk_dev(&dm, &dq, dmask.as_ref(), k)?;
+        self.to_host(&r)
+    }
+
+    fn fragrel_topk(
+        &self,
+        m: &Matrix<'_>,
+        timeline: &Timeline<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+        params: FragRelParams,
+    ) -> Result<TopKResult, KernelError> {
+        check_scan(m, queries, ranges, mask, k)?;
+        check_timeline(m, timeline, params)?;
+        let dm = self.upload_matrix(m)?;
+        let dt = self.upload_timeline(timeline)?;
+        let dq = self.upload_queries(queries, ranges)?;
+        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
+        let r = self.fragrel_topk_dev(&dm, &dt, &dq, dmask.as_ref(), k, params)?;
+        self.to_host(&r)
+    }
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds memdex with CUDA (candle + memdex-kernels) on a machine WITHOUT a GPU and packs what the
+# GPU box needs into dist/gpu/ (< 64 MiB): the xz-compressed binary and kernel test binary, the
+# MiniLM model as f16 safetensors, the golden texts and fixtures, and the scripts that run there
+# (scripts/gpu-check.sh, scripts/gpu-bench-torch.py). See docs/gpu.md.
+#
+#   scripts/build-cuda.sh           # toolkit if missing → build → pack
+#   scripts/build-cuda.sh build     # toolkit + build only
+#   scripts/build-cuda.sh pack      # pack an existing build
+#
+# Env: MEMDEX_CUDA_HOME (toolkit, default ~/.cache/memdex/cuda-13.0), CUDA_COMPUTE_CAP (90 =
+# H100/H200, sm_90a), CARGO_TARGET_DIR (default target-cuda: the CPU build in target/ is left
+# alone), MODEL (default models/all-MiniLM-L6-v2), SHARED (default ../shared, for the golden
+# texts and dataset fixtures), DIST (default dist/gpu).
+set -euo pipefail
+# (all in one function: bash parses it whole, so editing this file mid-run is harmless)
+main() {
+  ROOT=$(cd "$(dirname "$0")/.." && pwd)
+  cd "$ROOT"
+  STAGE=${1:-all}
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target-cuda}
+  export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
+  export CUDAFORGE_THREADS=${CUDAFORGE_THREADS:-2}
+  MODEL=${MODEL:-$ROOT/models/all-MiniLM-L6-v2}
+  SHARED=${SHARED:-$ROOT/../shared}
+  DIST=${DIST:-$ROOT/dist/gpu}
+  LIMIT=$((64 * 1024 * 1024))
+
+  scripts/cuda-toolkit.sh
+  eval "$(scripts/cuda-toolkit.sh --env)"
+  export MEMDEX_NVCC=1
+
+  if [[ "$STAGE" == all || "$STAGE" == build ]]; then
+    echo "== build ($(date -u +%H:%M:%S), CARGO_TARGET_DIR=$CARGO_TARGET_DIR, sm_${CUDA_COMPUTE_CAP})" >&2
+    # One cargo invocation for the CLI and the kernel binaries: the same feature resolution as
+    # the CLI alone, so candle and its CUDA kernels are compiled once (a separate
+    # `-p memdex-kernels` build resolves features differently and rebuilds them all).
+    nice -n 19 cargo build --release -p memdex-cli -p memdex-kernels \
+      --features memdex-cli/cuda,memdex-kernels/cuda
+    echo "== build done ($(date -u +%H:%M:%S))" >&2
+  fi
+
+  [[ "$STAGE" == all || "$STAGE" == pack ]] || return 0
+
+  echo "== pack into $DIST" >&2
+  rm -rf "$DIST"
+  mkdir -p "$DIST/bin" "$DIST/model/1_Pooling" "$DIST/data" "$DIST/scripts"
+  BIN=$CARGO_TARGET_DIR/release/memdex
+  strip -o "$DIST/bin/memdex" "$BIN"
+  for b in memdex-kernels-check memdex-gpu-bench; do
+    strip -o "$DIST/bin/$b" "$CARGO_TARGET_DIR/release/$b"
+  done
+  xz -T2 -9 -f "$DIST"/bin/*
+
+  # Model: f16 safetensors (half the bytes; the GPU path runs f16 anyway) + tokenizer and settings.
+  "$ROOT/.venv-bench/bin/python" scripts/to-f16-safetensors.py \
+    "$MODEL/model.safetensors" "$DIST/model/model.safetensors"
+  for f in config.json config_sentence_transformers.json modules.json sentence_bert_config.json \
+    special_tokens_map.json tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do
+    cp "$MODEL/$f" "$DIST/model/$f"
+  done
+  xz -T2 -6 "$DIST/model/model.safetensors"   # ~45 → ~41 MB; gpu-check.sh unpacks it
+
+  # Golden texts (sentence-transformers fp32 vectors from the CPU) and the dataset fixtures.
+  for f in golden/minilm-reference.jsonl locomo/locomo-dev.json longmemeval/s-haystack-dev.json; do
+    if [[ -f "$SHARED/data/$f" ]]; then
+      xz -T2 -9 -c "$SHARED/data/$f" > "$DIST/data/$(basename "$f").xz"
+    else
+      echo "warning: $SHARED/data/$f missing; the checks that need it will be skipped" >&2
+    fi
+  done
+  # CPU vectors of the golden texts from this machine's CPU build (the parity baseline).
+  if [[ -x "$ROOT/target/release/memdex" && -f "$SHARED/data/golden/minilm-reference.jsonl" ]]; then
+    "$ROOT/target/release/memdex" embed --model "$MODEL" \
+      --input "$SHARED/data/golden/minilm-reference.jsonl" --output "$DIST/data/golden-cpu-f32.jsonl"
+    xz -T2 -9 -f "$DIST/data/golden-cpu-f32.jsonl"
+  fi
+
+  cp scripts/gpu-check.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/parity.py \
+    scripts/make-bench-texts.py "$DIST/scripts/"
+  # Register use of every kernel, for sm_90a (the target) and sm_80 (not Hopper-only by accident).
+  for arch in sm_90a sm_80; do
+    for cu in kernels/cuda/*.cu; do
+      nvcc -cubin -O3 -std=c++17 -arch=$arch --resource-usage -o /dev/null "$cu" 2>&1 \
+        | sed "s|^|$arch $(basename "$cu"): |"
+    done
+  done > "$DIST/kernels-resource-usage.txt"
+  git rev-parse HEAD > "$DIST/COMMIT" 2>/dev/null || true
+  {
+    echo "built $(date -u +%FT%TZ) sm_${CUDA_COMPUTE_CAP} nvcc $(nvcc --version | tail -1)"
+    (cd "$DIST" && find . -type f -printf '%s %p\n' | sort -k2)
+  } > "$DIST/MANIFEST"
+
+  TOTAL=$(du -sb "$DIST" | cut -f1)
+  echo "== dist/gpu: $TOTAL bytes ($((TOTAL / 1024 / 1024)) MiB; limit 64 MiB)" >&2
+  (cd "$DIST" && find . -type f -printf '%10s %p\n' | sort -k2) >&2
+  if ((TOTAL >= LIMIT)); then
+    echo "dist/gpu is over the 64 MiB carry limit" >&2
+    exit 1
+  fi
+}
+main "$@"
+exit

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Runs ON the GPU box, from the pack that scripts/build-cuda.sh wrote (dist/gpu, carried to the
+# box): parity, kernel tests and benchmarks of memdex's CUDA build, reports under $OUT.
+#
+#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan e2e
+#                                                    (all = every stage; default all)
+# Each stage fits one 10-minute device call; run them in separate calls if needed (each call
+# unpacks again into $WORK, a fresh temp dir unless set). Every stage writes $OUT/STAGE.log
+# and STAGE.json where it has numbers; $OUT/summary.txt collects the verdicts.
+# The box: driver 580 (libcuda.so.1), PyTorch 2.11 + sentence-transformers with CUDA 13
+# libraries under site-packages/nvidia/cu13/lib, no Rust, no network.
+set -uo pipefail
+PACK=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:?set OUT to a directory for the reports}
+mkdir -p "$OUT"
+WORK=${WORK:-$(mktemp -d)}
+PY=${PYTHON:-python3}
+STAGES=("$@")
+[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels embed scan e2e)
+SUMMARY=$OUT/summary.txt
+verdict() { echo "$1: $2" | tee -a "$SUMMARY"; }
+
+# --- unpack -------------------------------------------------------------------------------
+mkdir -p "$WORK/bin" "$WORK/data"
+for b in memdex memdex-kernels-check memdex-gpu-bench; do
+  [[ -f "$PACK/bin/$b.xz" ]] && xz -dc "$PACK/bin/$b.xz" > "$WORK/bin/$b" && chmod +x "$WORK/bin/$b"
+done
+for f in "$PACK"/data/*.xz; do xz -dc "$f" > "$WORK/data/$(basename "${f%.xz}")"; done
+rm -rf "$WORK/model" && cp -r "$PACK/model" "$WORK/model" && xz -d "$WORK/model/model.safetensors.xz"
+MEMDEX=$WORK/bin/memdex
+MODEL=$WORK/model
+# Smoke-testing this script without a GPU: DEVICE=cpu (memdex and sentence-transformers on the
+# CPU), ST_DTYPE=fp32 TEXT_REPEAT=1 BENCH_LIMIT=300 E2E_SCALES=s E2E_CPU_SCALES=none.
+# The numbers then mean nothing.
+DEVICE=${DEVICE:-cuda}
+TEXT_REPEAT=${TEXT_REPEAT:-10}
+BENCH_LIMIT=${BENCH_LIMIT:-}
+ST_DTYPE=${ST_DTYPE:-fp16}
+GOLDEN=$WORK/data/minilm-reference.jsonl
+
+# CUDA user-space libraries: the ones PyTorch ships (same sonames the build linked against).
+CU13=$("$PY" - <<'PY' 2>/dev/null
+import os, glob, importlib.util
+spec = importlib.util.find_spec("nvidia")
+paths = [os.path.join(p, "cu13", "lib") for p in (spec.submodule_search_locations or [])] if spec else []
+import torch
+paths.append(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cu13", "lib"))
+print(next((os.path.realpath(p) for p in paths if glob.glob(os.path.join(p, "libcublas.so*"))), ""))
+PY
+)
+export LD_LIBRARY_PATH=${CU13:+$CU13:}${LD_LIBRARY_PATH:-}
+
+run_stage() {
+  local s=$1
+  echo "== $s ($(date -u +%H:%M:%S))" >&2
+  case $s in
+  env)
+    {
+      nvidia-smi || true
+      echo "cuda libs: ${CU13:-NOT FOUND}"
+      cat "$PACK/MANIFEST" "$PACK/COMMIT" 2>/dev/null
+      ldd "$MEMDEX"
+      "$MEMDEX" --version
+    } > "$OUT/env.log" 2>&1
+    if ldd "$MEMDEX" | grep -q "not found"; then verdict env "FAIL (unresolved libraries, see env.log)"
+    else verdict env ok; fi
+    ;;
+  parity)
+    # memdex on cuda (f16) vs: sentence-transformers fp32 on CPU (the golden file), memdex's
+    # CPU path (f32 weights, from the build machine; and f16 weights, here), and
+    # sentence-transformers fp16 on this GPU. Goal: min cosine >= 0.999 everywhere.
+    {
+      "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --input "$GOLDEN" --output "$WORK/cuda.jsonl"
+      "$MEMDEX" embed --model "$MODEL" --device cpu --input "$GOLDEN" --output "$WORK/cpu-f16w.jsonl"
+      "$PY" "$PACK/scripts/gpu-st-embed.py" --model "$MODEL" --device "$DEVICE" --dtype "$ST_DTYPE" \
+        --golden "$GOLDEN" --output "$WORK/st-fp16.jsonl"
+    } > "$OUT/parity.log" 2>&1
+    local ok=1
+    for ref in "$GOLDEN:st-fp32-cpu" "$WORK/data/golden-cpu-f32.jsonl:memdex-cpu-f32" \
+      "$WORK/cpu-f16w.jsonl:memdex-cpu-f16-weights" "$WORK/st-fp16.jsonl:st-fp16-cuda"; do
+      local file=${ref%%:*} name=${ref##*:}
+      if "$PY" "$PACK/scripts/parity.py" "$file" "$WORK/cuda.jsonl" --min 0.999 --json \
+        > "$OUT/parity-$name.json" 2>> "$OUT/parity.log"; then :; else ok=0; fi
+      cat "$OUT/parity-$name.json" >> "$OUT/parity.log"
+    done
+    # informational: the other precisions on the device against the golden vectors
+    for prec in f32 bf16; do
+      "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --precision "$prec" --input "$GOLDEN" \
+        --output "$WORK/cuda-$prec.jsonl" >> "$OUT/parity.log" 2>&1
+      "$PY" "$PACK/scripts/parity.py" "$GOLDEN" "$WORK/cuda-$prec.jsonl" --min 0 --json \
+        > "$OUT/parity-info-cuda-$prec.json" 2>> "$OUT/parity.log"
+    done
+    ((ok)) && verdict parity "ok (memdex cuda f16 vs 4 references, min cosine >= 0.999)" \
+      || verdict parity "FAIL (see parity*.json)"
+    ;;
+  kernels)
+    # every check of memdex_kernels::checks on the CPU reference and on cuda:0 (JSON lines);
+    # fails when a check fails or no CUDA device answers
+    if "$WORK/bin/memdex-kernels-check" > "$OUT/kernels.jsonl" 2> "$OUT/kernels.log"; then
+      verdict kernels "ok ($(tail -1 "$OUT/kernels.jsonl"))"
+    else verdict kernels "FAIL ($(tail -1 "$OUT/kernels.jsonl"); see kernels.jsonl)"; fi
+    ;;
+  embed)
+    # throughput, same texts, same f16 weights: memdex (candle CUDA, f16) vs sentence-transformers
+    # fp16 (best of several batch sizes). Texts: every LoCoMo dev turn, repeated to ~50k texts.
+    "$PY" "$PACK/scripts/make-bench-texts.py" --locomo "$WORK/data/locomo-dev.json" \
+      -o "$WORK/turns.jsonl" 2>> "$OUT/embed.log"
+    for _ in $(seq 1 "$TEXT_REPEAT"); do cat "$WORK/turns.jsonl"; done > "$WORK/texts.jsonl"
+    if [[ -n "$BENCH_LIMIT" ]]; then
+      head -n "$BENCH_LIMIT" "$WORK/texts.jsonl" > "$WORK/t" && mv "$WORK/t" "$WORK/texts.jsonl"
+    fi
+    "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/texts.jsonl" \
+      --repeats 5 --json > "$OUT/embed-memdex.json" 2>> "$OUT/embed.log"
+    "$PY" "$PACK/scripts/gpu-st-embed.py" --model "$MODEL" --device "$DEVICE" --dtype "$ST_DTYPE" \
+      --bench "$WORK/texts.jsonl" --repeats 5 > "$OUT/embed-st.json" 2>> "$OUT/embed.log"
+    "$PY" - "$OUT" <<'PY' | tee -a "$OUT/embed.log"
+import json, sys, os
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "embed-memdex.json")))
+s = json.load(open(os.path.join(d, "embed-st.json")))
+r = m["tokens_per_s"] / s["tokens_per_s"]
+print(f"tokens: memdex {m['tokens']} st {s['tokens']}")
+print(f"memdex cuda f16 {m['tokens_per_s']:.0f} tok/s, st fp16 {s['tokens_per_s']:.0f} tok/s "
+      f"(batch {s['best']['batch_size']}): ratio {r:.2f}x (goal >= 1.2x)")
+json.dump({"ratio": r, "memdex": m, "st": s}, open(os.path.join(d, "embed.json"), "w"))
+PY
+    [[ -s "$OUT/embed.json" ]] && verdict embed "$(tail -1 "$OUT/embed.log")" || verdict embed "FAIL (see embed.log)"
+    ;;
+  scan)
+    # kernels vs their ceilings and vs PyTorch, same shapes: 1,000 tenants × 5,000 rows × 384
+    "$WORK/bin/memdex-gpu-bench" --tenants 1000 --items 5000 --dim 384 --k 10 --repeats 10 \
+      > "$OUT/scan-memdex.jsonl" 2> "$OUT/scan.log"
+    "$PY" "$PACK/scripts/gpu-bench-torch.py" --tenants 1000 --items 5000 --dim 384 --k 10 \
+      --repeats 10 > "$OUT/scan-torch.jsonl" 2>> "$OUT/scan.log"
+    "$PY" - "$OUT" <<'PY' | tee -a "$OUT/scan.log"
+import json, sys, os
+d = sys.argv[1]
+m = [json.loads(l) for l in open(os.path.join(d, "scan-memdex.jsonl"))]
+t = [json.loads(l) for l in open(os.path.join(d, "scan-torch.jsonl"))]
+copy = next(x for x in m if x["bench"] == "d2d_copy")["gb_per_s"]
+tcopy = next(x for x in t if x["bench"] == "torch_d2d_copy")["gb_per_s"]
+dev = next((x for x in m if x["bench"] == "device"), {})
+print("device:", json.dumps(dev))
+print(f"d2d copy: memdex-bench {copy:.0f} GB/s, torch {tcopy:.0f} GB/s "
+      f"(theoretical {dev.get('theoretical_gb_per_s')})")
+out = {}
+for x in m:
+    if x["bench"] != "segmented_topk":
+        continue
+    y = next((y for y in t if y.get("case") == x["case"]), None)
+    speed = y["ms"] / x["ms"] if y else None
+    ng = next((z for z in t if z.get("case") == x["case"] + "_no_gather"), None)
+    if ng:  # torch's best case: query i on tenant i, no gather copy
+        print(f"{x['case']}: vs torch without the gather {ng['ms']:.2f} ms -> "
+              f"{ng['ms'] / x['ms']:.2f}x")
+    out[x["case"]] = {"memdex_ms": x["ms"], "torch_ms": y and y["ms"], "speedup": speed,
+                      "torch_no_gather_ms": ng and ng["ms"],
+                      "fraction_of_copy_bw": x["fraction_of_copy_bw"],
+                      "queries_per_s": x["queries_per_s"]}
+    print(f"{x['case']}: {x['ms']:.2f} ms, {x['scan_gb_per_s']:.0f} GB/s = "
+          f"{100 * x['fraction_of_copy_bw']:.0f}% of copy (goal >= 70%), "
+          f"{x['queries_per_s']:.0f} q/s; ceilings {x['ceiling_bytes_ms']:.2f} ms (bytes), "
+          f"{x['ceiling_flops_ms']} ms (FP32); torch {y and round(y['ms'], 2)} ms -> "
+          f"{speed and round(speed, 2)}x (goal >= 1.5x)")
+for x in m:
+    if x["bench"] in ("segmented_topk_lsh", "fragrel_topk", "lsh_project"):
+        print(json.dumps(x))
+json.dump(out, open(os.path.join(d, "scan.json"), "w"))
+PY
+    [[ -s "$OUT/scan.json" ]] && verdict scan "see scan.log" || verdict scan "FAIL (see scan.log)"
+    ;;
+  e2e)
+    # end to end: synth S and M, index on cuda (and S on the CPU beside it), wall time each
+    local scales=${E2E_SCALES:-s m}
+    : > "$OUT/e2e.jsonl"
+    for sc in $scales; do
+      "$MEMDEX" synth --scale "$sc" --output "$WORK/$sc.json" 2>> "$OUT/e2e.log"
+      for dev in "$DEVICE" ${E2E_CPU_SCALES:-s}; do
+        [[ $dev == "$DEVICE" || $dev == "$sc" ]] || continue
+        local d=$DEVICE; [[ $dev == "$DEVICE" ]] || d=cpu
+        rm -rf "$WORK/store-$sc-$d"
+        local t0; t0=$(date +%s.%N)
+        if "$MEMDEX" index --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
+          --format longmemeval --granularity turn --store "$WORK/store-$sc-$d" --json \
+          > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log"; then
+          local t1; t1=$(date +%s.%N)
+          "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); r.update(scale=sys.argv[2], device=sys.argv[3], wall_s=float(sys.argv[4])); print(json.dumps(r))" \
+            "$WORK/index-$sc-$d.json" "$sc" "$d" "$("$PY" -c "print($t1 - $t0)")" >> "$OUT/e2e.jsonl"
+        else echo "{\"scale\": \"$sc\", \"device\": \"$d\", \"failed\": true}" >> "$OUT/e2e.jsonl"; fi
+        rm -rf "$WORK/store-$sc-$d"
+      done
+      rm -f "$WORK/$sc.json"
+    done
+    cat "$OUT/e2e.jsonl" >&2
+    grep -q failed "$OUT/e2e.jsonl" && verdict e2e "FAIL (see e2e.log)" \
+      || verdict e2e "ok ($(tr '\n' ' ' < "$OUT/e2e.jsonl" | head -c 300)...)"
+    ;;
+  *) echo "unknown stage $s" >&2; return 2 ;;
+  esac
+}
+
+for s in "${STAGES[@]}"; do run_stage "$s"; done
+echo "reports in $OUT" >&2
+cat "$SUMMARY" >&2
