@@ -592,3 +592,16 @@ fn requests_after_engine_shutdown_answer_503() {
         503
     );
 }
+
+#[test]
+fn over_the_in_flight_limit_answers_429() {
+    let limits = Limits {
+        max_in_flight: 0,
+        ..Limits::default()
+    };
+    let s = TestServer::start(ServerConfig { limits, ..ServerConfig::default() });
+    let (st, b) = s.json("POST", "/v1/tenants/t/search", None, &json!({"query": "x"}));
+    assert_eq!(st, 429, "{b}");
+    assert_eq!(b["error"]["code"], "too_many_requests");
+    assert_eq!(s.call("GET", "/healthz", None, b"").0, 429, "every route is limited");
+}
