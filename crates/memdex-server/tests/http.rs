@@ -516,6 +516,7 @@ fn openai_embeddings_metrics_openapi() {
         "memdex_store_rows 1",
         "memdex_store_tenants 1",
         "memdex_store_bytes",
+        "memdex_store_tenant_rows{tenant=\"m\"} 1",
     ] {
         assert!(m.contains(name), "{name} missing in\n{m}");
     }
@@ -599,9 +600,55 @@ fn over_the_in_flight_limit_answers_429() {
         max_in_flight: 0,
         ..Limits::default()
     };
-    let s = TestServer::start(ServerConfig { limits, ..ServerConfig::default() });
+    let s = TestServer::start(ServerConfig {
+        limits,
+        ..ServerConfig::default()
+    });
     let (st, b) = s.json("POST", "/v1/tenants/t/search", None, &json!({"query": "x"}));
     assert_eq!(st, 429, "{b}");
     assert_eq!(b["error"]["code"], "too_many_requests");
-    assert_eq!(s.call("GET", "/healthz", None, b"").0, 429, "every route is limited");
+    assert_eq!(
+        s.call("GET", "/healthz", None, b"").0,
+        429,
+        "every route is limited"
+    );
+}
+
+#[test]
+fn background_compaction_merges_and_erases_without_being_asked() {
+    let opts = EngineOptions {
+        compact_every: Some(std::time::Duration::from_millis(100)),
+        compact_min_small: 3,
+        ..EngineOptions::default()
+    };
+    let s = TestServer::start_in(tempfile::tempdir().unwrap(), ServerConfig::default(), opts);
+    for i in 0..4 {
+        let text = format!("note {i} with marker-{i}-walrus");
+        let (st, _) = s.json(
+            "POST",
+            "/v1/tenants/t/sessions",
+            None,
+            &session(&format!("s{i}"), 1, &[&text]),
+        );
+        assert_eq!(st, 200);
+    }
+    let (st, _) = s.json("DELETE", "/v1/tenants/t/sessions/s2", None, &Value::Null);
+    assert_eq!(st, 200);
+    let t0 = std::time::Instant::now();
+    while s.engine.snapshot().store().manifest().segments.len() > 1
+        || contains(&segment_bytes(s.dir.path()), "marker-2-walrus")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "background compaction did not run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (_, r) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "note"}),
+    );
+    assert_eq!(values(&r).len(), 3);
 }
