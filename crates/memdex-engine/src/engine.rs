@@ -160,6 +160,20 @@ impl Snapshot {
         }
     }
 
+    /// A view of `store` that keeps `prev`'s ranking caches of every tenant but `changed`
+    /// (None: all changed).
+    pub(crate) fn succeed(
+        store: Store,
+        prev: &Snapshot,
+        changed: Option<&std::collections::HashSet<String>>,
+    ) -> Snapshot {
+        let next = Snapshot::new(store);
+        if let Some(changed) = changed {
+            next.cache.carry_from(&prev.cache, |t| !changed.contains(t));
+        }
+        next
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }
