@@ -362,9 +362,14 @@ fn bad_input_answers_4xx_and_harms_nothing() {
     assert_eq!(st, 400, "invalid UTF-8: {b}");
     let (st, b) = post(
         "/v1/tenants/t/sessions",
-        br#"{"session_id": "x", "date": "yesterday", "turns": []}"#,
+        br#"{"session_id": "x", "date": "yesterday", "turns": [{"role": "user", "content": "hi"}]}"#,
     );
     assert!(st == 400 && b.contains("yesterday"), "{b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": "e", "turns": []}"#,
+    );
+    assert!(st == 400 && b.contains("no turns"), "{b}");
     let huge = vec![b'x'; 200 << 10];
     let (st, _) = post("/v1/tenants/t/sessions", &huge);
     assert_eq!(st, 413);
