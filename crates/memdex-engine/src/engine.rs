@@ -281,7 +281,7 @@ impl Snapshot {
             manifest_version: m.version,
             segments: m.segments.len(),
             bytes: m.segments.iter().map(|s| s.bytes).sum(),
-            rows: m.rows() - m.deleted.len() as u64,
+            rows: m.rows().saturating_sub(m.deleted.len() as u64),
             deleted_pending: m.deleted.len() as u64,
             tenants: self.tenant_rows().len(),
         }
