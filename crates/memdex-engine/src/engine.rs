@@ -160,6 +160,20 @@ impl Snapshot {
         }
     }
 
+    /// A view of `store` that keeps `prev`'s ranking caches of every tenant but `changed`
+    /// (None: all changed).
+    pub(crate) fn succeed(
+        store: Store,
+        prev: &Snapshot,
+        changed: Option<&std::collections::HashSet<String>>,
+    ) -> Snapshot {
+        let next = Snapshot::new(store);
+        if let Some(changed) = changed {
+            next.cache.carry_from(&prev.cache, |t| !changed.contains(t));
+        }
+        next
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -267,7 +281,7 @@ impl Snapshot {
             manifest_version: m.version,
             segments: m.segments.len(),
             bytes: m.segments.iter().map(|s| s.bytes).sum(),
-            rows: m.rows() - m.deleted.len() as u64,
+            rows: m.rows().saturating_sub(m.deleted.len() as u64),
             deleted_pending: m.deleted.len() as u64,
             tenants: self.tenant_rows().len(),
         }

@@ -264,6 +264,34 @@ impl TenantCache {
     }
 }
 
+impl TenantCache {
+    /// Takes over `prev`'s entries for the tenants `keep` accepts (their live rows are the
+    /// same in both views), so a commit rebuilds only the tenants it touched.
+    pub(crate) fn carry_from(&self, prev: &TenantCache, keep: impl Fn(&str) -> bool) {
+        let src = prev.bm25.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dst = self.bm25.lock().unwrap_or_else(|p| p.into_inner());
+        dst.extend(
+            src.iter()
+                .filter(|(k, _)| keep(&k.0))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        let src = prev.importance.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dst = self.importance.lock().unwrap_or_else(|p| p.into_inner());
+        dst.extend(
+            src.iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        let src = prev.semantic.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dst = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
+        dst.extend(
+            src.iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+    }
+}
+
 /// Scores every item of `slices` for the query and orders them.
 pub(crate) fn rank<'s>(
     store: &'s Store,

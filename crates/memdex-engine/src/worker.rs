@@ -1,7 +1,7 @@
 //! The engine's two threads: the model thread (token-budget batching of embedding jobs) and
 //! the writer thread (group commit of appends, deletes, compaction). See `engine`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -194,10 +194,12 @@ impl WriterState {
             .clone()
     }
 
-    /// Re-reads the committed manifest and publishes it to readers.
-    fn publish(&mut self) -> Result<(), EngineError> {
+    /// Re-reads the committed manifest and publishes it to readers. `changed`: the tenants
+    /// whose live rows the commit changed (their ranking caches are rebuilt; others kept).
+    fn publish(&mut self, changed: Option<&HashSet<String>>) -> Result<(), EngineError> {
         self.store.refresh()?;
-        let snap = Arc::new(Snapshot::new(self.store.clone()));
+        let prev = self.current();
+        let snap = Arc::new(Snapshot::succeed(self.store.clone(), &prev, changed));
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = snap;
         Ok(())
     }
@@ -360,7 +362,8 @@ impl WriterState {
         let first_id = self.writer.manifest().next_item_id();
         let report = self.writer.append_derived(items, &data, &derived)?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
-        self.publish()?;
+        let changed: HashSet<String> = items.iter().map(|i| i.tenant.clone()).collect();
+        self.publish(Some(&changed))?;
         Ok((report.manifest_version, first_id))
     }
 
@@ -413,7 +416,12 @@ impl WriterState {
         }
         let version = self.writer.delete_items(&ids)?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
-        self.publish()?;
+        let tenant = match &target {
+            DeleteTarget::Item { tenant, .. }
+            | DeleteTarget::Session { tenant, .. }
+            | DeleteTarget::Tenant { tenant } => tenant.clone(),
+        };
+        self.publish(Some(&HashSet::from([tenant])))?;
         *known = self.current().session_hashes();
         Ok(DeleteReport {
             items_deleted: ids.len() as u64,
@@ -427,7 +435,8 @@ impl WriterState {
     ) -> Result<CompactReport, EngineError> {
         let report = self.writer.compact(&self.opts.compact)?;
         self.stats.compactions.fetch_add(1, Ordering::Relaxed);
-        self.publish()?;
+        // compaction keeps every tenant's live rows and their order: all caches stay valid
+        self.publish(Some(&HashSet::new()))?;
         *known = self.current().session_hashes();
         Ok(report)
     }

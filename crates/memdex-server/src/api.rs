@@ -141,6 +141,12 @@ pub async fn append(
                 )));
             }
         }
+        if s.turns.is_empty() {
+            return Err(ApiError::BadRequest(format!(
+                "session {:?} has no turns",
+                s.session_id
+            )));
+        }
         if s.session_id.is_empty() || s.session_id.len() > 256 {
             return Err(ApiError::BadRequest(
                 "session_id must be 1 to 256 bytes".into(),

@@ -181,6 +181,15 @@ impl Metrics {
             "Committed manifest version.",
             s.manifest_version,
         );
+        out.push_str(
+            "# HELP memdex_store_tenant_rows Live rows per tenant.\n# TYPE memdex_store_tenant_rows gauge\n",
+        );
+        let mut rows: Vec<(String, u64)> = snap.tenant_rows().into_iter().collect();
+        rows.sort();
+        for (t, n) in rows {
+            // tenant names are [A-Za-z0-9._@-]: nothing to escape
+            let _ = writeln!(out, "memdex_store_tenant_rows{{tenant=\"{t}\"}} {n}");
+        }
         out
     }
 }

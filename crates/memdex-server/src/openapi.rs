@@ -1,5 +1,5 @@
-//! The OpenAPI 3.1 document served at `/openapi.json` (written by hand; a test checks that
-//! every route of the router is in it).
+//! The OpenAPI 3.1 document served at `/openapi.json` (written by hand; the HTTP tests check
+//! that every route of the router is in it).
 
 use axum::Json;
 use serde_json::{json, Value};

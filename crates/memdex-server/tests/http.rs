@@ -87,6 +87,32 @@ fn append_search_forget_compact_round_trip() {
     );
     assert_eq!((st, r["hits"].as_array().unwrap().len()), (200, 1));
 
+    // BM25 caches: a commit to bob keeps alice's; a commit to alice rebuilds hers
+    let bm25 = json!({"query": "xylophone lessons", "stages": {"retriever": "bm25", "fragrel_alpha": 0.0}, "k": 1});
+    let (_, r) = s.json("POST", "/v1/tenants/alice/search", None, &bm25);
+    assert!(!values(&r)[0].contains("xylophone"));
+    s.json(
+        "POST",
+        "/v1/tenants/bob/sessions",
+        None,
+        &session("b2", 4, &["bob plays xylophone"]),
+    );
+    s.json(
+        "POST",
+        "/v1/tenants/alice/sessions",
+        None,
+        &session("s3", 4, &["I started xylophone lessons"]),
+    );
+    let (_, r) = s.json("POST", "/v1/tenants/alice/search", None, &bm25);
+    assert!(values(&r)[0].contains("started xylophone"), "{r}");
+    let (st, _) = s.json(
+        "DELETE",
+        "/v1/tenants/alice/sessions/s3",
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 200);
+
     // forget one item: gone from results at once, k still filled from live items
     let (st, r) = s.json(
         "DELETE",
@@ -129,9 +155,10 @@ fn append_search_forget_compact_round_trip() {
     assert!(contains(&segment_bytes(s.dir.path()), "Rex-zebra"));
     let (st, r) = s.json("POST", "/v1/admin/compact", None, &Value::Null);
     assert_eq!(st, 200, "{r}");
-    assert_eq!(r["rows_removed"], 1);
+    assert_eq!(r["rows_removed"], 2, "the rex item and session s3");
     let bytes = segment_bytes(s.dir.path());
     assert!(!contains(&bytes, "Rex-zebra"), "deleted text left on disk");
+    assert!(!contains(&bytes, "started xylophone"));
     assert!(contains(&bytes, "sister moved to Paris"));
 
     // a deleted session may be appended again (it is new now)
@@ -153,7 +180,7 @@ fn append_search_forget_compact_round_trip() {
     let (st, _) = s.json("POST", "/v1/tenants/alice/search", None, &q);
     assert_eq!(st, 404);
     let (st, r) = s.json("POST", "/v1/tenants/bob/search", None, &q);
-    assert_eq!((st, values(&r).len()), (200, 1));
+    assert_eq!((st, values(&r).len()), (200, 2));
     drop(s);
 }
 
@@ -335,9 +362,14 @@ fn bad_input_answers_4xx_and_harms_nothing() {
     assert_eq!(st, 400, "invalid UTF-8: {b}");
     let (st, b) = post(
         "/v1/tenants/t/sessions",
-        br#"{"session_id": "x", "date": "yesterday", "turns": []}"#,
+        br#"{"session_id": "x", "date": "yesterday", "turns": [{"role": "user", "content": "hi"}]}"#,
     );
     assert!(st == 400 && b.contains("yesterday"), "{b}");
+    let (st, b) = post(
+        "/v1/tenants/t/sessions",
+        br#"{"session_id": "e", "turns": []}"#,
+    );
+    assert!(st == 400 && b.contains("no turns"), "{b}");
     let huge = vec![b'x'; 200 << 10];
     let (st, _) = post("/v1/tenants/t/sessions", &huge);
     assert_eq!(st, 413);
@@ -516,6 +548,7 @@ fn openai_embeddings_metrics_openapi() {
         "memdex_store_rows 1",
         "memdex_store_tenants 1",
         "memdex_store_bytes",
+        "memdex_store_tenant_rows{tenant=\"m\"} 1",
     ] {
         assert!(m.contains(name), "{name} missing in\n{m}");
     }
@@ -528,9 +561,11 @@ fn openai_embeddings_metrics_openapi() {
         "/v1/tenants/{tenant}/items/{id}",
         "/v1/tenants/{tenant}/sessions/{session_id}",
         "/v1/tenants/{tenant}",
+        "/v1/admin/compact",
         "/v1/embeddings",
         "/healthz",
         "/metrics",
+        "/openapi.json",
     ] {
         assert!(paths.contains_key(p), "{p} not documented");
     }
@@ -591,4 +626,63 @@ fn requests_after_engine_shutdown_answer_503() {
             .0,
         503
     );
+}
+
+#[test]
+fn over_the_in_flight_limit_answers_429() {
+    let limits = Limits {
+        max_in_flight: 0,
+        ..Limits::default()
+    };
+    let s = TestServer::start(ServerConfig {
+        limits,
+        ..ServerConfig::default()
+    });
+    let (st, b) = s.json("POST", "/v1/tenants/t/search", None, &json!({"query": "x"}));
+    assert_eq!(st, 429, "{b}");
+    assert_eq!(b["error"]["code"], "too_many_requests");
+    assert_eq!(
+        s.call("GET", "/healthz", None, b"").0,
+        429,
+        "every route is limited"
+    );
+}
+
+#[test]
+fn background_compaction_merges_and_erases_without_being_asked() {
+    let opts = EngineOptions {
+        compact_every: Some(std::time::Duration::from_millis(100)),
+        compact_min_small: 3,
+        ..EngineOptions::default()
+    };
+    let s = TestServer::start_in(tempfile::tempdir().unwrap(), ServerConfig::default(), opts);
+    for i in 0..4 {
+        let text = format!("note {i} with marker-{i}-walrus");
+        let (st, _) = s.json(
+            "POST",
+            "/v1/tenants/t/sessions",
+            None,
+            &session(&format!("s{i}"), 1, &[&text]),
+        );
+        assert_eq!(st, 200);
+    }
+    let (st, _) = s.json("DELETE", "/v1/tenants/t/sessions/s2", None, &Value::Null);
+    assert_eq!(st, 200);
+    let t0 = std::time::Instant::now();
+    while s.engine.snapshot().store().manifest().segments.len() > 1
+        || contains(&segment_bytes(s.dir.path()), "marker-2-walrus")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "background compaction did not run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (_, r) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "note"}),
+    );
+    assert_eq!(values(&r).len(), 3);
 }
