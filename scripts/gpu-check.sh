@@ -109,8 +109,25 @@ run_stage() {
     if [[ -n "$BENCH_LIMIT" ]]; then
       head -n "$BENCH_LIMIT" "$WORK/texts.jsonl" > "$WORK/t" && mv "$WORK/t" "$WORK/texts.jsonl"
     fi
-    "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/texts.jsonl" \
-      --repeats 5 --json > "$OUT/embed-memdex.json" 2>> "$OUT/embed.log"
+    # memdex at its default token budget and two others (best reported, like ST's batch sizes)
+    : > "$OUT/embed-memdex-runs.json"
+    for tb in ${TOKEN_BUDGETS:-16384 65536 262144}; do
+      "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/texts.jsonl" \
+        --token-budget "$tb" --max-batch 4096 --repeats 5 --json \
+        >> "$OUT/embed-memdex-runs.json" 2>> "$OUT/embed.log"
+    done
+    "$PY" - "$OUT/embed-memdex-runs.json" > "$OUT/embed-memdex.json" <<'PY'
+import json, sys
+text, dec, runs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
+while True:  # the reports are pretty-printed JSON objects, one after another
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    obj, i = dec.raw_decode(text, i)
+    runs.append(obj)
+print(json.dumps(max(runs, key=lambda r: r["tokens_per_s"])))
+PY
     "$PY" "$PACK/scripts/gpu-st-embed.py" --model "$MODEL" --device "$DEVICE" --dtype "$ST_DTYPE" \
       --bench "$WORK/texts.jsonl" --repeats 5 > "$OUT/embed-st.json" 2>> "$OUT/embed.log"
     "$PY" - "$OUT" <<'PY' | tee -a "$OUT/embed.log"
@@ -120,8 +137,9 @@ m = json.load(open(os.path.join(d, "embed-memdex.json")))
 s = json.load(open(os.path.join(d, "embed-st.json")))
 r = m["tokens_per_s"] / s["tokens_per_s"]
 print(f"tokens: memdex {m['tokens']} st {s['tokens']}")
-print(f"memdex cuda f16 {m['tokens_per_s']:.0f} tok/s, st fp16 {s['tokens_per_s']:.0f} tok/s "
-      f"(batch {s['best']['batch_size']}): ratio {r:.2f}x (goal >= 1.2x)")
+print(f"memdex cuda f16 {m['tokens_per_s']:.0f} tok/s (token budget {m['token_budget']}), "
+      f"st fp16 {s['tokens_per_s']:.0f} tok/s (batch {s['best']['batch_size']}): "
+      f"ratio {r:.2f}x (goal >= 1.2x)")
 json.dump({"ratio": r, "memdex": m, "st": s}, open(os.path.join(d, "embed.json"), "w"))
 PY
     [[ -s "$OUT/embed.json" ]] && verdict embed "$(tail -1 "$OUT/embed.log")" || verdict embed "FAIL (see embed.log)"
