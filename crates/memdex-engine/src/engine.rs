@@ -224,6 +224,36 @@ impl Snapshot {
         out
     }
 
+    /// Session ids of the tenant's live items among `ids`.
+    pub(crate) fn sessions_of(&self, tenant: &str, ids: &HashSet<u64>) -> HashSet<String> {
+        let mut out = HashSet::new();
+        for s in self.live_slices(tenant) {
+            let seg_ids = &s.segment.item_ids()[s.start..s.start + s.rows];
+            for (r, id) in seg_ids.iter().enumerate() {
+                if ids.contains(id) {
+                    out.insert(s.session_id(r).to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// Idempotency hash of one live session (None: no live items), as in `session_hashes`.
+    pub(crate) fn session_hash(&self, tenant: &str, session_id: &str) -> Option<u64> {
+        let mut parts: Vec<(u32, u64)> = Vec::new();
+        for s in self.live_slices(tenant) {
+            for r in (0..s.rows).filter(|&r| s.session_id(r) == session_id) {
+                let it = s.item(r);
+                parts.push((it.turn, it.content_hash));
+            }
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        parts.sort_unstable();
+        Some(memdex_store::session_hash(parts.iter().map(|p| p.1)))
+    }
+
     /// Ranks the tenant's live items for a query (text + vector) and returns the top `k`.
     pub fn search(
         &self,

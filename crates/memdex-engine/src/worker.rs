@@ -146,7 +146,7 @@ pub(crate) fn writer_loop(mut st: WriterState, rx: Receiver<WriteJob>) {
     loop {
         if st.opts.compact_every.is_some() && last_compact.elapsed() >= tick {
             last_compact = Instant::now();
-            st.background_compact(&mut known);
+            st.background_compact();
         }
         let first = match rx.recv_timeout(tick) {
             Ok(j) => j,
@@ -174,7 +174,7 @@ pub(crate) fn writer_loop(mut st: WriterState, rx: Receiver<WriteJob>) {
                 }
                 WriteJob::Compact { reply } => {
                     st.commit_appends(std::mem::take(&mut appends), &mut known);
-                    let _ = reply.send(st.compact(&mut known));
+                    let _ = reply.send(st.compact());
                 }
             }
         }
@@ -410,10 +410,19 @@ impl WriterState {
                 format!("tenant {tenant:?}"),
             ),
         };
-        drop(snap);
         if ids.is_empty() {
             return Err(EngineError::NotFound { what });
         }
+        // the sessions whose idempotency hash changes (None: every session of the tenant)
+        let touched: Option<HashSet<String>> = match &target {
+            DeleteTarget::Item { tenant, .. } => {
+                let set: HashSet<u64> = ids.iter().copied().collect();
+                Some(snap.sessions_of(tenant, &set))
+            }
+            DeleteTarget::Session { session_id, .. } => Some(HashSet::from([session_id.clone()])),
+            DeleteTarget::Tenant { .. } => None,
+        };
+        drop(snap);
         let version = self.writer.delete_items(&ids)?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
         let tenant = match &target {
@@ -421,27 +430,36 @@ impl WriterState {
             | DeleteTarget::Session { tenant, .. }
             | DeleteTarget::Tenant { tenant } => tenant.clone(),
         };
-        self.publish(Some(&HashSet::from([tenant])))?;
-        *known = self.current().session_hashes();
+        self.publish(Some(&HashSet::from([tenant.clone()])))?;
+        match touched {
+            None => known.retain(|(t, _), _| *t != tenant),
+            Some(sessions) => {
+                let snap = self.current();
+                for sid in sessions {
+                    let key = (tenant.clone(), sid);
+                    match snap.session_hash(&key.0, &key.1) {
+                        Some(h) => known.insert(key, h),
+                        None => known.remove(&key),
+                    };
+                }
+            }
+        }
         Ok(DeleteReport {
             items_deleted: ids.len() as u64,
             manifest_version: version,
         })
     }
 
-    fn compact(
-        &mut self,
-        known: &mut HashMap<(String, String), u64>,
-    ) -> Result<CompactReport, EngineError> {
+    /// Compaction keeps every live row, so the idempotency hashes stay as they are.
+    fn compact(&mut self) -> Result<CompactReport, EngineError> {
         let report = self.writer.compact(&self.opts.compact)?;
         self.stats.compactions.fetch_add(1, Ordering::Relaxed);
         // compaction keeps every tenant's live rows and their order: all caches stay valid
         self.publish(Some(&HashSet::new()))?;
-        *known = self.current().session_hashes();
         Ok(report)
     }
 
-    fn background_compact(&mut self, known: &mut HashMap<(String, String), u64>) {
+    fn background_compact(&mut self) {
         let m = self.writer.manifest();
         let small = m
             .segments
@@ -451,7 +469,7 @@ impl WriterState {
         if m.deleted.is_empty() && small < self.opts.compact_min_small {
             return;
         }
-        match self.compact(known) {
+        match self.compact() {
             Ok(r) => tracing::info!(
                 "background compaction: {} → {} segments, {} deleted rows removed",
                 r.segments_before,

@@ -686,3 +686,57 @@ fn background_compaction_merges_and_erases_without_being_asked() {
     );
     assert_eq!(values(&r).len(), 3);
 }
+
+#[test]
+fn idempotency_follows_deletes() {
+    let s = TestServer::start(ServerConfig::default());
+    let full = session("s", 1, &["first round", "ok", "second round", "ok"]);
+    let (st, r) = s.json("POST", "/v1/tenants/t/sessions", None, &full);
+    assert_eq!(st, 200);
+    let first = r["report"]["sessions"][0]["item_ids"][0].as_u64().unwrap();
+    s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("other", 2, &["another", "ok"]),
+    );
+    // half the session deleted: the full session is now other content than what is stored
+    let (st, _) = s.json(
+        "DELETE",
+        &format!("/v1/tenants/t/items/{first}"),
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 200);
+    assert_eq!(s.json("POST", "/v1/tenants/t/sessions", None, &full).0, 409);
+    // compaction changes nothing about that
+    assert_eq!(
+        s.json("POST", "/v1/admin/compact", None, &Value::Null).0,
+        200
+    );
+    assert_eq!(s.json("POST", "/v1/tenants/t/sessions", None, &full).0, 409);
+    let (_, r) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("other", 2, &["another", "ok"]),
+    );
+    assert_eq!(r["report"]["sessions"][0]["status"], "unchanged");
+    // the whole session deleted: appending it again stores it anew
+    assert_eq!(
+        s.json("DELETE", "/v1/tenants/t/sessions/s", None, &Value::Null)
+            .0,
+        200
+    );
+    let (st, r) = s.json("POST", "/v1/tenants/t/sessions", None, &full);
+    assert_eq!((st, r["report"]["items_written"].as_u64()), (200, Some(2)));
+    // the whole tenant deleted: every session may come back
+    assert_eq!(s.json("DELETE", "/v1/tenants/t", None, &Value::Null).0, 200);
+    let (_, r) = s.json(
+        "POST",
+        "/v1/tenants/t/sessions",
+        None,
+        &session("other", 2, &["another", "ok"]),
+    );
+    assert_eq!(r["report"]["sessions"][0]["status"], "stored");
+}
