@@ -11,7 +11,7 @@ use base64::Engine as _;
 use memdex_core::{Role, Session, TextKind, Turn};
 use memdex_engine::{
     contextual_query, reading_context, Bm25Flavour, DeleteTarget, FragRel, FragRelScope, Fusion,
-    Query, RankOptions, Retriever, Ticket,
+    Query, RankOptions, Retriever, Ticket, TimeMode, TimeStage,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -217,6 +217,18 @@ struct StagesIn {
     fragrel_scope: Option<ScopeIn>,
     recency: Option<f64>,
     importance: Option<f64>,
+    fragrel_semantic: Option<f64>,
+    time: Option<TimeIn>,
+    time_boost: Option<f64>,
+    when_boost: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum TimeIn {
+    Off,
+    Front,
+    Boost,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy)]
@@ -312,6 +324,43 @@ fn rank_options(s: &StagesIn) -> Result<RankOptions, ApiError> {
         let i = in_range("importance", i, 0.0, 100.0)?;
         o.importance = (i > 0.0).then_some(i);
     }
+    if let Some(x) = s.fragrel_semantic {
+        let x = in_range("fragrel_semantic", x, 0.0, 100.0)?;
+        o.semantic = (x > 0.0).then_some(x);
+    }
+    if let Some(t) = s.time {
+        let base = o.time.unwrap_or_default();
+        o.time = match t {
+            TimeIn::Off => None,
+            TimeIn::Front => Some(TimeStage {
+                mode: TimeMode::Front,
+                ..base
+            }),
+            TimeIn::Boost => Some(TimeStage {
+                mode: TimeMode::Boost(s.time_boost.unwrap_or(1.0)),
+                ..base
+            }),
+        };
+    }
+    if let Some(b) = s.time_boost {
+        in_range("time_boost", b, 0.0, 100.0)?;
+        if !matches!(s.time, Some(TimeIn::Boost)) {
+            return Err(ApiError::BadRequest(
+                "stages.time_boost needs stages.time = \"boost\"".into(),
+            ));
+        }
+    }
+    if let Some(b) = s.when_boost {
+        let b = in_range("when_boost", b, 0.0, 100.0)?;
+        match &mut o.time {
+            Some(st) => st.when_boost = b,
+            None => {
+                return Err(ApiError::BadRequest(
+                    "stages.when_boost needs the time stage".into(),
+                ))
+            }
+        }
+    }
     Ok(o)
 }
 
@@ -354,7 +403,8 @@ pub async fn search(
             memdex_ingest::parse_date(d)
                 .map_err(|e| ApiError::BadRequest(format!("date {d:?}: {e}")))?,
         ),
-        None => None,
+        // a live service: relative time references ("last weekend") are relative to now
+        None => Some(chrono::Utc::now().timestamp_millis()),
     };
     // unknown tenants answer before any model work
     if st.engine.snapshot().live_slices(&tenant).is_empty() {

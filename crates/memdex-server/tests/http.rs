@@ -434,6 +434,22 @@ fn bad_input_answers_4xx_and_harms_nothing() {
         &json!({"query": "x", "stages": {"retriever": "magic"}}),
     );
     assert!(st == 400 && b.to_string().contains("magic"), "{b}");
+    // the quality stages are request options too
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "x last weekend", "date": "2023-05-08",
+                "stages": {"time": "boost", "time_boost": 0.5, "when_boost": 0.1}}),
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = s.json(
+        "POST",
+        "/v1/tenants/t/search",
+        None,
+        &json!({"query": "x", "stages": {"time_boost": 0.5}}),
+    );
+    assert!(st == 400 && b.to_string().contains("time_boost"), "{b}");
     let (st, b) = s.json(
         "POST",
         "/v1/tenants/t/search",

@@ -95,7 +95,12 @@ impl StoreWriter {
         for (i, seg) in store.segments().iter().enumerate() {
             let rows = seg.rows() as u64;
             let wanted = rows < opts.small_rows || has_deleted(seg);
-            if !wanted || current_rows + rows > opts.max_rows {
+            // segments written before and after LSH was enabled differ by a column: never
+            // merged into one file
+            let other_schema = current.first().is_some_and(|&f| {
+                store.segments()[f].batch().schema().fields() != seg.batch().schema().fields()
+            });
+            if !wanted || other_schema || current_rows + rows > opts.max_rows {
                 if !current.is_empty() {
                     runs.push(std::mem::take(&mut current));
                 }

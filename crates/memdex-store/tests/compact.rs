@@ -203,3 +203,34 @@ fn snapshot_while_writing_and_compacting_always_opens() {
         "no overwrite"
     );
 }
+
+#[test]
+fn segments_before_and_after_lsh_are_compacted_separately() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    w.append(&[item("a", "s1", 0, "one")], &[0.5; 4]).unwrap();
+    w.append(&[item("a", "s2", 1, "two")], &[0.5; 4]).unwrap();
+    w.enable_lsh(memdex_store::LshMeta {
+        seed: 7,
+        buckets: 4,
+        tables: 1,
+        dim: 4,
+    })
+    .unwrap();
+    w.append_with_lsh(&[item("a", "s3", 2, "three")], &[0.5; 4], &[vec![]], &[1])
+        .unwrap();
+    w.append_with_lsh(&[item("a", "s4", 3, "four")], &[0.5; 4], &[vec![]], &[2])
+        .unwrap();
+    let report = w.compact(&CompactOptions::default()).unwrap();
+    assert_eq!((report.segments_before, report.segments_after), (4, 2));
+    drop(w);
+    let s = Store::open(dir).unwrap();
+    let with: Vec<bool> = s
+        .segments()
+        .iter()
+        .map(|g| g.lsh_buckets().is_some())
+        .collect();
+    assert_eq!(with, [false, true]);
+    assert_eq!(s.segments()[1].lsh_buckets().unwrap().0, [1, 2]);
+}
