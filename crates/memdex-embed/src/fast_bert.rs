@@ -241,9 +241,32 @@ fn resize(v: &mut Vec<f32>, n: usize) {
     }
 }
 
+/// Batches of at most this many tokens (a query) take [`linear_skinny`].
+const SKINNY_ROWS: usize = 32;
+
+/// [`linear`] for a few rows: weight rows split across rayon tasks, each read once
+/// ([`math::skinny_block`]), results transposed into `out`.
+fn linear_skinny(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+    const COLS: usize = 96;
+    let mut out_t = vec![0f32; n * t];
+    out_t
+        .par_chunks_mut(COLS * t)
+        .zip(w.par_chunks(COLS * k))
+        .zip(b.par_chunks(COLS))
+        .for_each(|((o, wc), bc)| math::skinny_block(x, t, k, wc, bc, o));
+    for (j, col) in out_t.chunks_exact(t).enumerate() {
+        for (i, v) in col.iter().enumerate() {
+            out[i * n + j] = *v;
+        }
+    }
+}
+
 /// `out[t × n] = x[t × k] · w[n × k]ᵀ + b[n]` with gemm (row-major everywhere).
 fn linear(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
     let out = &mut out[..t * n];
+    if t <= SKINNY_ROWS {
+        return linear_skinny(x, t, k, w, b, n, out);
+    }
     for row in out.chunks_exact_mut(n) {
         row.copy_from_slice(b);
     }
