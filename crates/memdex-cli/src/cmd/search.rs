@@ -1,5 +1,5 @@
 use anyhow::Result;
-use memdex_engine::{SearchHit, Searcher};
+use memdex_engine::{format_ms, reading_context, Searcher};
 use memdex_store::Store;
 
 use crate::cli::SearchArgs;
@@ -48,43 +48,4 @@ pub fn run(a: SearchArgs) -> Result<()> {
         println!("no items");
     }
     Ok(())
-}
-
-/// Chain-of-Note reading prompt (LongMemEval, Figure 13).
-const CON_PROMPT: &str = "I will give you several history chats between you and a user. \
-Please answer the question based on the relevant chat history. Answer the question step by step: \
-first extract all the relevant information, and then reason over the information to get the answer.";
-
-/// The reading stage: items sorted by time (LongMemEval §5.5: structured JSON + Chain-of-Note).
-fn reading_context(query: &str, date_ms: i64, hits: &[SearchHit]) -> serde_json::Value {
-    let mut items: Vec<&SearchHit> = hits.iter().collect();
-    items.sort_by_key(|h| (h.timestamp_ms, h.position));
-    let history: Vec<serde_json::Value> = items
-        .iter()
-        .map(|h| {
-            serde_json::json!({
-                "date": format_ms(h.timestamp_ms),
-                "session_id": h.session_id,
-                "content": h.value,
-            })
-        })
-        .collect();
-    let history_text = serde_json::to_string_pretty(&history).unwrap_or_default();
-    let prompt = format!(
-        "{CON_PROMPT}\n\nHistory Chats: {history_text}\n\nCurrent Date: {}\n\nQuestion: {query}\n\nAnswer (step by step):",
-        format_ms(date_ms)
-    );
-    serde_json::json!({
-        "query": query,
-        "question_date": format_ms(date_ms),
-        "items": items,
-        "prompt": prompt,
-    })
-}
-
-/// `YYYY-MM-DD HH:MM` (UTC).
-pub fn format_ms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
-        .unwrap_or_else(|| format!("{ms} ms"))
 }
