@@ -5,6 +5,11 @@
 # The server runs the real all-MiniLM-L6-v2 on the CPU; every search embeds its query.
 #
 # usage: scripts/load-serve.sh [DURATION_SECONDS per phase, default 15]   (results: docs/serving.md)
+#   MEMDEX_LOAD_STORE=DIR: serve a copy of a store built beforehand instead of seeding through
+#   the API — the full-scale run, 100 tenants x 5,000 rounds each:
+#     python3 scripts/load/make-history.py /tmp/full.jsonl 100 5000
+#     target/release/memdex index --input /tmp/full.jsonl --store /tmp/fullstore
+#     MEMDEX_LOAD_STORE=/tmp/fullstore scripts/load-serve.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dur="${1:-15}"
@@ -12,17 +17,25 @@ command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2;
 cargo build --release -p memdex-cli >/dev/null
 scripts/fetch-model.sh >/dev/null
 store="$(mktemp -d)"
+if [ -n "${MEMDEX_LOAD_STORE:-}" ]; then
+  cp -r "$MEMDEX_LOAD_STORE" "$store/mem"
+  rm -f "$store/mem/LOCK"
+fi
 log="$(mktemp)"
 addr="127.0.0.1:${MEMDEX_LOAD_PORT:-7788}"
 target/release/memdex serve --store "$store/mem" --addr "$addr" --model models/all-MiniLM-L6-v2 \
   --compact-every 5 >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$store" "$log"' EXIT
-for _ in $(seq 100); do curl -sf "http://$addr/healthz" >/dev/null && break; sleep 0.2; done
+for _ in $(seq 600); do curl -sf "http://$addr/healthz" >/dev/null && break; sleep 0.2; done
 
 echo "== machine: $(nproc) cores, $(uname -srm); server: memdex serve (2 HTTP threads + model + writer)"
 echo "== seed"
-python3 scripts/load/seed.py "$addr" 100 5000
+if [ -n "${MEMDEX_LOAD_STORE:-}" ]; then
+  echo "serving a copy of $MEMDEX_LOAD_STORE: $(curl -s "http://$addr/metrics" | grep -E '^memdex_store_(rows|tenants) ' | tr '\n' ' ')"
+else
+  python3 scripts/load/seed.py "$addr" 100 5000
+fi
 run() {  # name connections threads script
   echo "== $1: wrk -t$3 -c$2 -d${dur}s -s scripts/load/$4 --latency"
   timeout $((dur + 30)) wrk -t"$3" -c"$2" -d"${dur}s" --timeout 10s -s "scripts/load/$4" --latency "http://$addr" \

@@ -39,11 +39,20 @@ pub fn expand_key(facts: &[String], key: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct HeuristicFacts {
     pub max_facts: usize,
+    /// Stamp sentences whose time expression is relative (`yesterday`) with the date
+    /// resolved against the session date. Off by default: the stamp then depends on the
+    /// session date, so a session stored under several dates (LongMemEval haystacks) gets a
+    /// different key each time and is re-embedded instead of reused. The resolved dates are
+    /// in the `events` column either way; explicit dates (`on 8 May 2023`) are always stamped.
+    pub relative_dates: bool,
 }
 
 impl Default for HeuristicFacts {
     fn default() -> Self {
-        Self { max_facts: 6 }
+        Self {
+            max_facts: 6,
+            relative_dates: false,
+        }
     }
 }
 
@@ -161,9 +170,11 @@ impl FactExtractor for HeuristicFacts {
             if facts.len() >= self.max_facts {
                 continue;
             }
-            let dated = anchor
-                .map(|a| extract_events(sentence, a))
-                .and_then(|e| e.first().map(|e| e.range));
+            let event = anchor.and_then(|a| extract_events(sentence, a).into_iter().next());
+            let dated = event.as_ref().map(|e| e.range);
+            let stamp = event
+                .filter(|e| self.relative_dates || !e.relative)
+                .map(|e| e.range);
             let first_person = toks
                 .iter()
                 .any(|t| FIRST_PERSON.contains(&t.lower.as_str()));
@@ -177,7 +188,7 @@ impl FactExtractor for HeuristicFacts {
                 Some(name) => third_person(sentence, name),
                 None => sentence.to_string(),
             };
-            if let Some(r) = dated {
+            if let Some(r) = stamp {
                 let when = if r.start == r.end {
                     r.start.format("%Y-%m-%d %B %Y").to_string()
                 } else {
@@ -280,15 +291,28 @@ mod tests {
 
     #[test]
     fn dated_first_person_fact_in_third_person() {
-        let f = HeuristicFacts::default().extract(
-            "Caroline: I went to a LGBTQ support group yesterday and it was powerful.",
-            anchor(),
+        let text = "Caroline: I went to a LGBTQ support group yesterday and it was powerful.";
+        // by default a relative date is not stamped: the key must not depend on the session date
+        let f = HeuristicFacts::default().extract(text, anchor());
+        assert_eq!(
+            f[0],
+            "Caroline went to a LGBTQ support group yesterday and it was powerful."
         );
+        let other_day = NaiveDate::from_ymd_opt(2024, 1, 2);
+        assert_eq!(HeuristicFacts::default().extract(text, other_day), f);
+        let stamped = HeuristicFacts {
+            relative_dates: true,
+            ..HeuristicFacts::default()
+        };
+        let f = stamped.extract(text, anchor());
         assert_eq!(
             f[0],
             "[2023-05-07 May 2023] Caroline went to a LGBTQ support group yesterday and it was powerful."
         );
         assert!(f.last().is_some_and(|p| p.contains("LGBTQ")), "{f:?}");
+        // explicit dates are stamped either way
+        let f = HeuristicFacts::default().extract("I moved to Lisbon on 3 March 2021.", anchor());
+        assert!(f[0].starts_with("[2021-03-03 March 2021] I moved"), "{f:?}");
     }
 
     #[test]
