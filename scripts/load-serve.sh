@@ -32,6 +32,8 @@ for _ in $(seq 600); do curl -sf "http://$addr/healthz" >/dev/null && break; sle
 echo "== machine: $(nproc) cores, $(uname -srm); server: memdex serve (2 HTTP threads + model + writer)"
 echo "== seed"
 if [ -n "${MEMDEX_LOAD_STORE:-}" ]; then
+  # the server warms every tenant's BM25/importance caches in the background at start
+  sleep "${MEMDEX_LOAD_WARMUP:-30}"
   echo "serving a copy of $MEMDEX_LOAD_STORE: $(curl -s "http://$addr/metrics" | grep -E '^memdex_store_(rows|tenants) ' | tr '\n' ' ')"
 else
   python3 scripts/load/seed.py "$addr" 100 5000

@@ -178,6 +178,33 @@ impl Snapshot {
         &self.store
     }
 
+    /// Builds the default pipeline's per-tenant caches (memdex BM25, importance) of `tenant`
+    /// now, so its first query does not pay for them.
+    pub(crate) fn warm(&self, tenant: &str) {
+        let slices = self.live_slices(tenant);
+        if !slices.is_empty() {
+            self.cache.warm(tenant, &slices);
+        }
+    }
+
+    /// [`Self::warm`] for every tenant, on a background thread (first queries of a tenant not
+    /// warmed yet build its caches themselves).
+    pub(crate) fn warm_all_in_background(self: &Arc<Self>) {
+        let snap = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("memdex-warm".into())
+            .spawn(move || {
+                let tenants: Vec<String> =
+                    snap.store.tenants().keys().map(|t| t.to_string()).collect();
+                for t in tenants {
+                    snap.warm(&t);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cache warm-up thread not started: {e}");
+        }
+    }
+
     pub fn is_deleted(&self, item_id: u64) -> bool {
         self.deleted.contains(&item_id)
     }
@@ -397,7 +424,9 @@ impl Engine {
         )?;
         let store = Store::open_for_model(dir, &info)?;
         let device = memdex_embed::device_name(embedder.device()).to_string();
-        let snapshot = Arc::new(RwLock::new(Arc::new(Snapshot::new(store.clone()))));
+        let first = Arc::new(Snapshot::new(store.clone()));
+        first.warm_all_in_background();
+        let snapshot = Arc::new(RwLock::new(first));
         let stats = Arc::new(EngineStats::default());
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);

@@ -195,6 +195,14 @@ pub(crate) struct TenantCache {
 }
 
 impl TenantCache {
+    /// Builds the default pipeline's caches (memdex BM25, importance) of `tenant`.
+    pub(crate) fn warm(&self, tenant: &str, slices: &[TenantSlice<'_>]) {
+        let _ = self.get(tenant, Bm25Flavour::Memdex, slices);
+        let _ = self.importance(tenant, slices);
+    }
+}
+
+impl TenantCache {
     fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Adjacency> {
         let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tenant.to_string())

@@ -200,6 +200,12 @@ impl WriterState {
         self.store.refresh()?;
         let prev = self.current();
         let snap = Arc::new(Snapshot::succeed(self.store.clone(), &prev, changed));
+        // after a store-wide change (compaction, deletes) every tenant's caches are rebuilt in
+        // the background; a tenant an append touched rebuilds its own on its next query
+        // (rebuilding it here would put tens of ms per tenant on every commit's latency)
+        if changed.is_none() {
+            snap.warm_all_in_background();
+        }
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = snap;
         Ok(())
     }
