@@ -2,6 +2,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memdex_core::{DeviceChoice, Granularity, KeyRoles, OnError};
+use memdex_engine::{Bm25Flavour, FragRelScope, FusionChoice, Retriever, TimeChoice};
+
+/// Parses a lower-case stage name into the engine's enum (the names its serde form uses, which
+/// the server's `stages` object takes too).
+fn choice<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
+}
 
 /// memdex: long-term memory for chat assistants. Local models, local store, no external API.
 #[derive(Debug, Parser)]
@@ -189,16 +196,16 @@ pub struct SearchArgs {
 #[derive(Debug, Args, Clone)]
 pub struct RankArgs {
     /// First-stage ranking: dense, bm25 or hybrid.
-    #[arg(long, env = "MEMDEX_RETRIEVER", value_enum)]
-    pub retriever: Option<RetrieverArg>,
+    #[arg(long, env = "MEMDEX_RETRIEVER", value_parser = choice::<Retriever>)]
+    pub retriever: Option<Retriever>,
     /// BM25 flavour: official (LongMemEval's whitespace rank_bm25) or memdex (Unicode words,
     /// stop words, Snowball stems, Lucene idf).
-    #[arg(long, env = "MEMDEX_BM25", value_enum)]
-    pub bm25: Option<Bm25Arg>,
+    #[arg(long, env = "MEMDEX_BM25", value_parser = choice::<Bm25Flavour>)]
+    pub bm25: Option<Bm25Flavour>,
     /// Hybrid fusion: minmax (weighted sum of min-max normalised scores) or rrf
     /// (reciprocal-rank fusion, k = 60).
-    #[arg(long, env = "MEMDEX_FUSION", value_enum)]
-    pub fusion: Option<FusionArg>,
+    #[arg(long, env = "MEMDEX_FUSION", value_parser = choice::<FusionChoice>)]
+    pub fusion: Option<FusionChoice>,
     /// Hybrid weight of the dense side; the keyword side gets 1 − w.
     #[arg(long, env = "MEMDEX_DENSE_WEIGHT")]
     pub dense_weight: Option<f64>,
@@ -213,8 +220,8 @@ pub struct RankArgs {
     #[arg(long, env = "MEMDEX_FRAGREL_SEMANTIC")]
     pub fragrel_semantic: Option<f64>,
     /// Which items share an environment: session or history.
-    #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_enum)]
-    pub fragrel_scope: Option<FragRelScopeArg>,
+    #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_parser = choice::<FragRelScope>)]
+    pub fragrel_scope: Option<FragRelScope>,
     /// Recency: the oldest item's score is multiplied by 1 − this (Gaussian over the tenant's
     /// history up to the question date); 0 = off.
     #[arg(long, env = "MEMDEX_RECENCY")]
@@ -225,8 +232,8 @@ pub struct RankArgs {
     pub importance: Option<f64>,
     /// Time stage: off, front (items whose session or event dates fall in the query's time
     /// range, ±2 days, move ahead) or boost (their scores × (1 + --time-boost)).
-    #[arg(long, env = "MEMDEX_TIME", value_enum)]
-    pub time: Option<TimeArg>,
+    #[arg(long, env = "MEMDEX_TIME", value_parser = choice::<TimeChoice>)]
+    pub time: Option<TimeChoice>,
     /// Score factor of in-range items with `--time boost`.
     #[arg(long, env = "MEMDEX_TIME_BOOST")]
     pub time_boost: Option<f64>,
@@ -246,13 +253,6 @@ pub struct ExtractArgs {
     /// (0: off); `--fragrel-semantic` uses them.
     #[arg(long, env = "MEMDEX_NEIGHBORS", default_value_t = 0)]
     pub neighbors: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TimeArg {
-    Off,
-    Front,
-    Boost,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -295,31 +295,6 @@ pub enum EvalFormat {
     Longmemeval,
     /// LoCoMo's locomo10.json layout.
     Locomo,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RetrieverArg {
-    Dense,
-    Bm25,
-    Hybrid,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FusionArg {
-    Minmax,
-    Rrf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Bm25Arg {
-    Official,
-    Memdex,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FragRelScopeArg {
-    Session,
-    History,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,6 +31,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::rank::{rank, Query, RankOptions, TenantCache};
+use crate::search::check_columns;
 use crate::worker::{embed_loop, writer_loop, EmbedJob, WriteJob, WriterState};
 use crate::{EngineError, SearchHit};
 
@@ -296,28 +297,8 @@ impl Snapshot {
                 store: self.store.dir().display().to_string(),
             });
         }
-        let ranking = rank(&self.store, slices, tenant, query, opts, &self.cache);
-        Ok(ranking
-            .order
-            .iter()
-            .take(k)
-            .enumerate()
-            .map(|(rank, &i)| {
-                let it = ranking.item(i);
-                SearchHit {
-                    rank: rank + 1,
-                    score: ranking.scores[i] as f32,
-                    item_id: it.item_id,
-                    tenant: it.tenant.to_string(),
-                    session_id: it.session_id.to_string(),
-                    turn: it.turn,
-                    position: it.position,
-                    timestamp_ms: it.timestamp_ms,
-                    role: it.role,
-                    value: it.value.to_string(),
-                }
-            })
-            .collect())
+        check_columns(&self.store, opts)?;
+        Ok(rank(&self.store, slices, tenant, query, opts, &self.cache).hits(k))
     }
 
     /// Live rows per tenant.

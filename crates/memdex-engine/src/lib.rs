@@ -17,6 +17,7 @@ pub mod lsh;
 mod rank;
 mod reading;
 mod search;
+mod stages;
 mod worker;
 
 pub use context::{contextual_query, is_ambiguous};
@@ -34,4 +35,5 @@ pub use rank::{
     Bm25Flavour, FragRelScope, Fusion, Query, RankOptions, Ranking, Retriever, TimeMode, TimeStage,
 };
 pub use reading::{format_ms, reading_context};
-pub use search::{SearchHit, Searcher};
+pub use search::{fit_to_store, SearchHit, Searcher};
+pub use stages::{FusionChoice, Stages, TimeChoice};

@@ -12,10 +12,10 @@ use memdex_index::fusion::{hybrid, rank_desc, rrf};
 use memdex_index::signals::{importance, recency_factor};
 use memdex_index::text::Analyzer;
 use memdex_store::{ItemRef, Store, TenantSlice};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which ranking runs first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Retriever {
     /// Cosine similarity of query and key embeddings.
@@ -27,7 +27,7 @@ pub enum Retriever {
 }
 
 /// Which BM25 ranks keyword matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bm25Flavour {
     /// LongMemEval's: `rank_bm25` Okapi over `str.split(" ")` (the reference baselines).
@@ -38,7 +38,7 @@ pub enum Bm25Flavour {
 }
 
 /// Which items share an environment in FragRel's context relation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FragRelScope {
     /// Items of the same session.

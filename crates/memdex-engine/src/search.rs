@@ -4,6 +4,7 @@ use memdex_store::Store;
 use serde::Serialize;
 
 use crate::rank::{rank, Query, RankOptions, Ranking, TenantCache};
+use crate::stages::Stages;
 use crate::EngineError;
 
 /// One ranked item.
@@ -67,17 +68,40 @@ impl Searcher {
             vector: q.row(0),
             date_ms,
         };
-        let ranking = self.rank(tenant, &query, opts)?;
-        Ok(ranking
-            .order
+        Ok(self.rank(tenant, &query, opts)?.hits(k))
+    }
+
+    /// Ranks all of the tenant's items for a query.
+    pub fn rank(
+        &self,
+        tenant: &str,
+        query: &Query<'_>,
+        opts: &RankOptions,
+    ) -> Result<Ranking<'_>, EngineError> {
+        check_columns(&self.store, opts)?;
+        let slices = self.store.tenant_slices(tenant);
+        if slices.is_empty() {
+            return Err(EngineError::UnknownTenant {
+                tenant: tenant.to_string(),
+                store: self.store.dir().display().to_string(),
+            });
+        }
+        Ok(rank(&self.store, slices, tenant, query, opts, &self.cache))
+    }
+}
+
+impl Ranking<'_> {
+    /// The best `k` items as hits.
+    pub fn hits(&self, k: usize) -> Vec<SearchHit> {
+        self.order
             .iter()
             .take(k)
             .enumerate()
             .map(|(rank, &i)| {
-                let it = ranking.item(i);
+                let it = self.item(i);
                 SearchHit {
                     rank: rank + 1,
-                    score: ranking.scores[i] as f32,
+                    score: self.scores[i] as f32,
                     item_id: it.item_id,
                     tenant: it.tenant.to_string(),
                     session_id: it.session_id.to_string(),
@@ -88,39 +112,41 @@ impl Searcher {
                     value: it.value.to_string(),
                 }
             })
-            .collect())
+            .collect()
     }
+}
 
-    /// Ranks all of the tenant's items for a query.
-    pub fn rank(
-        &self,
-        tenant: &str,
-        query: &Query<'_>,
-        opts: &RankOptions,
-    ) -> Result<Ranking<'_>, EngineError> {
-        if opts.semantic.is_some() && self.store.manifest().extraction.neighbors == 0 {
-            return Err(EngineError::MissingColumns {
-                stage: "FragRel semantic",
-                what: "semantic neighbours",
-                store: self.store.dir().display().to_string(),
-                option: "`memdex index --neighbors M`",
-            });
-        }
-        if opts.time.is_some() && !self.store.manifest().extraction.events {
-            return Err(EngineError::MissingColumns {
-                stage: "time",
-                what: "event dates",
-                store: self.store.dir().display().to_string(),
-                option: "`memdex index --extract-events` (the default)",
-            });
-        }
-        let slices = self.store.tenant_slices(tenant);
-        if slices.is_empty() {
-            return Err(EngineError::UnknownTenant {
-                tenant: tenant.to_string(),
-                store: self.store.dir().display().to_string(),
-            });
-        }
-        Ok(rank(&self.store, slices, tenant, query, opts, &self.cache))
+/// Refuses stages whose columns `store` was built without, naming the `index` option.
+pub(crate) fn check_columns(store: &Store, opts: &RankOptions) -> Result<(), EngineError> {
+    let x = &store.manifest().extraction;
+    let missing = |stage, what, option| EngineError::MissingColumns {
+        stage,
+        what,
+        store: store.dir().display().to_string(),
+        option,
+    };
+    if opts.semantic.is_some() && x.neighbors == 0 {
+        return Err(missing(
+            "FragRel semantic",
+            "semantic neighbours",
+            "`memdex index --neighbors M`",
+        ));
+    }
+    if opts.time.is_some() && !x.events {
+        return Err(missing(
+            "time",
+            "event dates",
+            "`memdex index --extract-events` (the default)",
+        ));
+    }
+    Ok(())
+}
+
+/// The default pipeline on a store indexed without event dates: the time stage is dropped
+/// unless the user asked for it (then [`check_columns`] names the missing option).
+pub fn fit_to_store(opts: &mut RankOptions, stages: &Stages, store: &Store) {
+    if stages.time.is_none() && !store.manifest().extraction.events && opts.time.is_some() {
+        tracing::warn!("store has no event dates; time stage off");
+        opts.time = None;
     }
 }

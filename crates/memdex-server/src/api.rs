@@ -10,8 +10,8 @@ use axum::Json;
 use base64::Engine as _;
 use memdex_core::{Role, Session, TextKind, Turn};
 use memdex_engine::{
-    contextual_query, reading_context, Bm25Flavour, DeleteTarget, FragRel, FragRelScope, Fusion,
-    Query, RankOptions, Retriever, Ticket, TimeMode, TimeStage,
+    contextual_query, fit_to_store, reading_context, DeleteTarget, Query, RankOptions, Stages,
+    Ticket,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -199,169 +199,9 @@ struct SearchIn {
     #[serde(default)]
     recent_turns: Vec<String>,
     k: Option<usize>,
-    stages: Option<StagesIn>,
+    stages: Option<Stages>,
     #[serde(default)]
     context: bool,
-}
-
-/// Ranking stages, as `memdex search`'s flags.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct StagesIn {
-    retriever: Option<RetrieverIn>,
-    bm25: Option<Bm25In>,
-    fusion: Option<FusionIn>,
-    dense_weight: Option<f64>,
-    fragrel_alpha: Option<f64>,
-    fragrel_w: Option<f64>,
-    fragrel_scope: Option<ScopeIn>,
-    recency: Option<f64>,
-    importance: Option<f64>,
-    fragrel_semantic: Option<f64>,
-    time: Option<TimeIn>,
-    time_boost: Option<f64>,
-    when_boost: Option<f64>,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum TimeIn {
-    Off,
-    Front,
-    Boost,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum RetrieverIn {
-    Dense,
-    Bm25,
-    Hybrid,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Bm25In {
-    Official,
-    Memdex,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum FusionIn {
-    Minmax,
-    Rrf,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum ScopeIn {
-    Session,
-    History,
-}
-
-fn in_range(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ApiError> {
-    if (lo..=hi).contains(&v) {
-        Ok(v)
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "stages.{name} must be in [{lo}, {hi}], got {v}"
-        )))
-    }
-}
-
-/// The search defaults (`RankOptions::default`) with the stages the request sets.
-fn rank_options(s: &StagesIn) -> Result<RankOptions, ApiError> {
-    let mut o = RankOptions::default();
-    if let Some(r) = s.retriever {
-        o.retriever = match r {
-            RetrieverIn::Dense => Retriever::Dense,
-            RetrieverIn::Bm25 => Retriever::Bm25,
-            RetrieverIn::Hybrid => Retriever::Hybrid,
-        };
-    }
-    if let Some(b) = s.bm25 {
-        o.bm25 = match b {
-            Bm25In::Official => Bm25Flavour::Official,
-            Bm25In::Memdex => Bm25Flavour::Memdex,
-        };
-    }
-    if let Some(f) = s.fusion {
-        o.fusion = match f {
-            FusionIn::Minmax => Fusion::MinMax,
-            FusionIn::Rrf => Fusion::Rrf { k: 60.0 },
-        };
-    }
-    if let Some(w) = s.dense_weight {
-        let w = in_range("dense_weight", w, 0.0, 1.0)?;
-        o.weights = (w, 1.0 - w);
-    }
-    let (mut p, mut scope) = o.fragrel.unwrap_or((
-        FragRel {
-            alpha: 0.0,
-            ..FragRel::default()
-        },
-        FragRelScope::Session,
-    ));
-    if let Some(a) = s.fragrel_alpha {
-        p.alpha = in_range("fragrel_alpha", a, 0.0, 100.0)?;
-    }
-    if let Some(w) = s.fragrel_w {
-        p.w = in_range("fragrel_w", w, 0.0, 1.0)?;
-    }
-    if let Some(sc) = s.fragrel_scope {
-        scope = match sc {
-            ScopeIn::Session => FragRelScope::Session,
-            ScopeIn::History => FragRelScope::History,
-        };
-    }
-    o.fragrel = (p.alpha > 0.0).then_some((p, scope));
-    if let Some(r) = s.recency {
-        let r = in_range("recency", r, 0.0, 1.0)?;
-        o.recency = (r > 0.0).then_some(r);
-    }
-    if let Some(i) = s.importance {
-        let i = in_range("importance", i, 0.0, 100.0)?;
-        o.importance = (i > 0.0).then_some(i);
-    }
-    if let Some(x) = s.fragrel_semantic {
-        let x = in_range("fragrel_semantic", x, 0.0, 100.0)?;
-        o.semantic = (x > 0.0).then_some(x);
-    }
-    if let Some(t) = s.time {
-        let base = o.time.unwrap_or_default();
-        o.time = match t {
-            TimeIn::Off => None,
-            TimeIn::Front => Some(TimeStage {
-                mode: TimeMode::Front,
-                ..base
-            }),
-            TimeIn::Boost => Some(TimeStage {
-                mode: TimeMode::Boost(s.time_boost.unwrap_or(1.0)),
-                ..base
-            }),
-        };
-    }
-    if let Some(b) = s.time_boost {
-        in_range("time_boost", b, 0.0, 100.0)?;
-        if !matches!(s.time, Some(TimeIn::Boost)) {
-            return Err(ApiError::BadRequest(
-                "stages.time_boost needs stages.time = \"boost\"".into(),
-            ));
-        }
-    }
-    if let Some(b) = s.when_boost {
-        let b = in_range("when_boost", b, 0.0, 100.0)?;
-        match &mut o.time {
-            Some(st) => st.when_boost = b,
-            None => {
-                return Err(ApiError::BadRequest(
-                    "stages.when_boost needs the time stage".into(),
-                ))
-            }
-        }
-    }
-    Ok(o)
 }
 
 /// `POST /v1/tenants/{tenant}/search`.
@@ -397,7 +237,11 @@ pub async fn search(
             lim.max_text_bytes
         )));
     }
-    let opts = rank_options(&req.stages.unwrap_or_default())?;
+    let stages = req.stages.unwrap_or_default();
+    let mut opts = stages
+        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
+        .map_err(ApiError::BadRequest)?;
+    fit_to_store(&mut opts, &stages, st.engine.snapshot().store());
     let date_ms = match &req.date {
         Some(d) => Some(
             memdex_ingest::parse_date(d)

@@ -14,13 +14,9 @@ use anyhow::{Context, Result};
 use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, Precision};
 
 use crate::cli::{
-    BenchCommand, Bm25Arg, Cli, Command, CpuBackendArg, ExtractArgs, FragRelScopeArg, FusionArg,
-    ModelArgs, PrecisionArg, RankArgs, RetrieverArg, TimeArg,
+    BenchCommand, Cli, Command, CpuBackendArg, ExtractArgs, ModelArgs, PrecisionArg, RankArgs,
 };
-use memdex_engine::{
-    Bm25Flavour, ExtractOptions, FragRel, FragRelScope, Fusion, RankOptions, Retriever, TimeMode,
-    TimeStage,
-};
+use memdex_engine::{ExtractOptions, RankOptions, Stages};
 
 pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
     ExtractOptions {
@@ -90,103 +86,26 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
 
 /// `base` with the stages the user set on the command line.
 pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptions> {
-    let mut o = base;
-    if let Some(r) = a.retriever {
-        o.retriever = match r {
-            RetrieverArg::Dense => Retriever::Dense,
-            RetrieverArg::Bm25 => Retriever::Bm25,
-            RetrieverArg::Hybrid => Retriever::Hybrid,
-        };
+    stages(a)
+        .apply(base, &|field| format!("--{}", field.replace('_', "-")))
+        .map_err(anyhow::Error::msg)
+}
+
+/// The stages the user set on the command line.
+pub fn stages(a: &RankArgs) -> Stages {
+    Stages {
+        retriever: a.retriever,
+        bm25: a.bm25,
+        fusion: a.fusion,
+        dense_weight: a.dense_weight,
+        fragrel_alpha: a.fragrel_alpha,
+        fragrel_w: a.fragrel_w,
+        fragrel_scope: a.fragrel_scope,
+        fragrel_semantic: a.fragrel_semantic,
+        recency: a.recency,
+        importance: a.importance,
+        time: a.time,
+        time_boost: a.time_boost,
+        when_boost: a.when_boost,
     }
-    if let Some(b) = a.bm25 {
-        o.bm25 = match b {
-            Bm25Arg::Official => Bm25Flavour::Official,
-            Bm25Arg::Memdex => Bm25Flavour::Memdex,
-        };
-    }
-    if let Some(f) = a.fusion {
-        o.fusion = match f {
-            FusionArg::Minmax => Fusion::MinMax,
-            FusionArg::Rrf => Fusion::Rrf { k: 60.0 },
-        };
-    }
-    if let Some(w) = a.dense_weight {
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&w),
-            "--dense-weight must be in [0, 1], got {w}"
-        );
-        o.weights = (w, 1.0 - w);
-    }
-    let (mut p, mut scope) = o.fragrel.unwrap_or((
-        FragRel {
-            alpha: 0.0,
-            ..FragRel::default()
-        },
-        FragRelScope::Session,
-    ));
-    if let Some(alpha) = a.fragrel_alpha {
-        anyhow::ensure!(alpha >= 0.0, "--fragrel-alpha must be ≥ 0, got {alpha}");
-        p.alpha = alpha;
-    }
-    if let Some(w) = a.fragrel_w {
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&w),
-            "--fragrel-w must be in [0, 1], got {w}"
-        );
-        p.w = w;
-    }
-    if let Some(sc) = a.fragrel_scope {
-        scope = match sc {
-            FragRelScopeArg::Session => FragRelScope::Session,
-            FragRelScopeArg::History => FragRelScope::History,
-        };
-    }
-    o.fragrel = (p.alpha > 0.0).then_some((p, scope));
-    if let Some(r) = a.recency {
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&r),
-            "--recency must be in [0, 1], got {r}"
-        );
-        o.recency = (r > 0.0).then_some(r);
-    }
-    if let Some(i) = a.importance {
-        anyhow::ensure!(i >= 0.0, "--importance must be ≥ 0, got {i}");
-        o.importance = (i > 0.0).then_some(i);
-    }
-    if let Some(x) = a.fragrel_semantic {
-        anyhow::ensure!(x >= 0.0, "--fragrel-semantic must be ≥ 0, got {x}");
-        o.semantic = (x > 0.0).then_some(x);
-    }
-    if let Some(t) = a.time {
-        o.time = match t {
-            TimeArg::Off => None,
-            TimeArg::Front => Some(TimeStage {
-                mode: TimeMode::Front,
-                ..o.time.unwrap_or_default()
-            }),
-            TimeArg::Boost => Some(TimeStage {
-                mode: TimeMode::Boost(1.0),
-                ..o.time.unwrap_or_default()
-            }),
-        };
-    }
-    if let Some(b) = a.time_boost {
-        anyhow::ensure!(b >= 0.0, "--time-boost must be ≥ 0, got {b}");
-        match &mut o.time {
-            Some(TimeStage {
-                mode: TimeMode::Boost(x),
-                ..
-            }) => *x = b,
-            _ => anyhow::bail!("--time-boost needs --time boost"),
-        }
-    }
-    if let Some(b) = a.when_boost {
-        anyhow::ensure!(b >= 0.0, "--when-boost must be ≥ 0, got {b}");
-        match &mut o.time {
-            Some(st) => st.when_boost = b,
-            None if b == 0.0 => {}
-            None => anyhow::bail!("--when-boost needs the time stage (--time front|boost)"),
-        }
-    }
-    Ok(o)
 }

@@ -10,12 +10,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
     let searcher = Searcher::new(store, embedder)?;
     let mut opts = super::rank_options(&a.rank, memdex_engine::RankOptions::default())?;
-    if a.rank.time.is_none() && !searcher.store().manifest().extraction.events {
-        // the default pipeline on a store indexed with --extract-events false: skip the stage
-        // (asking for it with --time is an error naming the option)
-        tracing::warn!("store has no event dates; time stage off");
-        opts.time = None;
-    }
+    memdex_engine::fit_to_store(&mut opts, &super::stages(&a.rank), searcher.store());
     let date_ms = match &a.date {
         Some(d) => {
             Some(memdex_ingest::parse_date(d).map_err(|e| anyhow::anyhow!("--date {d:?}: {e}"))?)
