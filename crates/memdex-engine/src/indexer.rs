@@ -7,7 +7,7 @@ use memdex_extract::time::ms_day;
 use memdex_extract::{expand_key, extract_events, invalid_dates, FactExtractor, HeuristicFacts};
 use memdex_index::text::Analyzer;
 use memdex_ingest::{itemize, ItemizeOptions, SessionSource};
-use memdex_store::{session_hash, Derived, Extraction, Store, StoreWriter};
+use memdex_store::{session_hash, Derived, Extraction, Manifest, Store, StoreWriter};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -160,7 +160,6 @@ pub fn index_sessions_with<S: SessionSource>(
         cache: KeyCache::new(store),
         pending: Vec::new(),
         derived: Vec::new(),
-        neighbors: opts.extract.neighbors,
         report: IndexReport::default(),
         progress,
     };
@@ -289,8 +288,6 @@ struct Batch<'a> {
     pending: Vec<MemoryItem>,
     /// Events and facts of `pending` (terms are added at flush).
     derived: Vec<Derived>,
-    /// Semantic neighbours per item (0: off).
-    neighbors: usize,
     report: IndexReport,
     progress: &'a mut dyn IndexProgress,
 }
@@ -332,12 +329,6 @@ impl Batch<'_> {
                 Source::Fresh(slot) => data.extend_from_slice(emb.row(*slot)),
             }
         }
-        if self.neighbors > 0 {
-            let found = neighbors(&self.cache.store, &self.pending, &data, self.neighbors);
-            for (d, n) in self.derived.iter_mut().zip(found) {
-                d.neighbors = n;
-            }
-        }
         let report = &mut self.report;
         report.embed_seconds += t.elapsed().as_secs_f64();
         report.keys_embedded += unique.len() as u64;
@@ -353,14 +344,13 @@ impl Batch<'_> {
                 Source::Fresh(slot) => fresh_terms[slot].clone(),
             };
         }
-        // TiM LSH bucket ids, when the store hashes (its manifest records the projection)
-        if let Some(meta) = self.writer.manifest().lsh {
-            let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), &data);
-            let t = meta.tables as usize;
-            for (i, d) in self.derived.iter_mut().enumerate() {
-                d.lsh = ids[i * t..(i + 1) * t].to_vec();
-            }
-        }
+        derive_from_vectors(
+            &self.cache.store,
+            self.writer.manifest(),
+            &self.pending,
+            &data,
+            &mut self.derived,
+        );
         let committed = self
             .writer
             .append_derived(&self.pending, &data, &self.derived)?;
@@ -370,6 +360,31 @@ impl Batch<'_> {
         self.pending.clear();
         self.derived.clear();
         self.cache.refresh()
+    }
+}
+
+/// Fills what needs the items' vectors, as the store's manifest asks: FragRel semantic
+/// neighbours (`extraction.neighbors > 0`) and TiM bucket ids (`lsh`). Shared by
+/// [`index_sessions`] and the server's writer thread.
+pub(crate) fn derive_from_vectors(
+    store: &Store,
+    manifest: &Manifest,
+    items: &[MemoryItem],
+    data: &[f32],
+    derived: &mut [Derived],
+) {
+    let m = manifest.extraction.neighbors;
+    if m > 0 {
+        for (d, n) in derived.iter_mut().zip(neighbors(store, items, data, m)) {
+            d.neighbors = n;
+        }
+    }
+    if let Some(meta) = manifest.lsh {
+        let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), data);
+        let t = meta.tables as usize;
+        for (d, ids) in derived.iter_mut().zip(ids.chunks_exact(t)) {
+            d.lsh = ids.to_vec();
+        }
     }
 }
 

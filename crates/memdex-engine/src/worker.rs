@@ -20,7 +20,7 @@ use crate::engine::{
     internal, AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, SessionOutcome,
     Snapshot,
 };
-use crate::indexer::derive_item;
+use crate::indexer::{derive_from_vectors, derive_item};
 use crate::EngineError;
 
 type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
@@ -352,19 +352,13 @@ impl WriterState {
         for (d, &s) in derived.iter_mut().zip(&slots) {
             d.terms = fresh[s].clone();
         }
-        if extraction.neighbors > 0 {
-            let found = crate::indexer::neighbors(&self.store, items, &data, extraction.neighbors);
-            for (d, n) in derived.iter_mut().zip(found) {
-                d.neighbors = n;
-            }
-        }
-        if let Some(meta) = self.writer.manifest().lsh {
-            let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), &data);
-            let t = meta.tables as usize;
-            for (i, d) in derived.iter_mut().enumerate() {
-                d.lsh = ids[i * t..(i + 1) * t].to_vec();
-            }
-        }
+        derive_from_vectors(
+            &self.store,
+            self.writer.manifest(),
+            items,
+            &data,
+            &mut derived,
+        );
         let first_id = self.writer.manifest().next_item_id();
         let report = self.writer.append_derived(items, &data, &derived)?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
