@@ -195,14 +195,6 @@ pub(crate) struct TenantCache {
 }
 
 impl TenantCache {
-    /// Builds the default pipeline's caches (memdex BM25, importance) of `tenant`.
-    pub(crate) fn warm(&self, tenant: &str, slices: &[TenantSlice<'_>]) {
-        let _ = self.get(tenant, Bm25Flavour::Memdex, slices);
-        let _ = self.importance(tenant, slices);
-    }
-}
-
-impl TenantCache {
     fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Adjacency> {
         let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tenant.to_string())
@@ -270,34 +262,35 @@ impl TenantCache {
             })
             .clone()
     }
-}
 
-impl TenantCache {
+    /// Builds the default pipeline's caches (memdex BM25, importance) of `tenant`.
+    pub(crate) fn warm(&self, tenant: &str, slices: &[TenantSlice<'_>]) {
+        let _ = self.get(tenant, Bm25Flavour::Memdex, slices);
+        let _ = self.importance(tenant, slices);
+    }
+
     /// Takes over `prev`'s entries for the tenants `keep` accepts (their live rows are the
     /// same in both views), so a commit rebuilds only the tenants it touched.
     pub(crate) fn carry_from(&self, prev: &TenantCache, keep: impl Fn(&str) -> bool) {
-        let src = prev.bm25.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dst = self.bm25.lock().unwrap_or_else(|p| p.into_inner());
-        dst.extend(
-            src.iter()
-                .filter(|(k, _)| keep(&k.0))
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        let src = prev.importance.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dst = self.importance.lock().unwrap_or_else(|p| p.into_inner());
-        dst.extend(
-            src.iter()
-                .filter(|(k, _)| keep(k))
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        let src = prev.semantic.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dst = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
-        dst.extend(
-            src.iter()
-                .filter(|(k, _)| keep(k))
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
+        carry(&self.bm25, &prev.bm25, |k| keep(&k.0));
+        carry(&self.importance, &prev.importance, |k| keep(k));
+        carry(&self.semantic, &prev.semantic, |k| keep(k));
     }
+}
+
+/// Copies the entries of `src` whose key `keep` accepts into `dst`.
+fn carry<K: Clone + Eq + std::hash::Hash, V: Clone>(
+    dst: &Mutex<HashMap<K, V>>,
+    src: &Mutex<HashMap<K, V>>,
+    keep: impl Fn(&K) -> bool,
+) {
+    let src = src.lock().unwrap_or_else(|p| p.into_inner());
+    let mut dst = dst.lock().unwrap_or_else(|p| p.into_inner());
+    dst.extend(
+        src.iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
 }
 
 /// Scores every item of `slices` for the query and orders them.
