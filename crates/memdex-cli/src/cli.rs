@@ -79,6 +79,21 @@ pub struct ModelArgs {
     /// CPU encoder is f32 only, other precisions run candle's encoder).
     #[arg(long, env = "MEMDEX_PRECISION", value_enum)]
     pub precision: Option<PrecisionArg>,
+    /// Fast CPU encoder: weights read for batches of ≤ 32 tokens (search queries). f16 halves
+    /// the memory traffic (the encoder then fits the L3 cache) with f32 sums; f32 is exact.
+    #[arg(
+        long,
+        env = "MEMDEX_SMALL_BATCH_WEIGHTS",
+        value_enum,
+        default_value = "f16"
+    )]
+    pub small_batch_weights: SmallBatchArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SmallBatchArg {
+    F32,
+    F16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -386,6 +401,29 @@ pub enum BenchCommand {
     /// TiM LSH on a store's real embeddings: recall@10 against exact search and speed-up,
     /// for b ∈ {16, 64, 256} buckets and L ∈ {1, 4, 8} tables.
     Lsh(BenchLshArgs),
+    /// Search latency in process on a built store: query embedding and ranking, timed apart,
+    /// one query at a time over the store's tenants (what one client of `memdex serve` waits).
+    Search(BenchSearchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchSearchArgs {
+    /// Store to search.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Timed queries (distinct texts, tenants taken in turn).
+    #[arg(long, env = "MEMDEX_BENCH_QUERIES", default_value_t = 1000)]
+    pub queries: usize,
+    /// Items returned per query.
+    #[arg(long, env = "MEMDEX_K", default_value_t = 10)]
+    pub k: usize,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub rank: RankArgs,
 }
 
 #[derive(Debug, Args)]

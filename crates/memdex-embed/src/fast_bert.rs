@@ -14,6 +14,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::math;
+use crate::skinny::{self, Rows};
 
 struct Layer {
     qkv_w: Vec<f32>, // [3H, H]
@@ -28,6 +29,20 @@ struct Layer {
     out_b: Vec<f32>,
     ln2_g: Vec<f32>,
     ln2_b: Vec<f32>,
+    /// Half-precision copies of the four matrices for batches of ≤ [`SKINNY_ROWS`] tokens.
+    half: Option<HalfWeights>,
+}
+
+/// IEEE half bits ([`skinny::f16_bits`]) of a layer's matrices, same layout as the f32 ones.
+struct HalfWeights {
+    qkv_w: Vec<u16>,
+    o_w: Vec<u16>,
+    i_w: Vec<u16>,
+    out_w: Vec<u16>,
+}
+
+fn to_half(w: &[f32]) -> Vec<u16> {
+    w.iter().map(|&v| skinny::f16_bits(v)).collect()
 }
 
 #[derive(Default)]
@@ -65,7 +80,13 @@ fn get(vb: &VarBuilder<'_>, shape: &[usize], name: &str) -> candle_core::Result<
 
 impl FastBert {
     /// Reads the weights (names as in Hugging Face BERT, with or without a `bert.` prefix).
-    pub(crate) fn load(vb: VarBuilder<'_>, cfg: &BertConfig) -> candle_core::Result<FastBert> {
+    /// `half_small_batches`: batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision
+    /// copies of the matrices (f32 activations and accumulation).
+    pub(crate) fn load(
+        vb: VarBuilder<'_>,
+        cfg: &BertConfig,
+        half_small_batches: bool,
+    ) -> candle_core::Result<FastBert> {
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb
         } else {
@@ -90,19 +111,29 @@ impl FastBert {
                 qkv_w.extend(get(&v, &[h, h], &format!("attention.self.{n}.weight"))?);
                 qkv_b.extend(get(&v, &[h], &format!("attention.self.{n}.bias"))?);
             }
+            let o_w = get(&v, &[h, h], "attention.output.dense.weight")?;
+            let i_w = get(&v, &[i, h], "intermediate.dense.weight")?;
+            let out_w = get(&v, &[h, i], "output.dense.weight")?;
+            let half = half_small_batches.then(|| HalfWeights {
+                qkv_w: to_half(&qkv_w),
+                o_w: to_half(&o_w),
+                i_w: to_half(&i_w),
+                out_w: to_half(&out_w),
+            });
             layers.push(Layer {
                 qkv_w,
                 qkv_b,
-                o_w: get(&v, &[h, h], "attention.output.dense.weight")?,
+                o_w,
                 o_b: get(&v, &[h], "attention.output.dense.bias")?,
                 ln1_g: get(&v, &[h], "attention.output.LayerNorm.weight")?,
                 ln1_b: get(&v, &[h], "attention.output.LayerNorm.bias")?,
-                i_w: get(&v, &[i, h], "intermediate.dense.weight")?,
+                i_w,
                 i_b: get(&v, &[i], "intermediate.dense.bias")?,
-                out_w: get(&v, &[h, i], "output.dense.weight")?,
+                out_w,
                 out_b: get(&v, &[h], "output.dense.bias")?,
                 ln2_g: get(&v, &[h], "output.LayerNorm.weight")?,
                 ln2_b: get(&v, &[h], "output.LayerNorm.bias")?,
+                half,
             });
         }
         Ok(FastBert {
@@ -174,11 +205,14 @@ impl FastBert {
         f(&s.x[..t * h])
     }
 
-    fn layer(&self, l: &Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
+    fn layer<'a>(&self, l: &'a Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
         let h = self.hidden;
         let hd = h / self.heads;
         let scale = 1.0 / (hd as f32).sqrt();
-        linear(&s.x, t, h, &l.qkv_w, &l.qkv_b, 3 * h, &mut s.qkv);
+        let half = l.half.as_ref();
+        let w = |f32s: &'a [f32], half: Option<&'a [u16]>| Weights { f32s, half };
+        let qkv_w = w(&l.qkv_w, half.map(|x| &x.qkv_w[..]));
+        linear(&s.x, t, h, qkv_w, &l.qkv_b, 3 * h, &mut s.qkv);
 
         // attention: one task per sequence (all heads), writing only that sequence's ctx rows
         let qkv = &s.qkv;
@@ -209,11 +243,13 @@ impl FastBert {
             });
 
         // attention output + residual + LayerNorm
-        linear(&s.ctx, t, h, &l.o_w, &l.o_b, h, &mut s.tmp);
+        let o_w = w(&l.o_w, half.map(|x| &x.o_w[..]));
+        linear(&s.ctx, t, h, o_w, &l.o_b, h, &mut s.tmp);
         self.residual_layer_norm(&mut s.x[..t * h], &mut s.tmp[..t * h], &l.ln1_g, &l.ln1_b);
 
         // feed-forward: GELU(x Wi + b) Wo + b, residual, LayerNorm
-        linear(&s.x, t, h, &l.i_w, &l.i_b, self.inter, &mut s.inter);
+        let i_w = w(&l.i_w, half.map(|x| &x.i_w[..]));
+        linear(&s.x, t, h, i_w, &l.i_b, self.inter, &mut s.inter);
         let act = self.act;
         s.inter[..t * self.inter]
             .par_chunks_mut(4096)
@@ -222,7 +258,8 @@ impl FastBert {
                 HiddenAct::GeluApproximate => math::gelu_tanh_slice(c),
                 HiddenAct::Relu => c.iter_mut().for_each(|v| *v = v.max(0.0)),
             });
-        linear(&s.inter, t, self.inter, &l.out_w, &l.out_b, h, &mut s.tmp);
+        let out_w = w(&l.out_w, half.map(|x| &x.out_w[..]));
+        linear(&s.inter, t, self.inter, out_w, &l.out_b, h, &mut s.tmp);
         self.residual_layer_norm(&mut s.x[..t * h], &mut s.tmp[..t * h], &l.ln2_g, &l.ln2_b);
     }
 
@@ -244,16 +281,36 @@ fn resize(v: &mut Vec<f32>, n: usize) {
 /// Batches of at most this many tokens (a query) take [`linear_skinny`].
 const SKINNY_ROWS: usize = 32;
 
+/// A weight matrix `[n × k]`, with its half-precision copy when the model keeps one.
+#[derive(Clone, Copy)]
+struct Weights<'a> {
+    f32s: &'a [f32],
+    half: Option<&'a [u16]>,
+}
+
 /// [`linear`] for a few rows: weight rows split across rayon tasks, each read once
-/// ([`math::skinny_block`]), results transposed into `out`.
-fn linear_skinny(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+/// ([`skinny::skinny_block`], from the half copy when there is one), results transposed into
+/// `out`.
+fn linear_skinny(
+    x: &[f32],
+    t: usize,
+    k: usize,
+    w: Weights<'_>,
+    b: &[f32],
+    n: usize,
+    out: &mut [f32],
+) {
     const COLS: usize = 96;
     let mut out_t = vec![0f32; n * t];
-    out_t
-        .par_chunks_mut(COLS * t)
-        .zip(w.par_chunks(COLS * k))
-        .zip(b.par_chunks(COLS))
-        .for_each(|((o, wc), bc)| math::skinny_block(x, t, k, wc, bc, o));
+    let tasks = out_t.par_chunks_mut(COLS * t).zip(b.par_chunks(COLS));
+    match w.half {
+        Some(h) => tasks
+            .zip(h.par_chunks(COLS * k))
+            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F16(wc), bc, o)),
+        None => tasks
+            .zip(w.f32s.par_chunks(COLS * k))
+            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F32(wc), bc, o)),
+    }
     for (j, col) in out_t.chunks_exact(t).enumerate() {
         for (i, v) in col.iter().enumerate() {
             out[i * n + j] = *v;
@@ -262,11 +319,12 @@ fn linear_skinny(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], n: usize, 
 }
 
 /// `out[t × n] = x[t × k] · w[n × k]ᵀ + b[n]` with gemm (row-major everywhere).
-fn linear(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+fn linear(x: &[f32], t: usize, k: usize, w: Weights<'_>, b: &[f32], n: usize, out: &mut [f32]) {
     let out = &mut out[..t * n];
     if t <= SKINNY_ROWS {
         return linear_skinny(x, t, k, w, b, n, out);
     }
+    let w = w.f32s;
     for row in out.chunks_exact_mut(n) {
         row.copy_from_slice(b);
     }

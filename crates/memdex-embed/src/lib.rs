@@ -19,9 +19,10 @@ mod files;
 mod masked_bert;
 mod math;
 mod mmap;
+mod skinny;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
-pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision};
+pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};

@@ -156,33 +156,6 @@ macro_rules! simd_kernel {
 }
 
 simd_kernel!(
-    /// Skinny linear layer block: for each weight row `j` (length `k`) of `w`,
-    /// `out_t[j·t + i] = b[j] + x_i · w_j` for the `t` rows `x_i` of `x`. Reads each weight
-    /// once (the rows of `x` stay in cache), so a few-token batch (a query) costs one pass
-    /// over the weights instead of gemm's packing.
-    pub fn skinny_block(x: &[f32], t: usize, k: usize, w: &[f32], b: &[f32], out_t: &mut [f32]) {
-        for ((wr, bj), o) in w.chunks_exact(k).zip(b).zip(out_t.chunks_exact_mut(t)) {
-            for (i, oi) in o.iter_mut().enumerate() {
-                let xr = &x[i * k..(i + 1) * k];
-                let mut acc = [0f32; 16];
-                let (xc, wc) = (xr.chunks_exact(16), wr.chunks_exact(16));
-                let (xrem, wrem) = (xc.remainder(), wc.remainder());
-                for (xs, ws) in xc.zip(wc) {
-                    for l in 0..16 {
-                        acc[l] = xs[l].mul_add(ws[l], acc[l]);
-                    }
-                }
-                let mut s: f32 = acc.iter().sum();
-                for (a, c) in xrem.iter().zip(wrem) {
-                    s = a.mul_add(*c, s);
-                }
-                *oi = s + bj;
-            }
-        }
-    }
-);
-
-simd_kernel!(
     /// Exact GELU over a slice.
     pub fn gelu_slice(x: &mut [f32]) {
         x.iter_mut().for_each(|v| *v = gelu(*v));

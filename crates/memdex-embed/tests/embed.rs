@@ -328,6 +328,47 @@ fn fast_cpu_matches_candle_reference() {
     }
 }
 
+/// Single short texts (search queries) take the skinny small-batch path, whose weights are
+/// f16 copies by default: they must agree with the golden vectors (sentence-transformers for
+/// MiniLM) as closely as the batched f32 path, within 1e-4 cosine; the f32 setting exactly.
+#[test]
+fn small_batches_keep_parity_in_f16_and_f32() {
+    use memdex_embed::SmallBatchWeights;
+    let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
+    if let Some(dir) = real_model_dir() {
+        cases.push((dir, fixture("minilm-golden.jsonl")));
+    }
+    for (dir, golden) in cases {
+        let golden = read_golden(&golden);
+        for (w, floor) in [
+            (SmallBatchWeights::F16, 0.9999),
+            (SmallBatchWeights::F32, 0.99999),
+        ] {
+            let opts = EmbedOptions {
+                small_batch_weights: w,
+                ..Default::default()
+            };
+            let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap();
+            let mut min = 1.0f32;
+            for g in golden.iter().filter(|g| g.tokens <= 32) {
+                let out = e.embed(&[g.text.as_str()], TextKind::Passage).unwrap();
+                let c = cosine(out.row(0), &g.embedding);
+                min = min.min(c);
+                assert!(
+                    c >= floor,
+                    "{w:?} {}: {:?}: cosine {c}",
+                    dir.display(),
+                    g.text
+                );
+            }
+            eprintln!(
+                "{w:?} small batches, {}: min cosine {min:.6}",
+                dir.display()
+            );
+        }
+    }
+}
+
 /// Parity with sentence-transformers on the real model (default backend). Runs when
 /// `models/all-MiniLM-L6-v2` (or `MEMDEX_TEST_MODEL`) exists; CI fetches it first and sets
 /// MEMDEX_REQUIRE_MODEL=1 so that a missing model fails instead of skipping.

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_lsh;
+mod bench_search;
 mod embed;
 mod eval;
 mod index;
@@ -15,6 +16,7 @@ use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, Precision}
 
 use crate::cli::{
     BenchCommand, Cli, Command, CpuBackendArg, ExtractArgs, ModelArgs, PrecisionArg, RankArgs,
+    SmallBatchArg,
 };
 use memdex_engine::{ExtractOptions, RankOptions, Stages};
 
@@ -39,6 +41,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
+        Command::Bench(BenchCommand::Search(a)) => bench_search::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),
@@ -68,6 +71,10 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         cpu_backend: match args.cpu_backend {
             CpuBackendArg::Fast => CpuBackend::Fast,
             CpuBackendArg::Candle => CpuBackend::Candle,
+        },
+        small_batch_weights: match args.small_batch_weights {
+            SmallBatchArg::F32 => memdex_embed::SmallBatchWeights::F32,
+            SmallBatchArg::F16 => memdex_embed::SmallBatchWeights::F16,
         },
     };
     let e =
