@@ -1,9 +1,14 @@
 -- Shared by the load scripts: deterministic tenants and texts, one counter per wrk thread.
 local words = {"dog", "cat", "paris", "coffee", "sister", "guitar", "marathon", "job", "garden",
                "trip", "book", "piano", "doctor", "car", "birthday", "recipe", "movie", "camera"}
-local queries = {"what is my dog's name?", "where did my sister move?", "which book am I reading?",
-                 "when is the birthday party?", "what car did I buy?", "how was the trip to paris?",
-                 "what did the doctor say?", "which recipe did I try?"}
+-- 12 question templates x 18 topics = 216 distinct queries (no query is answered from a cache:
+-- memdex has none, every search embeds its text)
+local templates = {"what did I say about my %s?", "when did we talk about the %s?",
+                   "which %s did I mention last month?", "how is my %s doing these days?",
+                   "what was the name of the %s I liked?", "where did I buy the %s?",
+                   "remind me what happened with the %s after the trip", "who gave me the %s?",
+                   "what advice did you give me on my %s?", "how much did the %s cost in the end?",
+                   "what do I usually do with my %s on weekends?", "did I ever tell you about the %s?"}
 counter = 0
 tid = 0
 
@@ -11,7 +16,7 @@ function pick(t) return t[math.random(#t)] end
 function tenant() return "tenant-" .. math.random(0, 99) end
 
 function search_body()
-  return '{"query":"' .. pick(queries) .. '","k":10}'
+  return '{"query":"' .. string.format(pick(templates), pick(words)) .. '","k":10}'
 end
 
 function append_body()

@@ -38,6 +38,11 @@ pub struct ServeArgs {
     /// works).
     #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
     pub compact_every: u64,
+    /// Score the dense stage of searches on the model's device, all searches of a model
+    /// batch together whatever their tenants (segments stay resident in device memory):
+    /// auto = on when the model runs on CUDA.
+    #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
+    pub device_scan: DeviceScanArg,
     /// Async worker threads (HTTP); the model and the writer have a thread each besides.
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,
@@ -66,4 +71,11 @@ pub struct SnapshotArgs {
     /// New directory for the copy.
     #[arg(long, env = "MEMDEX_OUTPUT")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceScanArg {
+    Auto,
+    On,
+    Off,
 }

@@ -24,15 +24,16 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use memdex_core::{ModelInfo, Session, TextKind};
-use memdex_embed::{Embedder, Embeddings};
+use memdex_embed::Embedder;
 use memdex_ingest::ItemizeOptions;
 use memdex_store::{CompactOptions, CompactReport, Store, StoreWriter, TenantSlice};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::rank::{rank, Query, RankOptions, TenantCache};
+use crate::scan::{DeviceScan, ScanRequest};
 use crate::search::check_columns;
-use crate::worker::{embed_loop, writer_loop, EmbedJob, WriteJob, WriterState};
+use crate::worker::{embed_loop, writer_loop, EmbedJob, Embedded, WriteJob, WriterState};
 use crate::{EngineError, SearchHit};
 
 /// How the engine queues and commits.
@@ -53,6 +54,10 @@ pub struct EngineOptions {
     pub compact: CompactOptions,
     /// Recorded in a new store's manifest: where the model came from.
     pub model_source: Option<String>,
+    /// Score searches' dense stage on the model's device, all searches of a model batch
+    /// together whatever their tenants ([`crate::scan`]). None: only when the model runs on
+    /// CUDA.
+    pub device_scan: Option<bool>,
 }
 
 impl Default for EngineOptions {
@@ -66,6 +71,7 @@ impl Default for EngineOptions {
             compact_min_small: 16,
             compact: CompactOptions::default(),
             model_source: None,
+            device_scan: None,
         }
     }
 }
@@ -83,6 +89,9 @@ pub struct EngineStats {
     pub appends_grouped: AtomicU64,
     pub compactions: AtomicU64,
     pub busy_rejections: AtomicU64,
+    /// Model batches whose searches were scored on the device, and those searches.
+    pub scan_batches: AtomicU64,
+    pub scan_queries: AtomicU64,
 }
 
 /// Upper bounds of the batch-size histogram buckets.
@@ -179,12 +188,12 @@ impl Snapshot {
         &self.store
     }
 
-    /// Builds the default pipeline's per-tenant caches (memdex BM25, importance) of `tenant`
-    /// now, so its first query does not pay for them.
+    /// Builds the default pipeline's per-tenant caches (memdex BM25, importance, session
+    /// groups) of `tenant` and maps its column pages now, so its first query does not pay.
     pub(crate) fn warm(&self, tenant: &str) {
         let slices = self.live_slices(tenant);
         if !slices.is_empty() {
-            self.cache.warm(tenant, &slices);
+            self.cache.warm(tenant, &slices, self.store.dim());
         }
     }
 
@@ -375,6 +384,7 @@ struct Inner {
     write_tx: Mutex<Option<SyncSender<WriteJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     stats: Arc<EngineStats>,
+    device_scan: bool,
 }
 
 impl Engine {
@@ -412,10 +422,14 @@ impl Engine {
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
         let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
+        let device_scan = opts
+            .device_scan
+            .unwrap_or_else(|| embedder.device().is_cuda());
         let embed_thread = {
             let (stats, budget) = (stats.clone(), opts.token_budget);
+            let scan = device_scan.then(|| DeviceScan::new(embedder.device().clone()));
             spawn("memdex-model")
-                .spawn(move || embed_loop(embedder, embed_rx, budget, &stats))
+                .spawn(move || embed_loop(embedder, embed_rx, budget, &stats, scan))
                 .map_err(|e| internal(format!("cannot start the model thread: {e}")))?
         };
         let state = WriterState {
@@ -440,6 +454,7 @@ impl Engine {
                 write_tx: Mutex::new(Some(write_tx)),
                 threads: Mutex::new(vec![writer_thread, embed_thread]),
                 stats,
+                device_scan,
             }),
         })
     }
@@ -470,18 +485,49 @@ impl Engine {
             .clone()
     }
 
+    /// Whether searches' dense stage runs on the model's device ([`crate::scan`]).
+    pub fn device_scan(&self) -> bool {
+        self.inner.device_scan
+    }
+
     /// Queues texts for the model thread; `Busy` when its queue is full.
     pub fn embed(
         &self,
         texts: Vec<String>,
         kind: TextKind,
-    ) -> Result<Ticket<Embeddings>, EngineError> {
-        let (tx, rx) = oneshot::channel();
-        let job = EmbedJob {
+    ) -> Result<Ticket<Embedded>, EngineError> {
+        self.queue(EmbedJob {
             texts,
             kind,
-            reply: tx,
-        };
+            scan: None,
+            reply: oneshot::channel().0,
+        })
+    }
+
+    /// Queues a search's query for the model thread. With the device scan on, the answer also
+    /// carries the dense scores of `tenant`'s live rows in `snapshot` (the view to rank), the
+    /// batch's searches of all tenants scored together; pass them as [`Query::dense`].
+    pub fn embed_query(
+        &self,
+        text: String,
+        tenant: &str,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Ticket<Embedded>, EngineError> {
+        let scan = self
+            .inner
+            .device_scan
+            .then(|| ScanRequest::new(snapshot.clone(), tenant));
+        self.queue(EmbedJob {
+            texts: vec![text],
+            kind: TextKind::Query,
+            scan,
+            reply: oneshot::channel().0,
+        })
+    }
+
+    fn queue(&self, mut job: EmbedJob) -> Result<Ticket<Embedded>, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        job.reply = tx;
         send(
             &self.inner.embed_tx,
             job,

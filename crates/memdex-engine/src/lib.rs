@@ -16,6 +16,7 @@ mod indexer;
 pub mod lsh;
 mod rank;
 mod reading;
+mod scan;
 mod search;
 mod stages;
 mod worker;
@@ -37,3 +38,4 @@ pub use rank::{
 pub use reading::{format_ms, reading_context};
 pub use search::{fit_to_store, SearchHit, Searcher};
 pub use stages::{FusionChoice, Stages, TimeChoice};
+pub use worker::Embedded;

@@ -67,6 +67,7 @@ impl Searcher {
             text: query,
             vector: q.row(0),
             date_ms,
+            dense: None,
         };
         Ok(self.rank(tenant, &query, opts)?.hits(k))
     }

@@ -21,6 +21,7 @@ use crate::engine::{
     Snapshot,
 };
 use crate::indexer::{derive_from_vectors, derive_item};
+use crate::scan::{DeviceScan, ScanRequest};
 use crate::EngineError;
 
 type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
@@ -30,7 +31,18 @@ type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 pub(crate) struct EmbedJob {
     pub texts: Vec<String>,
     pub kind: TextKind,
-    pub reply: Reply<Embeddings>,
+    /// A search's query (one text) with its tenant's rows: scored on the device together
+    /// with the batch's other searches when the engine scans there.
+    pub scan: Option<ScanRequest>,
+    pub reply: Reply<Embedded>,
+}
+
+/// What the model thread answers: the vectors, and for a search scored on the device the
+/// dense scores of its tenant's live rows (timeline order).
+#[derive(Debug)]
+pub struct Embedded {
+    pub vectors: Embeddings,
+    pub dense: Option<Vec<f32>>,
 }
 
 /// Work for the writer thread.
@@ -56,6 +68,7 @@ pub(crate) fn embed_loop(
     rx: Receiver<EmbedJob>,
     budget: usize,
     stats: &EngineStats,
+    mut scan: Option<DeviceScan>,
 ) {
     let max_len = embedder.info().max_length.max(1);
     let estimate =
@@ -76,12 +89,59 @@ pub(crate) fn embed_loop(
         }
         let (queries, passages): (Vec<_>, Vec<_>) =
             jobs.into_iter().partition(|j| j.kind == TextKind::Query);
-        embed_group(&embedder, queries, TextKind::Query, stats);
-        embed_group(&embedder, passages, TextKind::Passage, stats);
+        embed_group(&embedder, queries, TextKind::Query, stats, scan.as_mut());
+        embed_group(&embedder, passages, TextKind::Passage, stats, None);
     }
 }
 
-fn embed_group(embedder: &Embedder, group: Vec<EmbedJob>, kind: TextKind, stats: &EngineStats) {
+/// Dense scores of the group's searches (jobs with a scan request), by job index; None for
+/// the others, or for all when the device fails (the ranking then scores on the CPU).
+fn scan_group(
+    scan: &mut DeviceScan,
+    group: &[EmbedJob],
+    e: &Embeddings,
+    stats: &EngineStats,
+) -> Vec<Option<Vec<f32>>> {
+    let mut out = vec![None; group.len()];
+    let mut rows = Vec::new();
+    let (mut reqs, mut which) = (Vec::new(), Vec::new());
+    let mut off = 0;
+    for (i, j) in group.iter().enumerate() {
+        if let (Some(r), 1) = (&j.scan, j.texts.len()) {
+            rows.extend_from_slice(e.row(off));
+            reqs.push(r);
+            which.push(i);
+        }
+        off += j.texts.len();
+    }
+    if reqs.is_empty() {
+        return out;
+    }
+    match scan.score(&rows, e.dim, &reqs) {
+        Ok(scores) => {
+            stats.scan_batches.fetch_add(1, Ordering::Relaxed);
+            stats
+                .scan_queries
+                .fetch_add(reqs.len() as u64, Ordering::Relaxed);
+            for (i, s) in which.into_iter().zip(scores) {
+                out[i] = Some(s);
+            }
+        }
+        Err(err) => tracing::warn!(
+            "device scan of {} searches failed, ranking scores them: {err}",
+            reqs.len()
+        ),
+    }
+    out
+}
+
+fn embed_group(
+    embedder: &Embedder,
+    group: Vec<EmbedJob>,
+    kind: TextKind,
+    stats: &EngineStats,
+    scan: Option<&mut DeviceScan>,
+) {
     if group.is_empty() {
         return;
     }
@@ -94,8 +154,12 @@ fn embed_group(embedder: &Embedder, group: Vec<EmbedJob>, kind: TextKind, stats:
     match result {
         Ok(Ok(e)) => {
             let dim = e.dim;
+            let mut dense = match scan {
+                Some(scan) => scan_group(scan, &group, &e, stats),
+                None => vec![None; group.len()],
+            };
             let mut off = 0;
-            for j in group {
+            for (i, j) in group.into_iter().enumerate() {
                 let n = j.texts.len();
                 let rows = Embeddings {
                     dim,
@@ -103,7 +167,10 @@ fn embed_group(embedder: &Embedder, group: Vec<EmbedJob>, kind: TextKind, stats:
                     tokens: e.tokens[off..off + n].to_vec(),
                 };
                 off += n;
-                let _ = j.reply.send(Ok(rows));
+                let _ = j.reply.send(Ok(Embedded {
+                    vectors: rows,
+                    dense: dense[i].take(),
+                }));
             }
         }
         Ok(Err(e)) => {
@@ -375,6 +442,7 @@ impl WriterState {
             let job = EmbedJob {
                 texts: chunk.iter().map(|s| s.to_string()).collect(),
                 kind: TextKind::Passage,
+                scan: None,
                 reply: tx,
             };
             self.stats.embed_queue_depth.fetch_add(1, Ordering::Relaxed);
@@ -385,7 +453,7 @@ impl WriterState {
             let e = rx
                 .blocking_recv()
                 .map_err(|_| EngineError::ShuttingDown)??;
-            out.extend_from_slice(&e.data);
+            out.extend_from_slice(&e.vectors.data);
         }
         Ok(out)
     }

@@ -157,6 +157,7 @@ pub fn evaluate_questions(
             text: &q.query,
             vector: qvecs.row(qi),
             date_ms: q.question_date_ms,
+            dense: None,
         };
         let ranked = searcher.rank(&q.tenant, &query, &opts.rank);
         let rank_ms = t.elapsed().as_secs_f64() * 1e3;

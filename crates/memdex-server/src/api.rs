@@ -257,14 +257,21 @@ pub async fn search(
         )));
     }
     let searched = contextual_query(&req.query, &req.recent_turns);
-    let emb = wait(st.engine.embed(vec![searched.clone()], TextKind::Query)?).await?;
+    // the view the query is ranked in; with the device scan its dense scores come back with
+    // the query vector, computed with the other searches of the model batch
     let snapshot = st.engine.snapshot();
+    let emb = wait(
+        st.engine
+            .embed_query(searched.clone(), &tenant, &snapshot)?,
+    )
+    .await?;
     let (t2, s2) = (tenant.clone(), searched.clone());
     let hits = tokio::task::spawn_blocking(move || {
         let q = Query {
             text: &s2,
-            vector: emb.row(0),
+            vector: emb.vectors.row(0),
             date_ms,
+            dense: emb.dense.as_deref(),
         };
         snapshot.search(&t2, &q, k, &opts)
     })
@@ -400,7 +407,9 @@ pub async fn embeddings(
             lim.max_text_bytes
         )));
     }
-    let e = wait(st.engine.embed(texts, TextKind::Passage)?).await?;
+    let e = wait(st.engine.embed(texts, TextKind::Passage)?)
+        .await?
+        .vectors;
     let base64 = req.encoding_format == Some(FormatIn::Base64);
     let data: Vec<Value> = (0..e.len())
         .map(|i| {

@@ -143,6 +143,18 @@ impl Metrics {
             "Jobs refused because a queue was full.",
             st.busy_rejections.load(Ordering::Relaxed),
         );
+        counter(
+            &mut out,
+            "memdex_device_scan_batches_total",
+            "Model batches whose searches were scored together on the model's device.",
+            st.scan_batches.load(Ordering::Relaxed),
+        );
+        counter(
+            &mut out,
+            "memdex_device_scan_queries_total",
+            "Searches scored on the model's device (all tenants of a batch in one pass).",
+            st.scan_queries.load(Ordering::Relaxed),
+        );
         let snap = engine.snapshot();
         let s = snap.summary();
         gauge(

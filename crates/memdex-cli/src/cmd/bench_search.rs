@@ -128,6 +128,7 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
             text: &text,
             vector: e.row(0),
             date_ms: None,
+            dense: None,
         };
         let t = Instant::now();
         let hits = searcher.rank(tenant, &q, &opts)?.hits(a.k);

@@ -50,6 +50,11 @@ pub fn run(a: ServeArgs) -> Result<()> {
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source_hint),
+        device_scan: match a.device_scan {
+            crate::cli_serve::DeviceScanArg::Auto => None,
+            crate::cli_serve::DeviceScanArg::On => Some(true),
+            crate::cli_serve::DeviceScanArg::Off => Some(false),
+        },
         ..EngineOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

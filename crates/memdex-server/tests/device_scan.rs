@@ -1,0 +1,195 @@
+//! The device scan (searches of one model batch scored together on the model's device,
+//! whatever their tenants) answers exactly what the CPU ranking answers. CI runs it on the
+//! CPU device (candle's CPU backend); the CUDA build runs the same code on the GPU.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{session, TestServer};
+use memdex_engine::EngineOptions;
+use memdex_server::ServerConfig;
+use serde_json::{json, Value};
+
+const TENANTS: [&str; 3] = ["ann", "ben", "cai"];
+
+fn seed(s: &TestServer) -> u64 {
+    let texts = [
+        ["I adopted a dog named Rex.", "Congrats!"],
+        ["My sister moved to Paris last spring.", "Nice city."],
+        ["I started piano lessons on Tuesdays.", "Fun."],
+        ["We bought a red car in March.", "Great."],
+    ];
+    // several appends per tenant: several segments, tenants interleaved in each
+    for (round, pair) in texts.iter().enumerate() {
+        for (ti, t) in TENANTS.iter().enumerate() {
+            let text = [
+                format!("{} ({t}, note {round})", pair[0]),
+                pair[1].to_string(),
+            ];
+            let body = json!([session(
+                &format!("{t}-{round}"),
+                round as u32 + ti as u32 + 1,
+                &[&text[0], &text[1]]
+            )]);
+            let (st, r) = s.json("POST", &format!("/v1/tenants/{t}/sessions"), None, &body);
+            assert_eq!(st, 200, "{r}");
+        }
+    }
+    // a delete splits one tenant's rows into runs
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/ben/search",
+        None,
+        &json!({"query": "piano lessons", "k": 1}),
+    );
+    assert_eq!(st, 200, "{r}");
+    let id = r["hits"][0]["item_id"].as_u64().unwrap();
+    let (st, r) = s.json(
+        "DELETE",
+        &format!("/v1/tenants/ben/items/{id}"),
+        None,
+        &Value::Null,
+    );
+    assert_eq!(st, 200, "{r}");
+    id
+}
+
+const QUERIES: [&str; 4] = [
+    "what is my dog's name?",
+    "where did my sister move?",
+    "when are my piano lessons?",
+    "which car did we buy?",
+];
+
+/// Every (tenant, query) search: one at a time, or from 12 threads at once so that model
+/// batches mix tenants.
+fn search_all(s: &TestServer, concurrent: bool) -> Vec<(String, String, Value)> {
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = TENANTS
+            .iter()
+            .flat_map(|t| QUERIES.iter().map(move |q| (*t, *q)))
+            .map(|(t, q)| {
+                let h = sc.spawn(move || {
+                    let (st, r) = s.json(
+                        "POST",
+                        &format!("/v1/tenants/{t}/search"),
+                        None,
+                        &json!({"query": q, "k": 5, "date": "2024-01-01"}),
+                    );
+                    assert_eq!(st, 200, "{r}");
+                    (t.to_string(), q.to_string(), r)
+                });
+                if !concurrent {
+                    while !h.is_finished() {
+                        std::thread::yield_now();
+                    }
+                }
+                h
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn hits(v: &Value) -> Vec<(u64, f64, String)> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["item_id"].as_u64().unwrap(),
+                h["score"].as_f64().unwrap(),
+                h["tenant"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn metric(s: &TestServer, name: &str) -> u64 {
+    let (_, text) = s.call("GET", "/metrics", None, b"");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn device_scan_ranks_like_the_cpu_path() {
+    let with = |scan: bool, dir: tempfile::TempDir| {
+        let opts = EngineOptions {
+            device_scan: Some(scan),
+            ..EngineOptions::default()
+        };
+        TestServer::start_in(dir, ServerConfig::default(), opts)
+    };
+    let mut off = with(false, tempfile::tempdir().unwrap());
+    assert!(!off.engine.device_scan());
+    let deleted = seed(&off);
+    let plain = search_all(&off, false);
+    let plain_mixed = search_all(&off, true);
+    assert_eq!(metric(&off, "memdex_device_scan_queries_total"), 0);
+    off.stop();
+    off.engine.shutdown();
+    let dir = tempfile::tempdir().unwrap();
+    // the same store, served again with the scan on
+    copy_dir(off.dir.path(), dir.path());
+    let on = with(true, dir);
+    assert!(on.engine.device_scan());
+    let scanned = search_all(&on, false);
+    let scanned_mixed = search_all(&on, true);
+    assert_eq!(
+        metric(&on, "memdex_device_scan_queries_total"),
+        2 * (TENANTS.len() * QUERIES.len()) as u64,
+        "every search scored on the device"
+    );
+    assert!(metric(&on, "memdex_device_scan_batches_total") >= 1);
+    // one at a time, the query vectors are the same on both sides: same ranking, same scores
+    compare(&plain, &scanned, deleted, 1e-5);
+    // concurrent searches share model batches; a batch of more than 32 tokens takes the f32
+    // weights instead of the f16 copies (cosine > 0.9999), so scores move in the 4th digit
+    compare(&plain_mixed, &scanned_mixed, deleted, 5e-3);
+}
+
+fn compare(
+    plain: &[(String, String, Value)],
+    scanned: &[(String, String, Value)],
+    deleted: u64,
+    tol: f64,
+) {
+    for ((t, q, a), (_, _, b)) in plain.iter().zip(scanned) {
+        let (ha, hb) = (hits(a), hits(b));
+        assert!(!ha.is_empty(), "{t}: {q}");
+        assert_eq!(
+            ha.iter().map(|h| h.0).collect::<Vec<_>>(),
+            hb.iter().map(|h| h.0).collect::<Vec<_>>(),
+            "{t}: {q}: same items in the same order"
+        );
+        for (x, y) in ha.iter().zip(&hb) {
+            assert!(
+                (x.1 - y.1).abs() < tol,
+                "{t}: {q}: score {} vs {}",
+                x.1,
+                y.1
+            );
+            assert_eq!(&y.2, t, "only the tenant's own items");
+            assert_ne!(y.0, deleted, "a deleted item is never ranked");
+        }
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_dir(&e.path(), &dst);
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
