@@ -76,7 +76,7 @@ main() {
     xz -T2 -9 -f "$DIST/data/golden-cpu-f32.jsonl"
   fi
 
-  cp scripts/gpu-check.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/parity.py \
+  cp scripts/gpu-check.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py \
     scripts/make-bench-texts.py "$DIST/scripts/"
   # Register use of every kernel, for sm_90a (the target) and sm_80 (not Hopper-only by accident).
   for arch in sm_90a sm_80; do

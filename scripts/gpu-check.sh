@@ -2,7 +2,7 @@
 # Runs ON the GPU box, from the pack that scripts/build-cuda.sh wrote (dist/gpu, carried to the
 # box): parity, kernel tests and benchmarks of memdex's CUDA build, reports under $OUT.
 #
-#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan e2e
+#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan e2e serve
 #                                                    (all = every stage; default all)
 # Each stage fits one 10-minute device call; run them in separate calls if needed (each call
 # unpacks again into $WORK, a fresh temp dir unless set). Every stage writes $OUT/STAGE.log
@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 WORK=${WORK:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 STAGES=("$@")
-[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels embed scan e2e)
+[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels embed scan e2e serve)
 SUMMARY=$OUT/summary.txt
 verdict() { echo "$1: $2" | tee -a "$SUMMARY"; }
 
@@ -212,6 +212,19 @@ PY
     cat "$OUT/e2e.jsonl" >&2
     grep -q failed "$OUT/e2e.jsonl" && verdict e2e "FAIL (see e2e.log)" \
       || verdict e2e "ok ($(tr '\n' ' ' < "$OUT/e2e.jsonl" | head -c 300)...)"
+    ;;
+  serve)
+    # device scan: `memdex serve` with searches of each model batch scored together on the
+    # device vs the CPU scores, same answers (docs/serving.md)
+    "$MEMDEX" synth --scale s --output "$WORK/serve.json" 2>> "$OUT/serve.log"
+    rm -rf "$WORK/store-serve"
+    "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/serve.json" \
+      --format longmemeval --store "$WORK/store-serve" >> "$OUT/serve.log" 2>&1
+    if "$PY" "$PACK/scripts/gpu-serve-check.py" "$MEMDEX" "$WORK/store-serve" "$MODEL" "$DEVICE" \
+      "$WORK/serve.json" "${SERVE_QUERIES:-400}" 16 > "$OUT/serve.json" 2>> "$OUT/serve.log"; then
+      verdict serve "ok ($(head -c 300 "$OUT/serve.json"))"
+    else verdict serve "FAIL (see serve.json, serve.log)"; fi
+    rm -rf "$WORK/store-serve" "$WORK/serve.json"
     ;;
   *) echo "unknown stage $s" >&2; return 2 ;;
   esac
