@@ -117,7 +117,10 @@ fn scan_group(
     if reqs.is_empty() {
         return out;
     }
-    match scan.score(&rows, e.dim, &reqs) {
+    // a failing (or panicking) device costs the scan, never the model thread
+    match catch_unwind(AssertUnwindSafe(|| scan.score(&rows, e.dim, &reqs)))
+        .unwrap_or_else(|_| Err(candle_core::Error::Msg("the device scan panicked".into())))
+    {
         Ok(scores) => {
             stats.scan_batches.fetch_add(1, Ordering::Relaxed);
             stats
