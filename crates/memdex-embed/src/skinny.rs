@@ -217,7 +217,7 @@ mod x86 {
                     for r in 0..RR {
                         let mut s: f32 = $sum(acc[i][r]);
                         for q in body..k {
-                            s += *xs[i].add(q) * super::widen(*ws[r].add(q));
+                            s += *xs[i].add(q) * super::Widen::widen(*ws[r].add(q));
                         }
                         out[i][r] = s;
                     }
@@ -366,12 +366,6 @@ impl Widen for u16 {
     fn widen(self) -> f32 {
         f16_to_f32(self)
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn widen<T: Widen>(v: T) -> f32 {
-    v.widen()
 }
 
 #[cfg(test)]

@@ -112,7 +112,8 @@ impl DeviceScan {
                 let base = qi * rows + start;
                 index.extend((base..base + n).map(|i| i as u32));
             }
-            let index = Tensor::from_vec(index, users_len(&users, reqs), &self.device)?;
+            let len = index.len();
+            let index = Tensor::from_vec(index, len, &self.device)?;
             let picked = scores
                 .index_select(&index, 0)?
                 .to_dtype(DType::F32)?
@@ -135,10 +136,6 @@ impl DeviceScan {
     pub(crate) fn resident(&self) -> usize {
         self.resident.len()
     }
-}
-
-fn users_len(users: &[(usize, usize)], reqs: &[&ScanRequest]) -> usize {
-    users.iter().map(|&(qi, ri)| reqs[qi].runs[ri].2).sum()
 }
 
 #[cfg(test)]

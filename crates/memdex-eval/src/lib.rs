@@ -11,7 +11,9 @@ mod synth;
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
 pub use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
-pub use run::{evaluate_questions, AltGold, EvalOptions, EvalReport, Latency, LevelMetrics};
+pub use run::{
+    evaluate_questions, percentile, AltGold, EvalOptions, EvalReport, Latency, LevelMetrics,
+};
 pub use synth::{write_synth, SynthOptions};
 
 use thiserror::Error;

@@ -53,7 +53,9 @@ pub struct Latency {
     pub search_p99: f64,
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
+/// The `p`-th percentile (0–100) of `v` (sorted in place): the element at rank
+/// `round(p/100 · (n−1))`; 0 for an empty slice.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

@@ -241,7 +241,9 @@ pub async fn search(
     let mut opts = stages
         .apply(RankOptions::default(), &|field| format!("stages.{field}"))
         .map_err(ApiError::BadRequest)?;
-    fit_to_store(&mut opts, &stages, st.engine.snapshot().store());
+    // one committed view for the whole search: option fitting, tenant check, scan, ranking
+    let snapshot = st.engine.snapshot();
+    fit_to_store(&mut opts, &stages, snapshot.store());
     let date_ms = match &req.date {
         Some(d) => Some(
             memdex_ingest::parse_date(d)
@@ -251,15 +253,14 @@ pub async fn search(
         None => Some(chrono::Utc::now().timestamp_millis()),
     };
     // unknown tenants answer before any model work
-    if st.engine.snapshot().live_slices(&tenant).is_empty() {
+    if snapshot.live_slices(&tenant).is_empty() {
         return Err(ApiError::NotFound(format!(
             "tenant {tenant:?} has no memory"
         )));
     }
     let searched = contextual_query(&req.query, &req.recent_turns);
-    // the view the query is ranked in; with the device scan its dense scores come back with
-    // the query vector, computed with the other searches of the model batch
-    let snapshot = st.engine.snapshot();
+    // with the device scan the dense scores come back with the query vector, computed with
+    // the other searches of the model batch
     let emb = wait(
         st.engine
             .embed_query(searched.clone(), &tenant, &snapshot)?,

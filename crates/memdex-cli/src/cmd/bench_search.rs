@@ -6,6 +6,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
 use memdex_engine::{Query, Searcher};
+use memdex_eval::percentile;
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -24,13 +25,11 @@ struct Stage {
 
 impl Stage {
     fn of(mut ms: Vec<f64>) -> Stage {
-        ms.sort_by(f64::total_cmp);
-        let at = |q: f64| ms[((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len()) - 1];
         Stage {
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            max: ms[ms.len() - 1],
+            p50: percentile(&mut ms, 50.0),
+            p90: percentile(&mut ms, 90.0),
+            p99: percentile(&mut ms, 99.0),
+            max: percentile(&mut ms, 100.0),
             mean: ms.iter().sum::<f64>() / ms.len() as f64,
         }
     }
