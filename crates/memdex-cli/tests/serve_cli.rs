@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod common;
 
-fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+
+use common::{start_serve, tiny_model};
 
 fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -38,28 +38,7 @@ fn segment_text(dir: &Path) -> String {
 fn serve_sigterm_then_compact_removes_deleted_text() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("mem");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--compact-every",
-            "0",
-            "--store",
-        ])
-        .arg(&store)
-        .arg("--model")
-        .arg(tiny_model())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let addr: SocketAddr = v["listening"].as_str().unwrap().parse().unwrap();
+    let (mut child, addr) = start_serve(&store, 0);
     let body = r#"{"sessions": [
         {"session_id": "a", "turns": [{"role": "user", "content": "my locker code is 4711-quokka"}]},
         {"session_id": "b", "turns": [{"role": "user", "content": "I like green tea"}]}]}"#;

@@ -9,47 +9,19 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::start_serve;
 use memdex_store::Store;
 
-fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
-
-fn start(store: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--compact-every",
-            "1",
-            "--store",
-        ])
-        .arg(store)
-        .arg("--model")
-        .arg(tiny_model())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("server did not start ({e}): {line:?}"));
-    (child, v["listening"].as_str().unwrap().parse().unwrap())
-}
-
-/// One request; None when the connection failed or the answer was cut (server killed).
 fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> Option<u16> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -227,7 +199,7 @@ fn sigkill_during_streaming_appends_loses_nothing_acknowledged() {
     let t0 = Instant::now();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(std::process::id());
     for cycle in 0..cycles {
-        let (mut child, addr) = start(&dir);
+        let (mut child, addr) = start_serve(&dir, 1);
         let workers: Vec<_> = (0..3)
             .map(|w| {
                 let l = ledger.clone();

@@ -1,0 +1,35 @@
+//! `memdex serve` as a child process over the tiny fixture model (shared by the serve tests).
+
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub fn tiny_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
+}
+
+/// Starts `memdex serve` on a free loopback port (background compaction every
+/// `compact_every` seconds, 0: off) and waits for the address it prints.
+pub fn start_serve(store: &Path, compact_every: u32) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--compact-every"])
+        .arg(compact_every.to_string())
+        .arg("--store")
+        .arg(store)
+        .arg("--model")
+        .arg(tiny_model())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("server did not start ({e}): {line:?}"));
+    (child, v["listening"].as_str().unwrap().parse().unwrap())
+}
