@@ -5,34 +5,11 @@
 
 use std::path::Path;
 
-use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
+mod common;
+
+use common::{item, model};
+use memdex_core::Granularity;
 use memdex_store::{CompactOptions, Manifest, Store, StoreWriter};
-
-fn model() -> ModelInfo {
-    ModelInfo {
-        name: "test-model".into(),
-        fingerprint: "aaaa".into(),
-        dim: 4,
-        pooling: Pooling::Mean,
-        normalize: true,
-        max_length: 16,
-        query_prefix: String::new(),
-        passage_prefix: String::new(),
-    }
-}
-
-fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
-    MemoryItem {
-        tenant: tenant.into(),
-        session_id: session.into(),
-        turn,
-        timestamp_ms: 1_700_000_000_000 + turn as i64,
-        role: Role::User,
-        value: format!("user: {text}"),
-        key: text.into(),
-        content_hash: MemoryItem::compute_hash(Role::User, text, text),
-    }
-}
 
 fn segment_bytes(dir: &Path) -> Vec<u8> {
     let mut all = Vec::new();
@@ -50,7 +27,8 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    let mut w =
+        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
     let terms = |n: usize| vec![vec!["term".to_string()]; n];
     w.append_with_terms(
         &[
@@ -137,7 +115,8 @@ fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
 fn compaction_keeps_timeline_order_and_skips_large_clean_segments() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    let mut w =
+        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
     for i in 0..4u32 {
         w.append(
             &[item("t", &format!("s{i}"), 0, &format!("text {i}"))],
@@ -171,7 +150,8 @@ fn compaction_keeps_timeline_order_and_skips_large_clean_segments() {
 fn snapshot_while_writing_and_compacting_always_opens() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live");
-    let mut w = StoreWriter::open_or_create(&dir, &model(), Granularity::Round, None).unwrap();
+    let mut w =
+        StoreWriter::open_or_create(&dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
     w.append(&[item("t", "s0", 0, "first")], &[0.5; 4]).unwrap();
     let d2 = dir.clone();
     let writer = std::thread::spawn(move || {
@@ -208,7 +188,8 @@ fn snapshot_while_writing_and_compacting_always_opens() {
 fn segments_before_and_after_lsh_are_compacted_separately() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w = StoreWriter::open_or_create(dir, &model(), Granularity::Round, None).unwrap();
+    let mut w =
+        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
     w.append(&[item("a", "s1", 0, "one")], &[0.5; 4]).unwrap();
     w.append(&[item("a", "s2", 1, "two")], &[0.5; 4]).unwrap();
     w.enable_lsh(memdex_store::LshMeta {

@@ -3,21 +3,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
-use memdex_store::{LshMeta, Store, StoreError, StoreWriter};
+mod common;
 
-fn model(dim: usize) -> ModelInfo {
-    ModelInfo {
-        name: "test-model".into(),
-        fingerprint: "aaaa".into(),
-        dim,
-        pooling: Pooling::Mean,
-        normalize: true,
-        max_length: 16,
-        query_prefix: String::new(),
-        passage_prefix: String::new(),
-    }
-}
+use common::model;
+use memdex_core::{Granularity, MemoryItem, Role};
+use memdex_store::{LshMeta, Store, StoreError, StoreWriter};
 
 fn item(tenant: &str, turn: u32) -> MemoryItem {
     let text = format!("{tenant} {turn}");
@@ -37,7 +27,8 @@ fn item(tenant: &str, turn: u32) -> MemoryItem {
 fn bucket_ids_follow_their_rows_and_old_segments_have_none() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w = StoreWriter::open_or_create(dir, &model(4), Granularity::Round, None).unwrap();
+    let mut w =
+        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
     let e = vec![0.5f32; 3 * 4];
     w.append(&[item("b", 0), item("a", 0), item("b", 1)], &e)
         .unwrap();
@@ -82,7 +73,8 @@ fn bucket_ids_follow_their_rows_and_old_segments_have_none() {
 fn hashing_must_fit_the_store() {
     let tmp = tempfile::tempdir().unwrap();
     let mut w =
-        StoreWriter::open_or_create(tmp.path(), &model(4), Granularity::Round, None).unwrap();
+        StoreWriter::open_or_create(tmp.path(), &model(4, "aaaa"), Granularity::Round, None)
+            .unwrap();
     let bad = LshMeta {
         seed: 1,
         buckets: 16,

@@ -4,34 +4,11 @@
 
 use std::path::Path;
 
-use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
+mod common;
+
+use common::{item, model};
+use memdex_core::Granularity;
 use memdex_store::{Derived, Extraction, Store, StoreError, StoreWriter};
-
-fn model(dim: usize, fp: &str) -> ModelInfo {
-    ModelInfo {
-        name: "test-model".into(),
-        fingerprint: fp.into(),
-        dim,
-        pooling: Pooling::Mean,
-        normalize: true,
-        max_length: 16,
-        query_prefix: String::new(),
-        passage_prefix: String::new(),
-    }
-}
-
-fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
-    MemoryItem {
-        tenant: tenant.into(),
-        session_id: session.into(),
-        turn,
-        timestamp_ms: 1_700_000_000_000 + turn as i64,
-        role: Role::User,
-        value: format!("user: {text}"),
-        key: text.into(),
-        content_hash: MemoryItem::compute_hash(Role::User, text, text),
-    }
-}
 
 fn emb(n: usize, dim: usize, seed: f32) -> Vec<f32> {
     (0..n * dim).map(|i| seed + i as f32 / 100.0).collect()
