@@ -90,6 +90,13 @@ fn index_json(input: &Path, store: &Path, extra: &[&str]) -> Output {
 }
 
 /// `memdex search --store STORE --tenant TENANT --query QUERY [extra…]`.
+/// `history()` indexed with the default options into `dir/store`.
+fn indexed_history(dir: &Path) -> PathBuf {
+    let store = dir.join("store");
+    ok(&index_json(&write(dir, "h.jsonl", &history()), &store, &[]));
+    store
+}
+
 fn search(store: &Path, tenant: &str, query: &str, extra: &[&str]) -> Output {
     let mut args = vec![
         "search",
@@ -263,12 +270,7 @@ fn bad_records_are_named_and_nothing_stored_is_lost() {
 #[test]
 fn search_errors_are_clear() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    ok(&index_json(
-        &write(tmp.path(), "h.jsonl", &history()),
-        &store,
-        &[],
-    ));
+    let store = indexed_history(tmp.path());
     let s = store.to_str().unwrap();
     let err = fails(&memdex(&[
         "search", "--store", s, "--tenant", "zed", "--query", "x",
@@ -303,12 +305,7 @@ fn search_errors_are_clear() {
 #[test]
 fn store_refuses_another_model() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    ok(&index_json(
-        &write(tmp.path(), "h.jsonl", &history()),
-        &store,
-        &[],
-    ));
+    let store = indexed_history(tmp.path());
     // the same weights with CLS pooling produce incomparable vectors
     let other = tmp.path().join("tiny-cls");
     std::fs::create_dir_all(other.join("1_Pooling")).unwrap();
@@ -436,12 +433,7 @@ fn recency_prefers_the_newer_of_equal_items() {
 #[test]
 fn ambiguous_queries_use_recent_turns() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    ok(&index_json(
-        &write(tmp.path(), "h.jsonl", &history()),
-        &store,
-        &[],
-    ));
+    let store = indexed_history(tmp.path());
     let top = |extra: &[&str]| -> String {
         let mut args = vec![
             "--json",
@@ -520,12 +512,7 @@ fn time_stage_prefers_items_in_the_query_range() {
 #[test]
 fn long_and_non_english_queries_rank_normally() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    ok(&index_json(
-        &write(tmp.path(), "h.jsonl", &history()),
-        &store,
-        &[],
-    ));
+    let store = indexed_history(tmp.path());
     // 60 KB: truncated to the model's window for the vector, analysed whole for BM25
     let long = "where did my sister move in March ".repeat(1800);
     let h = hits(&search(&store, "alice", &long, &["--json", "-k", "1"]));
