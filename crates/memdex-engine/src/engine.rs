@@ -496,12 +496,7 @@ impl Engine {
         texts: Vec<String>,
         kind: TextKind,
     ) -> Result<Ticket<Embedded>, EngineError> {
-        self.queue(EmbedJob {
-            texts,
-            kind,
-            scan: None,
-            reply: oneshot::channel().0,
-        })
+        self.queue(texts, kind, None)
     }
 
     /// Queues a search's query for the model thread. With the device scan on, the answer also
@@ -517,17 +512,22 @@ impl Engine {
             .inner
             .device_scan
             .then(|| ScanRequest::new(snapshot.clone(), tenant));
-        self.queue(EmbedJob {
-            texts: vec![text],
-            kind: TextKind::Query,
-            scan,
-            reply: oneshot::channel().0,
-        })
+        self.queue(vec![text], TextKind::Query, scan)
     }
 
-    fn queue(&self, mut job: EmbedJob) -> Result<Ticket<Embedded>, EngineError> {
-        let (tx, rx) = oneshot::channel();
-        job.reply = tx;
+    fn queue(
+        &self,
+        texts: Vec<String>,
+        kind: TextKind,
+        scan: Option<ScanRequest>,
+    ) -> Result<Ticket<Embedded>, EngineError> {
+        let (reply, rx) = oneshot::channel();
+        let job = EmbedJob {
+            texts,
+            kind,
+            scan,
+            reply,
+        };
         send(
             &self.inner.embed_tx,
             job,
