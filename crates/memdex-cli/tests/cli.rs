@@ -3,41 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use memdex_testkit::{fails, ok, tiny_model};
 use serde_json::Value;
 
-fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
-
 fn memdex(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args(args)
-        .env("MEMDEX_MODEL", tiny_model())
-        .env_remove("MEMDEX_STORE")
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn fails(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got success: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stderr.clone()).unwrap()
+    memdex_testkit::memdex(env!("CARGO_BIN_EXE_memdex"), args)
 }
 
 fn session(tenant: &str, id: &str, day: u32, texts: &[&str]) -> String {

@@ -4,15 +4,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use memdex_store::Store;
-
-fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
+use memdex_testkit::tiny_model;
 
 const WORDS: [&str; 12] = [
     "dog", "cat", "car", "house", "paris", "coffee", "book", "music", "trip", "job", "sister",

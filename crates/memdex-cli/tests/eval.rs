@@ -11,19 +11,8 @@ fn root() -> PathBuf {
 }
 
 fn memdex(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args(args)
-        .env(
-            "MEMDEX_MODEL",
-            root().join("crates/memdex-embed/tests/fixtures/tiny-bert"),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memdex {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = memdex_testkit::memdex(env!("CARGO_BIN_EXE_memdex"), args);
+    memdex_testkit::ok(&out);
     out
 }
 

@@ -10,4 +10,7 @@ pub enum CoreError {
         value: String,
         expected: &'static str,
     },
+    /// A tenant name outside the one rule every source and the HTTP API share.
+    #[error("invalid tenant name {name:?}: 1 to {max} of A-Z a-z 0-9 . _ - @", max = crate::MAX_TENANT_BYTES)]
+    InvalidTenant { name: String },
 }

@@ -5,8 +5,11 @@ mod error;
 mod item;
 mod model;
 mod options;
+pub mod rng;
+mod tenant;
 
 pub use error::CoreError;
-pub use item::{content_hash, ItemId, MemoryItem, Role, Session, Turn};
+pub use item::{content_hash, MemoryItem, Role, Session, Turn};
 pub use model::{ModelInfo, Pooling, TextKind};
-pub use options::{DeviceChoice, Granularity, KeyRoles, OnError, SearchOptions};
+pub use options::{DeviceChoice, Granularity, KeyRoles, OnError};
+pub use tenant::{check_tenant, MAX_TENANT_BYTES};

@@ -68,7 +68,8 @@ impl Skip {
 }
 
 /// Which dataset convention turns stored items into corpus ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Dataset {
     LongMemEval,
     Locomo,

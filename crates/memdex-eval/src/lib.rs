@@ -10,9 +10,10 @@ mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
-pub use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
+pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use run::{
-    evaluate_questions, percentile, AltGold, EvalOptions, EvalReport, Latency, LevelMetrics,
+    evaluate_questions, percentile, AltGold, EvalConfig, EvalOptions, EvalReport, Latency,
+    LevelMetrics, RunInfo,
 };
 pub use synth::{write_synth, SynthOptions};
 

@@ -46,24 +46,8 @@ impl SynthOptions {
     }
 }
 
-/// SplitMix64: small, fast, reproducible across platforms.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+/// The generator (SplitMix64, `memdex_core::rng`).
+type Rng = memdex_core::rng::SplitMix64;
 
 const TOPICS: &[&str] = &[
     "gardening",
@@ -147,7 +131,7 @@ struct Instance<'a> {
 }
 
 fn filler_session(seed: u64, id: usize, rounds: usize) -> Vec<Turn<'static>> {
-    let mut r = Rng(seed ^ (id as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let mut r = Rng::new(seed ^ (id as u64).wrapping_mul(0xA24B_AED4_963E_E407));
     let topic = r.pick(TOPICS);
     (0..rounds)
         .flat_map(|_| {
@@ -190,7 +174,7 @@ pub fn write_synth(
     out: &mut dyn Write,
     o: &SynthOptions,
 ) -> std::io::Result<(usize, usize, usize)> {
-    let mut rng = Rng(o.seed);
+    let mut rng = Rng::new(o.seed);
     let mut used = std::collections::HashSet::new();
     let mut written = 0usize;
     let mut evidence_sessions = 0usize;

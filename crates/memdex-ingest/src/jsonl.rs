@@ -4,17 +4,17 @@
 //! {"tenant": "alice", "session_id": "s1", "date": "2023/05/30 (Tue) 23:40",
 //!  "turns": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 //! ```
-//! `date` is RFC 3339 or `YYYY/MM/DD (Day) HH:MM` (UTC). Blank lines are ignored. Unknown
-//! fields are ignored (so richer exports load); missing or mistyped fields are errors.
+//! Each line is one [`SessionIn`], validated as every source's sessions are (see `wire`):
+//! unknown fields are refused by name (`metadata` holds anything extra), an undated session is
+//! dated when it is read. Blank lines are ignored.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use memdex_core::{OnError, Role, Session, Turn};
-use serde::Deserialize;
+use memdex_core::{OnError, Session};
 
-use crate::{parse_date, IngestError, SessionSource};
+use crate::{Context, IngestError, SessionIn, SessionLimits, SessionSource, WireError};
 
 /// Default cap on one input line (one session): 64 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
@@ -35,20 +35,6 @@ impl Default for JsonlOptions {
     }
 }
 
-#[derive(Deserialize)]
-struct RawSession {
-    tenant: String,
-    session_id: String,
-    date: String,
-    turns: Vec<RawTurn>,
-}
-
-#[derive(Deserialize)]
-struct RawTurn {
-    role: String,
-    content: String,
-}
-
 /// Streams sessions from a JSONL file, holding one line in memory at a time.
 #[derive(Debug)]
 pub struct JsonlSessions<R> {
@@ -59,6 +45,8 @@ pub struct JsonlSessions<R> {
     buf: Vec<u8>,
     skipped: Vec<IngestError>,
     done: bool,
+    /// The date of undated sessions: when the reader was opened.
+    now_ms: i64,
 }
 
 impl JsonlSessions<BufReader<File>> {
@@ -86,6 +74,7 @@ impl<R: BufRead> JsonlSessions<R> {
             buf: Vec::new(),
             skipped: Vec::new(),
             done: false,
+            now_ms: chrono::Utc::now().timestamp_millis(),
         }
     }
 
@@ -149,7 +138,7 @@ impl<R: BufRead> JsonlSessions<R> {
         if text.trim().is_empty() {
             return Ok(None);
         }
-        let raw: RawSession = serde_json::from_str(text).map_err(|e| {
+        let raw: SessionIn = serde_json::from_str(text).map_err(|e| {
             let message = e.to_string();
             if e.is_data() {
                 IngestError::Schema {
@@ -165,50 +154,25 @@ impl<R: BufRead> JsonlSessions<R> {
                 }
             }
         })?;
-        let schema = |message: String| IngestError::Schema {
-            path: self.path.clone(),
-            line: self.line,
-            message,
+        let cx = Context {
+            tenant: None,
+            now_ms: self.now_ms,
+            limits: SessionLimits::FILES,
         };
-        if raw.tenant.trim().is_empty() {
-            return Err(schema("`tenant` is empty".into()));
-        }
-        if raw.session_id.trim().is_empty() {
-            return Err(schema("`session_id` is empty".into()));
-        }
-        let timestamp_ms = parse_date(&raw.date).map_err(|message| IngestError::Date {
-            path: self.path.clone(),
-            line: self.line,
-            field: "date",
-            value: raw.date.clone(),
-            message,
-        })?;
-        let turns = raw
-            .turns
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let role = match t.role.as_str() {
-                    "user" => Role::User,
-                    "assistant" => Role::Assistant,
-                    other => {
-                        return Err(schema(format!(
-                            "turns[{i}].role is {other:?}; expected \"user\" or \"assistant\""
-                        )))
-                    }
-                };
-                Ok(Turn {
-                    role,
-                    content: t.content,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Session {
-            tenant: raw.tenant,
-            session_id: raw.session_id,
-            timestamp_ms,
-            turns,
-        }))
+        raw.into_session(&cx).map(Some).map_err(|e| match e {
+            WireError::Date { value, message } => IngestError::Date {
+                path: self.path.clone(),
+                line: self.line,
+                field: "date",
+                value,
+                message,
+            },
+            e => IngestError::Schema {
+                path: self.path.clone(),
+                line: self.line,
+                message: e.to_string(),
+            },
+        })
     }
 }
 
@@ -272,7 +236,7 @@ mod tests {
         let s: Vec<Session> = out.into_iter().map(Result::unwrap).collect();
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].session_id, "s2");
-        assert_eq!(s[0].turns[1].role, Role::Assistant);
+        assert_eq!(s[0].turns[1].role, memdex_core::Role::Assistant);
         assert_eq!(s[0].timestamp_ms, 1_685_440_800_000);
     }
 
@@ -298,7 +262,10 @@ mod tests {
             .as_ref()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("turns[1].role is \"system\""), "{e}");
+        assert!(
+            e.contains("in.jsonl:1: wrong schema") && e.contains("`system`"),
+            "{e}"
+        );
 
         let date = GOOD.replace("2023-05-30T10:00:00Z", "2023/05/30 (Mon) 10:00");
         let e = read(&date, JsonlOptions::default()).0[0]

@@ -10,6 +10,7 @@ mod itemize;
 mod jsonl;
 mod locomo;
 mod longmemeval;
+mod wire;
 
 pub use date::parse_date;
 pub use error::IngestError;
@@ -19,6 +20,10 @@ pub use locomo::{
     category_name, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa, TurnRef,
 };
 pub use longmemeval::{LmeInstance, LongMemEvalReader};
+pub use wire::{
+    check_session, Context, SessionIn, SessionLimits, TurnIn, TurnRole, WireError,
+    MAX_SESSION_ID_BYTES,
+};
 
 use memdex_core::Session;
 

@@ -16,7 +16,7 @@ use memdex_core::{Role, Session, Turn};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::IngestError;
+use crate::{check_session, IngestError, SessionLimits};
 
 /// LoCoMo's question categories.
 pub fn category_name(c: u8) -> &'static str {
@@ -192,12 +192,19 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
                 content,
             });
         }
-        sessions.push(Session {
+        if out.is_empty() {
+            warnings.push(format!("{tenant}: {key}: no turns (skipped)"));
+            continue;
+        }
+        let session = Session {
             tenant: tenant.clone(),
             session_id: key,
             timestamp_ms: ms,
             turns: out,
-        });
+        };
+        check_session(&session, &SessionLimits::FILES)
+            .map_err(|e| err(format!("{}: {e}", session.session_id)))?;
+        sessions.push(session);
     }
     if sessions.is_empty() {
         return Err(err("no sessions".into()));

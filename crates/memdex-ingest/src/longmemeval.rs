@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use memdex_core::{content_hash, Role, Session, Turn};
 use serde::Deserialize;
 
-use crate::{parse_date, IngestError};
+use crate::{check_session, parse_date, IngestError, SessionLimits};
 
 /// One question with its haystack. Each question is its own tenant (`tenant = question_id`).
 #[derive(Debug, Clone, PartialEq)]
@@ -320,12 +320,21 @@ impl<R: BufRead> LongMemEvalReader<R> {
                     self.seen_sessions.insert(sid.clone(), (h, qid.clone()));
                 }
             }
-            sessions.push(Session {
+            if out_turns.is_empty() {
+                warnings.push(format!(
+                    "question {qid:?}, session {sid:?}: no turns (skipped)"
+                ));
+                continue;
+            }
+            let session = Session {
                 tenant: qid.clone(),
                 session_id: sid,
                 timestamp_ms: ms,
                 turns: out_turns,
-            });
+            };
+            check_session(&session, &SessionLimits::FILES)
+                .map_err(|e| schema(format!("session {:?}: {e}", session.session_id)))?;
+            sessions.push(session);
             has_answer.push(flags);
         }
         Ok(LmeInstance {

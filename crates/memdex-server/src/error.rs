@@ -4,6 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use memdex_engine::EngineError;
+use memdex_rank::RankError;
+use memdex_runtime::RuntimeError;
 use thiserror::Error;
 
 /// A request's failure, with its status.
@@ -59,37 +61,78 @@ impl ApiError {
     }
 }
 
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        let msg = e.to_string();
+        match e {
+            RuntimeError::Engine(e) => e.into(),
+            RuntimeError::NotFound { .. } => ApiError::NotFound(msg),
+            RuntimeError::Invalid { .. } => ApiError::BadRequest(msg),
+            RuntimeError::Busy { .. } => ApiError::TooMany(msg),
+            RuntimeError::ShuttingDown => ApiError::Unavailable,
+            RuntimeError::Internal { .. } => internal(msg),
+        }
+    }
+}
+
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         let msg = e.to_string();
         match e {
-            EngineError::UnknownTenant { tenant, .. } => {
+            EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
                 ApiError::NotFound(format!("tenant {tenant:?} has no memory"))
             }
-            EngineError::NotFound { .. } => ApiError::NotFound(msg),
+            EngineError::Rank(RankError::MissingColumns { .. }) => ApiError::BadRequest(msg),
             EngineError::SessionConflict { .. } => ApiError::Conflict(msg),
             EngineError::EmptyQuery
+            | EngineError::EmptySession { .. }
             | EngineError::Invalid { .. }
-            | EngineError::MissingColumns { .. } => ApiError::BadRequest(msg),
-            EngineError::Ingest(_) => ApiError::BadRequest(msg),
-            EngineError::Busy { .. } => ApiError::TooMany(msg),
-            EngineError::ShuttingDown => ApiError::Unavailable,
-            EngineError::Embed(_) | EngineError::Store(_) | EngineError::Internal { .. } => {
-                tracing::error!("{msg}");
-                ApiError::Internal(msg)
-            }
+            | EngineError::Ingest(_) => ApiError::BadRequest(msg),
+            EngineError::Rank(_)
+            | EngineError::Embed(_)
+            | EngineError::Store(_)
+            | EngineError::Model { .. }
+            | EngineError::UnknownExtractor { .. } => internal(msg),
         }
     }
+}
+
+impl From<memdex_rank::RankError> for ApiError {
+    fn from(e: memdex_rank::RankError) -> Self {
+        EngineError::from(e).into()
+    }
+}
+
+fn internal(msg: String) -> ApiError {
+    tracing::error!("{msg}");
+    ApiError::Internal(msg)
+}
+
+/// The body of every error answer (for the OpenAPI document).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    pub status: u16,
+    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `too_large`,
+    /// `too_many_requests`, `unavailable`, `internal`.
+    pub code: String,
+    pub message: String,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = serde_json::json!({"error": {
-            "status": status.as_u16(),
-            "code": self.code(),
-            "message": self.to_string(),
-        }});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                status: status.as_u16(),
+                code: self.code().into(),
+                message: self.to_string(),
+            },
+        };
         (status, axum::Json(body)).into_response()
     }
 }

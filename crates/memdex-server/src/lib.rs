@@ -6,9 +6,12 @@
 //! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/embeddings`,
 //! `GET /healthz`, `GET /metrics`.
 //!
-//! Async handlers never run the model: they queue work for the engine's model and writer
-//! threads and await the answer. A semaphore bounds requests in flight (429 beyond it); the
-//! engine's bounded queues answer 429 too. After shutdown starts every request gets 503.
+//! Every request passes one guard first: it authenticates the caller from the headers alone
+//! (before any body is read and before an in-flight permit is taken, so strangers cannot
+//! hold what callers need), then takes a permit (429 beyond the in-flight limit); bodies must
+//! arrive within a timeout. Async handlers never run the model: they queue work for the
+//! engine's model and writer threads and await the answer; the engine's bounded queues answer
+//! 429 too. After shutdown starts every request gets 503.
 
 mod api;
 mod auth;
@@ -23,14 +26,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
-use memdex_engine::Engine;
+use memdex_runtime::Engine;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub use auth::{Caller, Keys};
 pub use error::ApiError;
@@ -49,6 +52,8 @@ pub struct Limits {
     pub max_embed_inputs: usize,
     /// Requests handled at once; more answer 429.
     pub max_in_flight: usize,
+    /// Time a request body may take to arrive, once its headers are in.
+    pub body_timeout: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -61,6 +66,7 @@ impl Default for Limits {
             max_k: 1000,
             max_embed_inputs: 256,
             max_in_flight: 512,
+            body_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -135,6 +141,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .layer(RequestBodyTimeoutLayer::new(state.limits.body_timeout))
         .with_state(state.clone());
     (app, state)
 }
@@ -143,10 +150,7 @@ async fn not_found() -> ApiError {
     ApiError::NotFound("no such route".into())
 }
 
-async fn metrics_handler(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = st.keys.admin(&headers) {
-        return e.into_response();
-    }
+async fn metrics_handler(State(st): State<AppState>) -> Response {
     let text = st.metrics.render(&st.engine);
     (
         [(
@@ -158,7 +162,8 @@ async fn metrics_handler(State(st): State<AppState>, headers: HeaderMap) -> Resp
         .into_response()
 }
 
-/// Counts and times every request; 503 while shutting down; 429 beyond the in-flight limit.
+/// Counts and times every request; 503 while shutting down; authenticates from the headers
+/// (before the body is read); 429 beyond the in-flight limit.
 async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().to_string();
@@ -168,6 +173,8 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let resp = if st.shutting_down.load(Ordering::SeqCst) {
         ApiError::Unavailable.into_response()
+    } else if let Err(e) = auth::authorize(&st.keys, req.uri().path(), req.headers()) {
+        e.into_response()
     } else {
         match st.in_flight.clone().try_acquire_owned() {
             Ok(permit) => {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_engine::{Engine, BATCH_BUCKETS};
+use memdex_runtime::{Engine, BATCH_BUCKETS};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -155,8 +155,8 @@ impl Metrics {
             "Searches scored on the model's device (all tenants of a batch in one pass).",
             st.scan_queries.load(Ordering::Relaxed),
         );
-        let snap = engine.snapshot();
-        let s = snap.summary();
+        let view = engine.view();
+        let s = view.summary();
         gauge(
             &mut out,
             "memdex_store_rows",
@@ -196,8 +196,7 @@ impl Metrics {
         out.push_str(
             "# HELP memdex_store_tenant_rows Live rows per tenant.\n# TYPE memdex_store_tenant_rows gauge\n",
         );
-        let mut rows: Vec<(String, u64)> = snap.tenant_rows().into_iter().collect();
-        rows.sort();
+        let rows = view.store().tenants();
         for (t, n) in rows {
             // tenant names are [A-Za-z0-9._@-]: nothing to escape
             let _ = writeln!(out, "memdex_store_tenant_rows{{tenant=\"{t}\"}} {n}");

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{session, TestServer};
-use memdex_engine::EngineOptions;
+use memdex_runtime::EngineOptions;
 use memdex_server::ServerConfig;
 use serde_json::{json, Value};
 

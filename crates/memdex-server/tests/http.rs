@@ -9,9 +9,10 @@ mod common;
 use std::collections::HashMap;
 
 use base64::Engine as _;
-use common::{contains, segment_bytes, session, TestServer};
-use memdex_engine::EngineOptions;
+use common::{session, TestServer};
+use memdex_runtime::EngineOptions;
 use memdex_server::{Keys, Limits, ServerConfig};
+use memdex_testkit::{contains, segment_bytes};
 use serde_json::{json, Value};
 
 fn ids(v: &Value) -> Vec<u64> {
@@ -615,8 +616,8 @@ fn concurrent_appends_all_acknowledged_and_present() {
     for t in threads {
         t.join().unwrap();
     }
-    let snap = s.engine.snapshot();
-    let rows: u64 = snap.tenant_rows().values().sum();
+    let snap = s.engine.view();
+    let rows: u64 = snap.store().tenants().values().sum();
     assert_eq!(rows, 40);
     let commits = s
         .engine
@@ -685,7 +686,7 @@ fn background_compaction_merges_and_erases_without_being_asked() {
     let (st, _) = s.json("DELETE", "/v1/tenants/t/sessions/s2", None, &Value::Null);
     assert_eq!(st, 200);
     let t0 = std::time::Instant::now();
-    while s.engine.snapshot().store().manifest().segments.len() > 1
+    while s.engine.view().store().manifest().segments.len() > 1
         || contains(&segment_bytes(s.dir.path()), "marker-2-walrus")
     {
         assert!(

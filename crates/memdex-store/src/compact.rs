@@ -18,7 +18,7 @@ use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use arrow_select::take::take_record_batch;
 
-use crate::error::{io, StoreError};
+use crate::error::StoreError;
 use crate::manifest::{sync_dir, write_durably, SegmentMeta, TenantRange, SEGMENTS_DIR};
 use crate::schema::{COL_ITEM_ID, COL_POSITION, COL_TENANT};
 use crate::segment::Segment;
@@ -68,6 +68,7 @@ impl StoreWriter {
         let mut next = self.manifest.clone();
         next.version += 1;
         next.deleted = set.into_iter().collect();
+        crate::writer::fail_point("before-tombstones");
         next.save(&self.dir)?;
         self.manifest = next;
         Ok(self.manifest.version)
@@ -117,13 +118,7 @@ impl StoreWriter {
         runs.retain(|r| r.len() > 1 || has_deleted(&store.segments()[r[0]]));
 
         let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let mut next_seg_id = self
-            .manifest
-            .segments
-            .iter()
-            .map(|s| s.id + 1)
-            .max()
-            .unwrap_or(1);
+        let mut next_seg_id = self.manifest.next_segment_id();
         // replacement for the first segment of each run; the run's other segments vanish
         let mut replace: Vec<Option<Option<SegmentMeta>>> = vec![None; store.segments().len()];
         for run in &runs {
@@ -165,6 +160,7 @@ impl StoreWriter {
         let mut next = self.manifest.clone();
         next.version += 1;
         next.next_id_floor = self.manifest.next_item_id();
+        next.next_segment_id = next_seg_id;
         next.segments = self
             .manifest
             .segments
@@ -189,7 +185,15 @@ impl StoreWriter {
             .filter(|id| untouched.contains(id))
             .collect();
         sync_dir(&seg_dir)?;
+        crate::writer::fail_point("compact-before-manifest");
         next.save(&self.dir)?;
+        // committed: from here on nothing may fail the compaction, or the writer would keep a
+        // manifest naming unlinked files
+        self.manifest = next;
+        report.segments_after = self.manifest.segments.len();
+        report.bytes_after = self.manifest.segments.iter().map(|s| s.bytes).sum();
+        report.manifest_version = self.manifest.version;
+        crate::writer::fail_point("compact-before-cleanup");
         let old_files: Vec<String> = runs
             .iter()
             .flatten()
@@ -198,13 +202,16 @@ impl StoreWriter {
         drop(store);
         for f in old_files {
             let p = seg_dir.join(f);
-            fs::remove_file(&p).map_err(io(&p))?;
+            if let Err(e) = fs::remove_file(&p) {
+                tracing::warn!(
+                    "compaction committed; could not remove {}: {e}",
+                    p.display()
+                );
+            }
         }
-        sync_dir(&seg_dir)?;
-        report.segments_after = next.segments.len();
-        report.bytes_after = next.segments.iter().map(|s| s.bytes).sum();
-        report.manifest_version = next.version;
-        self.manifest = next;
+        if let Err(e) = sync_dir(&seg_dir) {
+            tracing::warn!("compaction committed; {e}");
+        }
         Ok(report)
     }
 }

@@ -5,11 +5,9 @@
 
 use std::path::Path;
 
-mod common;
-
-use common::{item, model};
 use memdex_core::Granularity;
 use memdex_store::{CompactOptions, Manifest, Store, StoreWriter};
+use memdex_testkit::{item, model};
 
 fn segment_bytes(dir: &Path) -> Vec<u8> {
     let mut all = Vec::new();

@@ -70,7 +70,6 @@ pub fn run(a: IndexArgs) -> Result<()> {
         itemize,
         on_error: a.on_error,
         flush_items: a.flush_items.max(1),
-        extract,
     };
     let mut bars = Bars {
         sessions: spinner("sessions"),
@@ -96,7 +95,6 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 granularity: a.granularity,
                 on_error: a.on_error,
                 flush_items: opts.flush_items,
-                extract,
             };
             load_and_index(&a.input, &load, &mut writer, &embedder, &mut bars)
                 .map(|(_, load)| {

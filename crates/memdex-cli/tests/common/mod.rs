@@ -4,12 +4,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-pub fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
+pub use memdex_testkit::tiny_model;
 
 /// Starts `memdex serve` on a free loopback port (background compaction every
 /// `compact_every` seconds, 0: off) and waits for the address it prints.
