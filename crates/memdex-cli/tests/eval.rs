@@ -144,6 +144,40 @@ fn locomo_fixture_counts_and_skips() {
     );
 }
 
+/// The report records the whole ranking configuration: two runs that differ in one stage
+/// (here the time stage, which the old hand-built config left out) record different configs.
+#[test]
+fn reports_record_every_stage() {
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "eval",
+            "--input",
+            locomo.to_str().unwrap(),
+            "--format",
+            "locomo",
+            "--json",
+            "--preset",
+            "default",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_slice(&memdex(&args).stdout).unwrap()
+    };
+    let front = run(&[]);
+    let off = run(&["--time", "off"]);
+    let rank = &front["config"]["rank"];
+    assert_eq!(rank["retriever"], "hybrid", "{rank}");
+    assert_eq!(rank["time"]["mode"]["kind"], "front");
+    assert_eq!(rank["fragrel"]["alpha"], 0.5);
+    assert!(off["config"]["rank"]["time"].is_null());
+    assert_ne!(front["config"], off["config"]);
+    assert_eq!(
+        front["config"]["run"]["index"]["sessions_indexed"], 5,
+        "{}",
+        front["config"]
+    );
+}
+
 #[test]
 fn synth_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();

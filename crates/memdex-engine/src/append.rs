@@ -307,8 +307,16 @@ impl AppendPipeline {
                 }
             }
         }
-        let emb = embed(&unique)?;
         let dim = self.keys.store().dim();
+        let emb = if unique.is_empty() {
+            Embeddings {
+                dim,
+                data: Vec::new(),
+                tokens: Vec::new(),
+            }
+        } else {
+            embed(&unique)?
+        };
         if emb.dim != dim || emb.data.len() != unique.len() * dim {
             return Err(EngineError::Invalid {
                 message: format!(

@@ -88,11 +88,14 @@ impl<'a> TenantSlice<'a> {
 }
 
 impl Store {
-    /// Opens the store in `dir` at its latest committed version. A segment that a concurrent
-    /// compaction unlinked between reading the manifest and opening the file makes it start
-    /// over with the newer manifest.
+    /// Opens the store in `dir` at its latest committed version.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let mut manifest = Manifest::load(dir)?;
+        Self::open_from(dir, Manifest::load(dir)?)
+    }
+
+    /// Opens `manifest` (a version of the store in `dir` read earlier). A segment that a
+    /// concurrent compaction unlinked since makes it start over with the newest manifest.
+    pub fn open_from(dir: &Path, mut manifest: Manifest) -> Result<Store, StoreError> {
         for _ in 0..OPEN_ATTEMPTS {
             match Self::open_manifest(dir, manifest.clone()) {
                 Err(e) if e.is_missing_file() => {

@@ -3,7 +3,7 @@ use indicatif::ProgressBar;
 use memdex_engine::{index_sessions, EngineError, IndexOptions, IndexProgress, IndexReport};
 use memdex_eval::{load_and_index, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
-use memdex_store::{LshMeta, StoreWriter};
+use memdex_store::{LshMeta, Store, StoreWriter};
 use serde::Serialize;
 
 use crate::cli::{IndexArgs, InputFormat};
@@ -115,13 +115,14 @@ pub fn run(a: IndexArgs) -> Result<()> {
         )
     })?;
     let m = writer.manifest();
+    let live_rows = Store::open(&a.store)?.rows();
     if a.json {
         return print_json(&Out {
             store: a.store.display().to_string(),
             model: &m.model.name,
             granularity: m.granularity.to_string(),
             report: &report,
-            store_rows: m.rows(),
+            store_rows: live_rows,
             manifest_version: m.version,
         });
     }
@@ -153,7 +154,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
     println!(
         "store {}: {} items, manifest version {}",
         a.store.display(),
-        m.rows(),
+        live_rows,
         m.version
     );
     Ok(())

@@ -1,0 +1,197 @@
+//! The serving engine over a test-double encoder: appends answer once visible, deletes are
+//! never ranked, server appends reuse stored vectors, a panicking model fails its batch and
+//! keeps serving.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use memdex_core::{ModelInfo, Role, Session, TextKind, Turn};
+use memdex_embed::{EmbedError, Embeddings, Encoder};
+use memdex_rank::{Query, RankOptions};
+use memdex_runtime::{DeleteTarget, Engine, EngineOptions, Health, RuntimeError};
+use memdex_testkit::HashEncoder;
+
+/// Counts the passages it embeds; panics on a text saying `PANIC`.
+#[derive(Debug, Clone)]
+struct Probe {
+    inner: HashEncoder,
+    passages: Arc<AtomicUsize>,
+}
+
+impl Encoder for Probe {
+    fn info(&self) -> &ModelInfo {
+        self.inner.info()
+    }
+    fn device(&self) -> String {
+        "cpu".into()
+    }
+    fn backend(&self) -> &'static str {
+        "probe"
+    }
+    fn max_batch_tokens(&self) -> usize {
+        1024
+    }
+    fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
+        assert!(!texts.contains(&"PANIC"), "the probe was told to panic");
+        if kind == TextKind::Passage {
+            self.passages.fetch_add(texts.len(), Ordering::SeqCst);
+        }
+        self.inner.embed_with_progress(texts, kind, progress)
+    }
+}
+
+fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
+    Session {
+        tenant: tenant.into(),
+        session_id: id.into(),
+        timestamp_ms: 1_683_540_000_000,
+        turns: texts
+            .iter()
+            .map(|t| Turn {
+                role: Role::User,
+                content: t.to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn start(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>) {
+    let passages = Arc::new(AtomicUsize::new(0));
+    let probe = Probe {
+        inner: HashEncoder::new(32),
+        passages: passages.clone(),
+    };
+    let opts = EngineOptions {
+        compact_every: None,
+        ..EngineOptions::default()
+    };
+    (Engine::start(dir, Box::new(probe), opts).unwrap(), passages)
+}
+
+fn search(e: &Engine, tenant: &str, text: &str) -> Vec<String> {
+    let view = e.view();
+    let emb = e
+        .embed_query(text.into(), tenant, &view)
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap();
+    let q = Query {
+        text,
+        vector: emb.vectors.row(0),
+        date_ms: None,
+    };
+    view.search(
+        tenant,
+        &q,
+        emb.dense.as_deref(),
+        e.cpu_scorer(),
+        10,
+        &RankOptions::dense(),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|h| h.value)
+    .collect()
+}
+
+#[test]
+fn appends_reuse_vectors_deletes_are_never_ranked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, passages) = start(tmp.path());
+    let r = e
+        .append(
+            "ann",
+            vec![session(
+                "ann",
+                "s1",
+                &["my locker code is 4711", "I water the plants"],
+            )],
+        )
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.items_written, 2);
+    let embedded = passages.load(Ordering::SeqCst);
+    // another tenant stores the same texts: their stored vectors are copied
+    e.append("ben", vec![session("ben", "b1", &["I water the plants"])])
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        passages.load(Ordering::SeqCst),
+        embedded,
+        "no re-embedding of a stored key"
+    );
+    assert_eq!(search(&e, "ben", "plants").len(), 1, "tenants stay apart");
+
+    let id = r.sessions[0].item_ids[0];
+    e.delete(DeleteTarget::Item {
+        tenant: "ann".into(),
+        item_id: id,
+    })
+    .unwrap()
+    .blocking_recv()
+    .unwrap()
+    .unwrap();
+    let hits = search(&e, "ann", "locker code 4711");
+    assert!(hits.iter().all(|h| !h.contains("4711")), "{hits:?}");
+    let again = e
+        .delete(DeleteTarget::Item {
+            tenant: "ann".into(),
+            item_id: id,
+        })
+        .unwrap()
+        .blocking_recv()
+        .unwrap();
+    assert!(matches!(again, Err(RuntimeError::NotFound { .. })));
+    assert_eq!(e.view().summary().rows, 2);
+    e.shutdown();
+}
+
+#[test]
+fn a_panicking_model_fails_its_batch_and_keeps_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, _) = start(tmp.path());
+    let bad = e
+        .embed(vec!["PANIC".into()], TextKind::Passage)
+        .unwrap()
+        .blocking_recv()
+        .unwrap();
+    match bad {
+        Err(RuntimeError::Internal { message }) => assert!(message.contains("panic"), "{message}"),
+        other => panic!("expected an internal error, got {other:?}"),
+    }
+    assert_eq!(e.health(), Health::Ok);
+    let ok = e
+        .embed(vec!["fine".into()], TextKind::Passage)
+        .unwrap()
+        .blocking_recv()
+        .unwrap();
+    assert_eq!(ok.unwrap().vectors.len(), 1);
+    assert_eq!(e.stats().panics.load(Ordering::SeqCst), 1);
+    // an append whose embedding panics fails that append; the next one commits
+    let r = e
+        .append("ann", vec![session("ann", "s1", &["PANIC"])])
+        .unwrap()
+        .blocking_recv()
+        .unwrap();
+    assert!(r.is_err());
+    let r = e
+        .append("ann", vec![session("ann", "s1", &["calm"])])
+        .unwrap()
+        .blocking_recv()
+        .unwrap();
+    assert_eq!(r.unwrap().items_written, 1);
+    e.shutdown();
+    assert_eq!(e.health(), Health::ShuttingDown);
+}
