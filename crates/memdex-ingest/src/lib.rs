@@ -11,7 +11,7 @@ mod jsonl;
 mod locomo;
 mod longmemeval;
 
-pub use date::parse_date;
+pub use date::{parse_date, MAX_YEAR, MIN_YEAR};
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};
 pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
