@@ -4,16 +4,21 @@
 //! {"tenant": "alice", "session_id": "s1", "date": "2023/05/30 (Tue) 23:40",
 //!  "turns": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 //! ```
-//! `date` is RFC 3339 or `YYYY/MM/DD (Day) HH:MM` (UTC). Blank lines are ignored. Unknown
-//! fields are ignored (so richer exports load); missing or mistyped fields are errors.
+//! `date` is RFC 3339 or `YYYY/MM/DD (Day) HH:MM` (UTC), years 1000 to 9999 (see
+//! [`crate::parse_date`]). `tenant` follows the HTTP API's rule ([`memdex_core::check_tenant_name`]:
+//! 1 to 128 of `A-Z a-z 0-9 . _ - @`). Blank lines are ignored. Unknown fields are ignored (so
+//! richer exports load); missing or mistyped fields are errors. Errors quote at most a short
+//! prefix of a bad value (`"…(N bytes)"`), so `--on-error skip` keeps little of each rejected
+//! line.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use memdex_core::{OnError, Role, Session, Turn};
+use memdex_core::{check_tenant_name, clip, OnError, Role, Session, Turn};
 use serde::Deserialize;
 
+use crate::error::clip_message;
 use crate::{parse_date, IngestError, SessionSource};
 
 /// Default cap on one input line (one session): 64 MiB.
@@ -150,7 +155,8 @@ impl<R: BufRead> JsonlSessions<R> {
             return Ok(None);
         }
         let raw: RawSession = serde_json::from_str(text).map_err(|e| {
-            let message = e.to_string();
+            // serde quotes mistyped values whole (`invalid type: string "…"`)
+            let message = clip_message(&e.to_string());
             if e.is_data() {
                 IngestError::Schema {
                     path: self.path.clone(),
@@ -170,9 +176,7 @@ impl<R: BufRead> JsonlSessions<R> {
             line: self.line,
             message,
         };
-        if raw.tenant.trim().is_empty() {
-            return Err(schema("`tenant` is empty".into()));
-        }
+        check_tenant_name(&raw.tenant).map_err(|e| schema(format!("field `tenant`: {e}")))?;
         if raw.session_id.trim().is_empty() {
             return Err(schema("`session_id` is empty".into()));
         }
@@ -180,7 +184,7 @@ impl<R: BufRead> JsonlSessions<R> {
             path: self.path.clone(),
             line: self.line,
             field: "date",
-            value: raw.date.clone(),
+            value: clip(&raw.date, 64).into_owned(),
             message,
         })?;
         let turns = raw
@@ -193,7 +197,8 @@ impl<R: BufRead> JsonlSessions<R> {
                     "assistant" => Role::Assistant,
                     other => {
                         return Err(schema(format!(
-                            "turns[{i}].role is {other:?}; expected \"user\" or \"assistant\""
+                            "turns[{i}].role is {:?}; expected \"user\" or \"assistant\"",
+                            clip(other, 32)
                         )))
                     }
                 };
@@ -348,5 +353,68 @@ mod tests {
         let mut r = JsonlSessions::new(Path::new("in.jsonl"), &bytes[..], JsonlOptions::default());
         let e = r.next().unwrap().unwrap_err().to_string();
         assert!(e.contains("not valid UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn tenants_follow_the_api_rule() {
+        for bad in ["", "a b", "al\\\"ice", "x\\n", "é"] {
+            let line = GOOD.replace("\"tenant\":\"a\"", &format!("\"tenant\":\"{bad}\""));
+            let e = read(&line, JsonlOptions::default()).0[0]
+                .as_ref()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("in.jsonl:1: wrong schema: field `tenant`: invalid tenant name")
+                    && e.contains(memdex_core::TENANT_RULE),
+                "{bad}: {e}"
+            );
+        }
+        let long = GOOD.replace(
+            "\"tenant\":\"a\"",
+            &format!("\"tenant\":\"{}\"", "t".repeat(129)),
+        );
+        assert!(read(&long, JsonlOptions::default()).0[0].is_err());
+        let ok = GOOD.replace("\"tenant\":\"a\"", "\"tenant\":\"Al.i_c-e@x\"");
+        assert!(read(&ok, JsonlOptions::default()).0[0].is_ok());
+    }
+
+    #[test]
+    fn rejected_records_keep_only_a_prefix_of_bad_values() {
+        let mb = 4 << 20;
+        let bad_date = GOOD.replace("2023-05-30T10:00:00Z", &"9".repeat(mb));
+        let bad_type = GOOD.replace(
+            "[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"hello\"}]",
+            &format!("\"{}\"", "t".repeat(mb)),
+        );
+        let bad_role = GOOD.replace("\"assistant\"", &format!("\"{}\"", "r".repeat(mb)));
+        let bad_tenant = GOOD.replace(
+            "\"tenant\":\"a\"",
+            &format!("\"tenant\":\"{}\"", " ".repeat(mb)),
+        );
+        let input = [bad_date, bad_type, bad_role, bad_tenant, GOOD.to_string()].join("\n");
+        let opts = JsonlOptions {
+            on_error: OnError::Skip,
+            ..Default::default()
+        };
+        let mut r = JsonlSessions::new(Path::new("in.jsonl"), input.as_bytes(), opts);
+        assert_eq!(r.by_ref().filter(Result::is_ok).count(), 1);
+        let kept: Vec<String> = r.skipped().iter().map(ToString::to_string).collect();
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        for (i, e) in kept.iter().enumerate() {
+            assert!(e.len() < 400, "error {i} is {} bytes", e.len());
+            assert!(e.starts_with(&format!("in.jsonl:{}:", i + 1)), "{e}");
+        }
+        assert!(
+            kept[0].contains("field `date`") && kept[0].contains(&format!("({mb} bytes)")),
+            "{}",
+            kept[0]
+        );
+        assert!(
+            kept[1].contains("invalid type") && kept[1].contains("bytes cut"),
+            "{}",
+            kept[1]
+        );
+        assert!(kept[2].contains("turns[1].role"), "{}", kept[2]);
+        assert!(kept[3].contains("field `tenant`"), "{}", kept[3]);
     }
 }

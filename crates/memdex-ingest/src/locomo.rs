@@ -3,7 +3,9 @@
 //! `conversation.session_N_date_time` (`1:56 pm on 8 May, 2023`) and `qa` items
 //! `{question, answer | adversarial_answer, evidence: [dia_id], category}`.
 //!
-//! Each conversation is a tenant. Both speakers are people, so every turn has the user role
+//! Each conversation is a tenant, named after `sample_id` (`conv-N`, N counting from 1, when
+//! it has none), made a valid tenant name by [`memdex_core::tenant_name_from`] if it is not
+//! one. Both speakers are people, so every turn has the user role
 //! and carries its speaker's name: `Caroline: text`, and an image turn's caption is part of
 //! its text: `Caroline: text [image: caption]` (the text the reference Python baselines embed). Evidence ids are normalised (`"D8:6; D9:17"`, `"D:11:26"`,
 //! `"D30:05"`); ids naming no turn are reported and dropped.
@@ -11,11 +13,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chrono::NaiveDateTime;
-use memdex_core::{Role, Session, Turn};
+use chrono::{Datelike, NaiveDateTime};
+use memdex_core::{clip, tenant_name_from, Role, Session, Turn};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::date::check_year;
+use crate::error::clip_message;
 use crate::IngestError;
 
 /// LoCoMo's question categories.
@@ -67,12 +71,17 @@ struct RawTurn {
     blip_caption: Option<String>,
 }
 
-/// Parses `1:56 pm on 8 May, 2023` (UTC).
+/// Parses `1:56 pm on 8 May, 2023` (UTC; years 1000 to 9999, as [`crate::parse_date`]).
 pub fn parse_locomo_date(s: &str) -> Result<i64, String> {
     let t = s.trim().replace("am on", "AM on").replace("pm on", "PM on");
-    NaiveDateTime::parse_from_str(&t, "%I:%M %p on %d %B, %Y")
-        .map(|d| d.and_utc().timestamp_millis())
-        .map_err(|e| format!("{s:?} is not like \"1:56 pm on 8 May, 2023\" ({e})"))
+    let d = NaiveDateTime::parse_from_str(&t, "%I:%M %p on %d %B, %Y").map_err(|e| {
+        format!(
+            "{:?} is not like \"1:56 pm on 8 May, 2023\" ({e})",
+            clip(s, 64)
+        )
+    })?;
+    check_year(d.year()).map_err(|e| format!("{:?}: {e}", clip(s, 64)))?;
+    Ok(d.and_utc().timestamp_millis())
 }
 
 /// `D8:6` → (8, 6); accepts `D:11:26` and zero-padded numbers.
@@ -94,10 +103,15 @@ pub fn read_locomo(path: &Path) -> Result<Vec<LocomoConversation>, IngestError> 
         path: path.to_path_buf(),
         source,
     })?;
-    let root: Value = serde_json::from_slice(&bytes).map_err(|e| IngestError::Malformed {
+    parse_locomo(path, &bytes)
+}
+
+/// [`read_locomo`] of the file's bytes; `path` is used in error messages only.
+pub fn parse_locomo(path: &Path, bytes: &[u8]) -> Result<Vec<LocomoConversation>, IngestError> {
+    let root: Value = serde_json::from_slice(bytes).map_err(|e| IngestError::Malformed {
         path: path.to_path_buf(),
-        offset: byte_offset(&bytes, e.line(), e.column()),
-        message: format!("malformed JSON: {e}"),
+        offset: byte_offset(bytes, e.line(), e.column()),
+        message: format!("malformed JSON: {}", clip_message(&e.to_string())),
     })?;
     let convs = match root {
         Value::Array(a) => a,
@@ -134,11 +148,10 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
     let tenant = c
         .get("sample_id")
         .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("conv-{}", index + 1));
+        .map_or_else(|| format!("conv-{}", index + 1), tenant_name_from);
     let err = |message: String| IngestError::Record {
         path: path.to_path_buf(),
-        location: format!("conversation {tenant:?}"),
+        location: format!("conversation #{} {tenant:?}", index + 1),
         message,
     };
     let conv = c
@@ -156,8 +169,8 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
     let mut last_ms = 0i64;
     for n in numbers {
         let key = format!("session_{n}");
-        let turns: Vec<RawTurn> =
-            serde_json::from_value(conv[&key].clone()).map_err(|e| err(format!("`{key}`: {e}")))?;
+        let turns: Vec<RawTurn> = serde_json::from_value(conv[&key].clone())
+            .map_err(|e| err(format!("`{key}`: {}", clip_message(&e.to_string()))))?;
         let date = conv
             .get(&format!("session_{n}_date_time"))
             .and_then(Value::as_str)
