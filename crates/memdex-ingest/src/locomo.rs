@@ -158,28 +158,38 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
         .get("conversation")
         .and_then(Value::as_object)
         .ok_or_else(|| err("missing object `conversation`".into()))?;
-    let mut numbers: Vec<u32> = conv
+    // `session_<digits>` keys in numeric order; each key is its session's id (so
+    // `session_1` and `session_01` stay two sessions) and names its date key
+    let mut keys: Vec<(usize, &str, &String)> = conv
         .keys()
-        .filter_map(|k| k.strip_prefix("session_")?.parse().ok())
+        .filter_map(|k| {
+            let digits = k.strip_prefix("session_")?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let n = digits.trim_start_matches('0');
+            Some((n.len(), n, k))
+        })
         .collect();
-    numbers.sort_unstable();
+    keys.sort_unstable();
     let mut sessions = Vec::new();
     let mut warnings = Vec::new();
     let mut dia: HashMap<(u32, u32), TurnRef> = HashMap::new();
     let mut last_ms = 0i64;
-    for n in numbers {
-        let key = format!("session_{n}");
-        let turns: Vec<RawTurn> = serde_json::from_value(conv[&key].clone())
-            .map_err(|e| err(format!("`{key}`: {}", clip_message(&e.to_string()))))?;
+    for (_, _, key) in keys {
+        let shown = clip(key, 64);
+        let raw = conv.get(key).cloned().unwrap_or_default();
+        let turns: Vec<RawTurn> = serde_json::from_value(raw)
+            .map_err(|e| err(format!("`{shown}`: {}", clip_message(&e.to_string()))))?;
         let date = conv
-            .get(&format!("session_{n}_date_time"))
+            .get(&format!("{key}_date_time"))
             .and_then(Value::as_str)
             .unwrap_or("");
         let ms = match parse_locomo_date(date) {
             Ok(ms) => ms,
             Err(e) => {
                 warnings.push(format!(
-                    "{tenant}: {key}: bad date: {e}; using the previous session's date"
+                    "{tenant}: {shown}: bad date: {e}; using the previous session's date"
                 ));
                 last_ms
             }
@@ -207,7 +217,7 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
         }
         sessions.push(Session {
             tenant: tenant.clone(),
-            session_id: key,
+            session_id: key.clone(),
             timestamp_ms: ms,
             turns: out,
         });
@@ -324,5 +334,50 @@ mod tests {
         let e = read_locomo(&p).unwrap_err().to_string();
         assert!(e.contains("l.json") && e.contains("byte"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn session_keys_are_taken_as_written() {
+        // found by fuzzing: `session_+1` parsed as session 1 and `conversation["session_1"]`
+        // panicked when only the former existed; `session_1` with `session_01` gave one id twice
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.json");
+        let plus = r#"[{"conversation": {"session_+1": [], "session_1_date_time": "1:56 pm on 8 May, 2023"}}]"#;
+        std::fs::write(&p, plus).unwrap();
+        let e = read_locomo(&p).unwrap_err().to_string();
+        assert!(e.contains("conversation #1 \"conv-1\": no sessions"), "{e}");
+        let two = r#"[{"conversation": {"session_10": [{"speaker": "C", "dia_id": "D10:1", "text": "x"}],
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}],
+            "session_01": [{"speaker": "B", "dia_id": "D1:1", "text": "yo"}],
+            "session_01_date_time": "1:56 pm on 8 May, 2023"}}]"#;
+        std::fs::write(&p, two).unwrap();
+        let c = read_locomo(&p).unwrap();
+        let ids: Vec<&str> = c[0]
+            .sessions
+            .iter()
+            .map(|s| s.session_id.as_str())
+            .collect();
+        assert_eq!(ids, ["session_01", "session_1", "session_10"]);
+        assert_eq!(c[0].sessions[0].timestamp_ms, 1_683_554_160_000);
+    }
+
+    #[test]
+    fn sample_ids_become_valid_tenants_and_years_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.json");
+        let json = r#"[{"sample_id": "conv 26/x", "conversation": {
+            "session_1_date_time": "1:56 pm on 8 May, +262142",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "see you tomorrow"}]}}]"#;
+        std::fs::write(&p, json).unwrap();
+        let c = read_locomo(&p).unwrap();
+        assert!(c[0].tenant.starts_with("conv_26_x-"), "{}", c[0].tenant);
+        assert_eq!(memdex_core::check_tenant_name(&c[0].tenant), Ok(()));
+        assert_eq!(c[0].sessions[0].tenant, c[0].tenant);
+        assert_eq!(c[0].sessions[0].timestamp_ms, 0, "a bad date falls back");
+        assert!(
+            c[0].warnings[0].contains("outside the supported range"),
+            "{:?}",
+            c[0].warnings
+        );
     }
 }
