@@ -1,6 +1,8 @@
 use thiserror::Error;
 
-/// Errors from parsing core values (flags, enum names, device strings).
+use crate::tenant::{TenantProblem, TENANT_RULE};
+
+/// Errors from parsing core values (flags, enum names, device strings, tenant names).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CoreError {
     /// A value that names none of the accepted choices.
@@ -10,7 +12,12 @@ pub enum CoreError {
         value: String,
         expected: &'static str,
     },
-    /// A tenant name outside the one rule every source and the HTTP API share.
-    #[error("invalid tenant name {name:?}: 1 to {max} of A-Z a-z 0-9 . _ - @", max = crate::MAX_TENANT_BYTES)]
-    InvalidTenant { name: String },
+    /// A tenant name outside the rule ([`crate::check_tenant_name`]). `name` is clipped to
+    /// a short prefix; `bytes` is the full length.
+    #[error("invalid tenant name {name:?}: {problem}; a tenant name is {TENANT_RULE}")]
+    InvalidTenant {
+        name: String,
+        bytes: usize,
+        problem: TenantProblem,
+    },
 }

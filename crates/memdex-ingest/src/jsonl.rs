@@ -5,8 +5,11 @@
 //!  "turns": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 //! ```
 //! Each line is one [`SessionIn`], validated as every source's sessions are (see `wire`):
-//! unknown fields are refused by name (`metadata` holds anything extra), an undated session is
-//! dated when it is read. Blank lines are ignored.
+//! `tenant` follows the HTTP API's rule ([`memdex_core::check_tenant_name`]), `date` is RFC 3339
+//! or `YYYY/MM/DD (Day) HH:MM` (UTC), years 1000 to 9999 (see [`crate::parse_date`]); an undated
+//! session is dated when it is read; unknown fields are refused by name (`metadata` holds
+//! anything extra). Blank lines are ignored. Errors quote at most a short prefix of a bad value
+//! (`"…(N bytes)"`), so `--on-error skip` keeps little of each rejected line.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -14,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use memdex_core::{OnError, Session};
 
+use crate::error::clip_message;
 use crate::{Context, IngestError, SessionIn, SessionLimits, SessionSource, WireError};
 
 /// Default cap on one input line (one session): 64 MiB.
@@ -139,7 +143,8 @@ impl<R: BufRead> JsonlSessions<R> {
             return Ok(None);
         }
         let raw: SessionIn = serde_json::from_str(text).map_err(|e| {
-            let message = e.to_string();
+            // serde quotes mistyped values whole (`invalid type: string "…"`)
+            let message = clip_message(&e.to_string());
             if e.is_data() {
                 IngestError::Schema {
                     path: self.path.clone(),

@@ -12,12 +12,13 @@ mod locomo;
 mod longmemeval;
 mod wire;
 
-pub use date::parse_date;
+pub use date::{parse_date, MAX_YEAR, MIN_YEAR};
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};
 pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
 pub use locomo::{
-    category_name, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa, TurnRef,
+    category_name, parse_locomo, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa,
+    TurnRef,
 };
 pub use longmemeval::{LmeInstance, LongMemEvalReader};
 pub use wire::{

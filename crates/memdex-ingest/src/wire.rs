@@ -8,7 +8,7 @@
 //! Unknown fields are refused by name; a free-form `metadata` value is accepted and ignored,
 //! so richer exports load.
 
-use memdex_core::{check_tenant, Role, Session, Turn};
+use memdex_core::{check_tenant_name, clip, Role, Session, Turn};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -120,7 +120,7 @@ impl SessionIn {
             (Some(t), Some(path)) if t != path => {
                 return Err(WireError::invalid(
                     "tenant",
-                    format!("names {t:?} but the request is for {path:?}"),
+                    format!("names {:?} but the request is for {path:?}", clip(&t, 64)),
                 ))
             }
             (Some(t), _) => t,
@@ -129,7 +129,7 @@ impl SessionIn {
         };
         let timestamp_ms = match &self.date {
             Some(d) => parse_date(d).map_err(|message| WireError::Date {
-                value: d.clone(),
+                value: clip(d, 64).into_owned(),
                 message,
             })?,
             None => cx.now_ms,
@@ -158,7 +158,7 @@ impl SessionIn {
 
 /// The one validation every source's sessions pass, whatever format they came in.
 pub fn check_session(s: &Session, limits: &SessionLimits) -> Result<(), WireError> {
-    check_tenant(&s.tenant).map_err(|e| WireError::invalid("tenant", e.to_string()))?;
+    check_tenant_name(&s.tenant).map_err(|e| WireError::invalid("tenant", e.to_string()))?;
     if s.session_id.trim().is_empty() || s.session_id.len() > MAX_SESSION_ID_BYTES {
         return Err(WireError::invalid(
             "session_id",

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use memdex_core::{ModelInfo, Role, Session, TextKind, Turn};
 use memdex_embed::{EmbedError, Embeddings, Encoder};
@@ -13,11 +13,13 @@ use memdex_rank::{Query, RankOptions};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, Health, RuntimeError};
 use memdex_testkit::HashEncoder;
 
-/// Counts the passages it embeds; panics on a text saying `PANIC`.
+/// Counts the passages it embeds; panics on a text saying `PANIC`; waits at a text saying
+/// `WAIT` until the gate opens.
 #[derive(Debug, Clone)]
 struct Probe {
     inner: HashEncoder,
     passages: Arc<AtomicUsize>,
+    gate: Arc<(Mutex<bool>, Condvar)>,
 }
 
 impl Encoder for Probe {
@@ -40,6 +42,13 @@ impl Encoder for Probe {
         progress: &mut dyn FnMut(usize),
     ) -> Result<Embeddings, EmbedError> {
         assert!(!texts.contains(&"PANIC"), "the probe was told to panic");
+        if texts.contains(&"WAIT") {
+            let (open, cv) = &*self.gate;
+            let mut g = open.lock().unwrap();
+            while !*g {
+                g = cv.wait(g).unwrap();
+            }
+        }
         if kind == TextKind::Passage {
             self.passages.fetch_add(texts.len(), Ordering::SeqCst);
         }
@@ -63,16 +72,29 @@ fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
 }
 
 fn start(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>) {
+    let (e, passages, _) = start_gated(dir);
+    (e, passages)
+}
+
+type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+fn start_gated(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>, Gate) {
     let passages = Arc::new(AtomicUsize::new(0));
+    let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
     let probe = Probe {
         inner: HashEncoder::new(32),
         passages: passages.clone(),
+        gate: gate.clone(),
     };
     let opts = EngineOptions {
         compact_every: None,
         ..EngineOptions::default()
     };
-    (Engine::start(dir, Box::new(probe), opts).unwrap(), passages)
+    (
+        Engine::start(dir, Box::new(probe), opts).unwrap(),
+        passages,
+        gate,
+    )
 }
 
 fn search(e: &Engine, tenant: &str, text: &str) -> Vec<String> {
@@ -194,4 +216,43 @@ fn a_panicking_model_fails_its_batch_and_keeps_serving() {
     assert_eq!(r.unwrap().items_written, 1);
     e.shutdown();
     assert_eq!(e.health(), Health::ShuttingDown);
+}
+
+/// Appends that queue while a commit is under way are committed together: 40 appends, the
+/// first held at the model, the other 39 queued behind it, make 2 commits.
+#[test]
+fn queued_appends_are_group_committed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, _, gate) = start_gated(tmp.path());
+    let first = e
+        .append("ann", vec![session("ann", "s0", &["WAIT"])])
+        .unwrap();
+    // the writer has taken the first append and waits for its embedding
+    let t0 = std::time::Instant::now();
+    while e.stats().write_queue_depth.load(Ordering::SeqCst) > 0 {
+        assert!(t0.elapsed().as_secs() < 10);
+        std::thread::yield_now();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let rest: Vec<_> = (1..40)
+        .map(|i| {
+            let id = format!("s{i}");
+            e.append("ann", vec![session("ann", &id, &[&format!("note {i}")])])
+                .unwrap()
+        })
+        .collect();
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    first.blocking_recv().unwrap().unwrap();
+    for t in rest {
+        assert_eq!(t.blocking_recv().unwrap().unwrap().items_written, 1);
+    }
+    assert_eq!(e.stats().appends_grouped.load(Ordering::SeqCst), 40);
+    assert_eq!(
+        e.stats().commits.load(Ordering::SeqCst),
+        2,
+        "one commit held, one for the 39 queued"
+    );
+    assert_eq!(e.view().summary().rows, 40);
+    e.shutdown();
 }

@@ -10,16 +10,15 @@ use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine as _;
 use memdex_core::TextKind;
-use memdex_ingest::{Context, SessionIn, SessionLimits, WireError};
-use memdex_rank::{
-    contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages,
-};
+use memdex_ingest::SessionIn;
+use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, Stages};
 use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, Ticket};
 use memdex_store::CompactReport;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{bad_json, ApiError};
+use crate::bodies::SearchRequest;
+use crate::error::ApiError;
 use crate::AppState;
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
@@ -34,10 +33,6 @@ fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-fn parse<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(b).map_err(|e| bad_json(&e))
-}
-
 fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(v)| v)
         .map_err(|e| ApiError::BadRequest(e.to_string()))
@@ -47,14 +42,6 @@ async fn wait<T>(t: Ticket<T>) -> Result<T, ApiError> {
     t.await
         .map_err(|_| ApiError::Unavailable)?
         .map_err(ApiError::from)
-}
-
-fn wire(e: WireError, session: &str) -> ApiError {
-    let msg = format!("session {session:?}: {e}");
-    match e {
-        WireError::TooLarge { .. } => ApiError::TooLarge(msg),
-        WireError::Invalid { .. } | WireError::Date { .. } => ApiError::BadRequest(msg),
-    }
 }
 
 /// An append body: a session, an array of sessions, or `{"sessions": [...]}` (the JSONL line
@@ -67,7 +54,7 @@ pub struct AppendIn {
 
 /// The append body as documented (parsed by shape in [`append`], for errors that name the
 /// field).
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 pub enum AppendBody {
@@ -94,47 +81,8 @@ pub async fn append(
     b: Result<Bytes, BytesRejection>,
 ) -> ApiResult<AppendOut> {
     let tenant = path(tenant)?;
-    let v: Value = parse(&body(b)?)?;
-    let sessions: Vec<SessionIn> = match v {
-        Value::Array(_) => serde_json::from_value(v).map_err(|e| bad_json(&e))?,
-        Value::Object(ref o) if o.contains_key("sessions") => {
-            serde_json::from_value::<AppendIn>(v)
-                .map_err(|e| bad_json(&e))?
-                .sessions
-        }
-        _ => vec![serde_json::from_value(v).map_err(|e| bad_json(&e))?],
-    };
-    let lim = &st.limits;
-    if sessions.is_empty() {
-        return Err(ApiError::BadRequest("no sessions".into()));
-    }
-    if sessions.len() > lim.max_sessions {
-        return Err(ApiError::TooLarge(format!(
-            "{} sessions in one request; the limit is {}",
-            sessions.len(),
-            lim.max_sessions
-        )));
-    }
-    let turns: usize = sessions.iter().map(|s| s.turns.len()).sum();
-    if turns > lim.max_turns {
-        return Err(ApiError::TooLarge(format!(
-            "{turns} turns in one request; the limit is {}",
-            lim.max_turns
-        )));
-    }
-    let cx = Context {
-        tenant: Some(&tenant),
-        now_ms: chrono::Utc::now().timestamp_millis(),
-        limits: SessionLimits {
-            max_turns: lim.max_turns,
-            max_text_bytes: lim.max_text_bytes,
-        },
-    };
-    let mut out = Vec::with_capacity(sessions.len());
-    for s in sessions {
-        let id = s.session_id.clone();
-        out.push(s.into_session(&cx).map_err(|e| wire(e, &id))?);
-    }
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let out = crate::bodies::append_sessions(&tenant, &body(b)?, &st.limits, now_ms)?;
     let report = wait(st.engine.append(&tenant, out)?).await?;
     Ok(Json(AppendOut { tenant, report }))
 }
@@ -182,21 +130,17 @@ pub async fn search(
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let tenant = path(tenant)?;
-    let req: SearchIn = parse(&body(b)?)?;
-    let k = check_search(&req, &st.limits)?;
-    let stages = req.stages.clone().unwrap_or_default();
-    let mut opts = stages
-        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let SearchRequest {
+        req,
+        k,
+        mut opts,
+        time_asked,
+        date_ms,
+    } = crate::bodies::search_request(&body(b)?, &st.limits, now_ms)?;
     // one committed view for the whole search: option fitting, tenant check, scan, ranking
     let view = st.engine.view();
-    fit_to_store(&mut opts, stages.time.is_some(), view.store());
-    let date_ms = match &req.date {
-        Some(d) => memdex_ingest::parse_date(d)
-            .map_err(|e| ApiError::BadRequest(format!("date {d:?}: {e}")))?,
-        // a live service: relative time references ("last weekend") are relative to now
-        None => chrono::Utc::now().timestamp_millis(),
-    };
+    fit_to_store(&mut opts, time_asked, view.store());
     // unknown tenants answer before any model work
     if !view.has_tenant(&tenant) {
         return Err(ApiError::NotFound(format!(
@@ -230,31 +174,6 @@ pub async fn search(
     serde_json::to_value(out)
         .map(Json)
         .map_err(|e| ApiError::Internal(e.to_string()))
-}
-
-/// The search's `k`, after checking the request's sizes.
-fn check_search(req: &SearchIn, lim: &crate::Limits) -> Result<usize, ApiError> {
-    let k = req.k.unwrap_or(10);
-    if k == 0 || k > lim.max_k {
-        return Err(ApiError::BadRequest(format!(
-            "k must be 1 to {}, got {k}",
-            lim.max_k
-        )));
-    }
-    if req.query.trim().is_empty() {
-        return Err(ApiError::BadRequest("the query is empty".into()));
-    }
-    let long = |t: &String| t.len() > lim.max_text_bytes;
-    if long(&req.query)
-        || req.recent_turns.len() > MAX_RECENT_TURNS
-        || req.recent_turns.iter().any(long)
-    {
-        return Err(ApiError::TooLarge(format!(
-            "query and recent turns: at most {} bytes each, {MAX_RECENT_TURNS} recent turns",
-            lim.max_text_bytes
-        )));
-    }
-    Ok(k)
 }
 
 /// `DELETE /v1/tenants/{tenant}/items/{id}`.
@@ -341,47 +260,12 @@ pub async fn embeddings(
     State(st): State<AppState>,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let req: EmbeddingsIn = parse(&body(b)?)?;
-    let _ = &req.user;
+    let (texts, base64) =
+        crate::bodies::embeddings_request(&body(b)?, &st.limits, st.engine.model())?;
     let model = st.engine.model().name.clone();
-    if let Some(m) = &req.model {
-        if *m != model && !model.ends_with(&format!("/{m}")) && !m.ends_with(&model) {
-            return Err(ApiError::NotFound(format!(
-                "model {m:?} is not served; this server runs {model:?}"
-            )));
-        }
-    }
-    if let Some(d) = req.dimensions {
-        if d != st.engine.model().dim {
-            return Err(ApiError::BadRequest(format!(
-                "dimensions {d}: this model gives {}",
-                st.engine.model().dim
-            )));
-        }
-    }
-    let texts = match req.input {
-        InputIn::One(s) => vec![s],
-        InputIn::Many(v) => v,
-    };
-    let lim = &st.limits;
-    if texts.is_empty() || texts.len() > lim.max_embed_inputs {
-        return Err(ApiError::BadRequest(format!(
-            "input must hold 1 to {} strings, got {}",
-            lim.max_embed_inputs,
-            texts.len()
-        )));
-    }
-    if let Some(t) = texts.iter().find(|t| t.len() > lim.max_text_bytes) {
-        return Err(ApiError::TooLarge(format!(
-            "an input of {} bytes; the limit is {}",
-            t.len(),
-            lim.max_text_bytes
-        )));
-    }
     let e = wait(st.engine.embed(texts, TextKind::Passage)?)
         .await?
         .vectors;
-    let base64 = req.encoding_format == Some(FormatIn::Base64);
     let data: Vec<Value> = (0..e.len())
         .map(|i| {
             let row = e.row(i);

@@ -102,7 +102,7 @@ pub(crate) fn authorize(keys: &Keys, path: &str, headers: &HeaderMap) -> Result<
         Access::AnyKey => keys.caller(headers).map(drop),
         Access::Admin => keys.admin(headers),
         Access::Tenant(t) => {
-            memdex_core::check_tenant(t).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+            memdex_core::check_tenant_name(t).map_err(|e| ApiError::BadRequest(e.to_string()))?;
             keys.for_tenant(headers, t).map(drop)
         }
     }

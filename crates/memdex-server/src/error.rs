@@ -138,7 +138,44 @@ impl IntoResponse for ApiError {
 }
 
 /// A JSON body parse failure as a 400 naming what is wrong (unknown fields by name, wrong
-/// types, bad UTF-8), with line and column.
+/// types, bad UTF-8), with line and column. serde quotes a mistyped value whole; the message
+/// keeps a short prefix of it.
 pub fn bad_json(e: &serde_json::Error) -> ApiError {
-    ApiError::BadRequest(format!("invalid JSON body: {e}"))
+    let m = e.to_string();
+    if m.len() <= 300 {
+        return ApiError::BadRequest(format!("invalid JSON body: {m}"));
+    }
+    ApiError::BadRequest(format!(
+        "invalid JSON body: {} (at line {} column {})",
+        memdex_core::clip(&m, 240),
+        e.line(),
+        e.column()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_quote_a_prefix_of_huge_values() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Body {
+            turns: Vec<String>,
+        }
+        let huge = format!("{{\"turns\": \"{}\"}}", "x".repeat(1 << 20));
+        let e = serde_json::from_str::<Body>(&huge).unwrap_err();
+        let m = bad_json(&e).to_string();
+        assert!(m.len() < 400, "{} bytes", m.len());
+        assert!(
+            m.contains("invalid type") && m.contains("line 1 column"),
+            "{m}"
+        );
+        let e = serde_json::from_str::<Body>("{\"turns\": 3}").unwrap_err();
+        assert_eq!(
+            bad_json(&e).to_string(),
+            "invalid JSON body: invalid type: integer `3`, expected a sequence at line 1 column 11"
+        );
+    }
 }

@@ -13,8 +13,9 @@
 //! engine's model and writer threads and await the answer; the engine's bounded queues answer
 //! 429 too. After shutdown starts every request gets 503.
 
-mod api;
+pub mod api;
 mod auth;
+pub mod bodies;
 mod error;
 mod metrics;
 mod openapi;
