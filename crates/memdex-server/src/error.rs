@@ -25,6 +25,8 @@ pub enum ApiError {
     TooLarge(String),
     #[error("{0}")]
     TooMany(String),
+    #[error("{0}")]
+    Timeout(String),
     #[error("the server is shutting down")]
     Unavailable,
     #[error("{0}")]
@@ -41,6 +43,7 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -55,6 +58,7 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::TooLarge(_) => "too_large",
             ApiError::TooMany(_) => "too_many_requests",
+            ApiError::Timeout(_) => "timeout",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
         }
