@@ -41,7 +41,7 @@ impl Modify for Security {
 }
 
 /// Failures every route may answer.
-const COMMON: [(&str, &str); 7] = [
+const COMMON: [(&str, &str); 8] = [
     (
         "400",
         "malformed body, unknown field, wrong type, bad value",
@@ -55,6 +55,7 @@ const COMMON: [(&str, &str); 7] = [
     ("413", "body, text or turn count over a limit"),
     ("429", "queue or in-flight limit reached; retry"),
     ("503", "shutting down, or the engine cannot work"),
+    ("507", "not committed: the store's disk is full"),
 ];
 
 /// The document.
