@@ -149,6 +149,16 @@ impl<R: BufRead> JsonlSessions<R> {
         if text.trim().is_empty() {
             return Ok(None);
         }
+        if text.trim_start().starts_with('[') {
+            // serde would read the array as a tuple and complain about its first field
+            return Err(IngestError::Schema {
+                path: self.path.clone(),
+                line: self.line,
+                message: "a JSON array, not one session object per line; LongMemEval and \
+                          LoCoMo files need --format longmemeval or --format locomo"
+                    .into(),
+            });
+        }
         let raw: SessionIn = serde_json::from_str(text).map_err(|e| {
             // serde quotes mistyped values whole (`invalid type: string "…"`)
             let message = clip_message(&e.to_string());
@@ -270,6 +280,16 @@ mod tests {
             .to_string();
         assert!(
             e.contains("in.jsonl:1: wrong schema") && e.contains("turns"),
+            "{e}"
+        );
+
+        let array = format!("[{GOOD}]");
+        let e = read(&array, JsonlOptions::default()).0[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("in.jsonl:1: wrong schema") && e.contains("--format longmemeval"),
             "{e}"
         );
 
