@@ -50,6 +50,31 @@ PY
 )
 export LD_LIBRARY_PATH=${CU13:+$CU13:}${LD_LIBRARY_PATH:-}
 
+# One e2e build: index $1 (s|m) with the model on $2, then rank every question on the store.
+e2e_one() {
+  local sc=$1 d=$2 store="$WORK/store-$1-$2"
+  rm -rf "$store"
+  local t0 t1 t2
+  t0=$(date +%s.%N)
+  if "$MEMDEX" index --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
+    --format longmemeval --granularity turn --store "$store" --json > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log" \
+    && t1=$(date +%s.%N) \
+    && "$MEMDEX" eval --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
+      --format longmemeval --facts true --preset default --store "$store" --json > "$WORK/eval-$sc-$d.json" 2>> "$OUT/e2e.log"; then
+    t2=$(date +%s.%N)
+    "$PY" - "$WORK/index-$sc-$d.json" "$sc" "$d" "$t0" "$t1" "$t2" "$(du -sb "$store" | cut -f1)" \
+      >> "$OUT/e2e.jsonl" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t0, t1, t2 = map(float, sys.argv[4:7])
+r.update(scale=sys.argv[2], device=sys.argv[3], index_wall_s=t1 - t0, eval_wall_s=t2 - t1,
+         store_bytes=int(sys.argv[7]))
+print(json.dumps(r))
+PY
+  else echo "{\"scale\": \"$sc\", \"device\": \"$d\", \"failed\": true}" >> "$OUT/e2e.jsonl"; fi
+  rm -rf "$store"
+}
+
 run_stage() {
   local s=$1
   echo "== $s ($(date -u +%H:%M:%S))" >&2
@@ -188,24 +213,19 @@ PY
     [[ -s "$OUT/scan.json" ]] && verdict scan "see scan.log" || verdict scan "FAIL (see scan.log)"
     ;;
   e2e)
-    # end to end: synth S and M, index on cuda (and S on the CPU beside it), wall time each
+    # end to end, the offline-build issue's commands with --device: synth the realistic S and
+    # M profiles, index (model on $DEVICE, and S on the CPU beside it), then rank every
+    # question on the built store; wall time of each. E2E_QUESTIONS=N slices both profiles.
+    # M alone fills a 10-minute call: run `e2e` with E2E_SCALES=s, then E2E_SCALES=m.
     local scales=${E2E_SCALES:-s m}
     : > "$OUT/e2e.jsonl"
     for sc in $scales; do
-      "$MEMDEX" synth --scale "$sc" --output "$WORK/$sc.json" 2>> "$OUT/e2e.log"
+      "$MEMDEX" synth --profile "longmemeval-$sc" ${E2E_QUESTIONS:+--questions "$E2E_QUESTIONS"} \
+        --output "$WORK/$sc.json" 2>> "$OUT/e2e.log"
       for dev in "$DEVICE" ${E2E_CPU_SCALES:-s}; do
         [[ $dev == "$DEVICE" || $dev == "$sc" ]] || continue
         local d=$DEVICE; [[ $dev == "$DEVICE" ]] || d=cpu
-        rm -rf "$WORK/store-$sc-$d"
-        local t0; t0=$(date +%s.%N)
-        if "$MEMDEX" index --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
-          --format longmemeval --granularity turn --store "$WORK/store-$sc-$d" --json \
-          > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log"; then
-          local t1; t1=$(date +%s.%N)
-          "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); r.update(scale=sys.argv[2], device=sys.argv[3], wall_s=float(sys.argv[4])); print(json.dumps(r))" \
-            "$WORK/index-$sc-$d.json" "$sc" "$d" "$("$PY" -c "print($t1 - $t0)")" >> "$OUT/e2e.jsonl"
-        else echo "{\"scale\": \"$sc\", \"device\": \"$d\", \"failed\": true}" >> "$OUT/e2e.jsonl"; fi
-        rm -rf "$WORK/store-$sc-$d"
+        e2e_one "$sc" "$d"
       done
       rm -f "$WORK/$sc.json"
     done
@@ -216,7 +236,7 @@ PY
   serve)
     # device scan: `memdex serve` with searches of each model batch scored together on the
     # device vs the CPU scores, same answers (docs/serving.md)
-    "$MEMDEX" synth --scale s --output "$WORK/serve.json" 2>> "$OUT/serve.log"
+    "$MEMDEX" synth --profile longmemeval-s --questions 100 --output "$WORK/serve.json" 2>> "$OUT/serve.log"
     rm -rf "$WORK/store-serve"
     "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/serve.json" \
       --format longmemeval --store "$WORK/store-serve" >> "$OUT/serve.log" 2>&1
