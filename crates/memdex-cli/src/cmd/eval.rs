@@ -56,7 +56,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         dataset,
         granularity,
         on_error: a.on_error,
-        flush_items: 50_000,
+        flush_items: memdex_engine::DEFAULT_FLUSH_ITEMS,
     };
     let (questions, load) = load_and_index(
         &a.input,
