@@ -221,7 +221,7 @@ fn write_safetensors(c: &E5s1, path: &Path) -> Result<usize, ConvertError> {
         at += n;
     }
     let mut h = Value::Object(header).to_string().into_bytes();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let tmp = path.with_extension("safetensors.partial");
