@@ -3,6 +3,8 @@
 //! cosine ≥ 0.999. Runs when the model is present; `MEMDEX_REQUIRE_E5=1` (scripts/test.sh)
 //! makes its absence a failure. The same pipeline runs offline on the committed tiny container.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::Command;
 

@@ -1,6 +1,8 @@
 //! The converter on the committed synthetic container (`scripts/gen-tiny-e5s1.py`, which
 //! also computed `expected.jsonl` with an independent pure-Python tokenizer and BERT pass).
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use memdex_convert::{convert_e5s1, E5s1, Source};
