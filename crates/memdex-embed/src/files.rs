@@ -6,6 +6,7 @@ use memdex_core::Pooling;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::profile::{name_or_path, Family, Profile};
 use crate::EmbedError;
 
 /// Where the weights are.
@@ -34,6 +35,9 @@ pub struct ModelFiles {
     pub max_seq_length: Option<usize>,
     pub query_prefix: String,
     pub passage_prefix: String,
+    /// The family recognised from the names; its profile filled in what the
+    /// sentence-transformers files leave out.
+    pub family: Family,
 }
 
 #[derive(Deserialize)]
@@ -105,9 +109,7 @@ impl ModelFiles {
             if let Some(config) = cache.model(spec.to_string()).get("config.json") {
                 // A snapshot directory holds links to the blobs that were downloaded.
                 if let Some(dir) = config.parent() {
-                    let mut m = Self::from_dir(dir, spec)?;
-                    m.name = spec.to_string();
-                    return Ok(m);
+                    return Self::from_dir_named(dir, spec, spec.to_string());
                 }
             }
         }
@@ -119,6 +121,21 @@ impl ModelFiles {
 
     /// Reads a sentence-transformers / Hugging Face model directory.
     pub fn from_dir(dir: &Path, source: &str) -> Result<ModelFiles, EmbedError> {
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| source.to_string());
+        Self::from_dir_named(dir, source, name)
+    }
+
+    /// [`from_dir`](Self::from_dir) for a directory whose own name says nothing (a hub
+    /// snapshot): `name` is what the family is recognised from.
+    pub fn from_dir_named(
+        dir: &Path,
+        source: &str,
+        name: String,
+    ) -> Result<ModelFiles, EmbedError> {
         let need = |file: &'static str| -> Result<PathBuf, EmbedError> {
             let p = dir.join(file);
             if p.is_file() {
@@ -131,84 +148,32 @@ impl ModelFiles {
             }
         };
         let config = need("config.json")?;
-        let tokenizer = need("tokenizer.json")?;
-        let weights = if dir.join("model.safetensors").is_file() {
-            WeightFiles::Safetensors(vec![dir.join("model.safetensors")])
-        } else if dir.join("model.safetensors.index.json").is_file() {
-            let index_path = dir.join("model.safetensors.index.json");
-            let index: ShardIndex = read_json(&index_path)?;
-            let mut files: Vec<PathBuf> = index.weight_map.values().map(|f| dir.join(f)).collect();
-            files.sort();
-            files.dedup();
-            if let Some(missing) = files.iter().find(|f| !f.is_file()) {
-                return Err(EmbedError::Config {
-                    path: index_path,
-                    message: format!("names shard {} which does not exist", missing.display()),
-                });
-            }
-            WeightFiles::Safetensors(files)
-        } else if dir.join("pytorch_model.bin").is_file() {
-            WeightFiles::Pth(dir.join("pytorch_model.bin"))
-        } else {
-            return Err(EmbedError::MissingFile {
+        let tokenizer = need("tokenizer.json").or_else(|_| {
+            need("vocab.txt").map_err(|_| EmbedError::MissingFile {
                 dir: dir.to_path_buf(),
-                file: "model.safetensors (or model.safetensors.index.json, pytorch_model.bin)",
-            });
-        };
-
-        // modules.json tells whether a Normalize module follows and where pooling lives.
-        let modules_path = dir.join("modules.json");
-        let (normalize, pooling_dir) = if modules_path.is_file() {
-            let modules: Vec<ModuleEntry> = read_json(&modules_path)?;
-            let normalize = modules.iter().any(|m| m.kind.ends_with(".Normalize"));
-            let pooling_dir = modules
-                .iter()
-                .find(|m| m.kind.ends_with(".Pooling"))
-                .map(|m| dir.join(&m.path));
-            (normalize, pooling_dir)
-        } else {
-            // A bare transformers checkpoint: mean pooling, normalised (cosine retrieval).
-            (true, None)
-        };
-        let pooling_cfg = pooling_dir
-            .map(|d| d.join("config.json"))
-            .or_else(|| Some(dir.join("1_Pooling/config.json")))
-            .filter(|p| p.is_file());
-        let pooling = match pooling_cfg {
-            Some(p) => {
-                let c: PoolingConfig = read_json(&p)?;
-                match (
-                    c.pooling_mode_cls_token,
-                    c.pooling_mode_mean_tokens,
-                    c.pooling_mode_max_tokens,
-                    c.pooling_mode_mean_sqrt_len_tokens,
-                ) {
-                    (true, false, false, false) => Pooling::Cls,
-                    (false, true, false, false) => Pooling::Mean,
-                    (false, false, true, false) => Pooling::Max,
-                    (false, false, false, true) => Pooling::MeanSqrtLen,
-                    _ => {
-                        return Err(EmbedError::Config {
-                            path: p,
-                            message: "exactly one pooling mode must be enabled".into(),
-                        })
-                    }
-                }
-            }
-            None => Pooling::Mean,
-        };
+                file: "tokenizer.json (or a BERT vocab.txt)",
+            })
+        })?;
+        let weights = weight_files(dir)?;
+        let family = Family::detect(
+            [
+                Some(name.as_str()),
+                Some(source),
+                name_or_path(&config).as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+        );
+        let profile = family.profile();
+        let (normalize, pooling) = pooling_settings(dir, &profile)?;
         let sbert = dir.join("sentence_bert_config.json");
         let max_seq_length = if sbert.is_file() {
             read_json::<SbertConfig>(&sbert)?.max_seq_length
         } else {
-            None
+            profile.max_length
         };
-        let name = dir
-            .canonicalize()
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| source.to_string());
-        let (query_prefix, passage_prefix) = prefixes(dir, &name)?;
+        let (query_prefix, passage_prefix) = prefixes(dir, &profile)?;
         Ok(ModelFiles {
             name,
             source: source.to_string(),
@@ -221,6 +186,7 @@ impl ModelFiles {
             max_seq_length,
             query_prefix,
             passage_prefix,
+            family,
         })
     }
 
@@ -254,6 +220,85 @@ impl ModelFiles {
     }
 }
 
+fn weight_files(dir: &Path) -> Result<WeightFiles, EmbedError> {
+    if dir.join("model.safetensors").is_file() {
+        return Ok(WeightFiles::Safetensors(
+            vec![dir.join("model.safetensors")],
+        ));
+    }
+    if dir.join("model.safetensors.index.json").is_file() {
+        let index_path = dir.join("model.safetensors.index.json");
+        let index: ShardIndex = read_json(&index_path)?;
+        let mut files: Vec<PathBuf> = index.weight_map.values().map(|f| dir.join(f)).collect();
+        files.sort();
+        files.dedup();
+        if let Some(missing) = files.iter().find(|f| !f.is_file()) {
+            return Err(EmbedError::Config {
+                path: index_path,
+                message: format!("names shard {} which does not exist", missing.display()),
+            });
+        }
+        return Ok(WeightFiles::Safetensors(files));
+    }
+    if dir.join("pytorch_model.bin").is_file() {
+        return Ok(WeightFiles::Pth(dir.join("pytorch_model.bin")));
+    }
+    Err(EmbedError::MissingFile {
+        dir: dir.to_path_buf(),
+        file: "model.safetensors (or model.safetensors.index.json, pytorch_model.bin)",
+    })
+}
+
+/// (normalize, pooling): `modules.json` and the Pooling module's config when present, the
+/// family profile for what they leave out. A Normalize module always normalises; without
+/// one, a known family's documented similarity decides (a bare checkpoint of an unknown
+/// family is normalised, a sentence-transformers one without Normalize is not).
+fn pooling_settings(dir: &Path, profile: &Profile) -> Result<(bool, Pooling), EmbedError> {
+    let modules_path = dir.join("modules.json");
+    let (has_normalize, pooling_dir) = if modules_path.is_file() {
+        let modules: Vec<ModuleEntry> = read_json(&modules_path)?;
+        let normalize = modules.iter().any(|m| m.kind.ends_with(".Normalize"));
+        let pooling_dir = modules
+            .iter()
+            .find(|m| m.kind.ends_with(".Pooling"))
+            .map(|m| dir.join(&m.path));
+        (Some(normalize), pooling_dir)
+    } else {
+        (None, None)
+    };
+    let normalize = match (has_normalize, profile.family) {
+        (Some(true), _) => true,
+        (Some(false), Family::Other) => false,
+        _ => profile.normalize,
+    };
+    let pooling_cfg = pooling_dir
+        .map(|d| d.join("config.json"))
+        .or_else(|| Some(dir.join("1_Pooling/config.json")))
+        .filter(|p| p.is_file());
+    let Some(p) = pooling_cfg else {
+        return Ok((normalize, profile.pooling));
+    };
+    let c: PoolingConfig = read_json(&p)?;
+    let pooling = match (
+        c.pooling_mode_cls_token,
+        c.pooling_mode_mean_tokens,
+        c.pooling_mode_max_tokens,
+        c.pooling_mode_mean_sqrt_len_tokens,
+    ) {
+        (true, false, false, false) => Pooling::Cls,
+        (false, true, false, false) => Pooling::Mean,
+        (false, false, true, false) => Pooling::Max,
+        (false, false, false, true) => Pooling::MeanSqrtLen,
+        _ => {
+            return Err(EmbedError::Config {
+                path: p,
+                message: "exactly one pooling mode must be enabled".into(),
+            })
+        }
+    };
+    Ok((normalize, pooling))
+}
+
 fn sample_file(path: &Path, h: &mut Sha256) -> std::io::Result<()> {
     let mut f = File::open(path)?;
     let len = f.metadata()?.len();
@@ -274,9 +319,9 @@ fn sample_file(path: &Path, h: &mut Sha256) -> std::io::Result<()> {
 }
 
 /// Query/passage prefixes: the model's own `config_sentence_transformers.json` prompts when
-/// present, else the published conventions of known families (E5: `query: `/`passage: `;
-/// English bge v1.5: an instruction before queries only); none otherwise.
-fn prefixes(dir: &Path, name: &str) -> Result<(String, String), EmbedError> {
+/// present, else the family profile's (E5: `query: `/`passage: `; bge: an instruction before
+/// queries only); none otherwise.
+fn prefixes(dir: &Path, profile: &Profile) -> Result<(String, String), EmbedError> {
     let st = dir.join("config_sentence_transformers.json");
     let cfg: StConfig = if st.is_file() {
         read_json(&st)?
@@ -292,15 +337,5 @@ fn prefixes(dir: &Path, name: &str) -> Result<(String, String), EmbedError> {
     if q.is_some() || p.is_some() {
         return Ok((q.unwrap_or_default(), p.unwrap_or_default()));
     }
-    let lower = name.to_lowercase();
-    if lower.contains("e5-") || lower.starts_with("e5") {
-        return Ok(("query: ".into(), "passage: ".into()));
-    }
-    if lower.contains("bge-") && lower.contains("-en") {
-        return Ok((
-            "Represent this sentence for searching relevant passages: ".into(),
-            String::new(),
-        ));
-    }
-    Ok((String::new(), String::new()))
+    Ok((profile.query_prefix.clone(), profile.passage_prefix.clone()))
 }

@@ -23,6 +23,7 @@ mod files;
 mod masked_bert;
 mod math;
 mod mmap;
+mod profile;
 mod scorer;
 mod skinny;
 
@@ -32,4 +33,5 @@ pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, Sm
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
+pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;

@@ -59,6 +59,9 @@ pub struct EvalConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInfo {
     pub input: String,
+    /// What the store extracted at index time (events, facts, neighbours): with `rank`, the
+    /// whole pipeline.
+    pub extraction: memdex_store::Extraction,
     pub index: memdex_engine::IndexReport,
     pub warnings: usize,
     pub rank_seconds: f64,

@@ -7,6 +7,7 @@ use memdex_engine::Searcher;
 use memdex_eval::{
     evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
 };
+use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
 
 use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
@@ -43,7 +44,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
     };
     let embedder = super::load_embedder(&a.model, None)?;
-    let extract = super::extract_options(&a.extract, a.facts);
+    // `--preset default` evaluates a store as `memdex index` builds it by default (facts on)
+    let facts = a.facts.unwrap_or(a.preset == Preset::Default);
+    let extract = super::extract_options(&a.extract, facts);
     let mut writer = StoreWriter::open_or_create_with(
         &store_dir,
         embedder.info(),
@@ -68,7 +71,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
     drop(writer);
-    let searcher = Searcher::new(Store::open(&store_dir)?, Box::new(embedder))?;
+    let store = Store::open(&store_dir)?;
+    let extraction = store.manifest().extraction.clone();
+    let searcher = Searcher::new(store, Box::new(embedder))?;
     let opts = EvalOptions {
         dataset,
         granularity,
@@ -98,6 +103,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let idx = &load.index;
     report.config.run = Some(RunInfo {
         input: a.input.display().to_string(),
+        extraction,
         index: idx.clone(),
         warnings: load.warnings.len(),
         rank_seconds: search_s,

@@ -1,0 +1,179 @@
+//! The converter on the committed synthetic container (`scripts/gen-tiny-e5s1.py`, which
+//! also computed `expected.jsonl` with an independent pure-Python tokenizer and BERT pass).
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use memdex_convert::{convert_e5s1, E5s1, Source};
+use memdex_core::{DeviceChoice, TextKind};
+use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-e5s1.bin")
+}
+
+struct Expected {
+    kind: TextKind,
+    text: String,
+    ids: Vec<u32>,
+    embedding: Vec<f32>,
+}
+
+fn expected() -> Vec<Expected> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/expected.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let kind = match v["kind"].as_str().unwrap() {
+                "query" => TextKind::Query,
+                _ => TextKind::Passage,
+            };
+            Expected {
+                kind,
+                text: v["text"].as_str().unwrap().to_string(),
+                ids: serde_json::from_value(v["ids"].clone()).unwrap(),
+                embedding: serde_json::from_value(v["embedding"].clone()).unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn converted() -> (tempfile::TempDir, PathBuf) {
+    let c = E5s1::read(&fixture()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tiny-e5");
+    let out = convert_e5s1(&c, &dir, &Source::default()).unwrap();
+    assert_eq!(out.tensors, 5 + 2 * 16);
+    assert_eq!(out.pieces, 81);
+    (tmp, dir)
+}
+
+#[test]
+fn header_and_vocab_are_read() {
+    let c = E5s1::read(&fixture()).unwrap();
+    let s = c.shape;
+    assert_eq!(
+        (s.hidden, s.layers, s.heads, s.intermediate),
+        (32, 2, 2, 64)
+    );
+    assert_eq!((s.vocab, s.max_positions, s.type_vocab), (84, 24, 2));
+    let v = &c.vocab;
+    assert_eq!((v.bos, v.eos, v.pad, v.unk), (0, 2, 1, 3));
+    assert_eq!(v.pieces[4].0, "\u{2581}");
+    assert_eq!(v.pieces.last().unwrap().0, "<mask>");
+    assert_eq!(v.normalize.len(), 7);
+    assert_eq!(v.normalize[0], ('\t', " ".to_string()));
+    assert!(v
+        .normalize
+        .iter()
+        .any(|(c, s)| *c == '\u{ad}' && s.is_empty()));
+}
+
+#[test]
+fn tokenizer_json_matches_the_reference_tokenizer() {
+    let (_tmp, dir) = converted();
+    let tok = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+    for e in expected() {
+        let prefix = match e.kind {
+            TextKind::Query => "query: ",
+            TextKind::Passage => "passage: ",
+        };
+        let enc = tok.encode(format!("{prefix}{}", e.text), true).unwrap();
+        let mut ids = enc.get_ids().to_vec();
+        if ids.len() > 24 {
+            // the reference truncates to the model's 24 positions, keeping </s>
+            ids.truncate(23);
+            ids.push(2);
+        }
+        assert_eq!(ids, e.ids, "{prefix}{:?}", e.text);
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (n(a) * n(b))
+}
+
+#[test]
+fn both_encoders_reproduce_the_reference_embeddings() {
+    let (_tmp, dir) = converted();
+    let exp = expected();
+    for backend in [CpuBackend::Fast, CpuBackend::Candle] {
+        let opts = EmbedOptions {
+            cpu_backend: backend,
+            ..Default::default()
+        };
+        let device = select_device(DeviceChoice::Cpu).unwrap();
+        let e = Embedder::load(dir.to_str().unwrap(), device, &opts).unwrap();
+        let info = e.info();
+        assert_eq!((info.dim, info.max_length, info.normalize), (32, 24, true));
+        assert_eq!(
+            (info.query_prefix.as_str(), info.passage_prefix.as_str()),
+            ("query: ", "passage: ")
+        );
+        for kind in [TextKind::Query, TextKind::Passage] {
+            let rows: Vec<&Expected> = exp.iter().filter(|x| x.kind == kind).collect();
+            let texts: Vec<&str> = rows.iter().map(|x| x.text.as_str()).collect();
+            let ids = e.tokenize(&texts, kind).unwrap();
+            let got = e.embed(&texts, kind).unwrap();
+            for (i, x) in rows.iter().enumerate() {
+                assert_eq!(ids[i], x.ids, "{backend:?} ids of {:?}", x.text);
+                let c = cosine(got.row(i), &x.embedding);
+                assert!(c > 0.99999, "{backend:?} {kind:?} {:?}: cosine {c}", x.text);
+            }
+        }
+    }
+}
+
+#[test]
+fn weights_are_dequantised_under_bert_names() {
+    let (_tmp, dir) = converted();
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let w = st.tensor("embeddings.word_embeddings.weight").unwrap();
+    assert_eq!(w.shape(), [84, 32]);
+    let q = st
+        .tensor("encoder.layer.1.intermediate.dense.weight")
+        .unwrap();
+    assert_eq!(q.shape(), [64, 32]);
+    assert_eq!(st.names().len(), 5 + 2 * 16);
+    // the first word-embedding row equals the container's first Q4_0 block, dequantised
+    let c = E5s1::read(&fixture()).unwrap();
+    let (_, raw) = c.bytes("emb.word").unwrap();
+    let want = memdex_convert::q4::dequantize(&raw[..18]);
+    let got: Vec<f32> = w.data()[..128]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(got, want);
+    let prov: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("PROVENANCE.json")).unwrap()).unwrap();
+    assert_eq!(prov["label"], "Q4-derived");
+}
+
+#[test]
+fn truncated_or_garbled_containers_are_errors_naming_the_file() {
+    let good = std::fs::read(fixture()).unwrap();
+    let path = Path::new("bad.bin");
+    // every truncation up to the end of the directory, then a few into the data
+    let cuts = (0..4096.min(good.len())).chain((4096..good.len()).step_by(97));
+    for cut in cuts {
+        let err = E5s1::parse(path, good[..cut].to_vec()).unwrap_err();
+        assert!(err.to_string().starts_with("bad.bin: "), "{cut}: {err}");
+    }
+    let mut bad = good.clone();
+    bad[0] = b'X';
+    let err = E5s1::parse(path, bad).unwrap_err().to_string();
+    assert!(err.contains("not an E5S1 container"), "{err}");
+    // every single byte of the header region set to 0xFF: an error or a valid parse, never
+    // a panic (some bytes, e.g. scores, may still parse)
+    for i in 0..2048.min(good.len()) {
+        let mut b = good.clone();
+        b[i] = 0xFF;
+        let _ = E5s1::parse(path, b);
+    }
+}
