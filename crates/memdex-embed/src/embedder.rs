@@ -205,8 +205,10 @@ impl Embedder {
         };
         let backend = if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
             let half = opts.small_batch_weights == SmallBatchWeights::F16;
+            let isa = crate::isa::Isa::selected()?;
             Backend::Fast(
-                FastBert::load(vb, &config, half).map_err(|e| weights_err(&weights_path, e))?,
+                FastBert::load(vb, &config, half, isa)
+                    .map_err(|e| weights_err(&weights_path, e))?,
             )
         } else {
             Backend::Candle(

@@ -10,14 +10,17 @@
 //! The embedder is synchronous and owns its device: callers that serve many clients run it on
 //! one dedicated thread and feed it batches.
 
+mod attention;
 mod batch;
 mod device;
 mod embedder;
 mod error;
 mod fast_bert;
 mod files;
+mod isa;
 mod masked_bert;
 mod math;
+mod matmul;
 mod mmap;
 mod skinny;
 
@@ -26,3 +29,4 @@ pub use device::{device_name, select_device};
 pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
+pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};

@@ -14,6 +14,9 @@ struct Report {
     model: String,
     device: String,
     backend: &'static str,
+    /// Instruction set of the fast encoder's kernels (`MEMDEX_CPU_ISA` overrides detection);
+    /// for candle: its own run-time dispatch.
+    isa: String,
     threads: usize,
     texts: usize,
     /// Tokens after truncation, special tokens included (what the model sees).
@@ -81,6 +84,10 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         model: embedder.info().name.clone(),
         device: memdex_embed::device_name(embedder.device()),
         backend: embedder.backend_name(),
+        isa: match embedder.backend_name() {
+            "fast-cpu" => memdex_embed::cpu_isa()?.name().to_string(),
+            _ => "candle (gemm crate dispatch)".to_string(),
+        },
         threads: rayon::current_num_threads(),
         texts: texts.len(),
         tokens,
@@ -100,8 +107,8 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         return print_json(&r);
     }
     println!(
-        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}) with {} threads",
-        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.threads
+        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}, ISA {}) with {} threads",
+        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.isa, r.threads
     );
     println!(
         "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s (tokenizer alone {:.3}s)",
