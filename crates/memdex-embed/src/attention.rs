@@ -163,9 +163,10 @@ fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_le
             for (d, &x) in row[h + head * hd..][..hd].iter().enumerate() {
                 dst[d * MR] = x;
             }
-            let dst = &mut v[head * v_len + i * NR..];
-            for (d, &x) in row[2 * h + head * hd..][..hd].iter().enumerate() {
-                dst[(d / NR) * n * NR + d % NR] = x;
+            let src = &row[2 * h + head * hd..][..hd];
+            for (dp, chunk) in src.chunks(NR).enumerate() {
+                let at = head * v_len + (dp * n + i) * NR;
+                v[at..at + chunk.len()].copy_from_slice(chunk);
             }
         }
     }

@@ -20,6 +20,7 @@ use crate::attention::{self, SeqInput};
 use crate::isa::Isa;
 use crate::math;
 use crate::matmul::{self, Act, Epilogue, PackedB};
+use crate::profile::{self, Stage};
 use crate::skinny::{self, Rows};
 
 /// A weight matrix `[n × k]` in the layouts the kernels in force read.
@@ -193,14 +194,22 @@ impl FastBert {
         resize(&mut s.ctx, t * h);
         resize(&mut s.inter, t * self.inter);
 
-        // embeddings + LayerNorm
+        profile::time(Stage::Embeddings, || self.embed(seqs, &mut s.x[..t * h]));
+        for layer in &self.layers {
+            self.layer(layer, t, &offsets, s);
+        }
+        f(&s.x[..t * h])
+    }
+
+    /// `x = LayerNorm(word + position + type 0)` for every token of the packed sequences.
+    fn embed(&self, seqs: &[&[u32]], x: &mut [f32]) {
+        let h = self.hidden;
         let rows: Vec<(usize, usize)> = seqs
             .iter()
             .enumerate()
             .flat_map(|(si, seq)| (0..seq.len()).map(move |p| (si, p)))
             .collect();
-        s.x[..t * h]
-            .par_chunks_mut(h)
+        x.par_chunks_mut(h)
             .zip(rows.par_iter())
             .for_each(|(row, &(si, p))| {
                 let id = seqs[si][p] as usize;
@@ -215,11 +224,6 @@ impl FastBert {
                     self.eps,
                 );
             });
-
-        for layer in &self.layers {
-            self.layer(layer, t, &offsets, s);
-        }
-        f(&s.x[..t * h])
     }
 
     fn layer(&self, l: &Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
@@ -230,21 +234,30 @@ impl FastBert {
             &mut s.ctx[..t * h],
             &mut s.inter[..t * self.inter],
         );
-        self.linear(x, t, &l.qkv_w, &l.qkv_b, qkv, Epilogue::Bias(None));
-        self.attention(qkv, offsets, ctx);
+        profile::time(Stage::Qkv, || {
+            self.linear(x, t, &l.qkv_w, &l.qkv_b, qkv, Epilogue::Bias(None))
+        });
+        profile::time(Stage::Attention, || self.attention(qkv, offsets, ctx));
         let ln1 = Epilogue::ResidualLayerNorm {
             gamma: &l.ln1_g,
             beta: &l.ln1_b,
             eps: self.eps,
         };
-        self.linear(ctx, t, &l.o_w, &l.o_b, x, ln1);
-        self.linear(x, t, &l.i_w, &l.i_b, inter, Epilogue::Bias(Some(self.act)));
+        profile::time(Stage::AttnOut, || {
+            self.linear(ctx, t, &l.o_w, &l.o_b, x, ln1)
+        });
+        let act = Epilogue::Bias(Some(self.act));
+        profile::time(Stage::FfnIn, || {
+            self.linear(x, t, &l.i_w, &l.i_b, inter, act)
+        });
         let ln2 = Epilogue::ResidualLayerNorm {
             gamma: &l.ln2_g,
             beta: &l.ln2_b,
             eps: self.eps,
         };
-        self.linear(inter, t, &l.out_w, &l.out_b, x, ln2);
+        profile::time(Stage::FfnOut, || {
+            self.linear(inter, t, &l.out_w, &l.out_b, x, ln2)
+        });
     }
 
     /// Attention: one task per sequence (all heads), writing only that sequence's ctx rows.
@@ -283,7 +296,7 @@ impl FastBert {
         match (&w.packed, &w.rows) {
             _ if t <= SKINNY_ROWS => {
                 let mut y = vec![0f32; t * w.n];
-                linear_skinny(x, t, w, b, &mut y);
+                linear_skinny(self.isa, x, t, w, b, &mut y);
                 finish(out, &y, w.n, epi);
             }
             (Some(p), _) => matmul::linear(self.isa, x, t, p, b, out, epi),
@@ -325,7 +338,7 @@ fn finish(out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
 /// [`FastBert::linear`] for a few rows: weight rows split across rayon tasks, each read once
 /// ([`skinny::skinny_block`], from the half copy when there is one), results transposed into
 /// `out` (`t × n`, bias added).
-fn linear_skinny(x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
+fn linear_skinny(isa: Isa, x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
     const COLS: usize = 96;
     let (n, k) = (w.n, w.k);
     let mut out_t = vec![0f32; n * t];
@@ -333,10 +346,10 @@ fn linear_skinny(x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
     match (&w.half, &w.rows) {
         (Some(h), _) => tasks
             .zip(h.par_chunks(COLS * k))
-            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F16(wc), bc, o)),
+            .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F16(wc), bc, o)),
         (None, Some(r)) => tasks
             .zip(r.par_chunks(COLS * k))
-            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F32(wc), bc, o)),
+            .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F32(wc), bc, o)),
         (None, None) => unreachable!("a matrix keeps f32 rows when it has no half copy"),
     }
     for (j, col) in out_t.chunks_exact(t).enumerate() {
@@ -404,5 +417,66 @@ fn linear_gemm(
         Epilogue::ResidualLayerNorm { gamma, beta, eps } => out
             .par_chunks_mut(n)
             .for_each(|o| math::add_layer_norm_row(o, b, gamma, beta, eps)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, seed: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
+            .collect()
+    }
+
+    /// The paths with epilogues in passes of their own — the `gemm` crate (large batches on
+    /// AVX-512 CPUs; here it runs its AVX2 kernels) and the skinny kernels (queries, f32 and
+    /// f16 weights) — against the f64 reference.
+    #[test]
+    fn gemm_crate_and_skinny_paths_match_reference() {
+        let eps = 1e-12;
+        for (t, k, n) in [(5, 384, 96), (40, 384, 1152), (33, 1536, 64), (7, 40, 37)] {
+            let (x, w, b) = (data(t * k, 1), data(n * k, 2), data(n, 3));
+            let (g, beta) = (data(n, 4), data(n, 5));
+            let epis = [
+                Epilogue::Bias(None),
+                Epilogue::Bias(Some(Act::Gelu)),
+                Epilogue::ResidualLayerNorm {
+                    gamma: &g,
+                    beta: &beta,
+                    eps,
+                },
+            ];
+            for epi in epis {
+                let resid = data(t * n, 6);
+                let mut want = resid.clone();
+                matmul::reference(&x, t, &w, n, k, &b, &mut want, epi);
+                let mut got = resid.clone();
+                linear_gemm(&x, t, k, &w, &b, n, &mut got, epi);
+                let mut checks = vec![("gemm crate", got, 2e-5)];
+                for isa in Isa::available() {
+                    for half in [false, true] {
+                        let m = Matrix::new(w.clone(), n, k, isa, half);
+                        let mut y = vec![0f32; t * n];
+                        linear_skinny(isa, &x, t.min(SKINNY_ROWS), &m, &b, &mut y);
+                        let rows = t.min(SKINNY_ROWS);
+                        let mut got = resid.clone();
+                        finish(&mut got[..rows * n], &y[..rows * n], n, epi);
+                        got[rows * n..].copy_from_slice(&want[rows * n..]);
+                        let tol = if half { 5e-3 } else { 2e-5 };
+                        checks.push(("skinny", got, tol));
+                    }
+                }
+                for (path, got, tol) in checks {
+                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - e).abs() <= tol * (1.0 + e.abs()),
+                            "{path} t {t} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@ mod masked_bert;
 mod math;
 mod matmul;
 mod mmap;
+mod profile;
 mod skinny;
 
 pub use batch::{plan_batches, BatchPlan};
@@ -30,3 +31,4 @@ pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, Sm
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
 pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
+pub use profile::{take_stage_profile, PROFILE_ENV};

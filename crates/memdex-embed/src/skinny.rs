@@ -7,7 +7,7 @@
 //! Weights are f32, or IEEE half bits ([`f16_bits`]) widened in registers: half the memory
 //! traffic, so MiniLM's encoder (21 MB in f16) stays in the L3 cache between queries.
 //!
-//! Three code paths, picked by [`Isa::active`] (so `MEMDEX_CPU_ISA` forces them): AVX-512,
+//! Three code paths, picked by the encoder's [`Isa`] (so `MEMDEX_CPU_ISA` forces them): AVX-512,
 //! AVX2 + FMA + F16C (both with explicit intrinsics: auto-vectorising the tiles proved
 //! fragile), and a portable loop. Every path is tested against [`reference`] on the machine
 //! running the tests.
@@ -46,14 +46,9 @@ impl Rows<'_> {
 }
 
 /// `out_t[j·t + i] = b[j] + x_i · w_j` for the `t` rows of `x` (`t × k`) and the `b.len()`
-/// rows of `w`, on the instruction set in force ([`Isa::active`]).
-pub fn skinny_block(x: &[f32], t: usize, k: usize, w: Rows<'_>, b: &[f32], out_t: &mut [f32]) {
-    skinny_block_on(Isa::active(), x, t, k, w, b, out_t)
-}
-
-/// [`skinny_block`] on a given instruction set. Panics if the CPU lacks it, or on shape
-/// mismatch.
-pub fn skinny_block_on(
+/// rows of `w`, on instruction set `isa` (the encoder's, [`Isa::selected`]). Panics if the
+/// CPU lacks it, or on shape mismatch.
+pub fn skinny_block(
     isa: Isa,
     x: &[f32],
     t: usize,
@@ -368,7 +363,7 @@ mod tests {
                 let b: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
                 for rows in [Rows::F32(&w), Rows::F16(&w16)] {
                     let (mut got, mut want) = (vec![0f32; n * t], vec![0f32; n * t]);
-                    skinny_block_on(path, &x, t, k, rows, &b, &mut got);
+                    skinny_block(path, &x, t, k, rows, &b, &mut got);
                     reference(&x, t, k, rows, &b, &mut want);
                     for (g, e) in got.iter().zip(&want) {
                         assert!(

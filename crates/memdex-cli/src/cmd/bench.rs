@@ -35,6 +35,9 @@ struct Report {
     tokenize_seconds: f64,
     texts_per_s: f64,
     tokens_per_s: f64,
+    /// With MEMDEX_PROFILE=1: wall seconds per encoder stage, per timed pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<Vec<(&'static str, f64)>>,
 }
 
 pub fn run(a: BenchEmbedArgs) -> Result<()> {
@@ -61,6 +64,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
     let padded: usize = plans.iter().map(|p| p.padded_len * p.indices.len()).sum();
 
     let repeats = a.repeats.max(1);
+    memdex_embed::take_stage_profile(); // drop the warm-up's
     let mut times = Vec::new();
     let mut tok_times = Vec::new();
     for _ in 0..repeats {
@@ -102,6 +106,11 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         tokenize_seconds: median(&mut tok_times),
         texts_per_s: texts.len() as f64 / seconds,
         tokens_per_s: tokens as f64 / seconds,
+        profile: memdex_embed::take_stage_profile().map(|p| {
+            p.into_iter()
+                .map(|(name, s)| (name, s / repeats as f64))
+                .collect()
+        }),
     };
     if a.json {
         return print_json(&r);
@@ -114,5 +123,15 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s (tokenizer alone {:.3}s)",
         r.repeats, r.seconds, r.texts_per_s, r.tokens_per_s, r.tokenize_seconds
     );
+    if let Some(p) = &r.profile {
+        let total: f64 = p.iter().map(|(_, s)| s).sum();
+        println!(
+            "stages (wall s per pass; {:.3}s of {:.3}s in the encoder):",
+            total, r.seconds
+        );
+        for (name, s) in p {
+            println!("  {:52} {:7.3}s {:5.1} %", name, s, 100.0 * s / r.seconds);
+        }
+    }
     Ok(())
 }
