@@ -192,7 +192,6 @@ impl FastBert {
         resize(&mut s.x, t * h);
         resize(&mut s.qkv, t * 3 * h);
         resize(&mut s.ctx, t * h);
-        resize(&mut s.inter, t * self.inter);
 
         profile::time(Stage::Embeddings, || self.embed(seqs, &mut s.x[..t * h]));
         for layer in &self.layers {
@@ -228,11 +227,10 @@ impl FastBert {
 
     fn layer(&self, l: &Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
         let h = self.hidden;
-        let (x, qkv, ctx, inter) = (
+        let (x, qkv, ctx) = (
             &mut s.x[..t * h],
             &mut s.qkv[..t * 3 * h],
             &mut s.ctx[..t * h],
-            &mut s.inter[..t * self.inter],
         );
         profile::time(Stage::Qkv, || {
             self.linear(x, t, &l.qkv_w, &l.qkv_b, qkv, Epilogue::Bias(None))
@@ -246,15 +244,23 @@ impl FastBert {
         profile::time(Stage::AttnOut, || {
             self.linear(ctx, t, &l.o_w, &l.o_b, x, ln1)
         });
-        let act = Epilogue::Bias(Some(self.act));
-        profile::time(Stage::FfnIn, || {
-            self.linear(x, t, &l.i_w, &l.i_b, inter, act)
-        });
         let ln2 = Epilogue::ResidualLayerNorm {
             gamma: &l.ln2_g,
             beta: &l.ln2_b,
             eps: self.eps,
         };
+        if let (Some(wi), Some(wo), true) = (&l.i_w.packed, &l.out_w.packed, t > SKINNY_ROWS) {
+            return profile::time(Stage::Ffn, || {
+                matmul::feed_forward(self.isa, x, t, wi, &l.i_b, self.act, wo, &l.out_b, ln2)
+            });
+        }
+        // unfused: the intermediate rows go through memory
+        resize(&mut s.inter, t * self.inter);
+        let inter = &mut s.inter[..t * self.inter];
+        let act = Epilogue::Bias(Some(self.act));
+        profile::time(Stage::FfnIn, || {
+            self.linear(x, t, &l.i_w, &l.i_b, inter, act)
+        });
         profile::time(Stage::FfnOut, || {
             self.linear(inter, t, &l.out_w, &l.out_b, x, ln2)
         });

@@ -124,8 +124,49 @@ pub(crate) fn linear(
         });
 }
 
+/// The feed-forward block, fused per block of rows:
+/// `x = LayerNorm(x + act(x·wiᵀ + bi)·woᵀ + bo)` (`ln` is the residual + LayerNorm epilogue).
+/// A block's intermediate rows stay in a thread-local buffer sized to stay in L2, so they are
+/// never written to memory, and the two GEMMs share one parallel step.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn feed_forward(
+    isa: Isa,
+    x: &mut [f32],
+    m: usize,
+    wi: &PackedB,
+    bi: &[f32],
+    act: Act,
+    wo: &PackedB,
+    bo: &[f32],
+    ln: Epilogue<'_>,
+) {
+    let (h, inter) = (wi.k, wi.n);
+    assert!(
+        wo.k == inter && wo.n == h && x.len() >= m * h,
+        "feed-forward shapes"
+    );
+    assert!(bi.len() == inter && bo.len() == h, "feed-forward biases");
+    let fit = (FFN_L2_BYTES / (4 * inter)) / MR * MR;
+    let mc = block_rows(m).min(fit.max(MR));
+    x[..m * h].par_chunks_mut(mc * h).for_each(|xb| {
+        let rows = xb.len() / h;
+        FFN.with(|buf| {
+            APACK.with(|ap| {
+                let (buf, ap) = (&mut *buf.borrow_mut(), &mut *ap.borrow_mut());
+                let mid = buf.resize(rows * inter);
+                block(isa, xb, rows, wi, bi, mid, Epilogue::Bias(Some(act)), ap);
+                block(isa, buf.get(), rows, wo, bo, xb, ln, ap);
+            })
+        });
+    });
+}
+
+/// Bytes of a feed-forward block's intermediate rows at most (half a Zen 3 L2).
+const FFN_L2_BYTES: usize = 256 << 10;
+
 thread_local! {
     static APACK: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
+    static FFN: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
 }
 
 /// Rows per task: at most [`MC`], a multiple of [`MR`], and small enough that both threads
@@ -592,6 +633,37 @@ mod tests {
                             "{isa:?} m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_feed_forward_matches_two_reference_steps() {
+        let eps = 1e-12;
+        for isa in Isa::available() {
+            for (m, h, inter) in [(7, 32, 64), (100, 40, 96), (131, 384, 1536)] {
+                let (x, wi, bi) = (data(m * h, 1), data(inter * h, 2), data(inter, 3));
+                let (wo, bo) = (data(h * inter, 4), data(h, 5));
+                let (g, beta) = (data(h, 6), data(h, 7));
+                let ln = Epilogue::ResidualLayerNorm {
+                    gamma: &g,
+                    beta: &beta,
+                    eps,
+                };
+                let mut mid = vec![0f32; m * inter];
+                let act = Epilogue::Bias(Some(Act::Gelu));
+                reference(&x, m, &wi, inter, h, &bi, &mut mid, act);
+                let mut want = x.clone();
+                reference(&mid, m, &wo, h, inter, &bo, &mut want, ln);
+                let mut got = x.clone();
+                let (pi, po) = (PackedB::pack(&wi, inter, h), PackedB::pack(&wo, h, inter));
+                feed_forward(isa, &mut got, m, &pi, &bi, Act::Gelu, &po, &bo, ln);
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
+                        "{isa:?} m {m} h {h} inter {inter} [{i}]: {g} vs {e}"
+                    );
                 }
             }
         }

@@ -20,9 +20,11 @@ pub(crate) enum Stage {
     AttnOut,
     FfnIn,
     FfnOut,
+    /// FfnIn and FfnOut fused per block of rows.
+    Ffn,
 }
 
-const STAGES: [(Stage, &str); 6] = [
+const STAGES: [(Stage, &str); 7] = [
     (Stage::Embeddings, "embeddings + LayerNorm"),
     (Stage::Qkv, "QKV GEMM + bias"),
     (Stage::Attention, "attention (QK^T, softmax, PV)"),
@@ -32,9 +34,13 @@ const STAGES: [(Stage, &str); 6] = [
     ),
     (Stage::FfnIn, "FFN-in GEMM + bias + GELU"),
     (Stage::FfnOut, "FFN-out GEMM + bias + residual + LayerNorm"),
+    (
+        Stage::Ffn,
+        "FFN fused: in GEMM + GELU, out GEMM + residual + LN",
+    ),
 ];
 
-static NANOS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static NANOS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
 fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
@@ -62,6 +68,7 @@ pub fn take_stage_profile() -> Option<Vec<(&'static str, f64)>> {
             .iter()
             .zip(&NANOS)
             .map(|((_, name), n)| (*name, n.swap(0, Ordering::Relaxed) as f64 * 1e-9))
+            .filter(|(_, s)| *s > 0.0)
             .collect()
     })
 }
