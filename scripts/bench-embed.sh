@@ -9,7 +9,7 @@
 #      ISA (auto | avx512 | avx2 | portable): forces both sides onto that instruction set —
 #      memdex through MEMDEX_CPU_ISA, PyTorch through ATEN_CPU_CAPABILITY,
 #      MKL_ENABLE_INSTRUCTIONS and ONEDNN_MAX_CPU_ISA. (candle's reference encoder keeps the
-#      gemm crate's own dispatch.)
+#      gemm crate's own dispatch.) CANDLE=0 skips the candle reference encoder.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -44,9 +44,13 @@ scripts/fetch-model.sh "$model" >/dev/null
 echo "== memdex (fast CPU encoder)" >&2
 RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --input "$texts" \
   --repeats "$repeats" --json > "$out/memdex.json"
-echo "== memdex (candle reference encoder)" >&2
-RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --cpu-backend candle \
-  --input "$texts" --repeats "$repeats" --json > "$out/memdex-candle.json"
+if [ "${CANDLE:-1}" != 0 ]; then
+  echo "== memdex (candle reference encoder)" >&2
+  RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --cpu-backend candle \
+    --input "$texts" --repeats "$repeats" --json > "$out/memdex-candle.json"
+else
+  rm -f "$out/memdex-candle.json"
+fi
 echo "== sentence-transformers" >&2
 scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
   --max-length 256 --repeats "$repeats" --json > "$out/st.json"
@@ -56,7 +60,9 @@ uptime > "$out/load-after.txt"
 python3 - "$out" "$isa" <<'PY'
 import json, sys, os
 d, isa = sys.argv[1], sys.argv[2]
-m, c, s = (json.load(open(os.path.join(d, f))) for f in ("memdex.json", "memdex-candle.json", "st.json"))
+m, s = (json.load(open(os.path.join(d, f))) for f in ("memdex.json", "st.json"))
+cf = os.path.join(d, "memdex-candle.json")
+c = json.load(open(cf)) if os.path.exists(cf) else None
 assert m["tokens"] == s["tokens"], f"token counts differ: memdex {m['tokens']} vs st {s['tokens']}"
 load = lambda f: open(os.path.join(d, f)).read().split("load average:")[-1].strip()
 print(f"texts {m['texts']}, tokens {m['tokens']}, threads {m['threads']}, ISA={isa}")
@@ -64,9 +70,12 @@ print(f"load average before: {load('load-before.txt')}, after: {load('load-after
 print(f"ISA used: memdex fast-cpu {m.get('isa', '?')}; sentence-transformers: torch {s.get('isa', '?')}, "
       f"MKL_ENABLE_INSTRUCTIONS {s.get('mkl_enable_instructions', '?')}, ONEDNN_MAX_CPU_ISA {s.get('onednn_max_cpu_isa', '?')}")
 for name, r in (("memdex fast-cpu", m), ("memdex candle", c), ("sentence-transformers", s)):
+    if r is None:
+        continue
     runs = ", ".join(f"{t:.2f}" for t in r.get("all_seconds", []))
     print(f"{name:24s} {r['texts_per_s']:8.1f} texts/s {r['tokens_per_s']:9.0f} tokens/s  (median {r['seconds']:.2f}s of {runs})")
 print(f"ratio memdex fast-cpu / sentence-transformers: {m['tokens_per_s'] / s['tokens_per_s']:.2f}x")
-print(f"ratio memdex candle   / sentence-transformers: {c['tokens_per_s'] / s['tokens_per_s']:.2f}x")
+if c is not None:
+    print(f"ratio memdex candle   / sentence-transformers: {c['tokens_per_s'] / s['tokens_per_s']:.2f}x")
 PY
 echo "reports in $out" >&2
