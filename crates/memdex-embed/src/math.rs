@@ -2,13 +2,12 @@
 //!
 //! Written as straight-line loops over slices without branches in the inner bodies, so LLVM
 //! turns them into SIMD code. The slice kernels at the bottom are compiled twice by
-//! [`simd_kernel!`]: for the baseline target and for AVX2 + FMA, picked by [`Isa::active`].
+//! [`simd_kernel!`]: for the baseline target and for AVX2 + FMA, picked by
+//! [`crate::isa::Isa::active`].
 //! Multiply-adds go through [`MulAdd`]: fused where the code is compiled with FMA, two
 //! roundings where it is not (`f32::mul_add` there would be a libm call per element).
 //! Accuracy is far inside what embedding parity needs (< 4e-7 absolute for `erf`, < 3e-7
 //! relative for `exp` on the softmax range).
-
-use crate::isa::Isa;
 
 /// How `a·b + c` is computed inside a kernel.
 pub trait MulAdd: Copy {
@@ -190,7 +189,8 @@ pub fn dot_with<M: MulAdd>(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Defines a slice kernel twice — for the baseline target ([`Baseline`] multiply-adds) and for
-/// `avx2,fma` ([`Fused`]) — picked by [`Isa::active`]. The body names the multiply-add `M`.
+/// `avx2,fma` ([`Fused`]) — picked by [`crate::isa::Isa::active`]. The body names the
+/// multiply-add `M`.
 macro_rules! simd_kernel {
     ($(#[$m:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
@@ -204,7 +204,7 @@ macro_rules! simd_kernel {
                 fn avx2($($arg: $ty),*) {
                     generic::<Fused>($($arg),*)
                 }
-                if Isa::active() >= Isa::Avx2 {
+                if crate::isa::Isa::active() >= crate::isa::Isa::Avx2 {
                     // SAFETY: the running CPU has AVX2 and FMA (Isa::active never exceeds
                     // what Isa::detect found).
                     #[allow(unsafe_code)]

@@ -11,7 +11,9 @@
 //! Fused epilogues ([`Epilogue`]) save a pass over memory and a thread hand-off each: bias and
 //! activation are applied on the tile just written (still in L1); a residual + LayerNorm
 //! accumulates into `out` (which holds the residual) and normalises the block's rows once
-//! they are complete. Every path is tested against a plain f64 loop ([`reference`]).
+//! they are complete; [`feed_forward`] runs both feed-forward GEMMs on one block of rows in
+//! turn, so the intermediate rows stay in L2. Every path is tested against a plain f64 loop
+//! ([`reference`]).
 
 use rayon::prelude::*;
 
