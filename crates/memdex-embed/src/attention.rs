@@ -7,7 +7,7 @@
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};
-use crate::matmul::{Aligned, Kernel, Portable, MR, NR};
+use crate::matmul::{AStride, Aligned, Kernel, Portable, MR, NR};
 
 /// Where a sequence's rows sit in the fused `[q | k | v]` projection.
 #[derive(Debug, Clone, Copy)]
@@ -93,7 +93,7 @@ fn attention_with<K: Kernel>(kern: K, a: SeqInput<'_>, ctx: &mut [f32], s: &mut 
                 kern.tile(
                     hd,
                     &k[jp * MR * hd..],
-                    MR,
+                    AStride::PACKED,
                     &q[ip * NR * hd..],
                     c,
                     cols,
@@ -117,7 +117,7 @@ fn attention_with<K: Kernel>(kern: K, a: SeqInput<'_>, ctx: &mut [f32], s: &mut 
                 kern.tile(
                     n,
                     &st[ip * MR..],
-                    cols,
+                    AStride { row: 1, step: cols },
                     &v[dp * NR * n..],
                     &mut buf,
                     NR,

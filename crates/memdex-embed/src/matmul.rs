@@ -3,10 +3,10 @@
 //! `out[m × n] = x[m × k] · wᵀ + b` where `w` (`n × k`, PyTorch's Linear layout) is packed once
 //! at load time into [`PackedB`]: panels of [`NR`] columns, each `k × NR` contiguous and
 //! 64-byte aligned, so no call ever repacks the weights. Per call, the rows of `x` are split
-//! into blocks of at most [`MC`] rows (one rayon task each); a block packs its rows into
-//! micro-panels of [`MR`] rows, `kc` columns at a time, and runs the `MR × NR` register tile
-//! over every panel (BLIS order: the `kc × NR` weight panel stays in L1 while the block's
-//! micro-panels stream from L2).
+//! into blocks of at most [`MC`] rows (one rayon task each); a block runs the `MR × NR`
+//! register tile over every panel, `kc` steps at a time, reading its `MR` activation rows in
+//! place (only a partial last group of rows is copied, zero-padded). BLIS order: the
+//! `kc × NR` weight panel stays in L1 while the block's rows stream from L2.
 //!
 //! Fused epilogues ([`Epilogue`]) save a pass over memory and a thread hand-off each: bias and
 //! activation are applied on the tile just written (still in L1); a residual + LayerNorm
@@ -205,10 +205,32 @@ fn block(
     }
 }
 
-/// A register tile: `c[i·ldc + j] (+)= Σ_p a[p·lda + i] · b[p·NR + j] (+ bias[j])` for
-/// `i < MR`, `j < NR`, over `kc` steps (`add_c`: accumulate into `c`; packed `a` has
-/// `lda = MR`). Panics on short slices (`a`: `(kc − 1)·lda + MR`, `b`: `kc·NR`, `c`:
-/// `(MR − 1)·ldc + NR`).
+/// Where element `(i, p)` (row `i < MR`, step `p < kc`) of a tile's left operand sits:
+/// `a[i·row + p·step]`. Packed micro-panels are `{ row: 1, step: MR }`, plain row-major rows
+/// of length `k` are `{ row: k, step: 1 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AStride {
+    pub row: usize,
+    pub step: usize,
+}
+
+impl AStride {
+    pub(crate) const PACKED: AStride = AStride { row: 1, step: MR };
+
+    /// Values of `a` a tile of depth `kc` reads at most.
+    #[inline(always)]
+    pub(crate) fn span(self, kc: usize) -> usize {
+        if kc == 0 {
+            0
+        } else {
+            (MR - 1) * self.row + (kc - 1) * self.step + 1
+        }
+    }
+}
+
+/// A register tile: `c[i·ldc + j] (+)= Σ_p a(i, p) · b[p·NR + j] (+ bias[j])` for `i < MR`,
+/// `j < NR`, over `kc` steps (`add_c`: accumulate into `c`; `a(i, p)` per [`AStride`]).
+/// Panics on short slices (`a`: [`AStride::span`], `b`: `kc·NR`, `c`: `(MR − 1)·ldc + NR`).
 pub(crate) trait Kernel: Copy {
     /// The multiply-add of the code this tile is compiled into.
     type Fma: MulAdd;
@@ -218,7 +240,7 @@ pub(crate) trait Kernel: Copy {
         self,
         kc: usize,
         a: &[f32],
-        lda: usize,
+        sa: AStride,
         b: &[f32],
         c: &mut [f32],
         ldc: usize,
@@ -239,7 +261,7 @@ impl Kernel for Portable {
         self,
         kc: usize,
         a: &[f32],
-        lda: usize,
+        sa: AStride,
         b: &[f32],
         c: &mut [f32],
         ldc: usize,
@@ -248,13 +270,13 @@ impl Kernel for Portable {
     ) {
         // two halves of NR / 2 columns: 12 accumulators of 4 lanes fit SSE2's 16 registers
         let mut acc = [[0f32; NR]; MR];
-        assert!(kc == 0 || a.len() >= (kc - 1) * lda + MR);
+        assert!(a.len() >= sa.span(kc));
         let b = &b[..kc * NR];
         for half in 0..2 {
             let mut h = [[0f32; NR / 2]; MR];
             for (p, bp) in b.chunks_exact(NR).enumerate() {
                 let bp = &bp[half * NR / 2..(half + 1) * NR / 2];
-                let ap = &a[p * lda..p * lda + MR];
+                let ap: [f32; MR] = std::array::from_fn(|i| a[i * sa.row + p * sa.step]);
                 for i in 0..MR {
                     for j in 0..NR / 2 {
                         h[i][j] += ap[i] * bp[j];
@@ -337,10 +359,14 @@ fn block_with<K: Kernel>(
         Epilogue::Bias(act) => (act, false),
         Epilogue::ResidualLayerNorm { .. } => (None, true),
     };
+    // full micro-panels read `a` in place (rows of k); a partial last one goes through a
+    // zero-padded packed copy
+    let full = rows / MR;
     for (p0, kc) in depth_blocks(k) {
-        let ap = apack.resize(panels * MR * kc);
-        pack_a(a, rows, k, p0, kc, ap);
-        let ap = apack.get();
+        if full < panels {
+            let ap = apack.resize(MR * kc);
+            pack_a(&a[full * MR * k..], rows - full * MR, k, p0, kc, ap);
+        }
         let (first, last) = (p0 == 0, p0 + kc == k);
         for jp in 0..n.div_ceil(NR) {
             let bp = w.panel(jp, p0, kc);
@@ -352,15 +378,20 @@ fn block_with<K: Kernel>(
             for ip in 0..panels {
                 let i0 = ip * MR;
                 let mr = MR.min(rows - i0);
-                let a_ip = &ap[ip * MR * kc..][..MR * kc];
+                let (a_ip, sa) = if ip < full {
+                    (&a[i0 * k + p0..], AStride { row: k, step: 1 })
+                } else {
+                    (apack.get(), AStride::PACKED)
+                };
                 let add_c = residual || !first;
                 if mr == MR && nc == NR {
-                    kern.tile(kc, a_ip, MR, bp, &mut c[i0 * n + j0..], n, add_c, bias);
+                    kern.tile(kc, a_ip, sa, bp, &mut c[i0 * n + j0..], n, add_c, bias);
                 } else {
                     edge_tile(
                         kern,
                         kc,
                         a_ip,
+                        sa,
                         bp,
                         &mut c[i0 * n + j0..],
                         n,
@@ -392,6 +423,7 @@ fn edge_tile<K: Kernel>(
     kern: K,
     kc: usize,
     a: &[f32],
+    sa: AStride,
     b: &[f32],
     c: &mut [f32],
     ldc: usize,
@@ -406,7 +438,7 @@ fn edge_tile<K: Kernel>(
             buf[i * NR..i * NR + nc].copy_from_slice(&c[i * ldc..i * ldc + nc]);
         }
     }
-    kern.tile(kc, a, MR, b, &mut buf, NR, add_c, bias);
+    kern.tile(kc, a, sa, b, &mut buf, NR, add_c, bias);
     for i in 0..mr {
         c[i * ldc..i * ldc + nc].copy_from_slice(&buf[i * NR..i * NR + nc]);
     }
@@ -419,7 +451,7 @@ mod x86 {
     //! one broadcast per step (15 of the 16 registers).
     use std::arch::x86_64::*;
 
-    use super::{Aligned, Epilogue, Kernel, PackedB, MR, NR};
+    use super::{AStride, Aligned, Epilogue, Kernel, PackedB, MR, NR};
 
     /// The AVX2 tile; a value exists only on CPUs with AVX2 and FMA.
     #[derive(Debug, Clone, Copy)]
@@ -442,21 +474,21 @@ mod x86 {
             self,
             kc: usize,
             a: &[f32],
-            lda: usize,
+            sa: AStride,
             b: &[f32],
             c: &mut [f32],
             ldc: usize,
             add_c: bool,
             bias: Option<&[f32; NR]>,
         ) {
-            assert!(kc == 0 || a.len() >= (kc - 1) * lda + MR);
+            assert!(a.len() >= sa.span(kc));
             assert!(b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
             // SAFETY: lengths checked above; `self` exists only if the CPU has AVX2 + FMA.
             unsafe {
                 tile_6x16(
                     kc,
                     a.as_ptr(),
-                    lda,
+                    sa,
                     b.as_ptr(),
                     c.as_mut_ptr(),
                     ldc,
@@ -487,7 +519,7 @@ mod x86 {
     }
 
     /// # Safety
-    /// `a`: `kc` groups of `MR` values at stride `lda`, `b`: `kc·NR`, `c`: rows `0..MR` of
+    /// `a`: [`AStride::span`] values, `b`: `kc·NR`, `c`: rows `0..MR` of
     /// `NR` values at stride `ldc`; the CPU has AVX2 + FMA.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
@@ -495,7 +527,7 @@ mod x86 {
     unsafe fn tile_6x16(
         kc: usize,
         a: *const f32,
-        lda: usize,
+        sa: AStride,
         b: *const f32,
         c: *mut f32,
         ldc: usize,
@@ -503,11 +535,12 @@ mod x86 {
         bias: Option<&[f32; NR]>,
     ) {
         let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        let rows: [*const f32; MR] = std::array::from_fn(|i| a.add(i * sa.row));
         for p in 0..kc {
             let b0 = _mm256_loadu_ps(b.add(p * NR));
             let b1 = _mm256_loadu_ps(b.add(p * NR + 8));
             for (i, row) in acc.iter_mut().enumerate() {
-                let av = _mm256_broadcast_ss(&*a.add(p * lda + i));
+                let av = _mm256_broadcast_ss(&*rows[i].add(p * sa.step));
                 row[0] = _mm256_fmadd_ps(av, b0, row[0]);
                 row[1] = _mm256_fmadd_ps(av, b1, row[1]);
             }
