@@ -1,12 +1,20 @@
-//! The kernels' checks: every kernel against its CPU reference on one device. Selection is
-//! compared exactly on inputs whose scores are exact (small integers, with ties), score
-//! arithmetic within tolerance on random vectors, LSH by agreement and recall.
+//! The kernels' checks: every kernel against an independent brute force written here (f64
+//! cosines of every candidate, fully sorted; FragRel through memdex-index's O(N²) definition;
+//! LSH through memdex-index's hashing), and on a device other than the CPU also against the
+//! CPU kernels ([`crate::cpu`]), exactly where scores are exact. Selection is compared on
+//! inputs whose scores are exact (small integers, with ties), score arithmetic within
+//! tolerance on random vectors, LSH by agreement and recall.
+//!
+//! On the CPU run the CPU kernels *are* the device under test, so the comparison with them
+//! would compare a function with itself: it is skipped ([`against_cpu_kernels`]) and the
+//! brute force is what checks them.
 //!
 //! Each check panics on failure. `tests/kernels.rs` runs them per device through
 //! [`crate::test_device!`]; the `memdex-kernels-check` binary (feature `cuda`) runs them on a
 //! GPU box without Rust and reports each. They live in the library for that reason.
 #![allow(clippy::unwrap_used)]
 
+use memdex_index::fragrel::{relation_scores_reference, FragRel};
 use memdex_index::lsh::{Lsh, LshParams};
 
 use crate::cpu::{better, Cpu};
@@ -100,6 +108,116 @@ fn ranges_for(rows: u32) -> Vec<[u32; 2]> {
     ]
 }
 
+/// Whether `k` is not the CPU kernels themselves, so comparing it with them means something.
+pub fn against_cpu_kernels(k: &dyn Kernels) -> bool {
+    k.device() != Cpu.device()
+}
+
+/// Brute-force selection, independent of the kernels' code: sorts every candidate by score
+/// descending (NaN last), then row ascending; keeps `k`, pads with empty slots.
+fn brute_select(mut cands: Vec<(f64, u32)>, k: usize) -> Vec<(f32, u32)> {
+    cands.sort_by(|a, b| {
+        let key = |s: f64| if s.is_nan() { f64::NEG_INFINITY } else { s };
+        key(b.0).total_cmp(&key(a.0)).then(a.1.cmp(&b.1))
+    });
+    let mut out: Vec<(f32, u32)> = cands
+        .into_iter()
+        .take(k)
+        .map(|(s, r)| (s as f32, r))
+        .collect();
+    out.resize(k, (f32::NEG_INFINITY, NO_ROW));
+    out
+}
+
+/// The cosine in f64 (the kernels accumulate in f32).
+fn brute_cosine(q: &[f32], row: &[f16]) -> f64 {
+    let (mut dot, mut qq, mut rr) = (0f64, 0f64, 0f64);
+    for (&a, &b) in q.iter().zip(row) {
+        let (a, b) = (f64::from(a), f64::from(b.to_f32()));
+        dot += a * b;
+        qq += a * a;
+        rr += b * b;
+    }
+    dot / (qq.sqrt() * rr.sqrt()).max(1e-30)
+}
+
+fn brute_result(per_query: Vec<Vec<(f32, u32)>>, k: usize) -> TopKResult {
+    let (scores, rows) = per_query.into_iter().flatten().unzip();
+    TopKResult { k, scores, rows }
+}
+
+/// `segmented_topk` by brute force.
+pub fn brute_topk(
+    m: &Matrix<'_>,
+    queries: &[f32],
+    ranges: &[[u32; 2]],
+    mask: Option<&BucketMask<'_>>,
+    k: usize,
+) -> TopKResult {
+    let per_query = ranges
+        .iter()
+        .enumerate()
+        .map(|(qi, &[a, b])| {
+            let q = &queries[qi * m.dim..][..m.dim];
+            let cands = (a..b)
+                .filter(|&r| mask.is_none_or(|mk| mk.selects(qi, r as usize)))
+                .map(|r| (brute_cosine(q, m.row(r as usize)), r))
+                .collect();
+            brute_select(cands, k)
+        })
+        .collect();
+    brute_result(per_query, k)
+}
+
+/// `fragrel_topk` by brute force: f64 cosines, and FragRel's O(N²) definition
+/// ([`relation_scores_reference`]) over each run of one group inside the range (items of other
+/// groups weigh nothing, so this is the definition over the whole range).
+#[allow(clippy::too_many_arguments)]
+pub fn brute_fragrel_topk(
+    m: &Matrix<'_>,
+    t: &Timeline<'_>,
+    queries: &[f32],
+    ranges: &[[u32; 2]],
+    mask: Option<&BucketMask<'_>>,
+    k: usize,
+    p: FragRelParams,
+) -> TopKResult {
+    let p = FragRel {
+        alpha: f64::from(p.alpha),
+        w: f64::from(p.w),
+    };
+    let per_query = ranges
+        .iter()
+        .enumerate()
+        .map(|(qi, &[a, b])| {
+            let q = &queries[qi * m.dim..][..m.dim];
+            let (a, b) = (a as usize, b as usize);
+            let mut fused = Vec::with_capacity(b - a);
+            let mut start = a;
+            while start < b {
+                let mut end = start + 1;
+                while end < b && t.groups[end] == t.groups[start] {
+                    end += 1;
+                }
+                let s: Vec<f64> = (start..end).map(|r| brute_cosine(q, m.row(r))).collect();
+                let pos: Vec<u64> = t.positions[start..end]
+                    .iter()
+                    .map(|&x| u64::from(x))
+                    .collect();
+                let grp = vec![0u64; end - start];
+                fused.extend(relation_scores_reference(&s, &pos, &grp, p));
+                start = end;
+            }
+            let cands = (a..b)
+                .filter(|&r| mask.is_none_or(|mk| mk.selects(qi, r)))
+                .map(|r| (fused[r - a], r as u32))
+                .collect();
+            brute_select(cands, k)
+        })
+        .collect();
+    brute_result(per_query, k)
+}
+
 /// Properties any correct answer has, checked against brute force on the CPU reference.
 fn check_properties(r: &TopKResult, ranges: &[[u32; 2]], allowed: impl Fn(usize, u32) -> bool) {
     for (q, &[a, b]) in ranges.iter().enumerate() {
@@ -158,10 +276,20 @@ pub fn selection_is_exact_with_ties(k: &dyn Kernels) {
     let queries = integer_queries(ranges.len(), dim, 2);
     for topk in [1, 10, 64, 128] {
         let got = k.segmented_topk(&m, &queries, &ranges, None, topk).unwrap();
-        let want = Cpu
-            .segmented_topk(&m, &queries, &ranges, None, topk)
-            .unwrap();
-        assert_eq!(got, want, "{} k={topk}", k.device());
+        // equal cosines of different integer rows may round apart in f32: near-ties may swap
+        let brute = brute_topk(&m, &queries, &ranges, None, topk);
+        assert_close(
+            &got,
+            &brute,
+            1e-6,
+            &format!("{} k={topk} vs brute force", k.device()),
+        );
+        if against_cpu_kernels(k) {
+            let want = Cpu
+                .segmented_topk(&m, &queries, &ranges, None, topk)
+                .unwrap();
+            assert_eq!(got, want, "{} k={topk}", k.device());
+        }
         check_properties(&got, &ranges, |_, _| true);
     }
     // ties really occur: some query has two equal scores in its top 10
@@ -211,10 +339,15 @@ pub fn masked_selection_is_exact(k: &dyn Kernels) {
         let got = k
             .segmented_topk(&m, &queries, &ranges, Some(&mask), 10)
             .unwrap();
-        let want = Cpu
-            .segmented_topk(&m, &queries, &ranges, Some(&mask), 10)
-            .unwrap();
-        assert_eq!(got, want, "{} L={tables} b={buckets}", k.device());
+        let brute = brute_topk(&m, &queries, &ranges, Some(&mask), 10);
+        let what = format!("{} L={tables} b={buckets}", k.device());
+        assert_close(&got, &brute, 1e-6, &format!("{what} vs brute force"));
+        if against_cpu_kernels(k) {
+            let want = Cpu
+                .segmented_topk(&m, &queries, &ranges, Some(&mask), 10)
+                .unwrap();
+            assert_eq!(got, want, "{what}");
+        }
         check_properties(&got, &ranges, |q, r| mask.selects(q, r as usize));
     }
 }
@@ -228,8 +361,9 @@ pub fn scores_within_tolerance(k: &dyn Kernels) {
         let ranges = ranges_for(rows as u32);
         let queries = random_unit(ranges.len(), dim, 7);
         let got = k.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
-        let want = Cpu.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
+        let want = brute_topk(&m, &queries, &ranges, None, 20);
         assert_close(&got, &want, 1e-5, &format!("segmented_topk dim {dim}"));
+        check_properties(&got, &ranges, |_, _| true);
     }
 }
 
@@ -274,10 +408,9 @@ fn fragrel_matches_reference_at(k: &dyn Kernels, dim: usize) {
         let got = k
             .fragrel_topk(&m, &t, &queries, &ranges, None, 10, p)
             .unwrap();
-        let want = Cpu
-            .fragrel_topk(&m, &t, &queries, &ranges, None, 10, p)
-            .unwrap();
+        let want = brute_fragrel_topk(&m, &t, &queries, &ranges, None, 10, p);
         assert_close(&got, &want, 1e-4, &format!("fragrel dim {dim} {p:?}"));
+        check_properties(&got, &ranges, |_, _| true);
     }
     // with a mask: the environment still sees every row, only the selection is limited
     let (row_buckets, query_masks) = random_mask(rows, ranges.len(), 2, 16, 11);
@@ -291,9 +424,7 @@ fn fragrel_matches_reference_at(k: &dyn Kernels, dim: usize) {
     let got = k
         .fragrel_topk(&m, &t, &queries, &ranges, Some(&mask), 10, p)
         .unwrap();
-    let want = Cpu
-        .fragrel_topk(&m, &t, &queries, &ranges, Some(&mask), 10, p)
-        .unwrap();
+    let want = brute_fragrel_topk(&m, &t, &queries, &ranges, Some(&mask), 10, p);
     assert_close(&got, &want, 1e-4, "fragrel masked");
     check_properties(&got, &ranges, |q, r| mask.selects(q, r as usize));
 }
@@ -317,6 +448,8 @@ pub fn fragrel_without_environment_is_the_plain_top_k(k: &dyn Kernels) {
         .unwrap();
     let plain = k.segmented_topk(&m, &queries, &ranges, None, 10).unwrap();
     assert_eq!(fused, plain, "{}", k.device());
+    let brute = brute_fragrel_topk(&m, &t, &queries, &ranges, None, 10, p);
+    assert_close(&fused, &brute, 1e-6, "fragrel α = 0 vs brute force");
 }
 
 /// A check (see the module docs).
@@ -374,7 +507,7 @@ pub fn lsh_buckets_agree_and_keep_recall(k: &dyn Kernels) {
         let data = to_f16(&x);
         let m = Matrix { dim, data: &data };
         let ranges = vec![[0, rows as u32]; nq];
-        let exact = Cpu.segmented_topk(&m, &queries, &ranges, None, 10).unwrap();
+        let exact = brute_topk(&m, &queries, &ranges, None, 10);
         let recall = |ids: &[u32]| {
             let ids16: Vec<u16> = ids.iter().map(|&b| b as u16).collect();
             let mask = BucketMask {
@@ -397,9 +530,10 @@ pub fn lsh_buckets_agree_and_keep_recall(k: &dyn Kernels) {
                 .sum();
             found as f64 / (nq * 10) as f64
         };
-        let reference = Cpu
-            .lsh_project(&x, dim, lsh.projection(), tables, buckets)
-            .unwrap();
+        // the recall with memdex-index's bucket ids, not the CPU kernel's
+        let reference: Vec<u32> = (0..rows * tables)
+            .map(|i| lsh.bucket(&x[i / tables * dim..][..dim], i % tables))
+            .collect();
         let (mine, theirs) = (recall(&got), recall(&reference));
         assert!(
             (mine - theirs).abs() <= 0.02,

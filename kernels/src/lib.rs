@@ -84,7 +84,8 @@ pub trait Kernels {
     ) -> Result<TopKResult, KernelError>;
 }
 
-/// Runs one test body on every device: always on the CPU reference, and on `cuda:0` when the
+/// Runs one test body on every device: always on the CPU reference (test `cpu_vs_brute_force`:
+/// the checks compare it with their brute force, not with itself), and on `cuda:0` when the
 /// crate is built with `cuda` and a device answers. Without a device the CUDA test prints why
 /// and passes, unless `MEMDEX_REQUIRE_CUDA=1` (set by `scripts/gpu-check.sh`), where it fails.
 ///
@@ -99,8 +100,10 @@ macro_rules! test_device {
             #[allow(unused_imports)]
             use super::*;
 
+            /// The CPU kernels against the brute force (the comparisons with the CPU kernels
+            /// themselves are skipped: see `checks::against_cpu_kernels`).
             #[test]
-            fn cpu() {
+            fn cpu_vs_brute_force() {
                 $body(&$crate::cpu::Cpu);
             }
 

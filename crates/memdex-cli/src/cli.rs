@@ -2,13 +2,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memdex_core::{DeviceChoice, Granularity, KeyRoles, OnError};
-use memdex_engine::{Bm25Flavour, FragRelScope, FusionChoice, Retriever, TimeChoice};
-
-/// Parses a lower-case stage name into the engine's enum (the names its serde form uses, which
-/// the server's `stages` object takes too).
-fn choice<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
-}
+use memdex_embed::{CpuBackend, Precision, SmallBatchWeights};
+use memdex_rank::{Preset, Stages};
 
 /// memdex: long-term memory for chat assistants. Local models, local store, no external API.
 #[derive(Debug, Parser)]
@@ -74,11 +69,11 @@ pub struct ModelArgs {
     pub passage_prefix: Option<String>,
     /// CPU encoder: fast (memdex's fused kernels) or candle (the reference implementation).
     #[arg(long, env = "MEMDEX_CPU_BACKEND", value_enum, default_value = "fast")]
-    pub cpu_backend: CpuBackendArg,
+    pub cpu_backend: CpuBackend,
     /// Weights and activations: f32, f16 or bf16 (default: f32 on CPU, f16 on CUDA; the fast
     /// CPU encoder is f32 only, other precisions run candle's encoder).
     #[arg(long, env = "MEMDEX_PRECISION", value_enum)]
-    pub precision: Option<PrecisionArg>,
+    pub precision: Option<Precision>,
     /// Fast CPU encoder: weights read for batches of ≤ 32 tokens (search queries). f16 halves
     /// the memory traffic (the encoder then fits the L3 cache) with f32 sums; f32 is exact.
     #[arg(
@@ -87,26 +82,7 @@ pub struct ModelArgs {
         value_enum,
         default_value = "f16"
     )]
-    pub small_batch_weights: SmallBatchArg,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SmallBatchArg {
-    F32,
-    F16,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PrecisionArg {
-    F32,
-    F16,
-    Bf16,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CpuBackendArg {
-    Fast,
-    Candle,
+    pub small_batch_weights: SmallBatchWeights,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -199,62 +175,11 @@ pub struct SearchArgs {
     /// prompt's "Current Date" (default: the newest item's date for recency, now for the prompt).
     #[arg(long, env = "MEMDEX_QUERY_DATE")]
     pub date: Option<String>,
+    /// Ranking stages over the search default (the pipeline measured best on LoCoMo dev).
     #[command(flatten)]
-    pub rank: RankArgs,
+    pub rank: Stages,
     #[command(flatten)]
     pub model: ModelArgs,
-}
-
-/// Ranking pipeline stages. Unset flags take the command's defaults: `search` runs the best
-/// measured pipeline (hybrid, memdex BM25, FragRel α 0.5 / w 0.8 / session); `eval` runs the
-/// dense baseline unless told otherwise.
-#[derive(Debug, Args, Clone)]
-pub struct RankArgs {
-    /// First-stage ranking: dense, bm25 or hybrid.
-    #[arg(long, env = "MEMDEX_RETRIEVER", value_parser = choice::<Retriever>)]
-    pub retriever: Option<Retriever>,
-    /// BM25 flavour: official (LongMemEval's whitespace rank_bm25) or memdex (Unicode words,
-    /// stop words, Snowball stems, Lucene idf).
-    #[arg(long, env = "MEMDEX_BM25", value_parser = choice::<Bm25Flavour>)]
-    pub bm25: Option<Bm25Flavour>,
-    /// Hybrid fusion: minmax (weighted sum of min-max normalised scores) or rrf
-    /// (reciprocal-rank fusion, k = 60).
-    #[arg(long, env = "MEMDEX_FUSION", value_parser = choice::<FusionChoice>)]
-    pub fusion: Option<FusionChoice>,
-    /// Hybrid weight of the dense side; the keyword side gets 1 − w.
-    #[arg(long, env = "MEMDEX_DENSE_WEIGHT")]
-    pub dense_weight: Option<f64>,
-    /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
-    #[arg(long, env = "MEMDEX_FRAGREL_ALPHA")]
-    pub fragrel_alpha: Option<f64>,
-    /// FragRel decay per position step.
-    #[arg(long, env = "MEMDEX_FRAGREL_W")]
-    pub fragrel_w: Option<f64>,
-    /// FragRel semantic-relation weight (0 = off): adds α·Σ w_ij s_j / Σ w_ij over each item's
-    /// stored semantic neighbours (w = max(0, cos); needs `index --neighbors M`).
-    #[arg(long, env = "MEMDEX_FRAGREL_SEMANTIC")]
-    pub fragrel_semantic: Option<f64>,
-    /// Which items share an environment: session or history.
-    #[arg(long, env = "MEMDEX_FRAGREL_SCOPE", value_parser = choice::<FragRelScope>)]
-    pub fragrel_scope: Option<FragRelScope>,
-    /// Recency: the oldest item's score is multiplied by 1 − this (Gaussian over the tenant's
-    /// history up to the question date); 0 = off.
-    #[arg(long, env = "MEMDEX_RECENCY")]
-    pub recency: Option<f64>,
-    /// Importance: scores × (1 + this · log10(importance)), importance 1..10 from a local
-    /// heuristic (numbers, dates, names, life events, emotions); 0 = off.
-    #[arg(long, env = "MEMDEX_IMPORTANCE")]
-    pub importance: Option<f64>,
-    /// Time stage: off, front (items whose session or event dates fall in the query's time
-    /// range, ±2 days, move ahead) or boost (their scores × (1 + --time-boost)).
-    #[arg(long, env = "MEMDEX_TIME", value_parser = choice::<TimeChoice>)]
-    pub time: Option<TimeChoice>,
-    /// Score factor of in-range items with `--time boost`.
-    #[arg(long, env = "MEMDEX_TIME_BOOST")]
-    pub time_boost: Option<f64>,
-    /// "When…" questions without a range: scores of items that state a date × (1 + this).
-    #[arg(long, env = "MEMDEX_WHEN_BOOST")]
-    pub when_boost: Option<f64>,
 }
 
 /// Index-time extraction (fixed per store).
@@ -355,43 +280,55 @@ pub struct EvalArgs {
     /// reproduces the reference baselines).
     #[arg(long, env = "MEMDEX_FACTS", default_value_t = false, action = clap::ArgAction::Set)]
     pub facts: bool,
+    /// The pipeline the stage flags start from: dense (cosine only, the papers' baseline) or
+    /// default (what `memdex search` ranks by default; index with `--facts true` to match a
+    /// store built by `memdex index`).
+    #[arg(long, env = "MEMDEX_PRESET", value_enum, default_value = "dense")]
+    pub preset: Preset,
     #[command(flatten)]
-    pub rank: RankArgs,
+    pub rank: Stages,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SynthScale {
-    /// 500 questions × ~50 sessions (~115k tokens each), like LongMemEval_S.
-    S,
-    /// 500 questions × 500 sessions from a shared pool (~1.5M tokens each), like LongMemEval_M.
-    M,
+pub enum SynthProfile {
+    /// The real longmemeval_s.json's shape: 500 questions, 38–62 sessions each, 25,112 slots,
+    /// ~19.8 k distinct sessions, ~115 k tokens a haystack.
+    LongmemevalS,
+    /// The real longmemeval_m.json's shape: 500 questions, ~502 sessions each, 250,948 slots,
+    /// ~52.5 k distinct sessions from one shared pool, ~1.5 M tokens a haystack (~3 GB).
+    LongmemevalM,
 }
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
     /// Output file (LongMemEval JSON).
-    #[arg(long, env = "MEMDEX_OUTPUT")]
-    pub output: PathBuf,
-    /// Size preset.
-    #[arg(long, env = "MEMDEX_SYNTH_SCALE", value_enum, default_value = "s")]
-    pub scale: SynthScale,
-    /// Override the number of questions.
+    #[arg(long, env = "MEMDEX_OUTPUT", required_unless_present = "count_only")]
+    pub output: Option<PathBuf>,
+    /// The real file whose shape, lengths and sharing are reproduced.
+    #[arg(
+        long,
+        env = "MEMDEX_SYNTH_PROFILE",
+        value_enum,
+        default_value = "longmemeval-s"
+    )]
+    pub profile: SynthProfile,
+    /// Override the number of questions (slots then follow the haystack sizes).
     #[arg(long, env = "MEMDEX_SYNTH_QUESTIONS")]
     pub questions: Option<usize>,
-    /// Override sessions per question.
+    /// Override sessions per haystack (all haystacks this size).
     #[arg(long, env = "MEMDEX_SYNTH_SESSIONS")]
     pub sessions: Option<usize>,
     /// Override the shared filler-session pool size.
     #[arg(long, env = "MEMDEX_SYNTH_POOL")]
     pub pool: Option<usize>,
-    /// Override rounds per filler session.
-    #[arg(long, env = "MEMDEX_SYNTH_ROUNDS")]
-    pub rounds: Option<usize>,
     /// Random seed (same seed, same file).
     #[arg(long, env = "MEMDEX_SYNTH_SEED", default_value_t = 42)]
     pub seed: u64,
+    /// Print the counts (questions, slots, distinct sessions) without writing the file.
+    #[arg(long, env = "MEMDEX_SYNTH_COUNT_ONLY")]
+    pub count_only: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -422,8 +359,9 @@ pub struct BenchSearchArgs {
     pub json: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Ranking stages over the search default.
     #[command(flatten)]
-    pub rank: RankArgs,
+    pub rank: Stages,
 }
 
 #[derive(Debug, Args)]

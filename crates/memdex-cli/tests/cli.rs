@@ -3,41 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use memdex_testkit::{fails, ok, tiny_model};
 use serde_json::Value;
 
-fn tiny_model() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
-}
-
 fn memdex(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args(args)
-        .env("MEMDEX_MODEL", tiny_model())
-        .env_remove("MEMDEX_STORE")
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn fails(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got success: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stderr.clone()).unwrap()
+    memdex_testkit::memdex(env!("CARGO_BIN_EXE_memdex"), args)
 }
 
 fn session(tenant: &str, id: &str, day: u32, texts: &[&str]) -> String {
@@ -509,20 +481,86 @@ fn time_stage_prefers_items_in_the_query_range() {
     assert!(err.contains("--time boost"), "{err}");
 }
 
+/// The ranking as (item id, score) pairs, checked to be alice's items in score order.
+fn ranking(h: &[Value]) -> Vec<(u64, f64)> {
+    let r: Vec<(u64, f64)> = h
+        .iter()
+        .map(|h| {
+            assert_eq!(h["tenant"], "alice", "{h}");
+            (h["item_id"].as_u64().unwrap(), h["score"].as_f64().unwrap())
+        })
+        .collect();
+    assert!(
+        r.iter().all(|x| x.1.is_finite()) && r.windows(2).all(|w| w[0].1 >= w[1].1),
+        "{r:?}"
+    );
+    r
+}
+
 #[test]
 fn long_and_non_english_queries_rank_normally() {
     let tmp = tempfile::tempdir().unwrap();
     let store = indexed_history(tmp.path());
-    // 60 KB: truncated to the model's window for the vector, analysed whole for BM25
-    let long = "where did my sister move in March ".repeat(1800);
-    let h = hits(&search(&store, "alice", &long, &["--json", "-k", "1"]));
-    assert_eq!(h.len(), 1);
+    // 60 KB: analysed whole for BM25 (each of the 1,800 copies adds its terms' score; only
+    // the sister item has them)…
+    let q = "where did my sister move in March ";
+    let long = q.repeat(1800);
+    let bm25 = |text: &str| {
+        let h = hits(&search(
+            &store,
+            "alice",
+            text,
+            &["--json", "-k", "1", "--retriever", "bm25"],
+        ));
+        assert!(
+            h[0]["value"].as_str().unwrap().contains("my sister moved"),
+            "{h:?}"
+        );
+        ranking(&h)[0].1
+    };
+    let (one, all) = (bm25(q), bm25(&long));
+    assert!(
+        one > 0.0 && (all / one - 1800.0).abs() < 0.5,
+        "{one} × 1800 vs {all}"
+    );
+    // …and truncated to the model's window for the vector: as dense as a 300-copy query
+    let dense = |text: &str| {
+        ranking(&hits(&search(
+            &store,
+            "alice",
+            text,
+            &["--json", "-k", "3", "--retriever", "dense"],
+        )))
+    };
+    let (a, b) = (dense(&long), dense(&q.repeat(300)));
+    assert_eq!((a.len(), b.len()), (3, 3));
+    assert!(
+        a.iter()
+            .zip(&b)
+            .all(|(x, y)| x.0 == y.0 && (x.1 - y.1).abs() < 1e-6),
+        "{a:?} vs {b:?}"
+    );
+    // words no stored key has: BM25 scores every item 0 (no NaN), so the hybrid ranks as its
+    // dense half alone (every item of the tenant, in score order)
     for q in [
         "私の妹はどこに引っ越しましたか",
         "¿Dónde vive mi hermana? 😀",
     ] {
-        let h = hits(&search(&store, "alice", q, &["--json", "-k", "2"]));
-        assert_eq!(h.len(), 2, "{q}");
+        let run = |extra: &[&str]| {
+            let mut args = vec!["--json", "-k", "3"];
+            args.extend_from_slice(extra);
+            ranking(&hits(&search(&store, "alice", q, &args)))
+        };
+        let bm25 = run(&["--retriever", "bm25"]);
+        assert!(
+            bm25.len() == 3 && bm25.iter().all(|x| x.1 == 0.0),
+            "{q}: {bm25:?}"
+        );
+        let hybrid = run(&[]);
+        let dense_half = run(&["--dense-weight", "1"]);
+        assert_eq!(hybrid.len(), 3, "{q}");
+        let ids = |r: &[(u64, f64)]| r.iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(ids(&hybrid), ids(&dense_half), "{q}");
     }
 }
 
@@ -532,13 +570,40 @@ fn semantic_neighbours_are_stored_and_used_when_asked() {
     let input = write(tmp.path(), "h.jsonl", &history());
     let with = tmp.path().join("with");
     ok(&index_json(&input, &with, &["--neighbors", "2"]));
+    // stored: every item of a tenant with other items has neighbours, each another item of
+    // that tenant with a weight in [0, 1]
+    let store = memdex_store::Store::open(&with).unwrap();
+    let mut linked = 0;
+    for seg in store.segments() {
+        for row in 0..seg.rows() {
+            let n: Vec<(u64, f32)> = seg.neighbors(row).collect();
+            assert!(n.len() <= 2, "{n:?}");
+            assert!(n.iter().all(|&(_, w)| (0.0..=1.0).contains(&w)), "{n:?}");
+            linked += usize::from(!n.is_empty());
+        }
+    }
+    assert_eq!(
+        linked, 3,
+        "alice's three items have neighbours, bob's one has none"
+    );
+    // used: the scores move (each item takes β × its neighbours' weighted mean)
+    let q = ["--json", "-k", "3"];
+    let plain = ranking(&hits(&search(&with, "alice", "sister", &q)));
     let h = hits(&search(
         &with,
         "alice",
         "sister",
-        &["--json", "--fragrel-semantic", "0.5"],
+        &["--json", "-k", "3", "--fragrel-semantic", "0.5"],
     ));
+    let semantic = ranking(&h);
     assert_eq!(h.len(), 3);
+    let score = |r: &[(u64, f64)], id: u64| r.iter().find(|x| x.0 == id).map(|x| x.1);
+    assert!(
+        plain
+            .iter()
+            .any(|&(id, s)| score(&semantic, id).is_some_and(|t| (t - s).abs() > 1e-6)),
+        "{plain:?} vs {semantic:?}"
+    );
     // a second append links new items to stored ones (positions continue)
     let more = write(
         tmp.path(),
@@ -555,6 +620,11 @@ fn semantic_neighbours_are_stored_and_used_when_asked() {
     assert_eq!(h.len(), 4);
     let without = tmp.path().join("without");
     ok(&index_json(&input, &without, &[]));
+    let store = memdex_store::Store::open(&without).unwrap();
+    assert!(store
+        .segments()
+        .iter()
+        .all(|seg| (0..seg.rows()).all(|r| seg.neighbors(r).next().is_none())));
     let err = fails(&search(
         &without,
         "alice",

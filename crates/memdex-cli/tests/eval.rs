@@ -11,19 +11,8 @@ fn root() -> PathBuf {
 }
 
 fn memdex(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args(args)
-        .env(
-            "MEMDEX_MODEL",
-            root().join("crates/memdex-embed/tests/fixtures/tiny-bert"),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memdex {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = memdex_testkit::memdex(env!("CARGO_BIN_EXE_memdex"), args);
+    memdex_testkit::ok(&out);
     out
 }
 
@@ -97,8 +86,6 @@ fn metrics_agree_with_independent_python_implementation() {
         "9",
         "--pool",
         "25",
-        "--rounds",
-        "2",
         "--seed",
         "3",
     ]);
@@ -155,6 +142,40 @@ fn locomo_fixture_counts_and_skips() {
     );
 }
 
+/// The report records the whole ranking configuration: two runs that differ in one stage
+/// (here the time stage, which the old hand-built config left out) record different configs.
+#[test]
+fn reports_record_every_stage() {
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "eval",
+            "--input",
+            locomo.to_str().unwrap(),
+            "--format",
+            "locomo",
+            "--json",
+            "--preset",
+            "default",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_slice(&memdex(&args).stdout).unwrap()
+    };
+    let front = run(&[]);
+    let off = run(&["--time", "off"]);
+    let rank = &front["config"]["rank"];
+    assert_eq!(rank["retriever"], "hybrid", "{rank}");
+    assert_eq!(rank["time"]["mode"]["kind"], "front");
+    assert_eq!(rank["fragrel"]["alpha"], 0.5);
+    assert!(off["config"]["rank"]["time"].is_null());
+    assert_ne!(front["config"], off["config"]);
+    assert_eq!(
+        front["config"]["run"]["index"]["sessions_indexed"], 5,
+        "{}",
+        front["config"]
+    );
+}
+
 #[test]
 fn synth_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();
@@ -171,8 +192,6 @@ fn synth_is_deterministic() {
             "6",
             "--pool",
             "10",
-            "--rounds",
-            "2",
         ]);
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());

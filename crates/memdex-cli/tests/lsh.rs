@@ -2,30 +2,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use memdex_testkit::ok;
 
 use serde_json::Value;
 
 fn memdex(args: &[&str]) -> Output {
-    let model: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert");
-    Command::new(env!("CARGO_BIN_EXE_memdex"))
-        .args(args)
-        .env("MEMDEX_MODEL", model)
-        .env_remove("MEMDEX_STORE")
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+    memdex_testkit::memdex(env!("CARGO_BIN_EXE_memdex"), args)
 }
 
 #[test]
@@ -57,7 +41,7 @@ fn stored_bucket_ids_feed_the_bucketed_search() {
         "--json",
     ]));
     let manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(store).join("manifest.json")).unwrap(),
+        &std::fs::read_to_string(std::path::Path::new(store).join("manifest.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(

@@ -4,9 +4,6 @@ use std::str::FromStr;
 
 use crate::CoreError;
 
-/// Store-wide identifier of a memory item, assigned densely at append time.
-pub type ItemId = u64;
-
 /// Who spoke a turn (or, for items spanning several turns, whose words form the key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

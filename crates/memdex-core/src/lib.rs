@@ -1,12 +1,17 @@
 //! memdex core: the types every other crate speaks — memory items, ids, granularity, model
-//! identity, options structs and errors. No I/O, no candle, no async runtime.
+//! identity, options structs, the tenant-name rule and errors. No I/O, no candle, no async runtime.
 
 mod error;
 mod item;
 mod model;
 mod options;
+pub mod rng;
+mod tenant;
 
 pub use error::CoreError;
-pub use item::{content_hash, ItemId, MemoryItem, Role, Session, Turn};
+pub use item::{content_hash, MemoryItem, Role, Session, Turn};
 pub use model::{ModelInfo, Pooling, TextKind};
-pub use options::{DeviceChoice, Granularity, KeyRoles, OnError, SearchOptions};
+pub use options::{DeviceChoice, Granularity, KeyRoles, OnError};
+pub use tenant::{
+    check_tenant_name, clip, tenant_name_from, TenantProblem, MAX_TENANT_BYTES, TENANT_RULE,
+};

@@ -106,18 +106,6 @@ impl fmt::Display for DeviceChoice {
     }
 }
 
-/// What a search returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchOptions {
-    pub k: usize,
-}
-
-impl Default for SearchOptions {
-    fn default() -> Self {
-        Self { k: 10 }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ use crate::{device_name, plan_batches, EmbedError};
 
 /// Floating-point precision of the weights and activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Precision {
     F32,
     F16,
@@ -29,6 +30,7 @@ impl Precision {
 
 /// Which implementation runs the encoder on the CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum CpuBackend {
     /// memdex's packed, fused encoder (`fast_bert`); f32 only.
     #[default]
@@ -42,6 +44,7 @@ pub enum CpuBackend {
 /// matrices, or half-precision copies of them (half the memory traffic, so the encoder stays
 /// in the L3 cache; activations and sums stay f32; query cosine vs f32 > 0.9999).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SmallBatchWeights {
     F32,
     #[default]

@@ -7,6 +7,9 @@
 //!   sorted by length and cut into batches by a token budget ([`plan_batches`]), padded only
 //!   to the longest in each batch; vectors come back in input order.
 //!
+//! * [`Encoder`] is the seam the rest of memdex uses (TEI's `Backend`); [`CandleScorer`] scores
+//!   searches on the encoder's device.
+//!
 //! The embedder is synchronous and owns its device: callers that serve many clients run it on
 //! one dedicated thread and feed it batches.
 
@@ -14,6 +17,7 @@ mod attention;
 mod batch;
 mod device;
 mod embedder;
+mod encoder;
 mod error;
 mod fast_bert;
 mod files;
@@ -23,12 +27,15 @@ mod math;
 mod matmul;
 mod mmap;
 mod profile;
+mod scorer;
 mod skinny;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
 pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights};
+pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
 pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
 pub use profile::{take_stage_profile, PROFILE_ENV};
+pub use scorer::CandleScorer;

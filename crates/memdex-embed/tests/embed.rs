@@ -34,6 +34,7 @@ fn read_golden(path: &Path) -> Vec<Golden> {
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "vectors of one dimension");
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -65,6 +66,7 @@ fn tiny_model_matches_independent_reference() {
     let e = tiny();
     let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
     let ids = e.tokenize(&texts, TextKind::Passage).unwrap();
+    assert_eq!(ids.len(), golden.len());
     for (g, got) in golden.iter().zip(&ids) {
         assert_eq!(&g.ids, got, "token ids of {:?}", g.text);
     }
@@ -315,6 +317,7 @@ fn fast_cpu_matches_candle_reference() {
         let b = slow.embed(&texts, TextKind::Passage).unwrap();
         assert_eq!(a.tokens, b.tokens);
         for (i, text) in texts.iter().enumerate() {
+            assert_eq!(a.row(i).len(), b.row(i).len());
             let c = cosine(a.row(i), b.row(i));
             assert!(c > 0.99999, "{}: {text:?}: cosine {c}", dir.display());
             let max_abs = a

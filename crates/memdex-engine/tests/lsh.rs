@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memdex_core::{Granularity, MemoryItem, ModelInfo, Pooling, Role};
+use memdex_core::{Granularity, MemoryItem, ModelInfo, Role};
 use memdex_engine::lsh::{bucket_ids, lsh_top_k, projections};
 use memdex_index::top_k;
 use memdex_store::{LshMeta, Store, StoreWriter};
@@ -11,16 +11,7 @@ use memdex_store::{LshMeta, Store, StoreWriter};
 const DIM: usize = 16;
 
 fn model() -> ModelInfo {
-    ModelInfo {
-        name: "m".into(),
-        fingerprint: "f".into(),
-        dim: DIM,
-        pooling: Pooling::Mean,
-        normalize: true,
-        max_length: 16,
-        query_prefix: String::new(),
-        passage_prefix: String::new(),
-    }
+    memdex_testkit::model(DIM, "f")
 }
 
 fn items(n: usize, from: usize) -> Vec<MemoryItem> {
@@ -42,15 +33,7 @@ fn items(n: usize, from: usize) -> Vec<MemoryItem> {
 }
 
 fn vectors(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    let mut v: Vec<f32> = (0..n * DIM)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect();
+    let mut v = memdex_testkit::vectors(n * DIM, seed);
     for r in v.chunks_exact_mut(DIM) {
         let n = r.iter().map(|x| x * x).sum::<f32>().sqrt();
         r.iter_mut().for_each(|x| *x /= n);

@@ -68,7 +68,8 @@ impl Skip {
 }
 
 /// Which dataset convention turns stored items into corpus ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Dataset {
     LongMemEval,
     Locomo,
@@ -152,7 +153,7 @@ pub fn longmemeval_question(inst: &LmeInstance, granularity: Granularity) -> Eva
         id: inst.question_id.clone(),
         qtype: inst.question_type.clone(),
         query: inst.question.clone(),
-        tenant: inst.question_id.clone(),
+        tenant: inst.tenant.clone(),
         question_date_ms: inst.question_date_ms,
         gold: Gold::ContainsAnswer { rename },
         answer_sessions: inst.answer_session_ids.clone(),

@@ -10,11 +10,14 @@ mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use load::{load_and_index, LoadOptions, LoadReport};
-pub use memdex_engine::{Bm25Flavour, FragRel, FragRelScope, RankOptions, Retriever};
+pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use run::{
-    evaluate_questions, percentile, AltGold, EvalOptions, EvalReport, Latency, LevelMetrics,
+    evaluate_questions, percentile, AltGold, EvalConfig, EvalOptions, EvalReport, Latency,
+    LevelMetrics, RunInfo,
 };
-pub use synth::{write_synth, SynthOptions};
+pub use synth::{
+    count as synth_count, plan as synth_plan, write_synth, Profile, Slot, SynthOptions, SynthReport,
+};
 
 use thiserror::Error;
 

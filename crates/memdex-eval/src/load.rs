@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use memdex_core::{Granularity, OnError, Session};
-use memdex_embed::Embedder;
-use memdex_engine::{index_sessions, ExtractOptions, IndexOptions, IndexProgress, IndexReport};
+use memdex_embed::Encoder;
+use memdex_engine::{index_sessions, IndexOptions, IndexProgress, IndexReport};
 use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionSource};
 use memdex_store::StoreWriter;
 use serde::Serialize;
@@ -63,6 +63,10 @@ impl<R: std::io::BufRead> SessionSource for LmeSessions<'_, R> {
     fn skipped(&self) -> &[IngestError] {
         &self.skipped
     }
+
+    fn position(&self) -> Option<(u64, u64)> {
+        self.reader.position()
+    }
 }
 
 /// Plain sessions already in memory (LoCoMo).
@@ -89,7 +93,6 @@ pub struct LoadOptions {
     pub on_error: OnError,
     /// Items per committed segment.
     pub flush_items: usize,
-    pub extract: ExtractOptions,
 }
 
 /// Reads `input`, indexes its sessions into `writer` (skipping what is already stored) and
@@ -98,21 +101,19 @@ pub fn load_and_index(
     input: &Path,
     load: &LoadOptions,
     writer: &mut StoreWriter,
-    embedder: &Embedder,
-    progress: &mut dyn IndexProgress,
+    encoder: &dyn Encoder,
+    progress: &dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
     let LoadOptions {
         dataset,
         granularity,
         on_error,
         flush_items,
-        extract,
     } = *load;
     let opts = IndexOptions {
         itemize: dataset::benchmark_itemize(granularity),
         on_error,
         flush_items,
-        extract,
     };
     let mut questions = Vec::new();
     let mut warnings = Vec::new();
@@ -127,7 +128,7 @@ pub fn load_and_index(
                 pending: Vec::new().into_iter(),
                 skipped: Vec::new(),
             };
-            index_sessions(source, writer, embedder, &opts, progress)?
+            index_sessions(source, writer, encoder, &opts, progress)?
         }
         Dataset::Locomo => {
             let convs = read_locomo(input)?;
@@ -148,7 +149,7 @@ pub fn load_and_index(
             index_sessions(
                 VecSessions(sessions.into_iter()),
                 writer,
-                embedder,
+                encoder,
                 &opts,
                 progress,
             )?

@@ -90,6 +90,15 @@ mod tests {
         let m = evaluate(&["g1", "x", "g2"], &["g1", "g2"], 2);
         assert_eq!((m.recall_any, m.recall_all), (1.0, 0.0));
         assert_eq!(evaluate(&["x"], &["g"], 1).ndcg_any, 0.0, "ideal 0");
+        // by hand: rel [0, 1, 0, 1] → DCG = 0 + 1/log2(2) + 0 + 1/log2(4) = 1.5; ideal
+        // [1, 1, 0, 0] → 2
+        let m = evaluate(&["x", "g1", "y", "g2"], &["g1", "g2"], 4);
+        assert_eq!(m.ndcg_any, 0.75);
+        // a gold id below the cut-off still counts in the ideal: rel [0, 1] → 1; ideal
+        // [1, 1] → 2
+        let m = evaluate(&["x", "g1", "g2"], &["g1", "g2"], 2);
+        assert_eq!(m.ndcg_any, 0.5);
+        assert_eq!((m.recall_any, m.recall_all), (1.0, 0.0));
     }
 
     #[test]
@@ -98,12 +107,13 @@ mod tests {
         let ranked = ["A_1", "A_2", "A_3", "B_1", "C_1"];
         let m = evaluate_turn2session(&ranked, &["B_1"], 2);
         assert_eq!((m.recall_any, m.recall_all), (1.0, 1.0));
-        // every turn of a gold session is relevant, in the ideal too: rel = [0,0,0,1] vs
-        // ideal [1,1,1,0] over the first 4
+        // every turn of a gold session is relevant, in the ideal too: sessions A A A B over
+        // the first 4, gold A: rel [1, 1, 1, 0] = the ideal
         let m = evaluate_turn2session(&ranked, &["A_2"], 2);
-        assert_eq!(m.recall_any, 1.0);
-        let ideal = 1.0 + 1.0 + 1.0 / 3f64.log2();
-        assert!((m.ndcg_any - (1.0 + 1.0 + 1.0 / 3f64.log2()) / ideal).abs() < 1e-12);
+        assert_eq!((m.recall_any, m.ndcg_any), (1.0, 1.0));
+        // gold B: rel [0, 0, 0, 1] → DCG 1/log2(4) = 0.5; ideal [1, 0, 0, 0] → 1
+        let m = evaluate_turn2session(&ranked, &["B_1"], 2);
+        assert_eq!(m.ndcg_any, 0.5);
         // session ids with underscores keep them
         assert_eq!(session_of("answer_4be1_2_7"), "answer_4be1_2");
         // k beyond the number of sessions: the whole corpus

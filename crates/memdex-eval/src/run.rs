@@ -5,7 +5,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use memdex_core::{Granularity, TextKind};
-use memdex_engine::{Query, RankOptions, Retriever, Searcher};
+use memdex_engine::{EngineError, Searcher};
+use memdex_rank::{Query, RankError, RankOptions, Retriever};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
@@ -37,7 +38,30 @@ pub struct EvalReport {
     pub answer_session_gold: Option<AltGold>,
     /// Per-query latency on this machine, milliseconds.
     pub latency_ms: Latency,
-    pub config: serde_json::Value,
+    pub config: EvalConfig,
+}
+
+/// What was evaluated, recorded whole: two reports with the same config ran the same thing.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalConfig {
+    pub dataset: Dataset,
+    pub granularity: Granularity,
+    pub ks: Vec<usize>,
+    /// The ranking pipeline, every stage and weight.
+    pub rank: RankOptions,
+    pub model: String,
+    /// How the run went (filled by the caller that read and indexed the input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
+}
+
+/// The input and index side of an evaluation run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub input: String,
+    pub index: memdex_engine::IndexReport,
+    pub warnings: usize,
+    pub rank_seconds: f64,
 }
 
 /// Query latency percentiles (ms). `embed` is one query embedded alone (measured on up to 200
@@ -121,77 +145,32 @@ struct LogLine<'a> {
     gold: &'a [&'a str],
 }
 
-/// Ranks every question's corpus and scores it. `log` receives one JSON line per evaluated
-/// question: its id, type, the whole ranking with scores, and the gold ids.
-pub fn evaluate_questions(
-    searcher: &Searcher,
-    questions: &[EvalQuestion],
-    opts: &EvalOptions,
-    mut log: Option<&mut dyn Write>,
-) -> Result<EvalReport, EvalError> {
-    let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
-    let qvecs = searcher.embedder().embed(&queries, TextKind::Query)?;
-    let (mut all, mut alt) = (Acc::default(), Acc::default());
-    let mut by_type: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut evaluated, mut alt_n) = (0usize, 0usize);
-    let (mut embed_times, mut rank_times, mut search_times) = (Vec::new(), Vec::new(), Vec::new());
+/// One question's ranking as corpus ids, with its gold.
+struct Ranked {
+    /// Corpus ids in timeline order, after the official renaming.
+    ids: Vec<String>,
+    /// The same before renaming (the alternative gold's turn → session rule reads them).
+    raw_ids: Vec<String>,
+    scores: Vec<f64>,
+    order: Vec<usize>,
+}
 
-    for (qi, q) in questions.iter().enumerate() {
-        let mut skip = |why: Skip| *skipped.entry(why.reason().to_string()).or_default() += 1;
-        if q.skip == Some(Skip::Abstention) {
-            skip(Skip::Abstention);
-            continue;
-        }
-        let embed_ms = if embed_times.len() < 200 {
-            let t = Instant::now();
-            searcher
-                .embedder()
-                .embed(&[q.query.as_str()], TextKind::Query)?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            embed_times.push(ms);
-            Some(ms)
-        } else {
-            None
-        };
-        let t = Instant::now();
-        let query = Query {
-            text: &q.query,
-            vector: qvecs.row(qi),
-            date_ms: q.question_date_ms,
-            dense: None,
-        };
-        let ranked = searcher.rank(&q.tenant, &query, &opts.rank);
-        let rank_ms = t.elapsed().as_secs_f64() * 1e3;
-        rank_times.push(rank_ms);
-        if let Some(e) = embed_ms {
-            search_times.push(e + rank_ms);
-        }
-        let ranking = match ranked {
-            Ok(r) => r,
-            Err(memdex_engine::EngineError::UnknownTenant { .. }) => {
-                skip(Skip::EmptyHaystack);
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        // corpus ids in storage (timeline) order
-        let raw_ids: Vec<String> = (0..ranking.len())
-            .map(|i| {
-                let it = ranking.item(i);
-                opts.dataset
-                    .base_id(opts.granularity, it.session_id, it.turn)
-            })
-            .collect();
-        let mut ids = raw_ids.clone();
-        let gold: Vec<&str> = match &q.gold {
+impl Ranked {
+    fn ranked(&self) -> Vec<&str> {
+        self.order.iter().map(|&i| self.ids[i].as_str()).collect()
+    }
+
+    /// The gold ids: those marked in the corpus (LongMemEval) or listed (LoCoMo).
+    fn gold<'a>(&'a mut self, gold: &'a Gold) -> Vec<&'a str> {
+        match gold {
             Gold::ContainsAnswer { rename } => {
-                for id in ids.iter_mut() {
+                for id in self.ids.iter_mut() {
                     if rename.contains(id.as_str()) {
                         *id = id.replace("answer", "noans");
                     }
                 }
-                let mut g: Vec<&str> = ids
+                let mut g: Vec<&str> = self
+                    .ids
                     .iter()
                     .map(String::as_str)
                     .filter(|i| i.contains("answer"))
@@ -201,51 +180,119 @@ pub fn evaluate_questions(
                 g
             }
             Gold::Ids(g) => g.iter().map(String::as_str).collect(),
-        };
-        let (scores, order) = (&ranking.scores, &ranking.order);
-        let ranked: Vec<&str> = order.iter().map(|&i| ids[i].as_str()).collect();
+        }
+    }
+}
 
-        if !q.answer_sessions.is_empty() {
-            alt_n += 1;
-            let g: Vec<&str> = q.answer_sessions.iter().map(String::as_str).collect();
-            for &k in &opts.ks {
-                let m = match opts.granularity {
-                    Granularity::Session => evaluate(&ranked, &g, k),
-                    _ => {
-                        // gold sessions as pseudo turn ids so the turn → session rule applies
-                        let gt: Vec<String> = g.iter().map(|s| format!("{s}_0")).collect();
-                        let gt: Vec<&str> = gt.iter().map(String::as_str).collect();
-                        let raw: Vec<&str> = order.iter().map(|&i| raw_ids[i].as_str()).collect();
-                        evaluate_turn2session(&raw, &gt, k)
-                    }
-                };
-                alt.add("session", k, m);
+/// Latency samples (ms).
+#[derive(Default)]
+struct Times {
+    embed: Vec<f64>,
+    rank: Vec<f64>,
+    search: Vec<f64>,
+}
+
+impl Times {
+    fn latency(mut self) -> Latency {
+        Latency {
+            embed_p50: percentile(&mut self.embed, 50.0),
+            embed_p99: percentile(&mut self.embed, 99.0),
+            rank_p50: percentile(&mut self.rank, 50.0),
+            rank_p99: percentile(&mut self.rank, 99.0),
+            search_p50: percentile(&mut self.search, 50.0),
+            search_p99: percentile(&mut self.search, 99.0),
+        }
+    }
+}
+
+/// Everything a run accumulates.
+#[derive(Default)]
+struct Tally {
+    all: Acc,
+    alt: Acc,
+    alt_n: usize,
+    by_type: BTreeMap<String, Acc>,
+    skipped: BTreeMap<String, usize>,
+    evaluated: usize,
+    times: Times,
+}
+
+impl Tally {
+    fn skip(&mut self, why: Skip) {
+        *self.skipped.entry(why.reason().to_string()).or_default() += 1;
+    }
+
+    /// The official metrics of one question at every k, at its granularity's levels.
+    fn score(&mut self, qtype: &str, ranked: &[&str], gold: &[&str], opts: &EvalOptions) {
+        self.evaluated += 1;
+        let t = self.by_type.entry(qtype.to_string()).or_default();
+        for &k in &opts.ks {
+            let mut add = |level: &str, m: Metrics| {
+                self.all.add(level, k, m);
+                t.add(level, k, m);
+            };
+            match opts.granularity {
+                Granularity::Session => add("session", evaluate(ranked, gold, k)),
+                _ => {
+                    add("turn", evaluate(ranked, gold, k));
+                    add("session", evaluate_turn2session(ranked, gold, k));
+                }
             }
         }
+    }
 
-        if let Some(why) = q.skip.or(gold.is_empty().then_some(Skip::NoGoldInCorpus)) {
-            skip(why);
+    /// LongMemEval's alternative gold (`answer_session_ids`), labelled as such.
+    fn score_alt(&mut self, r: &Ranked, answer_sessions: &[String], opts: &EvalOptions) {
+        self.alt_n += 1;
+        let g: Vec<&str> = answer_sessions.iter().map(String::as_str).collect();
+        for &k in &opts.ks {
+            let m = match opts.granularity {
+                Granularity::Session => evaluate(&r.ranked(), &g, k),
+                _ => {
+                    // gold sessions as pseudo turn ids so the turn → session rule applies
+                    let gt: Vec<String> = g.iter().map(|s| format!("{s}_0")).collect();
+                    let gt: Vec<&str> = gt.iter().map(String::as_str).collect();
+                    let raw: Vec<&str> = r.order.iter().map(|&i| r.raw_ids[i].as_str()).collect();
+                    evaluate_turn2session(&raw, &gt, k)
+                }
+            };
+            self.alt.add("session", k, m);
+        }
+    }
+}
+
+/// Ranks every question's corpus and scores it. `log` receives one JSON line per evaluated
+/// question: its id, type, the whole ranking with scores, and the gold ids.
+pub fn evaluate_questions(
+    searcher: &Searcher,
+    questions: &[EvalQuestion],
+    opts: &EvalOptions,
+    mut log: Option<&mut dyn Write>,
+) -> Result<EvalReport, EvalError> {
+    let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
+    let qvecs = searcher.encoder().embed(&queries, TextKind::Query)?;
+    let mut tally = Tally::default();
+    for (qi, q) in questions.iter().enumerate() {
+        if q.skip == Some(Skip::Abstention) {
+            tally.skip(Skip::Abstention);
             continue;
         }
-        evaluated += 1;
-        let t = by_type.entry(q.qtype.clone()).or_default();
-        for &k in &opts.ks {
-            match opts.granularity {
-                Granularity::Session => {
-                    let m = evaluate(&ranked, &gold, k);
-                    all.add("session", k, m);
-                    t.add("session", k, m);
-                }
-                _ => {
-                    let m = evaluate(&ranked, &gold, k);
-                    all.add("turn", k, m);
-                    t.add("turn", k, m);
-                    let m = evaluate_turn2session(&ranked, &gold, k);
-                    all.add("session", k, m);
-                    t.add("session", k, m);
-                }
-            }
+        let Some(mut r) = rank_question(searcher, q, qvecs.row(qi), opts, &mut tally)? else {
+            tally.skip(Skip::EmptyHaystack);
+            continue;
+        };
+        if !q.answer_sessions.is_empty() {
+            tally.score_alt(&r, &q.answer_sessions, opts);
         }
+        let ranked: Vec<String> = r.ranked().into_iter().map(str::to_string).collect();
+        let (scores, order) = (r.scores.clone(), r.order.clone());
+        let gold = r.gold(&q.gold);
+        if let Some(why) = q.skip.or(gold.is_empty().then_some(Skip::NoGoldInCorpus)) {
+            tally.skip(why);
+            continue;
+        }
+        let ranked: Vec<&str> = ranked.iter().map(String::as_str).collect();
+        tally.score(&q.qtype, &ranked, &gold, opts);
         if let Some(w) = log.as_deref_mut() {
             let line = LogLine {
                 question_id: &q.id,
@@ -258,8 +305,9 @@ pub fn evaluate_questions(
                 retriever: opts.rank.retriever,
                 ranked: order
                     .iter()
-                    .map(|&i| LogRanked {
-                        id: &ids[i],
+                    .zip(&ranked)
+                    .map(|(&i, id)| LogRanked {
+                        id,
                         score: scores[i],
                     })
                     .collect(),
@@ -270,35 +318,81 @@ pub fn evaluate_questions(
         }
     }
     Ok(EvalReport {
-        questions: evaluated,
-        skipped,
-        levels: all.means(),
-        by_type: by_type.into_iter().map(|(k, a)| (k, a.means())).collect(),
-        latency_ms: Latency {
-            embed_p50: percentile(&mut embed_times, 50.0),
-            embed_p99: percentile(&mut embed_times, 99.0),
-            rank_p50: percentile(&mut rank_times, 50.0),
-            rank_p99: percentile(&mut rank_times, 99.0),
-            search_p50: percentile(&mut search_times, 50.0),
-            search_p99: percentile(&mut search_times, 99.0),
-        },
+        questions: tally.evaluated,
+        skipped: tally.skipped,
+        levels: tally.all.means(),
+        by_type: tally
+            .by_type
+            .into_iter()
+            .map(|(k, a)| (k, a.means()))
+            .collect(),
+        latency_ms: tally.times.latency(),
         answer_session_gold: (opts.dataset == Dataset::LongMemEval).then(|| AltGold {
             note: "gold = answer_session_ids, all non-abstention questions (not the official rule)",
-            questions: alt_n,
-            levels: alt.means(),
+            questions: tally.alt_n,
+            levels: tally.alt.means(),
         }),
-        config: serde_json::json!({
-            "dataset": format!("{:?}", opts.dataset).to_lowercase(),
-            "granularity": opts.granularity.to_string(),
-            "retriever": opts.rank.retriever,
-            "ks": opts.ks,
-            "bm25": opts.rank.bm25,
-            "weights": [opts.rank.weights.0, opts.rank.weights.1],
-            "fusion": opts.rank.fusion,
-            "recency": opts.rank.recency,
-            "importance": opts.rank.importance,
-            "fragrel": opts.rank.fragrel.map(|(p, scope)| serde_json::json!({"alpha": p.alpha, "w": p.w, "scope": scope})),
-            "model": searcher.embedder().info().name,
-        }),
+        config: EvalConfig {
+            dataset: opts.dataset,
+            granularity: opts.granularity,
+            ks: opts.ks.clone(),
+            rank: opts.rank,
+            model: searcher.encoder().info().name.clone(),
+            run: None,
+        },
     })
+}
+
+/// Ranks one question's haystack (None: its tenant has no items), timing the query's
+/// embedding (first 200 questions) and the ranking.
+fn rank_question(
+    searcher: &Searcher,
+    q: &EvalQuestion,
+    vector: &[f32],
+    opts: &EvalOptions,
+    tally: &mut Tally,
+) -> Result<Option<Ranked>, EvalError> {
+    let times = &mut tally.times;
+    let embed_ms = if times.embed.len() < 200 {
+        let t = Instant::now();
+        searcher
+            .encoder()
+            .embed(&[q.query.as_str()], TextKind::Query)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        times.embed.push(ms);
+        Some(ms)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    let query = Query {
+        text: &q.query,
+        vector,
+        date_ms: q.question_date_ms,
+    };
+    let ranked = searcher.rank(&q.tenant, &query, &opts.rank);
+    let rank_ms = t.elapsed().as_secs_f64() * 1e3;
+    times.rank.push(rank_ms);
+    if let Some(e) = embed_ms {
+        times.search.push(e + rank_ms);
+    }
+    let ranking = match ranked {
+        Ok(r) => r,
+        Err(EngineError::Rank(RankError::UnknownTenant { .. })) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    // corpus ids in storage (timeline) order
+    let raw_ids: Vec<String> = (0..ranking.len())
+        .map(|i| {
+            let it = ranking.item(i);
+            opts.dataset
+                .base_id(opts.granularity, it.session_id, it.turn)
+        })
+        .collect();
+    Ok(Some(Ranked {
+        ids: raw_ids.clone(),
+        raw_ids,
+        scores: ranking.scores.clone(),
+        order: ranking.order.clone(),
+    }))
 }

@@ -15,6 +15,10 @@
 //!
 //! A date without a year is the most recent one on or before the anchor, unless it falls in
 //! the next 60 days (plans: "on 15 June I'll…"). Ranges are inclusive days.
+//!
+//! Every date computation is checked: an expression whose date would leave chrono's range
+//! (anchors near `NaiveDate::MIN`/`MAX`) yields nothing instead of panicking, and query
+//! padding stops at the ends of the range.
 
 use chrono::{Datelike, Duration, Months, NaiveDate};
 
@@ -36,11 +40,11 @@ impl DayRange {
         Self { start: d, end: d }
     }
 
-    /// `[start - days, end + days]`.
+    /// `[start - days, end + days]`, stopping at the ends of chrono's date range.
     pub fn pad(self, days: i64) -> Self {
         Self {
-            start: self.start - Duration::days(days),
-            end: self.end + Duration::days(days),
+            start: add_days(self.start, days.saturating_neg()).unwrap_or(NaiveDate::MIN),
+            end: add_days(self.end, days).unwrap_or(NaiveDate::MAX),
         }
     }
 
@@ -68,6 +72,11 @@ impl DayRange {
     pub fn days(self) -> i64 {
         (self.end - self.start).num_days() + 1
     }
+}
+
+/// `d` moved by `n` days; None outside chrono's date range.
+fn add_days(d: NaiveDate, n: i64) -> Option<NaiveDate> {
+    d.checked_add_signed(Duration::try_days(n)?)
 }
 
 fn day_ms(d: NaiveDate) -> i64 {
@@ -203,10 +212,10 @@ fn match_at(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<
     let w = |k: usize| toks.get(i + k).map_or("", |t| t.lower.as_str());
     let day = |d: NaiveDate| Some((DayRange::day(d), 1));
     match w(0) {
-        "yesterday" => return day(anchor - Duration::days(1)),
+        "yesterday" => return day(add_days(anchor, -1)?),
         "today" | "tonight" => return day(anchor),
-        "tomorrow" => return day(anchor + Duration::days(1)),
-        "last" if w(1) == "night" => return Some((DayRange::day(anchor - Duration::days(1)), 2)),
+        "tomorrow" => return day(add_days(anchor, 1)?),
+        "last" if w(1) == "night" => return Some((DayRange::day(add_days(anchor, -1)?), 2)),
         "this" if matches!(w(1), "morning" | "afternoon" | "evening") => {
             return Some((DayRange::day(anchor), 2))
         }
@@ -231,9 +240,9 @@ fn match_at(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<
     if w(0) == "the" && matches!(w(1), "weekend" | "week") && w(2) == "before" {
         let back = if w(3) == "last" { 2 } else { 1 };
         let r = if w(1) == "weekend" {
-            weekend_back(anchor, back)
+            weekend_back(anchor, back)?
         } else {
-            week_back(anchor, back)
+            week_back(anchor, back)?
         };
         return Some((r, if back == 2 { 4 } else { 3 }));
     }
@@ -241,7 +250,7 @@ fn match_at(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<
         if let Some(wd) = weekday(w(1)) {
             let mut d = anchor;
             while d.weekday() != wd {
-                d -= Duration::days(1);
+                d = add_days(d, -1)?;
             }
             return Some((DayRange::day(d), 2));
         }
@@ -306,8 +315,8 @@ fn shift(anchor: NaiveDate, n: u32, u: Unit, back: bool) -> Option<NaiveDate> {
     let n64 = i64::from(n);
     let sign = if back { -1 } else { 1 };
     match u {
-        Unit::Day => Some(anchor + Duration::days(sign * n64)),
-        Unit::Week => Some(anchor + Duration::days(sign * 7 * n64)),
+        Unit::Day => add_days(anchor, sign * n64),
+        Unit::Week => add_days(anchor, sign * 7 * n64),
         Unit::Month if back => anchor.checked_sub_months(Months::new(n)),
         Unit::Month => anchor.checked_add_months(Months::new(n)),
         Unit::Year if back => anchor.checked_sub_months(Months::new(12 * n)),
@@ -349,32 +358,32 @@ fn past_span(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, u
     Some((DayRange { start, end: anchor }, k + used))
 }
 
-fn monday_of(d: NaiveDate) -> NaiveDate {
-    d - Duration::days(i64::from(d.weekday().num_days_from_monday()))
+fn monday_of(d: NaiveDate) -> Option<NaiveDate> {
+    add_days(d, -i64::from(d.weekday().num_days_from_monday()))
 }
 
 /// The Monday–Sunday week `back` weeks before `anchor`'s.
-fn week_back(anchor: NaiveDate, back: i64) -> DayRange {
-    let start = monday_of(anchor) - Duration::days(7 * back);
-    DayRange {
+fn week_back(anchor: NaiveDate, back: i64) -> Option<DayRange> {
+    let start = add_days(monday_of(anchor)?, -7 * back)?;
+    Some(DayRange {
         start,
-        end: start + Duration::days(6),
-    }
+        end: add_days(start, 6)?,
+    })
 }
 
 /// The Saturday–Sunday `back` weekends before `anchor` (on a weekend day, the current
 /// weekend is not "last weekend").
-fn weekend_back(anchor: NaiveDate, back: i64) -> DayRange {
-    let start = monday_of(anchor) - Duration::days(7 * back) + Duration::days(5);
-    DayRange {
+fn weekend_back(anchor: NaiveDate, back: i64) -> Option<DayRange> {
+    let start = add_days(monday_of(anchor)?, 5 - 7 * back)?;
+    Some(DayRange {
         start,
-        end: start + Duration::days(1),
-    }
+        end: add_days(start, 1)?,
+    })
 }
 
 fn months_from(y: i32, first: u32, len: u32) -> Option<DayRange> {
     let start = NaiveDate::from_ymd_opt(y, first, 1)?;
-    let end = start.checked_add_months(Months::new(len))? - Duration::days(1);
+    let end = start.checked_add_months(Months::new(len))?.pred_opt()?;
     Some(DayRange { start, end })
 }
 
@@ -389,10 +398,10 @@ fn relative(which: &str, what: &str, anchor: NaiveDate) -> Option<DayRange> {
         let mut d = anchor;
         if step == 0 {
             // this Tuesday: the one of the current week
-            d = monday_of(anchor) + Duration::days(i64::from(wd.num_days_from_monday()));
+            d = add_days(monday_of(anchor)?, i64::from(wd.num_days_from_monday()))?;
         } else {
             loop {
-                d += Duration::days(step);
+                d = add_days(d, step)?;
                 if d.weekday() == wd {
                     break;
                 }
@@ -401,8 +410,8 @@ fn relative(which: &str, what: &str, anchor: NaiveDate) -> Option<DayRange> {
         return Some(DayRange::day(d));
     }
     match what {
-        "week" => Some(week_back(anchor, -step)),
-        "weekend" => Some(weekend_back(anchor, -step)),
+        "week" => week_back(anchor, -step),
+        "weekend" => weekend_back(anchor, -step),
         "month" => {
             let m = NaiveDate::from_ymd_opt(anchor.year(), anchor.month(), 1)?;
             let first = if step < 0 {
@@ -438,7 +447,8 @@ fn resolve_day(anchor: NaiveDate, m: u32, d: u32, y: Option<i32>) -> Option<Naiv
         return NaiveDate::from_ymd_opt(y, m, d);
     }
     let this = NaiveDate::from_ymd_opt(anchor.year(), m, d)?;
-    if this <= anchor + Duration::days(60) {
+    // past the end of chrono's range, every date of the anchor's year is within 60 days
+    if add_days(anchor, 60).is_none_or(|limit| this <= limit) {
         Some(this)
     } else {
         NaiveDate::from_ymd_opt(anchor.year() - 1, m, d)

@@ -1,4 +1,5 @@
 use super::*;
+use crate::facts::FactExtractor as _;
 
 fn d(y: i32, m: u32, day: u32) -> NaiveDate {
     NaiveDate::from_ymd_opt(y, m, day).expect("valid test date")
@@ -159,4 +160,234 @@ fn ms_round_trip() {
     assert_eq!(b - a + 1, 2 * 86_400_000);
     assert_eq!(DayRange::from_ms(a, b), Some(r));
     assert_eq!(ms_day(-1), Some(d(1969, 12, 31)));
+}
+
+/// One phrase for every rule, each of which moves the anchor.
+const EVERY_RULE: &[&str] = &[
+    "see you tomorrow",
+    "I went yesterday",
+    "last night",
+    "today",
+    "this morning",
+    "next week",
+    "last week",
+    "this week",
+    "next weekend",
+    "last weekend",
+    "the weekend before last",
+    "the week before",
+    "on Monday",
+    "on Sunday",
+    "next Friday",
+    "last Tuesday",
+    "this Sunday",
+    "on 8 May",
+    "on 31 December",
+    "on 1 January",
+    "May 8th",
+    "in March",
+    "in December",
+    "next month",
+    "last month",
+    "next year",
+    "last year",
+    "last summer",
+    "next winter",
+    "this spring",
+    "3 days ago",
+    "two weeks ago",
+    "a month ago",
+    "100 years ago",
+    "in 3 years",
+    "in the last 3 years",
+    "the past two weeks",
+    "in the past 99 days",
+    "two weeks before",
+    "8 May 2023",
+    "2023-05-08",
+];
+
+/// The ends of chrono's range and dates next to them.
+fn extreme_anchors() -> Vec<NaiveDate> {
+    let mut out = vec![NaiveDate::MIN, NaiveDate::MAX];
+    for n in 1..=400 {
+        out.extend(NaiveDate::MIN.checked_add_days(chrono::Days::new(n)));
+        out.extend(NaiveDate::MAX.checked_sub_days(chrono::Days::new(n)));
+    }
+    out
+}
+
+#[test]
+fn anchors_at_the_ends_of_the_date_range_never_panic() {
+    for a in extreme_anchors() {
+        for text in EVERY_RULE {
+            for e in extract_events(text, a) {
+                assert!(e.range.start <= e.range.end, "{text} @ {a}: {e:?}");
+                let _ = e.range.to_ms();
+            }
+            let q = parse_query(text, a);
+            if let Some(r) = q.range {
+                assert!(r.start <= r.end, "{text} @ {a}: {r:?}");
+                let _ = r.to_ms();
+            }
+            let _ = crate::facts::HeuristicFacts {
+                relative_dates: true,
+                ..Default::default()
+            }
+            .extract(&format!("Ann: I moved {text}."), Some(a));
+        }
+    }
+    // a date past the end is no event, not a panic
+    assert!(extract_events("see you tomorrow", NaiveDate::MAX).is_empty());
+    assert!(extract_events("I went yesterday", NaiveDate::MIN).is_empty());
+    assert!(extract_events("next week", NaiveDate::MAX).is_empty());
+    assert!(extract_events("on Monday", NaiveDate::MIN).len() <= 1);
+    // while dates inside the range still resolve
+    assert_eq!(
+        one_at("I went yesterday", NaiveDate::MAX),
+        NaiveDate::MAX.pred_opt().map(DayRange::day)
+    );
+    // query padding stops at the end of the range
+    let q = parse_query("what did I do today?", NaiveDate::MAX);
+    assert_eq!(q.range.map(|r| r.end), Some(NaiveDate::MAX));
+}
+
+fn one_at(text: &str, a: NaiveDate) -> Option<DayRange> {
+    let e = extract_events(text, a);
+    assert!(e.len() <= 1, "{e:?}");
+    e.first().map(|e| e.range)
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any date chrono can hold, with extra weight at both ends.
+    fn anchor() -> impl Strategy<Value = NaiveDate> {
+        let lo = NaiveDate::MIN.num_days_from_ce();
+        let hi = NaiveDate::MAX.num_days_from_ce();
+        prop_oneof![
+            lo..=hi,
+            lo..=lo + 800,
+            hi - 800..=hi,
+            // 1000..=9999, what parse_date accepts
+            365_000..3_652_000i32,
+        ]
+        .prop_map(|n| NaiveDate::from_num_days_from_ce_opt(n).unwrap_or(NaiveDate::MIN))
+    }
+
+    const VOCAB: &[&str] = &[
+        "yesterday",
+        "today",
+        "tomorrow",
+        "tonight",
+        "last",
+        "this",
+        "next",
+        "past",
+        "night",
+        "morning",
+        "the",
+        "week",
+        "weeks",
+        "weekend",
+        "before",
+        "month",
+        "months",
+        "year",
+        "years",
+        "day",
+        "days",
+        "ago",
+        "in",
+        "on",
+        "of",
+        "since",
+        "during",
+        "a",
+        "an",
+        "couple",
+        "few",
+        "two",
+        "twenty",
+        "monday",
+        "Friday",
+        "sunday",
+        "May",
+        "may",
+        "March",
+        "June",
+        "dec",
+        "summer",
+        "winter",
+        "fall",
+        "spring",
+        "8",
+        "31",
+        "1st",
+        "22nd",
+        "100",
+        "99",
+        "2023",
+        "1900",
+        "2099",
+        "2023-05-08",
+        "5/8/2023",
+        "2023/02/30",
+        "when",
+        "how",
+        "long",
+        ",",
+        ".",
+        "?",
+        "I",
+        "my",
+    ];
+
+    /// Word salads of the rules' vocabulary, with numbers and arbitrary strings mixed in.
+    fn text() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            4 => prop::sample::select(VOCAB).prop_map(str::to_string),
+            1 => "[0-9]{1,4}([-/][0-9]{1,4}){0,2}",
+            1 => any::<String>(),
+        ];
+        prop::collection::vec(word, 0..14).prop_map(|w| w.join(" "))
+    }
+
+    fn check(text: &str, a: NaiveDate) {
+        for e in extract_events(text, a) {
+            assert!(e.range.start <= e.range.end, "{e:?}");
+            assert!(e.start < e.end && e.end <= text.len(), "{e:?}");
+            assert!(text.is_char_boundary(e.start) && text.is_char_boundary(e.end));
+            let _ = e.range.to_ms();
+            let _ = e.range.days();
+        }
+        let q = parse_query(text, a);
+        if let Some(r) = q.range {
+            assert!(r.start <= r.end, "{r:?}");
+            let _ = r.to_ms();
+        }
+        let _ = invalid_dates(text);
+        let _ = crate::facts::HeuristicFacts {
+            relative_dates: true,
+            ..Default::default()
+        }
+        .extract(text, Some(a));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn any_text_at_any_anchor_resolves_without_panicking(t in text(), a in anchor()) {
+            check(&t, a);
+        }
+
+        #[test]
+        fn timestamps_of_any_value_map_to_a_day_or_none(ms in any::<i64>()) {
+            if let Some(d) = ms_day(ms) {
+                check("see you tomorrow, last week and on 8 May", d);
+            }
+        }
+    }
 }

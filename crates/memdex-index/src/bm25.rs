@@ -162,6 +162,7 @@ mod tests {
             idf_cat * term(1.0, 3.0),
             idf_dog * term(2.0, 5.0),
         ];
+        assert_eq!(s.len(), want.len(), "one score per document");
         for (g, w) in s.iter().zip(want) {
             assert!((g - w).abs() < 1e-12, "{g} vs {w}");
         }

@@ -109,6 +109,7 @@ mod tests {
             };
             let fast = relation_scores(&scores, &positions, &groups, p);
             let slow = relation_scores_reference(&scores, &positions, &groups, p);
+            assert_eq!((fast.len(), slow.len()), (n, n), "case {case}");
             for (f, s) in fast.iter().zip(&slow) {
                 assert!((f - s).abs() < 1e-9, "case {case}: {f} vs {s}");
             }

@@ -6,6 +6,7 @@
 //! (`reference` module) and a test comparing the two.
 
 pub mod bm25;
+pub mod dense;
 mod exact;
 pub mod fragrel;
 pub mod fusion;
@@ -14,4 +15,5 @@ pub mod reference;
 pub mod signals;
 pub mod text;
 
+pub use dense::{check_request, Block, CpuScorer, DenseScorer, Run, ScoreError};
 pub use exact::{dot, top_k, Hit, TopK};

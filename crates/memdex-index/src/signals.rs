@@ -6,9 +6,15 @@
 //!   emotions), boosting a score by `1 + weight · log10(importance)`.
 
 /// Multiplier for an item of age fraction `x` (0 newest … 1 oldest): `1 − max · g(x)` with a
-/// Gaussian-shaped `g` rising from 0 to 1 (σ = 0.5).
+/// Gaussian-shaped `g` rising from 0 to 1 (σ = 0.5). Always in `[1 − max, 1]`, finite: `x`
+/// is clamped to `[0, 1]` (NaN counts as the oldest), `max_penalty` to `[0, 1]` (NaN as 0).
 pub fn recency_factor(x: f64, max_penalty: f64) -> f64 {
-    let x = x.clamp(0.0, 1.0);
+    let x = if x.is_nan() { 1.0 } else { x.clamp(0.0, 1.0) };
+    let max_penalty = if max_penalty.is_nan() {
+        0.0
+    } else {
+        max_penalty.clamp(0.0, 1.0)
+    };
     let s2 = 2.0 * 0.5f64 * 0.5;
     let g = (1.0 - (-x * x / s2).exp()) / (1.0 - (-1.0 / s2).exp());
     1.0 - max_penalty * g
@@ -135,6 +141,15 @@ mod tests {
         let mid = recency_factor(0.5, 0.3);
         assert!(mid < 1.0 && mid > 0.7);
         assert!(recency_factor(0.25, 0.3) > mid, "monotone");
+        // out-of-range ages (items newer than the query, spans that overflowed) stay bounded
+        assert_eq!(recency_factor(-5.0, 0.3), 1.0);
+        assert!((recency_factor(f64::INFINITY, 0.3) - 0.7).abs() < 1e-12);
+        assert!((recency_factor(f64::NAN, 0.3) - 0.7).abs() < 1e-12);
+        assert_eq!(recency_factor(0.5, f64::NAN), 1.0);
+        assert!(
+            (recency_factor(1.0, 7.0)).abs() < 1e-12,
+            "penalty at most 1"
+        );
     }
 
     #[test]

@@ -4,17 +4,21 @@
 //! {"tenant": "alice", "session_id": "s1", "date": "2023/05/30 (Tue) 23:40",
 //!  "turns": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 //! ```
-//! `date` is RFC 3339 or `YYYY/MM/DD (Day) HH:MM` (UTC). Blank lines are ignored. Unknown
-//! fields are ignored (so richer exports load); missing or mistyped fields are errors.
+//! Each line is one [`SessionIn`], validated as every source's sessions are (see `wire`):
+//! `tenant` follows the HTTP API's rule ([`memdex_core::check_tenant_name`]), `date` is RFC 3339
+//! or `YYYY/MM/DD (Day) HH:MM` (UTC), years 1000 to 9999 (see [`crate::parse_date`]); an undated
+//! session is dated when it is read; unknown fields are refused by name (`metadata` holds
+//! anything extra). Blank lines are ignored. Errors quote at most a short prefix of a bad value
+//! (`"…(N bytes)"`), so `--on-error skip` keeps little of each rejected line.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use memdex_core::{OnError, Role, Session, Turn};
-use serde::Deserialize;
+use memdex_core::{OnError, Session};
 
-use crate::{parse_date, IngestError, SessionSource};
+use crate::error::clip_message;
+use crate::{Context, IngestError, SessionIn, SessionLimits, SessionSource, WireError};
 
 /// Default cap on one input line (one session): 64 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
@@ -35,20 +39,6 @@ impl Default for JsonlOptions {
     }
 }
 
-#[derive(Deserialize)]
-struct RawSession {
-    tenant: String,
-    session_id: String,
-    date: String,
-    turns: Vec<RawTurn>,
-}
-
-#[derive(Deserialize)]
-struct RawTurn {
-    role: String,
-    content: String,
-}
-
 /// Streams sessions from a JSONL file, holding one line in memory at a time.
 #[derive(Debug)]
 pub struct JsonlSessions<R> {
@@ -59,6 +49,11 @@ pub struct JsonlSessions<R> {
     buf: Vec<u8>,
     skipped: Vec<IngestError>,
     done: bool,
+    /// The date of undated sessions: when the reader was opened.
+    now_ms: i64,
+    /// Bytes read so far, and the input's size when known.
+    consumed: u64,
+    total: Option<u64>,
 }
 
 impl JsonlSessions<BufReader<File>> {
@@ -67,11 +62,10 @@ impl JsonlSessions<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::new(
-            path,
-            BufReader::with_capacity(1 << 20, file),
-            opts,
-        ))
+        let total = file.metadata().ok().map(|m| m.len());
+        let mut r = Self::new(path, BufReader::with_capacity(1 << 20, file), opts);
+        r.total = total;
+        Ok(r)
     }
 }
 
@@ -86,6 +80,9 @@ impl<R: BufRead> JsonlSessions<R> {
             buf: Vec::new(),
             skipped: Vec::new(),
             done: false,
+            now_ms: chrono::Utc::now().timestamp_millis(),
+            consumed: 0,
+            total: None,
         }
     }
 
@@ -102,6 +99,7 @@ impl<R: BufRead> JsonlSessions<R> {
             .take(limit + 1)
             .read_until(b'\n', &mut self.buf)
             .map_err(io)?;
+        self.consumed += n as u64;
         if n == 0 {
             return Ok(false);
         }
@@ -118,12 +116,14 @@ impl<R: BufRead> JsonlSessions<R> {
                 }
                 match chunk.iter().position(|&b| b == b'\n') {
                     Some(p) => {
+                        self.consumed += p as u64 + 1;
                         total += p as u64;
                         self.reader.consume(p + 1);
                         break;
                     }
                     None => {
                         let l = chunk.len();
+                        self.consumed += l as u64;
                         total += l as u64;
                         self.reader.consume(l);
                     }
@@ -149,8 +149,9 @@ impl<R: BufRead> JsonlSessions<R> {
         if text.trim().is_empty() {
             return Ok(None);
         }
-        let raw: RawSession = serde_json::from_str(text).map_err(|e| {
-            let message = e.to_string();
+        let raw: SessionIn = serde_json::from_str(text).map_err(|e| {
+            // serde quotes mistyped values whole (`invalid type: string "…"`)
+            let message = clip_message(&e.to_string());
             if e.is_data() {
                 IngestError::Schema {
                     path: self.path.clone(),
@@ -165,50 +166,25 @@ impl<R: BufRead> JsonlSessions<R> {
                 }
             }
         })?;
-        let schema = |message: String| IngestError::Schema {
-            path: self.path.clone(),
-            line: self.line,
-            message,
+        let cx = Context {
+            tenant: None,
+            now_ms: self.now_ms,
+            limits: SessionLimits::FILES,
         };
-        if raw.tenant.trim().is_empty() {
-            return Err(schema("`tenant` is empty".into()));
-        }
-        if raw.session_id.trim().is_empty() {
-            return Err(schema("`session_id` is empty".into()));
-        }
-        let timestamp_ms = parse_date(&raw.date).map_err(|message| IngestError::Date {
-            path: self.path.clone(),
-            line: self.line,
-            field: "date",
-            value: raw.date.clone(),
-            message,
-        })?;
-        let turns = raw
-            .turns
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let role = match t.role.as_str() {
-                    "user" => Role::User,
-                    "assistant" => Role::Assistant,
-                    other => {
-                        return Err(schema(format!(
-                            "turns[{i}].role is {other:?}; expected \"user\" or \"assistant\""
-                        )))
-                    }
-                };
-                Ok(Turn {
-                    role,
-                    content: t.content,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Session {
-            tenant: raw.tenant,
-            session_id: raw.session_id,
-            timestamp_ms,
-            turns,
-        }))
+        raw.into_session(&cx).map(Some).map_err(|e| match e {
+            WireError::Date { value, message } => IngestError::Date {
+                path: self.path.clone(),
+                line: self.line,
+                field: "date",
+                value,
+                message,
+            },
+            e => IngestError::Schema {
+                path: self.path.clone(),
+                line: self.line,
+                message: e.to_string(),
+            },
+        })
     }
 }
 
@@ -250,6 +226,10 @@ impl<R: BufRead> SessionSource for JsonlSessions<R> {
     fn skipped(&self) -> &[IngestError] {
         &self.skipped
     }
+
+    fn position(&self) -> Option<(u64, u64)> {
+        self.total.map(|t| (self.consumed.min(t), t))
+    }
 }
 
 #[cfg(test)]
@@ -272,7 +252,7 @@ mod tests {
         let s: Vec<Session> = out.into_iter().map(Result::unwrap).collect();
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].session_id, "s2");
-        assert_eq!(s[0].turns[1].role, Role::Assistant);
+        assert_eq!(s[0].turns[1].role, memdex_core::Role::Assistant);
         assert_eq!(s[0].timestamp_ms, 1_685_440_800_000);
     }
 
@@ -298,7 +278,10 @@ mod tests {
             .as_ref()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("turns[1].role is \"system\""), "{e}");
+        assert!(
+            e.contains("in.jsonl:1: wrong schema") && e.contains("`system`"),
+            "{e}"
+        );
 
         let date = GOOD.replace("2023-05-30T10:00:00Z", "2023/05/30 (Mon) 10:00");
         let e = read(&date, JsonlOptions::default()).0[0]

@@ -10,15 +10,21 @@ mod itemize;
 mod jsonl;
 mod locomo;
 mod longmemeval;
+mod wire;
 
-pub use date::parse_date;
+pub use date::{parse_date, MAX_YEAR, MIN_YEAR};
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};
 pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
 pub use locomo::{
-    category_name, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa, TurnRef,
+    category_name, parse_locomo, parse_locomo_date, read_locomo, LocomoConversation, LocomoQa,
+    TurnRef,
 };
 pub use longmemeval::{LmeInstance, LongMemEvalReader};
+pub use wire::{
+    check_session, Context, SessionIn, SessionLimits, TurnIn, TurnRole, WireError,
+    MAX_SESSION_ID_BYTES,
+};
 
 use memdex_core::Session;
 
@@ -26,4 +32,9 @@ use memdex_core::Session;
 pub trait SessionSource: Iterator<Item = Result<Session, IngestError>> {
     /// Records skipped so far under `--on-error skip`, each with its position.
     fn skipped(&self) -> &[IngestError];
+
+    /// (input bytes consumed, input bytes) when the source knows them: progress and ETA.
+    fn position(&self) -> Option<(u64, u64)> {
+        None
+    }
 }

@@ -3,7 +3,9 @@
 //! `conversation.session_N_date_time` (`1:56 pm on 8 May, 2023`) and `qa` items
 //! `{question, answer | adversarial_answer, evidence: [dia_id], category}`.
 //!
-//! Each conversation is a tenant. Both speakers are people, so every turn has the user role
+//! Each conversation is a tenant, named after `sample_id` (`conv-N`, N counting from 1, when
+//! it has none), made a valid tenant name by [`memdex_core::tenant_name_from`] if it is not
+//! one. Both speakers are people, so every turn has the user role
 //! and carries its speaker's name: `Caroline: text`, and an image turn's caption is part of
 //! its text: `Caroline: text [image: caption]` (the text the reference Python baselines embed). Evidence ids are normalised (`"D8:6; D9:17"`, `"D:11:26"`,
 //! `"D30:05"`); ids naming no turn are reported and dropped.
@@ -11,12 +13,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chrono::NaiveDateTime;
-use memdex_core::{Role, Session, Turn};
+use chrono::{Datelike, NaiveDateTime};
+use memdex_core::{clip, tenant_name_from, Role, Session, Turn};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::IngestError;
+use crate::date::check_year;
+use crate::error::clip_message;
+use crate::{check_session, IngestError, SessionLimits};
 
 /// LoCoMo's question categories.
 pub fn category_name(c: u8) -> &'static str {
@@ -67,12 +71,17 @@ struct RawTurn {
     blip_caption: Option<String>,
 }
 
-/// Parses `1:56 pm on 8 May, 2023` (UTC).
+/// Parses `1:56 pm on 8 May, 2023` (UTC; years 1000 to 9999, as [`crate::parse_date`]).
 pub fn parse_locomo_date(s: &str) -> Result<i64, String> {
     let t = s.trim().replace("am on", "AM on").replace("pm on", "PM on");
-    NaiveDateTime::parse_from_str(&t, "%I:%M %p on %d %B, %Y")
-        .map(|d| d.and_utc().timestamp_millis())
-        .map_err(|e| format!("{s:?} is not like \"1:56 pm on 8 May, 2023\" ({e})"))
+    let d = NaiveDateTime::parse_from_str(&t, "%I:%M %p on %d %B, %Y").map_err(|e| {
+        format!(
+            "{:?} is not like \"1:56 pm on 8 May, 2023\" ({e})",
+            clip(s, 64)
+        )
+    })?;
+    check_year(d.year()).map_err(|e| format!("{:?}: {e}", clip(s, 64)))?;
+    Ok(d.and_utc().timestamp_millis())
 }
 
 /// `D8:6` → (8, 6); accepts `D:11:26` and zero-padded numbers.
@@ -94,10 +103,15 @@ pub fn read_locomo(path: &Path) -> Result<Vec<LocomoConversation>, IngestError> 
         path: path.to_path_buf(),
         source,
     })?;
-    let root: Value = serde_json::from_slice(&bytes).map_err(|e| IngestError::Malformed {
+    parse_locomo(path, &bytes)
+}
+
+/// [`read_locomo`] of the file's bytes; `path` is used in error messages only.
+pub fn parse_locomo(path: &Path, bytes: &[u8]) -> Result<Vec<LocomoConversation>, IngestError> {
+    let root: Value = serde_json::from_slice(bytes).map_err(|e| IngestError::Malformed {
         path: path.to_path_buf(),
-        offset: byte_offset(&bytes, e.line(), e.column()),
-        message: format!("malformed JSON: {e}"),
+        offset: byte_offset(bytes, e.line(), e.column()),
+        message: format!("malformed JSON: {}", clip_message(&e.to_string())),
     })?;
     let convs = match root {
         Value::Array(a) => a,
@@ -134,39 +148,48 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
     let tenant = c
         .get("sample_id")
         .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("conv-{}", index + 1));
+        .map_or_else(|| format!("conv-{}", index + 1), tenant_name_from);
     let err = |message: String| IngestError::Record {
         path: path.to_path_buf(),
-        location: format!("conversation {tenant:?}"),
+        location: format!("conversation #{} {tenant:?}", index + 1),
         message,
     };
     let conv = c
         .get("conversation")
         .and_then(Value::as_object)
         .ok_or_else(|| err("missing object `conversation`".into()))?;
-    let mut numbers: Vec<u32> = conv
+    // `session_<digits>` keys in numeric order; each key is its session's id (so
+    // `session_1` and `session_01` stay two sessions) and names its date key
+    let mut keys: Vec<(usize, &str, &String)> = conv
         .keys()
-        .filter_map(|k| k.strip_prefix("session_")?.parse().ok())
+        .filter_map(|k| {
+            let digits = k.strip_prefix("session_")?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let n = digits.trim_start_matches('0');
+            Some((n.len(), n, k))
+        })
         .collect();
-    numbers.sort_unstable();
+    keys.sort_unstable();
     let mut sessions = Vec::new();
     let mut warnings = Vec::new();
     let mut dia: HashMap<(u32, u32), TurnRef> = HashMap::new();
     let mut last_ms = 0i64;
-    for n in numbers {
-        let key = format!("session_{n}");
-        let turns: Vec<RawTurn> =
-            serde_json::from_value(conv[&key].clone()).map_err(|e| err(format!("`{key}`: {e}")))?;
+    for (_, _, key) in keys {
+        let shown = clip(key, 64);
+        let raw = conv.get(key).cloned().unwrap_or_default();
+        let turns: Vec<RawTurn> = serde_json::from_value(raw)
+            .map_err(|e| err(format!("`{shown}`: {}", clip_message(&e.to_string()))))?;
         let date = conv
-            .get(&format!("session_{n}_date_time"))
+            .get(&format!("{key}_date_time"))
             .and_then(Value::as_str)
             .unwrap_or("");
         let ms = match parse_locomo_date(date) {
             Ok(ms) => ms,
             Err(e) => {
                 warnings.push(format!(
-                    "{tenant}: {key}: bad date: {e}; using the previous session's date"
+                    "{tenant}: {shown}: bad date: {e}; using the previous session's date"
                 ));
                 last_ms
             }
@@ -192,12 +215,19 @@ fn conversation(path: &Path, index: usize, c: Value) -> Result<LocomoConversatio
                 content,
             });
         }
-        sessions.push(Session {
+        if out.is_empty() {
+            warnings.push(format!("{tenant}: {key}: no turns (skipped)"));
+            continue;
+        }
+        let session = Session {
             tenant: tenant.clone(),
-            session_id: key,
+            session_id: key.clone(),
             timestamp_ms: ms,
             turns: out,
-        });
+        };
+        check_session(&session, &SessionLimits::FILES)
+            .map_err(|e| err(format!("{}: {e}", session.session_id)))?;
+        sessions.push(session);
     }
     if sessions.is_empty() {
         return Err(err("no sessions".into()));
@@ -311,5 +341,50 @@ mod tests {
         let e = read_locomo(&p).unwrap_err().to_string();
         assert!(e.contains("l.json") && e.contains("byte"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn session_keys_are_taken_as_written() {
+        // found by fuzzing: `session_+1` parsed as session 1 and `conversation["session_1"]`
+        // panicked when only the former existed; `session_1` with `session_01` gave one id twice
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.json");
+        let plus = r#"[{"conversation": {"session_+1": [], "session_1_date_time": "1:56 pm on 8 May, 2023"}}]"#;
+        std::fs::write(&p, plus).unwrap();
+        let e = read_locomo(&p).unwrap_err().to_string();
+        assert!(e.contains("conversation #1 \"conv-1\": no sessions"), "{e}");
+        let two = r#"[{"conversation": {"session_10": [{"speaker": "C", "dia_id": "D10:1", "text": "x"}],
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}],
+            "session_01": [{"speaker": "B", "dia_id": "D1:1", "text": "yo"}],
+            "session_01_date_time": "1:56 pm on 8 May, 2023"}}]"#;
+        std::fs::write(&p, two).unwrap();
+        let c = read_locomo(&p).unwrap();
+        let ids: Vec<&str> = c[0]
+            .sessions
+            .iter()
+            .map(|s| s.session_id.as_str())
+            .collect();
+        assert_eq!(ids, ["session_01", "session_1", "session_10"]);
+        assert_eq!(c[0].sessions[0].timestamp_ms, 1_683_554_160_000);
+    }
+
+    #[test]
+    fn sample_ids_become_valid_tenants_and_years_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.json");
+        let json = r#"[{"sample_id": "conv 26/x", "conversation": {
+            "session_1_date_time": "1:56 pm on 8 May, +262142",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "see you tomorrow"}]}}]"#;
+        std::fs::write(&p, json).unwrap();
+        let c = read_locomo(&p).unwrap();
+        assert!(c[0].tenant.starts_with("conv_26_x-"), "{}", c[0].tenant);
+        assert_eq!(memdex_core::check_tenant_name(&c[0].tenant), Ok(()));
+        assert_eq!(c[0].sessions[0].tenant, c[0].tenant);
+        assert_eq!(c[0].sessions[0].timestamp_ms, 0, "a bad date falls back");
+        assert!(
+            c[0].warnings[0].contains("outside the supported range"),
+            "{:?}",
+            c[0].warnings
+        );
     }
 }

@@ -1,21 +1,27 @@
 //! LongMemEval's official file (`longmemeval_{s,m,oracle}.json`): one JSON array of question
 //! instances, each with its own haystack of sessions. Streamed element by element (the M file
 //! is 2.7 GB): only one instance is held in memory at a time.
+//!
+//! Each question is its own tenant, named after `question_id` when that is a valid tenant name
+//! (the official ids are) and otherwise made valid by [`memdex_core::tenant_name_from`].
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use memdex_core::{content_hash, Role, Session, Turn};
+use memdex_core::{clip, content_hash, tenant_name_from, Role, Session, Turn};
 use serde::Deserialize;
 
-use crate::{parse_date, IngestError};
+use crate::error::clip_message;
+use crate::{check_session, parse_date, IngestError, SessionLimits};
 
-/// One question with its haystack. Each question is its own tenant (`tenant = question_id`).
+/// One question with its haystack. Each question is its own tenant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LmeInstance {
     pub question_id: String,
+    /// The question's tenant: `question_id`, made a valid tenant name if it is not one.
+    pub tenant: String,
     pub question_type: String,
     pub question: String,
     /// The answer as text (the file has strings and numbers).
@@ -70,6 +76,8 @@ pub struct LongMemEvalReader<R> {
     buf: Vec<u8>,
     /// Content hash of every session id seen, to catch one id with two contents.
     seen_sessions: HashMap<String, (u64, String)>,
+    /// The input's size when known.
+    total: Option<u64>,
 }
 
 impl LongMemEvalReader<BufReader<File>> {
@@ -78,7 +86,10 @@ impl LongMemEvalReader<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::new(path, BufReader::with_capacity(1 << 20, f)))
+        let total = f.metadata().ok().map(|m| m.len());
+        let mut r = Self::new(path, BufReader::with_capacity(1 << 20, f));
+        r.total = total;
+        Ok(r)
     }
 }
 
@@ -93,7 +104,13 @@ impl<R: BufRead> LongMemEvalReader<R> {
             done: false,
             buf: Vec::new(),
             seen_sessions: HashMap::new(),
+            total: None,
         }
+    }
+
+    /// (bytes consumed, file size) when the size is known: progress and ETA.
+    pub fn position(&self) -> Option<(u64, u64)> {
+        self.total.map(|t| (self.offset.min(t), t))
     }
 
     fn json_err(&self, message: String) -> IngestError {
@@ -218,14 +235,15 @@ impl<R: BufRead> LongMemEvalReader<R> {
             IngestError::Record {
                 path: self.path.clone(),
                 location: format!("question #{} {id}(byte {start})", self.index),
-                message: format!("wrong schema: {e}"),
+                message: format!("wrong schema: {}", clip_message(&e.to_string())),
             }
         })?;
         Ok(Some((raw, start)))
     }
 
     fn convert(&mut self, raw: RawInstance, start: u64) -> Result<LmeInstance, IngestError> {
-        let qid = raw.question_id.clone();
+        let qid = clip(&raw.question_id, 64).into_owned();
+        let tenant = tenant_name_from(&raw.question_id);
         let schema = |message: String| IngestError::Record {
             path: self.path.clone(),
             location: format!("question {qid:?} (byte {start})"),
@@ -247,7 +265,8 @@ impl<R: BufRead> LongMemEvalReader<R> {
             serde_json::Value::Number(x) => x.to_string(),
             other => {
                 return Err(schema(format!(
-                    "field `answer` must be a string or number, not {other}"
+                    "field `answer` must be a string or number, not {}",
+                    clip(&other.to_string(), 64)
                 )))
             }
         };
@@ -269,19 +288,20 @@ impl<R: BufRead> LongMemEvalReader<R> {
             .zip(raw.haystack_dates)
             .zip(raw.haystack_sessions)
         {
+            let (sid_shown, date_shown) = (clip(&sid, 64), clip(&date, 64));
             let ms = match parse_date(&date) {
                 Ok(ms) => ms,
                 Err(e) => {
                     let fallback = last_ms.or(question_date_ms).unwrap_or(0);
                     warnings.push(format!(
-                        "question {qid:?}, session {sid:?}: bad date {date:?} ({e}); using the previous session's date"
+                        "question {qid:?}, session {sid_shown:?}: bad date {date_shown:?} ({e}); using the previous session's date"
                     ));
                     fallback
                 }
             };
             if last_ms.is_some_and(|l| ms < l) {
                 warnings.push(format!(
-                    "question {qid:?}, session {sid:?}: date {date:?} is earlier than the session before it (kept in file order)"
+                    "question {qid:?}, session {sid_shown:?}: date {date_shown:?} is earlier than the session before it (kept in file order)"
                 ));
             }
             last_ms = Some(ms);
@@ -294,7 +314,8 @@ impl<R: BufRead> LongMemEvalReader<R> {
                     "assistant" => Role::Assistant,
                     other => {
                         return Err(schema(format!(
-                            "session {sid:?} turn {i}: role {other:?}, expected user or assistant"
+                            "session {sid_shown:?} turn {i}: role {:?}, expected user or assistant",
+                            clip(other, 32)
                         )))
                     }
                 };
@@ -312,7 +333,7 @@ impl<R: BufRead> LongMemEvalReader<R> {
             match self.seen_sessions.get(&sid) {
                 Some((prev, other_q)) if *prev != h => {
                     return Err(schema(format!(
-                        "session id {sid:?} also appears in question {other_q:?} with different content"
+                        "session id {sid_shown:?} also appears in question {other_q:?} with different content"
                     )))
                 }
                 Some(_) => {}
@@ -320,16 +341,27 @@ impl<R: BufRead> LongMemEvalReader<R> {
                     self.seen_sessions.insert(sid.clone(), (h, qid.clone()));
                 }
             }
-            sessions.push(Session {
-                tenant: qid.clone(),
+            if out_turns.is_empty() {
+                warnings.push(format!(
+                    "question {qid:?}, session {:?}: no turns (skipped)",
+                    clip(&sid, 64)
+                ));
+                continue;
+            }
+            let session = Session {
+                tenant: tenant.clone(),
                 session_id: sid,
                 timestamp_ms: ms,
                 turns: out_turns,
-            });
+            };
+            check_session(&session, &SessionLimits::FILES)
+                .map_err(|e| schema(format!("session {:?}: {e}", clip(&session.session_id, 64))))?;
+            sessions.push(session);
             has_answer.push(flags);
         }
         Ok(LmeInstance {
             question_id: raw.question_id,
+            tenant,
             question_type: raw.question_type,
             question: raw.question,
             answer,
@@ -350,7 +382,7 @@ fn question_id_hint(buf: &[u8]) -> String {
             text[p + 13..]
                 .split('"')
                 .nth(1)
-                .map(|id| format!("{id:?} "))
+                .map(|id| format!("{:?} ", clip(id, 64)))
         })
         .unwrap_or_default()
 }
@@ -408,6 +440,7 @@ mod tests {
         assert_eq!(a.answer, "42");
         assert_eq!(a.sessions.len(), 2);
         assert_eq!(a.sessions[0].tenant, "q1");
+        assert_eq!(a.tenant, "q1");
         assert_eq!(a.has_answer[0], vec![true, false]);
         assert_eq!(
             a.warnings.len(),
@@ -457,5 +490,36 @@ mod tests {
 
         let e = read("{}")[0].as_ref().unwrap_err().to_string();
         assert!(e.contains("expected a JSON array"), "{e}");
+    }
+
+    #[test]
+    fn question_ids_that_are_not_tenant_names_are_made_valid() {
+        let text = format!("[{}, {}]", q("q 1/x", SESSIONS), q("q_1_x", SESSIONS));
+        let out: Vec<LmeInstance> = read(&text).into_iter().map(Result::unwrap).collect();
+        let t = &out[0].tenant;
+        assert!(t.starts_with("q_1_x-"), "{t}");
+        assert_eq!(memdex_core::check_tenant_name(t), Ok(()));
+        assert!(out[0].sessions.iter().all(|s| &s.tenant == t));
+        assert_eq!(out[0].question_id, "q 1/x", "the id itself is kept");
+        assert_eq!(out[1].tenant, "q_1_x", "a valid id is the tenant as is");
+    }
+
+    #[test]
+    fn errors_quote_only_a_prefix_of_huge_values() {
+        let big = "r".repeat(1 << 20);
+        let bad_role = q(
+            "q1",
+            &SESSIONS.replace("\"assistant\"", &format!("\"{big}\"")),
+        );
+        let bad_type = q("q2", SESSIONS).replace("\"What?\"", &format!("[\"{big}\"]"));
+        let bad_answer = q("q3", SESSIONS).replace("42", &format!("{{\"a\": \"{big}\"}}"));
+        let long_id = q(&big, SESSIONS).replace("\"question\": \"What?\",", "");
+        let text = format!("[{bad_role}, {bad_type}, {bad_answer}, {long_id}]");
+        let out = read(&text);
+        assert_eq!(out.len(), 4);
+        for r in &out {
+            let e = r.as_ref().unwrap_err().to_string();
+            assert!(e.len() < 500, "{} bytes: {}", e.len(), &e[..200]);
+        }
     }
 }

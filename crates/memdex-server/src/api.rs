@@ -1,59 +1,46 @@
-//! Request and response bodies and the handlers. Bodies are read as bytes and parsed here,
-//! so every parse failure (syntax, unknown field, wrong type, bad UTF-8) goes through the
-//! one error mapping; unknown fields are rejected by name.
+//! Request and response bodies and the handlers. The route guard (`lib.rs`) has already
+//! authenticated the caller from its headers and taken an in-flight permit; bodies are read
+//! as bytes and parsed here, so every failure (syntax, unknown field, wrong type, bad UTF-8)
+//! goes through the one error mapping. Sessions are the one wire type of `memdex-ingest`.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine as _;
-use memdex_core::{Role, Session, TextKind, Turn};
-use memdex_engine::{
-    contextual_query, fit_to_store, reading_context, DeleteTarget, Query, RankOptions, Stages,
-    Ticket,
-};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use memdex_core::TextKind;
+use memdex_ingest::SessionIn;
+use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, Stages};
+use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, Ticket};
+use memdex_store::CompactReport;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::error::{bad_json, ApiError};
+use crate::bodies::SearchRequest;
+use crate::error::ApiError;
 use crate::AppState;
 
-type ApiResult = Result<Json<Value>, ApiError>;
+type ApiResult<T> = Result<Json<T>, ApiError>;
 
 fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|e| {
-        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge(format!("request body too large: {e}"))
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::TooLarge(format!("request body too large: {e}"));
+        }
+        let timed_out = std::iter::successors(std::error::Error::source(&e), |s| s.source())
+            .any(|s| s.is::<tower_http::timeout::TimeoutError>());
+        if timed_out {
+            ApiError::Timeout("the request body did not arrive in time".into())
         } else {
             ApiError::BadRequest(format!("cannot read the body: {e}"))
         }
     })
 }
 
-fn parse<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(b).map_err(|e| bad_json(&e))
-}
-
-/// Tenant names: 1–128 of `A-Z a-z 0-9 . _ - @`.
-fn tenant_name(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    let Path(t) = p.map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    check_tenant(&t)?;
-    Ok(t)
-}
-
-fn check_tenant(t: &str) -> Result<(), ApiError> {
-    let ok = !t.is_empty()
-        && t.len() <= 128
-        && t.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "invalid tenant name {t:?}: 1 to 128 of A-Z a-z 0-9 . _ - @"
-        )))
-    }
+fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    p.map(|Path(v)| v)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))
 }
 
 async fn wait<T>(t: Ticket<T>) -> Result<T, ApiError> {
@@ -62,198 +49,105 @@ async fn wait<T>(t: Ticket<T>) -> Result<T, ApiError> {
         .map_err(ApiError::from)
 }
 
-#[derive(Debug, Deserialize)]
+/// An append body: a session, an array of sessions, or `{"sessions": [...]}` (the JSONL line
+/// format; `tenant` may be left out, the path names it).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SessionIn {
-    tenant: Option<String>,
-    session_id: String,
-    date: Option<String>,
-    turns: Vec<TurnIn>,
+pub struct AppendIn {
+    pub sessions: Vec<SessionIn>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TurnIn {
-    role: RoleIn,
-    content: String,
+/// The append body as documented (parsed by shape in [`append`], for errors that name the
+/// field).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum AppendBody {
+    One(SessionIn),
+    Many(Vec<SessionIn>),
+    Wrapped(AppendIn),
 }
 
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum RoleIn {
-    User,
-    Assistant,
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AppendOut {
+    pub tenant: String,
+    pub report: AppendReport,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AppendIn {
-    sessions: Vec<SessionIn>,
-}
-
-/// `POST /v1/tenants/{tenant}/sessions`: a session object, an array of them, or
-/// `{"sessions": [...]}` (the JSONL line format; `tenant` may be left out).
+/// `POST /v1/tenants/{tenant}/sessions`: committed (fsynced) and visible when it answers.
+#[utoipa::path(post, path = "/v1/tenants/{tenant}/sessions",
+    params(("tenant" = String, Path, description = "1-128 of A-Z a-z 0-9 . _ - @")),
+    request_body = AppendBody,
+    responses((status = 200, body = AppendOut, description = "per session: stored (with item ids) or unchanged"),
+              (status = 409, body = crate::error::ErrorBody, description = "same session_id already stored with other content")))]
 pub async fn append(
     State(st): State<AppState>,
-    headers: HeaderMap,
     tenant: Result<Path<String>, PathRejection>,
     b: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    let tenant = tenant_name(tenant)?;
-    st.keys.for_tenant(&headers, &tenant)?;
-    let b = body(b)?;
-    let v: Value = parse(&b)?;
-    let sessions: Vec<SessionIn> = match v {
-        Value::Array(_) => serde_json::from_value(v).map_err(|e| bad_json(&e))?,
-        Value::Object(ref o) if o.contains_key("sessions") => {
-            serde_json::from_value::<AppendIn>(v)
-                .map_err(|e| bad_json(&e))?
-                .sessions
-        }
-        _ => vec![serde_json::from_value(v).map_err(|e| bad_json(&e))?],
-    };
-    let lim = &st.limits;
-    if sessions.is_empty() {
-        return Err(ApiError::BadRequest("no sessions".into()));
-    }
-    if sessions.len() > lim.max_sessions {
-        return Err(ApiError::TooLarge(format!(
-            "{} sessions in one request; the limit is {}",
-            sessions.len(),
-            lim.max_sessions
-        )));
-    }
-    let turns: usize = sessions.iter().map(|s| s.turns.len()).sum();
-    if turns > lim.max_turns {
-        return Err(ApiError::TooLarge(format!(
-            "{turns} turns in one request; the limit is {}",
-            lim.max_turns
-        )));
-    }
-    let now = chrono::Utc::now().timestamp_millis();
-    let mut out = Vec::with_capacity(sessions.len());
-    for s in sessions {
-        if let Some(t) = &s.tenant {
-            if *t != tenant {
-                return Err(ApiError::BadRequest(format!(
-                    "session {:?} names tenant {t:?} but the path names {tenant:?}",
-                    s.session_id
-                )));
-            }
-        }
-        if s.turns.is_empty() {
-            return Err(ApiError::BadRequest(format!(
-                "session {:?} has no turns",
-                s.session_id
-            )));
-        }
-        if s.session_id.is_empty() || s.session_id.len() > 256 {
-            return Err(ApiError::BadRequest(
-                "session_id must be 1 to 256 bytes".into(),
-            ));
-        }
-        let timestamp_ms = match &s.date {
-            Some(d) => memdex_ingest::parse_date(d).map_err(|e| {
-                ApiError::BadRequest(format!("session {:?}: date {d:?}: {e}", s.session_id))
-            })?,
-            None => now,
-        };
-        if let Some(t) = s
-            .turns
-            .iter()
-            .find(|t| t.content.len() > lim.max_text_bytes)
-        {
-            return Err(ApiError::TooLarge(format!(
-                "session {:?}: a turn of {} bytes; the limit is {}",
-                s.session_id,
-                t.content.len(),
-                lim.max_text_bytes
-            )));
-        }
-        out.push(Session {
-            tenant: tenant.clone(),
-            session_id: s.session_id,
-            timestamp_ms,
-            turns: s
-                .turns
-                .into_iter()
-                .map(|t| Turn {
-                    role: match t.role {
-                        RoleIn::User => Role::User,
-                        RoleIn::Assistant => Role::Assistant,
-                    },
-                    content: t.content,
-                })
-                .collect(),
-        });
-    }
+) -> ApiResult<AppendOut> {
+    let tenant = path(tenant)?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let out = crate::bodies::append_sessions(&tenant, &body(b)?, &st.limits, now_ms)?;
     let report = wait(st.engine.append(&tenant, out)?).await?;
-    Ok(Json(json!({"tenant": tenant, "report": report})))
+    Ok(Json(AppendOut { tenant, report }))
 }
 
-#[derive(Debug, Deserialize)]
+/// A search.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SearchIn {
-    query: String,
-    date: Option<String>,
+pub struct SearchIn {
+    pub query: String,
+    /// When the question is asked (time references and recency); default now.
+    pub date: Option<String>,
+    /// The conversation's last turns, oldest first: used when the query alone is ambiguous.
     #[serde(default)]
-    recent_turns: Vec<String>,
-    k: Option<usize>,
-    stages: Option<Stages>,
+    pub recent_turns: Vec<String>,
+    /// Hits to return (default 10).
+    pub k: Option<usize>,
+    /// Ranking stages over the search defaults.
+    pub stages: Option<Stages>,
+    /// Answer the reading-stage JSON (items by time, Chain-of-Note prompt) instead of hits.
     #[serde(default)]
-    context: bool,
+    pub context: bool,
 }
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SearchOut {
+    pub tenant: String,
+    pub query: String,
+    /// The text actually searched (the query, or recent turns + query when ambiguous).
+    pub searched: String,
+    pub hits: Vec<SearchHit>,
+}
+
+/// Recent turns a search may carry.
+pub const MAX_RECENT_TURNS: usize = 16;
 
 /// `POST /v1/tenants/{tenant}/search`.
+#[utoipa::path(post, path = "/v1/tenants/{tenant}/search",
+    params(("tenant" = String, Path, description = "1-128 of A-Z a-z 0-9 . _ - @")),
+    request_body = SearchIn,
+    responses((status = 200, body = SearchOut, description = "hits (or, with context, the reading-stage JSON)"),
+              (status = 404, body = crate::error::ErrorBody, description = "tenant has no memory")))]
 pub async fn search(
     State(st): State<AppState>,
-    headers: HeaderMap,
     tenant: Result<Path<String>, PathRejection>,
     b: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    let tenant = tenant_name(tenant)?;
-    st.keys.for_tenant(&headers, &tenant)?;
-    let req: SearchIn = parse(&body(b)?)?;
-    let lim = &st.limits;
-    let k = req.k.unwrap_or(10);
-    if k == 0 || k > lim.max_k {
-        return Err(ApiError::BadRequest(format!(
-            "k must be 1 to {}, got {k}",
-            lim.max_k
-        )));
-    }
-    if req.query.trim().is_empty() {
-        return Err(ApiError::BadRequest("the query is empty".into()));
-    }
-    if req.query.len() > lim.max_text_bytes
-        || req.recent_turns.len() > 16
-        || req
-            .recent_turns
-            .iter()
-            .any(|t| t.len() > lim.max_text_bytes)
-    {
-        return Err(ApiError::TooLarge(format!(
-            "query and recent turns: at most {} bytes each, 16 recent turns",
-            lim.max_text_bytes
-        )));
-    }
-    let stages = req.stages.unwrap_or_default();
-    let mut opts = stages
-        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
-        .map_err(ApiError::BadRequest)?;
+) -> Result<Json<Value>, ApiError> {
+    let tenant = path(tenant)?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let SearchRequest {
+        req,
+        k,
+        mut opts,
+        time_asked,
+        date_ms,
+    } = crate::bodies::search_request(&body(b)?, &st.limits, now_ms)?;
     // one committed view for the whole search: option fitting, tenant check, scan, ranking
-    let snapshot = st.engine.snapshot();
-    fit_to_store(&mut opts, &stages, snapshot.store());
-    let date_ms = match &req.date {
-        Some(d) => Some(
-            memdex_ingest::parse_date(d)
-                .map_err(|e| ApiError::BadRequest(format!("date {d:?}: {e}")))?,
-        ),
-        // a live service: relative time references ("last weekend") are relative to now
-        None => Some(chrono::Utc::now().timestamp_millis()),
-    };
+    let view = st.engine.view();
+    fit_to_store(&mut opts, time_asked, view.store());
     // unknown tenants answer before any model work
-    if snapshot.live_slices(&tenant).is_empty() {
+    if !view.has_tenant(&tenant) {
         return Err(ApiError::NotFound(format!(
             "tenant {tenant:?} has no memory"
         )));
@@ -261,44 +155,41 @@ pub async fn search(
     let searched = contextual_query(&req.query, &req.recent_turns);
     // with the device scan the dense scores come back with the query vector, computed with
     // the other searches of the model batch
-    let emb = wait(
-        st.engine
-            .embed_query(searched.clone(), &tenant, &snapshot)?,
-    )
-    .await?;
-    let (t2, s2) = (tenant.clone(), searched.clone());
+    let emb = wait(st.engine.embed_query(searched.clone(), &tenant, &view)?).await?;
+    let (t2, s2, engine) = (tenant.clone(), searched.clone(), st.engine.clone());
     let hits = tokio::task::spawn_blocking(move || {
         let q = Query {
             text: &s2,
             vector: emb.vectors.row(0),
-            date_ms,
-            dense: emb.dense.as_deref(),
+            date_ms: Some(date_ms),
         };
-        snapshot.search(&t2, &q, k, &opts)
+        view.search(&t2, &q, emb.dense.as_deref(), engine.cpu_scorer(), k, &opts)
     })
     .await
     .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??;
     if req.context {
-        let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
-        return Ok(Json(reading_context(&req.query, now, &hits)));
+        return Ok(Json(reading_context(&req.query, date_ms, &hits)));
     }
-    Ok(Json(json!({
-        "tenant": tenant,
-        "query": req.query,
-        "searched": searched,
-        "hits": hits,
-    })))
+    let out = SearchOut {
+        tenant,
+        query: req.query,
+        searched,
+        hits,
+    };
+    serde_json::to_value(out)
+        .map(Json)
+        .map_err(|e| ApiError::Internal(e.to_string()))
 }
 
 /// `DELETE /v1/tenants/{tenant}/items/{id}`.
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}/items/{id}",
+    params(("tenant" = String, Path), ("id" = u64, Path, description = "item id from an append or search answer")),
+    responses((status = 200, body = DeleteReport), (status = 404, body = crate::error::ErrorBody, description = "no such live item")))]
 pub async fn delete_item(
     State(st): State<AppState>,
-    headers: HeaderMap,
     p: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult {
-    let Path((tenant, id)) = p.map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    check_tenant(&tenant)?;
-    st.keys.for_tenant(&headers, &tenant)?;
+) -> ApiResult<DeleteReport> {
+    let (tenant, id) = path(p)?;
     let item_id: u64 = id
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("item id {id:?} is not a number")))?;
@@ -306,126 +197,94 @@ pub async fn delete_item(
 }
 
 /// `DELETE /v1/tenants/{tenant}/sessions/{session_id}`.
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}/sessions/{session_id}",
+    params(("tenant" = String, Path), ("session_id" = String, Path)),
+    responses((status = 200, body = DeleteReport), (status = 404, body = crate::error::ErrorBody, description = "no such live session")))]
 pub async fn delete_session(
     State(st): State<AppState>,
-    headers: HeaderMap,
     p: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult {
-    let Path((tenant, session_id)) = p.map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    check_tenant(&tenant)?;
-    st.keys.for_tenant(&headers, &tenant)?;
+) -> ApiResult<DeleteReport> {
+    let (tenant, session_id) = path(p)?;
     delete(st, DeleteTarget::Session { tenant, session_id }).await
 }
 
 /// `DELETE /v1/tenants/{tenant}`.
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}",
+    params(("tenant" = String, Path)),
+    responses((status = 200, body = DeleteReport), (status = 404, body = crate::error::ErrorBody, description = "tenant has no memory")))]
 pub async fn delete_tenant(
     State(st): State<AppState>,
-    headers: HeaderMap,
     tenant: Result<Path<String>, PathRejection>,
-) -> ApiResult {
-    let tenant = tenant_name(tenant)?;
-    st.keys.for_tenant(&headers, &tenant)?;
+) -> ApiResult<DeleteReport> {
+    let tenant = path(tenant)?;
     delete(st, DeleteTarget::Tenant { tenant }).await
 }
 
-async fn delete(st: AppState, target: DeleteTarget) -> ApiResult {
-    let report = wait(st.engine.delete(target)?).await?;
-    Ok(Json(json!(report)))
+async fn delete(st: AppState, target: DeleteTarget) -> ApiResult<DeleteReport> {
+    Ok(Json(wait(st.engine.delete(target)?).await?))
 }
 
 /// `POST /v1/admin/compact` (admin key): deleted rows removed from disk, small segments merged.
-pub async fn compact(State(st): State<AppState>, headers: HeaderMap) -> ApiResult {
-    st.keys.admin(&headers)?;
-    let report = wait(st.engine.compact()?).await?;
-    Ok(Json(json!(report)))
+#[utoipa::path(post, path = "/v1/admin/compact",
+    responses((status = 200, body = Object, description = "the compaction report")))]
+pub async fn compact(State(st): State<AppState>) -> ApiResult<CompactReport> {
+    Ok(Json(wait(st.engine.compact()?).await?))
 }
 
-#[derive(Debug, Deserialize)]
+/// OpenAI-compatible embeddings request.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct EmbeddingsIn {
-    input: InputIn,
-    model: Option<String>,
-    encoding_format: Option<FormatIn>,
-    dimensions: Option<usize>,
-    user: Option<String>,
+pub struct EmbeddingsIn {
+    pub input: InputIn,
+    pub model: Option<String>,
+    pub encoding_format: Option<FormatIn>,
+    pub dimensions: Option<usize>,
+    pub user: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
-enum InputIn {
+pub enum InputIn {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum FormatIn {
+pub enum FormatIn {
     Float,
     Base64,
 }
 
 /// `POST /v1/embeddings`, OpenAI-compatible: `input` a string or an array of strings.
+#[utoipa::path(post, path = "/v1/embeddings",
+    request_body = EmbeddingsIn,
+    responses((status = 200, body = Object, description = "{object: list, data: [{object, index, embedding}], model, usage}"),
+              (status = 404, body = crate::error::ErrorBody, description = "another model was asked for")))]
 pub async fn embeddings(
     State(st): State<AppState>,
-    headers: HeaderMap,
     b: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    st.keys.caller(&headers)?;
-    let req: EmbeddingsIn = parse(&body(b)?)?;
-    let _ = &req.user;
+) -> Result<Json<Value>, ApiError> {
+    let (texts, base64) =
+        crate::bodies::embeddings_request(&body(b)?, &st.limits, st.engine.model())?;
     let model = st.engine.model().name.clone();
-    if let Some(m) = &req.model {
-        if *m != model && !model.ends_with(&format!("/{m}")) && !m.ends_with(&model) {
-            return Err(ApiError::NotFound(format!(
-                "model {m:?} is not served; this server runs {model:?}"
-            )));
-        }
-    }
-    if let Some(d) = req.dimensions {
-        if d != st.engine.model().dim {
-            return Err(ApiError::BadRequest(format!(
-                "dimensions {d}: this model gives {}",
-                st.engine.model().dim
-            )));
-        }
-    }
-    let texts = match req.input {
-        InputIn::One(s) => vec![s],
-        InputIn::Many(v) => v,
-    };
-    let lim = &st.limits;
-    if texts.is_empty() || texts.len() > lim.max_embed_inputs {
-        return Err(ApiError::BadRequest(format!(
-            "input must hold 1 to {} strings, got {}",
-            lim.max_embed_inputs,
-            texts.len()
-        )));
-    }
-    if let Some(t) = texts.iter().find(|t| t.len() > lim.max_text_bytes) {
-        return Err(ApiError::TooLarge(format!(
-            "an input of {} bytes; the limit is {}",
-            t.len(),
-            lim.max_text_bytes
-        )));
-    }
     let e = wait(st.engine.embed(texts, TextKind::Passage)?)
         .await?
         .vectors;
-    let base64 = req.encoding_format == Some(FormatIn::Base64);
     let data: Vec<Value> = (0..e.len())
         .map(|i| {
             let row = e.row(i);
             let embedding = if base64 {
                 let bytes: Vec<u8> = row.iter().flat_map(|x| x.to_le_bytes()).collect();
-                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+                serde_json::json!(base64::engine::general_purpose::STANDARD.encode(bytes))
             } else {
-                json!(row)
+                serde_json::json!(row)
             };
-            json!({"object": "embedding", "index": i, "embedding": embedding})
+            serde_json::json!({"object": "embedding", "index": i, "embedding": embedding})
         })
         .collect();
     let tokens: usize = e.tokens.iter().sum();
-    Ok(Json(json!({
+    Ok(Json(serde_json::json!({
         "object": "list",
         "data": data,
         "model": model,
@@ -433,14 +292,31 @@ pub async fn embeddings(
     })))
 }
 
-/// `GET /healthz`.
-pub async fn healthz(State(st): State<AppState>) -> Json<Value> {
-    let s = st.engine.snapshot().summary();
-    Json(json!({
-        "status": "ok",
-        "model": st.engine.model().name,
-        "dim": st.engine.model().dim,
-        "device": st.engine.device(),
-        "manifest_version": s.manifest_version,
-    }))
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HealthOut {
+    /// `ok`, or why the server cannot do its work (then the status is 503).
+    pub status: String,
+    pub model: String,
+    pub dim: usize,
+    pub device: String,
+    pub manifest_version: u64,
+}
+
+/// `GET /healthz`: 200 while both engine threads run, 503 (with the reason) otherwise.
+#[utoipa::path(get, path = "/healthz", security(()),
+    responses((status = 200, body = HealthOut), (status = 503, body = HealthOut, description = "a thread stopped, or shutting down")))]
+pub async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<HealthOut>) {
+    let (code, status) = match st.engine.health() {
+        Health::Ok => (StatusCode::OK, "ok".to_string()),
+        Health::Failed(why) => (StatusCode::SERVICE_UNAVAILABLE, why.to_string()),
+        Health::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()),
+    };
+    let out = HealthOut {
+        status,
+        model: st.engine.model().name.clone(),
+        dim: st.engine.model().dim,
+        device: st.engine.device().to_string(),
+        manifest_version: st.engine.view().store().manifest().version,
+    };
+    (code, Json(out))
 }

@@ -4,6 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use memdex_engine::EngineError;
+use memdex_rank::RankError;
+use memdex_runtime::RuntimeError;
 use thiserror::Error;
 
 /// A request's failure, with its status.
@@ -23,6 +25,10 @@ pub enum ApiError {
     TooLarge(String),
     #[error("{0}")]
     TooMany(String),
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    InsufficientStorage(String),
     #[error("the server is shutting down")]
     Unavailable,
     #[error("{0}")]
@@ -39,6 +45,8 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -53,8 +61,32 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::TooLarge(_) => "too_large",
             ApiError::TooMany(_) => "too_many_requests",
+            ApiError::Timeout(_) => "timeout",
+            ApiError::InsufficientStorage(_) => "insufficient_storage",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        let msg = e.to_string();
+        match e {
+            RuntimeError::Engine(e) => e.into(),
+            RuntimeError::NotFound { .. } => ApiError::NotFound(msg),
+            RuntimeError::Invalid { .. } => ApiError::BadRequest(msg),
+            RuntimeError::Busy { .. } => ApiError::TooMany(msg),
+            RuntimeError::ShuttingDown => ApiError::Unavailable,
+            RuntimeError::NotCommitted {
+                disk_full: true, ..
+            } => {
+                tracing::error!("{msg}");
+                ApiError::InsufficientStorage(format!(
+                    "{msg}; the store's disk is full: free space, then retry"
+                ))
+            }
+            RuntimeError::Internal { .. } | RuntimeError::NotCommitted { .. } => internal(msg),
         }
     }
 }
@@ -63,39 +95,103 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         let msg = e.to_string();
         match e {
-            EngineError::UnknownTenant { tenant, .. } => {
+            EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
                 ApiError::NotFound(format!("tenant {tenant:?} has no memory"))
             }
-            EngineError::NotFound { .. } => ApiError::NotFound(msg),
+            EngineError::Rank(RankError::MissingColumns { .. }) => ApiError::BadRequest(msg),
             EngineError::SessionConflict { .. } => ApiError::Conflict(msg),
             EngineError::EmptyQuery
+            | EngineError::EmptySession { .. }
             | EngineError::Invalid { .. }
-            | EngineError::MissingColumns { .. } => ApiError::BadRequest(msg),
-            EngineError::Ingest(_) => ApiError::BadRequest(msg),
-            EngineError::Busy { .. } => ApiError::TooMany(msg),
-            EngineError::ShuttingDown => ApiError::Unavailable,
-            EngineError::Embed(_) | EngineError::Store(_) | EngineError::Internal { .. } => {
-                tracing::error!("{msg}");
-                ApiError::Internal(msg)
-            }
+            | EngineError::Ingest(_) => ApiError::BadRequest(msg),
+            EngineError::Rank(_)
+            | EngineError::Embed(_)
+            | EngineError::Store(_)
+            | EngineError::Model { .. }
+            | EngineError::UnknownExtractor { .. } => internal(msg),
         }
     }
+}
+
+impl From<memdex_rank::RankError> for ApiError {
+    fn from(e: memdex_rank::RankError) -> Self {
+        EngineError::from(e).into()
+    }
+}
+
+fn internal(msg: String) -> ApiError {
+    tracing::error!("{msg}");
+    ApiError::Internal(msg)
+}
+
+/// The body of every error answer (for the OpenAPI document).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    pub status: u16,
+    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `too_large`,
+    /// `too_many_requests`, `unavailable`, `internal`.
+    pub code: String,
+    pub message: String,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = serde_json::json!({"error": {
-            "status": status.as_u16(),
-            "code": self.code(),
-            "message": self.to_string(),
-        }});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                status: status.as_u16(),
+                code: self.code().into(),
+                message: self.to_string(),
+            },
+        };
         (status, axum::Json(body)).into_response()
     }
 }
 
 /// A JSON body parse failure as a 400 naming what is wrong (unknown fields by name, wrong
-/// types, bad UTF-8), with line and column.
+/// types, bad UTF-8), with line and column. serde quotes a mistyped value whole; the message
+/// keeps a short prefix of it.
 pub fn bad_json(e: &serde_json::Error) -> ApiError {
-    ApiError::BadRequest(format!("invalid JSON body: {e}"))
+    let m = e.to_string();
+    if m.len() <= 300 {
+        return ApiError::BadRequest(format!("invalid JSON body: {m}"));
+    }
+    ApiError::BadRequest(format!(
+        "invalid JSON body: {} (at line {} column {})",
+        memdex_core::clip(&m, 240),
+        e.line(),
+        e.column()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_quote_a_prefix_of_huge_values() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Body {
+            turns: Vec<String>,
+        }
+        let huge = format!("{{\"turns\": \"{}\"}}", "x".repeat(1 << 20));
+        let e = serde_json::from_str::<Body>(&huge).unwrap_err();
+        let m = bad_json(&e).to_string();
+        assert!(m.len() < 400, "{} bytes", m.len());
+        assert!(
+            m.contains("invalid type") && m.contains("line 1 column"),
+            "{m}"
+        );
+        let e = serde_json::from_str::<Body>("{\"turns\": 3}").unwrap_err();
+        assert_eq!(
+            bad_json(&e).to_string(),
+            "invalid JSON body: invalid type: integer `3`, expected a sequence at line 1 column 11"
+        );
+    }
 }

@@ -6,13 +6,18 @@
 //! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/embeddings`,
 //! `GET /healthz`, `GET /metrics`.
 //!
-//! Async handlers never run the model: they queue work for the engine's model and writer
-//! threads and await the answer. A semaphore bounds requests in flight (429 beyond it); the
-//! engine's bounded queues answer 429 too. After shutdown starts every request gets 503.
+//! Every request passes one guard first: it authenticates the caller from the headers alone
+//! (before any body is read and before an in-flight permit is taken, so strangers cannot
+//! hold what callers need), then takes a permit (429 beyond the in-flight limit); bodies must
+//! arrive within a timeout. Async handlers never run the model: they queue work for the
+//! engine's model and writer threads and await the answer; the engine's bounded queues answer
+//! 429 too. After shutdown starts every request gets 503.
 
-mod api;
+pub mod api;
 mod auth;
+pub mod bodies;
 mod error;
+mod listen;
 mod metrics;
 mod openapi;
 
@@ -20,17 +25,17 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
-use memdex_engine::Engine;
+use memdex_runtime::Engine;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub use auth::{Caller, Keys};
 pub use error::ApiError;
@@ -49,6 +54,12 @@ pub struct Limits {
     pub max_embed_inputs: usize,
     /// Requests handled at once; more answer 429.
     pub max_in_flight: usize,
+    /// Time a request body may take to arrive, once its headers are in.
+    pub body_timeout: std::time::Duration,
+    /// Time a connection may take to send a request's headers.
+    pub header_timeout: std::time::Duration,
+    /// Connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -61,6 +72,9 @@ impl Default for Limits {
             max_k: 1000,
             max_embed_inputs: 256,
             max_in_flight: 512,
+            body_timeout: std::time::Duration::from_secs(30),
+            header_timeout: std::time::Duration::from_secs(10),
+            max_connections: 4096,
         }
     }
 }
@@ -83,8 +97,6 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("serving failed: {0}")]
-    Serve(#[source] std::io::Error),
 }
 
 impl ServerConfig {
@@ -135,6 +147,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .layer(RequestBodyTimeoutLayer::new(state.limits.body_timeout))
         .with_state(state.clone());
     (app, state)
 }
@@ -143,10 +156,7 @@ async fn not_found() -> ApiError {
     ApiError::NotFound("no such route".into())
 }
 
-async fn metrics_handler(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = st.keys.admin(&headers) {
-        return e.into_response();
-    }
+async fn metrics_handler(State(st): State<AppState>) -> Response {
     let text = st.metrics.render(&st.engine);
     (
         [(
@@ -158,7 +168,8 @@ async fn metrics_handler(State(st): State<AppState>, headers: HeaderMap) -> Resp
         .into_response()
 }
 
-/// Counts and times every request; 503 while shutting down; 429 beyond the in-flight limit.
+/// Counts and times every request; 503 while shutting down; authenticates from the headers
+/// (before the body is read); 429 beyond the in-flight limit.
 async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().to_string();
@@ -169,6 +180,21 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
     let resp = if st.shutting_down.load(Ordering::SeqCst) {
         ApiError::Unavailable.into_response()
     } else {
+        match auth::authorize(&st.keys, req.uri().path(), req.headers()) {
+            Err(e) => e.into_response(),
+            // health and the API document answer whatever the load
+            Ok(auth::Access::Public) => next.run(req).await,
+            Ok(_) => admit(&st, req, next).await,
+        }
+    };
+    st.metrics
+        .observe(&method, &route, resp.status().as_u16(), start.elapsed());
+    resp
+}
+
+/// Runs an authenticated request under an in-flight permit (429 when none is left).
+async fn admit(st: &AppState, req: Request, next: Next) -> Response {
+    {
         match st.in_flight.clone().try_acquire_owned() {
             Ok(permit) => {
                 let r = next.run(req).await;
@@ -181,10 +207,7 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             ))
             .into_response(),
         }
-    };
-    st.metrics
-        .observe(&method, &route, resp.status().as_u16(), start.elapsed());
-    resp
+    }
 }
 
 /// Serves until `shutdown` resolves, then answers 503 to new requests, drains the ones in
@@ -195,15 +218,19 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let conn = listen::ConnLimits {
+        max_connections: config.limits.max_connections,
+        header_timeout: config.limits.header_timeout,
+        drain_timeout: Duration::from_secs(30),
+    };
     let (app, state) = router(engine.clone(), config);
     let flag = state.shutting_down.clone();
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: draining requests in flight");
-            flag.store(true, Ordering::SeqCst);
-        })
-        .await;
+    listen::accept_loop(listener, app, conn, async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining requests in flight");
+        flag.store(true, Ordering::SeqCst);
+    })
+    .await;
     state.shutting_down.store(true, Ordering::SeqCst);
     let e = engine.clone();
     if tokio::task::spawn_blocking(move || e.shutdown())
@@ -213,7 +240,7 @@ pub async fn serve(
         tracing::error!("engine shutdown panicked");
     }
     tracing::info!("stopped");
-    result.map_err(ServerError::Serve)
+    Ok(())
 }
 
 /// Binds `addr` (checked with [`ServerConfig::check_bind`]).

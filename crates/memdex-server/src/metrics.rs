@@ -1,5 +1,11 @@
 //! Prometheus text exposition: requests per route and status, latency histograms per route,
 //! and the engine's queue depths, batch sizes, commits and store size.
+//!
+//! Bounded whatever clients send: the method label is one of the methods the routes serve
+//! (`GET`, `HEAD`, `POST`, `DELETE`) or `other`, the route label is a route template, and
+//! per-tenant rows are shown for at most [`DEFAULT_TENANT_SERIES`] tenants (the largest; the
+//! rest are summed in `memdex_store_other_tenants_rows`). Label values are escaped as the
+//! exposition format requires.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -7,12 +13,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_engine::{Engine, BATCH_BUCKETS};
+use memdex_runtime::{Engine, BATCH_BUCKETS};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
+
+/// Tenants given a `memdex_store_tenant_rows` series of their own, by default.
+pub const DEFAULT_TENANT_SERIES: usize = 100;
 
 #[derive(Debug, Default)]
 struct Route {
@@ -22,18 +31,61 @@ struct Route {
     count: u64,
 }
 
-/// Request counters, keyed by (method, route template).
-#[derive(Debug, Default)]
+/// Request counters, keyed by (method label, route template).
+#[derive(Debug)]
 pub struct Metrics {
-    routes: Mutex<BTreeMap<(String, String), Route>>,
+    routes: Mutex<BTreeMap<(&'static str, String), Route>>,
+    tenant_series: usize,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(DEFAULT_TENANT_SERIES)
+    }
+}
+
+/// The method as a label: the methods the routes serve, anything else `other` (405s with
+/// invented methods must not add series).
+pub fn method_label(method: &str) -> &'static str {
+    match method {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "DELETE" => "DELETE",
+        _ => "other",
+    }
+}
+
+/// A label value escaped per the text exposition format: `\\`, `\"` and `\n`.
+pub fn escape_label(v: &str) -> std::borrow::Cow<'_, str> {
+    if !v.contains(['\\', '"', '\n']) {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let mut out = String::with_capacity(v.len() + 8);
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl Metrics {
+    /// `tenant_series`: how many tenants get a `memdex_store_tenant_rows` series of their own.
+    pub fn new(tenant_series: usize) -> Self {
+        Self {
+            routes: Mutex::new(BTreeMap::new()),
+            tenant_series,
+        }
+    }
+
     pub fn observe(&self, method: &str, route: &str, status: u16, took: Duration) {
         let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-        let r = routes
-            .entry((method.to_string(), route.to_string()))
-            .or_default();
+        let key = (method_label(method), route.to_string());
+        let r = routes.entry(key).or_default();
         *r.by_status.entry(status).or_insert(0) += 1;
         let s = took.as_secs_f64();
         r.buckets[LATENCY_BUCKETS.partition_point(|&b| b < s)] += 1;
@@ -44,16 +96,24 @@ impl Metrics {
     /// The whole exposition.
     pub fn render(&self, engine: &Engine) -> String {
         let mut out = String::new();
+        self.render_requests(&mut out);
+        let mut rows = render_engine(&mut out, engine);
+        render_tenant_rows(&mut out, &mut rows, self.tenant_series);
+        out
+    }
+
+    fn render_requests(&self, out: &mut String) {
         let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
         out.push_str("# HELP memdex_http_requests_total HTTP requests by route and status.\n# TYPE memdex_http_requests_total counter\n");
         for ((m, path), r) in routes.iter() {
+            let path = escape_label(path);
             for (status, n) in &r.by_status {
                 let _ = writeln!(out, "memdex_http_requests_total{{method=\"{m}\",route=\"{path}\",status=\"{status}\"}} {n}");
             }
         }
         out.push_str("# HELP memdex_http_request_duration_seconds Request latency.\n# TYPE memdex_http_request_duration_seconds histogram\n");
         for ((m, path), r) in routes.iter() {
-            let labels = format!("method=\"{m}\",route=\"{path}\"");
+            let labels = format!("method=\"{m}\",route=\"{}\"", escape_label(path));
             let mut cum = 0;
             for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
                 cum += r.buckets[i];
@@ -78,130 +138,249 @@ impl Metrics {
                 r.count
             );
         }
-        drop(routes);
-        let st = engine.stats();
-        let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        };
-        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
-            );
-        };
-        gauge(
-            &mut out,
-            "memdex_embed_queue_depth",
-            "Embedding jobs waiting for the model thread.",
-            st.embed_queue_depth.load(Ordering::Relaxed) as u64,
-        );
-        gauge(
-            &mut out,
-            "memdex_write_queue_depth",
-            "Write jobs waiting for the writer thread.",
-            st.write_queue_depth.load(Ordering::Relaxed) as u64,
-        );
-        out.push_str("# HELP memdex_embed_batch_size Texts per model batch.\n# TYPE memdex_embed_batch_size histogram\n");
-        let mut cum = 0;
-        for (i, b) in BATCH_BUCKETS.iter().enumerate() {
-            cum += st.batch_size_buckets[i].load(Ordering::Relaxed);
-            let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"{b}\"}} {cum}");
-        }
-        cum += st.batch_size_buckets[BATCH_BUCKETS.len()].load(Ordering::Relaxed);
-        let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"+Inf\"}} {cum}");
+    }
+}
+
+/// Queue depths, batch sizes, commits and store totals; returns the rows per tenant of the
+/// same snapshot.
+fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
+    let st = engine.stats();
+    let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    };
+    let counter = |out: &mut String, name: &str, help: &str, v: u64| {
         let _ = writeln!(
             out,
-            "memdex_embed_batch_size_sum {}",
-            st.batch_texts.load(Ordering::Relaxed)
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
         );
+    };
+    gauge(
+        out,
+        "memdex_embed_queue_depth",
+        "Embedding jobs waiting for the model thread.",
+        st.embed_queue_depth.load(Ordering::Relaxed) as u64,
+    );
+    gauge(
+        out,
+        "memdex_write_queue_depth",
+        "Write jobs waiting for the writer thread.",
+        st.write_queue_depth.load(Ordering::Relaxed) as u64,
+    );
+    out.push_str("# HELP memdex_embed_batch_size Texts per model batch.\n# TYPE memdex_embed_batch_size histogram\n");
+    let mut cum = 0;
+    for (i, b) in BATCH_BUCKETS.iter().enumerate() {
+        cum += st.batch_size_buckets[i].load(Ordering::Relaxed);
+        let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"{b}\"}} {cum}");
+    }
+    cum += st.batch_size_buckets[BATCH_BUCKETS.len()].load(Ordering::Relaxed);
+    let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"+Inf\"}} {cum}");
+    let _ = writeln!(
+        out,
+        "memdex_embed_batch_size_sum {}",
+        st.batch_texts.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "memdex_embed_batch_size_count {}",
+        st.embed_batches.load(Ordering::Relaxed)
+    );
+    counter(
+        out,
+        "memdex_store_commits_total",
+        "Manifest commits (appends and deletes).",
+        st.commits.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_append_requests_committed_total",
+        "Append requests committed (several share one commit).",
+        st.appends_grouped.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_compactions_total",
+        "Compactions run.",
+        st.compactions.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_busy_rejections_total",
+        "Jobs refused because a queue was full.",
+        st.busy_rejections.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_device_scan_batches_total",
+        "Model batches whose searches were scored together on the model's device.",
+        st.scan_batches.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_device_scan_queries_total",
+        "Searches scored on the model's device (all tenants of a batch in one pass).",
+        st.scan_queries.load(Ordering::Relaxed),
+    );
+    let view = engine.view();
+    let s = view.summary();
+    gauge(out, "memdex_store_rows", "Live rows in the store.", s.rows);
+    gauge(
+        out,
+        "memdex_store_bytes",
+        "Bytes of committed segment files.",
+        s.bytes,
+    );
+    gauge(
+        out,
+        "memdex_store_segments",
+        "Committed segments.",
+        s.segments as u64,
+    );
+    gauge(
+        out,
+        "memdex_store_deleted_pending",
+        "Deleted rows waiting for compaction.",
+        s.deleted_pending,
+    );
+    gauge(
+        out,
+        "memdex_store_tenants",
+        "Tenants with live rows.",
+        s.tenants as u64,
+    );
+    gauge(
+        out,
+        "memdex_store_manifest_version",
+        "Committed manifest version.",
+        s.manifest_version,
+    );
+    let tenants = view.store().tenants();
+    tenants
+        .into_iter()
+        .map(|(t, n)| (t.to_string(), n))
+        .collect()
+}
+
+/// `memdex_store_tenant_rows` for the `cap` tenants with the most rows (ties by name); the
+/// others summed in `memdex_store_other_tenants_rows`, counted in `memdex_store_other_tenants`.
+fn render_tenant_rows(out: &mut String, rows: &mut [(String, u64)], cap: usize) {
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let (shown, rest) = rows.split_at(cap.min(rows.len()));
+    let mut shown = shown.to_vec();
+    shown.sort();
+    out.push_str(
+        "# HELP memdex_store_tenant_rows Live rows per tenant (the tenants with the most rows).\n# TYPE memdex_store_tenant_rows gauge\n",
+    );
+    for (t, n) in &shown {
         let _ = writeln!(
             out,
-            "memdex_embed_batch_size_count {}",
-            st.embed_batches.load(Ordering::Relaxed)
+            "memdex_store_tenant_rows{{tenant=\"{}\"}} {n}",
+            escape_label(t)
         );
-        counter(
-            &mut out,
-            "memdex_store_commits_total",
-            "Manifest commits (appends and deletes).",
-            st.commits.load(Ordering::Relaxed),
-        );
-        counter(
-            &mut out,
-            "memdex_append_requests_committed_total",
-            "Append requests committed (several share one commit).",
-            st.appends_grouped.load(Ordering::Relaxed),
-        );
-        counter(
-            &mut out,
-            "memdex_compactions_total",
-            "Compactions run.",
-            st.compactions.load(Ordering::Relaxed),
-        );
-        counter(
-            &mut out,
-            "memdex_busy_rejections_total",
-            "Jobs refused because a queue was full.",
-            st.busy_rejections.load(Ordering::Relaxed),
-        );
-        counter(
-            &mut out,
-            "memdex_device_scan_batches_total",
-            "Model batches whose searches were scored together on the model's device.",
-            st.scan_batches.load(Ordering::Relaxed),
-        );
-        counter(
-            &mut out,
-            "memdex_device_scan_queries_total",
-            "Searches scored on the model's device (all tenants of a batch in one pass).",
-            st.scan_queries.load(Ordering::Relaxed),
-        );
-        let snap = engine.snapshot();
-        let s = snap.summary();
-        gauge(
-            &mut out,
-            "memdex_store_rows",
-            "Live rows in the store.",
-            s.rows,
-        );
-        gauge(
-            &mut out,
-            "memdex_store_bytes",
-            "Bytes of committed segment files.",
-            s.bytes,
-        );
-        gauge(
-            &mut out,
-            "memdex_store_segments",
-            "Committed segments.",
-            s.segments as u64,
-        );
-        gauge(
-            &mut out,
-            "memdex_store_deleted_pending",
-            "Deleted rows waiting for compaction.",
-            s.deleted_pending,
-        );
-        gauge(
-            &mut out,
-            "memdex_store_tenants",
-            "Tenants with live rows.",
-            s.tenants as u64,
-        );
-        gauge(
-            &mut out,
-            "memdex_store_manifest_version",
-            "Committed manifest version.",
-            s.manifest_version,
-        );
-        out.push_str(
-            "# HELP memdex_store_tenant_rows Live rows per tenant.\n# TYPE memdex_store_tenant_rows gauge\n",
-        );
-        let mut rows: Vec<(String, u64)> = snap.tenant_rows().into_iter().collect();
-        rows.sort();
-        for (t, n) in rows {
-            // tenant names are [A-Za-z0-9._@-]: nothing to escape
-            let _ = writeln!(out, "memdex_store_tenant_rows{{tenant=\"{t}\"}} {n}");
-        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP memdex_store_other_tenants_rows Live rows of the tenants without a series of their own.\n# TYPE memdex_store_other_tenants_rows gauge\nmemdex_store_other_tenants_rows {}",
+        rest.iter().map(|r| r.1).sum::<u64>()
+    );
+    let _ = writeln!(
+        out,
+        "# HELP memdex_store_other_tenants Tenants without a series of their own.\n# TYPE memdex_store_other_tenants gauge\nmemdex_store_other_tenants {}",
+        rest.len()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests(m: &Metrics) -> String {
+        let mut out = String::new();
+        m.render_requests(&mut out);
         out
+    }
+
+    #[test]
+    fn invented_methods_share_one_series() {
+        let m = Metrics::default();
+        let t = Duration::from_millis(1);
+        for i in 0..1000 {
+            m.observe(&format!("M{i}"), "/healthz", 405, t);
+        }
+        m.observe("GET", "/healthz", 200, t);
+        m.observe("get", "/healthz", 405, t);
+        m.observe("HEAD", "/healthz", 200, t);
+        let keys: Vec<(&str, String)> = m
+            .routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("GET", "/healthz".to_string()),
+                ("HEAD", "/healthz".to_string()),
+                ("other", "/healthz".to_string())
+            ]
+        );
+        let out = requests(&m);
+        assert!(
+            out.contains(
+                "memdex_http_requests_total{method=\"other\",route=\"/healthz\",status=\"405\"} 1001"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("M99"), "{out}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape_label("plain/{tenant}"), "plain/{tenant}");
+        assert_eq!(escape_label("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        let m = Metrics::default();
+        m.observe("POST", "/x\"}\nfake_metric 1", 200, Duration::ZERO);
+        let out = requests(&m);
+        assert!(
+            !out.lines().any(|l| l.starts_with("fake_metric")),
+            "no injected line: {out}"
+        );
+        assert!(out.contains("route=\"/x\\\"}\\nfake_metric 1\""), "{out}");
+        let mut out = String::new();
+        render_tenant_rows(&mut out, &mut [("q\"\\\n".to_string(), 3)], 10);
+        assert!(
+            out.contains("memdex_store_tenant_rows{tenant=\"q\\\"\\\\\\n\"} 3"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn tenant_series_are_capped_at_the_largest_tenants() {
+        let mut rows: Vec<(String, u64)> = (0..1000).map(|i| (format!("t{i:04}"), i)).collect();
+        let mut out = String::new();
+        render_tenant_rows(&mut out, &mut rows, 3);
+        let series: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("memdex_store_tenant_rows{"))
+            .collect();
+        assert_eq!(
+            series,
+            [
+                "memdex_store_tenant_rows{tenant=\"t0997\"} 997",
+                "memdex_store_tenant_rows{tenant=\"t0998\"} 998",
+                "memdex_store_tenant_rows{tenant=\"t0999\"} 999"
+            ]
+        );
+        let rest: u64 = (0..997).sum();
+        assert!(
+            out.contains(&format!("\nmemdex_store_other_tenants_rows {rest}\n")),
+            "{out}"
+        );
+        assert!(out.contains("\nmemdex_store_other_tenants 997\n"), "{out}");
+        // under the cap: every tenant, nothing aggregated
+        let mut out = String::new();
+        render_tenant_rows(&mut out, &mut [("a".into(), 1), ("b".into(), 2)], 100);
+        assert!(out.contains("tenant=\"a\"} 1\n") && out.contains("tenant=\"b\"} 2\n"));
+        assert!(out.contains("\nmemdex_store_other_tenants 0\n"), "{out}");
     }
 }

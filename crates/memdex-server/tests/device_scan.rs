@@ -7,7 +7,7 @@
 mod common;
 
 use common::{session, TestServer};
-use memdex_engine::EngineOptions;
+use memdex_runtime::EngineOptions;
 use memdex_server::ServerConfig;
 use serde_json::{json, Value};
 
@@ -160,6 +160,7 @@ fn compare(
     deleted: u64,
     tol: f64,
 ) {
+    assert_eq!(plain.len(), scanned.len(), "one answer per search");
     for ((t, q, a), (_, _, b)) in plain.iter().zip(scanned) {
         let (ha, hb) = (hits(a), hits(b));
         assert!(!ha.is_empty(), "{t}: {q}");

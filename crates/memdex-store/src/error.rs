@@ -43,6 +43,19 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// The disk (or the store's quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull
+            || source.raw_os_error() == Some(28))
+    }
+
+    /// A file the manifest names is gone (a concurrent compaction unlinked it).
+    pub fn is_missing_file(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
 pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError {
     let path = path.into();
     move |source| StoreError::Io { path, source }

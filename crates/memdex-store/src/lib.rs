@@ -18,6 +18,8 @@
 
 mod compact;
 mod error;
+mod failpoint;
+mod live;
 mod lsh_column;
 mod manifest;
 mod mmap;
@@ -29,6 +31,7 @@ mod writer;
 
 pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
+pub use live::AliveBits;
 pub use lsh_column::{LshMeta, LSH_BUCKETS};
 pub use manifest::{Extraction, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
 pub use schema::columns;

@@ -41,6 +41,11 @@ pub struct Manifest {
     /// TiM LSH applied at index time (bucket-id column in the segments written since).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lsh: Option<crate::LshMeta>,
+    /// Lowest id the next segment may take: ids are never reused, even after compaction
+    /// retired the newest segments, so nothing keyed by segment id (a device's resident
+    /// copies) can see another segment's rows. Absent in older manifests (= 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub next_segment_id: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -115,10 +120,70 @@ impl Manifest {
                 supported: FORMAT_VERSION,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
-            path,
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
+            path: path.clone(),
             message: e.to_string(),
-        })
+        })?;
+        m.validate()
+            .map_err(|message| StoreError::Manifest { path, message })?;
+        Ok(m)
+    }
+
+    /// Refuses a manifest that lies about its segments: file names outside `segments/`,
+    /// repeated ids or files, tenant ranges that do not tile the rows, inverted id bounds,
+    /// unsorted tombstones. (What a segment file holds is checked against its entry when it
+    /// is opened.)
+    fn validate(&self) -> Result<(), String> {
+        let mut ids = std::collections::HashSet::new();
+        let mut files = std::collections::HashSet::new();
+        for s in &self.segments {
+            let seg = format!("segment {} ({:?})", s.id, s.file);
+            if !is_segment_file_name(&s.file) {
+                return Err(format!("{seg}: file name must be seg-<digits>.arrow"));
+            }
+            if !ids.insert(s.id) || !files.insert(s.file.as_str()) {
+                return Err(format!("{seg}: id or file listed twice"));
+            }
+            if s.min_item_id > s.max_item_id
+                || (s.rows > 0 && s.max_item_id - s.min_item_id < s.rows - 1)
+            {
+                return Err(format!(
+                    "{seg}: item ids {}..={} cannot hold {} rows",
+                    s.min_item_id, s.max_item_id, s.rows
+                ));
+            }
+            let mut next = 0u64;
+            for t in &s.tenants {
+                if t.start != next || t.rows == 0 {
+                    return Err(format!(
+                        "{seg}: tenant {:?} range starts at row {} with {} rows; ranges must tile the rows",
+                        t.tenant, t.start, t.rows
+                    ));
+                }
+                next = t.start.saturating_add(t.rows);
+            }
+            if next != s.rows {
+                return Err(format!(
+                    "{seg}: tenant ranges cover {next} rows of {}",
+                    s.rows
+                ));
+            }
+        }
+        if self.deleted.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("deleted item ids are not ascending".into());
+        }
+        Ok(())
+    }
+
+    /// The id the next new segment takes (and, in the manifest that names it, the next one
+    /// after it).
+    pub fn next_segment_id(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| s.id + 1)
+            .max()
+            .unwrap_or(1)
+            .max(self.next_segment_id)
     }
 
     /// Atomically replaces `DIR/manifest.json`: write temp, fsync, rename, fsync the directory.
@@ -148,13 +213,27 @@ impl Manifest {
     }
 }
 
+/// `seg-<digits>.arrow`: the only names the writer gives, so no path separator or `..`.
+fn is_segment_file_name(name: &str) -> bool {
+    name.strip_prefix("seg-")
+        .and_then(|r| r.strip_suffix(".arrow"))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Writes `bytes` to `tmp`, fsyncs it, renames it to `dst` and fsyncs the parent directory.
+/// A failure leaves neither `tmp` nor a partial `dst` behind (a full disk keeps no debris).
 pub(crate) fn write_durably(tmp: &Path, dst: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut f = File::create(tmp).map_err(io(tmp))?;
-    f.write_all(bytes).map_err(io(tmp))?;
-    f.sync_all().map_err(io(tmp))?;
-    drop(f);
-    fs::rename(tmp, dst).map_err(io(dst))?;
+    let written = (|| {
+        let mut f = File::create(tmp).map_err(io(tmp))?;
+        f.write_all(bytes).map_err(io(tmp))?;
+        f.sync_all().map_err(io(tmp))?;
+        drop(f);
+        fs::rename(tmp, dst).map_err(io(dst))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(tmp);
+    }
+    written?;
     sync_dir(dst.parent().unwrap_or(Path::new(".")))
 }
 

@@ -280,13 +280,64 @@ impl Segment {
         if batch.columns().iter().any(|c| c.null_count() > 0) {
             return Err(bad("unexpected nulls".into()));
         }
-        Ok(Segment {
+        let seg = Segment {
             meta: meta.clone(),
             path,
             batch,
             dim,
             lsh,
-        })
+        };
+        match seg.check_against_manifest() {
+            Ok(()) => Ok(seg),
+            Err(message) => Err(StoreError::Segment {
+                path: seg.path,
+                message,
+            }),
+        }
+    }
+
+    /// The manifest entry must describe this file: each tenant range holds exactly that
+    /// tenant's rows, position-ascending up to its `max_position`, and the item ids lie in the
+    /// entry's bounds. (The manifest's own shape — ranges tiling the rows — is checked when it
+    /// is loaded.)
+    fn check_against_manifest(&self) -> Result<(), String> {
+        let tenants = self.batch.column(COL_TENANT).as_string::<i32>();
+        let positions = self.positions();
+        for t in &self.meta.tenants {
+            let (start, end) = (t.start as usize, (t.start + t.rows) as usize);
+            if end > self.rows() {
+                return Err(format!(
+                    "tenant {:?} range ends past the file's rows",
+                    t.tenant
+                ));
+            }
+            if let Some(r) = (start..end).find(|&r| tenants.value(r) != t.tenant) {
+                return Err(format!(
+                    "row {r} belongs to tenant {:?}, the manifest says {:?}",
+                    tenants.value(r),
+                    t.tenant
+                ));
+            }
+            let p = &positions[start..end];
+            if p.windows(2).any(|w| w[0] >= w[1]) || p.last() != Some(&t.max_position) {
+                return Err(format!(
+                    "tenant {:?}: positions are not ascending up to {}",
+                    t.tenant, t.max_position
+                ));
+            }
+        }
+        let ids = self.item_ids();
+        let (lo, hi) = (ids.iter().min(), ids.iter().max());
+        if ids.is_empty()
+            || lo != Some(&self.meta.min_item_id)
+            || hi != Some(&self.meta.max_item_id)
+        {
+            return Err(format!(
+                "item ids span {lo:?}..={hi:?}, the manifest says {}..={}",
+                self.meta.min_item_id, self.meta.max_item_id
+            ));
+        }
+        Ok(())
     }
 
     pub fn meta(&self) -> &SegmentMeta {

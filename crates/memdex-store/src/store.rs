@@ -4,23 +4,30 @@ use std::path::{Path, PathBuf};
 use memdex_core::ModelInfo;
 
 use crate::error::StoreError;
+use crate::live::Alive;
 use crate::manifest::{Manifest, SEGMENTS_DIR};
 use crate::segment::{ItemRef, Segment};
 
 /// A read-only view of one committed manifest version, all segments memory-mapped.
 ///
 /// Cheap to open (mmap + footer decode per segment); never blocks or is blocked by a writer.
+/// Deletion is the store's business: the manifest's tombstones become per-segment alive
+/// bitmaps here, and every reader API below sees live rows only.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
     segments: Vec<Segment>,
+    alive: Alive,
 }
 
-/// A tenant's contiguous rows inside one segment.
+/// A run of one tenant's live rows inside one segment (a delete splits a tenant's range
+/// into several runs).
 #[derive(Debug, Clone, Copy)]
 pub struct TenantSlice<'a> {
     pub segment: &'a Segment,
+    /// Index of `segment` in [`Store::segments`].
+    pub index: usize,
     pub start: usize,
     pub rows: usize,
 }
@@ -83,7 +90,28 @@ impl<'a> TenantSlice<'a> {
 impl Store {
     /// Opens the store in `dir` at its latest committed version.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let manifest = Manifest::load(dir)?;
+        Self::open_from(dir, Manifest::load(dir)?)
+    }
+
+    /// Opens `manifest` (a version of the store in `dir` read earlier). A segment that a
+    /// concurrent compaction unlinked since makes it start over with the newest manifest.
+    pub fn open_from(dir: &Path, mut manifest: Manifest) -> Result<Store, StoreError> {
+        for _ in 0..OPEN_ATTEMPTS {
+            match Self::open_manifest(dir, manifest.clone()) {
+                Err(e) if e.is_missing_file() => {
+                    let newer = Manifest::load(dir)?;
+                    if newer.version == manifest.version {
+                        return Err(e);
+                    }
+                    tracing::info!(
+                        "{}: a segment was compacted away while opening; retrying",
+                        dir.display()
+                    );
+                    manifest = newer;
+                }
+                other => return other,
+            }
+        }
         Self::open_manifest(dir, manifest)
     }
 
@@ -94,10 +122,12 @@ impl Store {
             .iter()
             .map(|m| Segment::open(&seg_dir, m, manifest.model.dim))
             .collect::<Result<Vec<_>, _>>()?;
+        let alive = Alive::build(&segments, &manifest.deleted);
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
             segments,
+            alive,
         })
     }
 
@@ -106,8 +136,11 @@ impl Store {
     pub fn refresh(&mut self) -> Result<(), StoreError> {
         let manifest = Manifest::load(&self.dir)?;
         let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let mut old: std::collections::HashMap<u64, Segment> =
-            self.segments.drain(..).map(|s| (s.meta().id, s)).collect();
+        let mut old: std::collections::HashMap<u64, Segment> = self
+            .segments
+            .iter()
+            .map(|s| (s.meta().id, s.clone()))
+            .collect();
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for m in &manifest.segments {
             match old.remove(&m.id) {
@@ -115,6 +148,7 @@ impl Store {
                 None => segments.push(Segment::open(&seg_dir, m, manifest.model.dim)?),
             }
         }
+        self.alive = Alive::build(&segments, &manifest.deleted);
         self.segments = segments;
         self.manifest = manifest;
         Ok(())
@@ -158,38 +192,66 @@ impl Store {
         self.manifest.model.dim
     }
 
+    /// Every mapped segment, live and deleted rows alike: for code that works on files
+    /// (compaction, key reuse by hash, device residency). Readers of items use
+    /// [`Self::tenant_slices`], [`Self::live_rows`] and [`Self::is_alive`].
     pub fn segments(&self) -> &[Segment] {
         &self.segments
     }
 
+    /// Whether row `row` of segment `index` is live (not deleted).
+    pub fn is_alive(&self, index: usize, row: usize) -> bool {
+        self.alive.is_alive(index, row)
+    }
+
+    /// Live rows (committed and not deleted).
     pub fn rows(&self) -> u64 {
+        (0..self.segments.len())
+            .map(|i| self.alive.count(i, self.segments[i].rows()) as u64)
+            .sum()
+    }
+
+    /// Rows in segment files, deleted ones included until compaction removes them.
+    pub fn stored_rows(&self) -> u64 {
         self.manifest.rows()
     }
 
-    /// The tenant's rows, oldest segment first; within a slice rows are position-ascending.
+    /// The tenant's live rows as runs, oldest segment first; within a run rows are
+    /// position-ascending, so the runs in order are the tenant's timeline.
     pub fn tenant_slices(&self, tenant: &str) -> Vec<TenantSlice<'_>> {
-        self.segments
-            .iter()
-            .flat_map(|seg| {
-                seg.meta()
-                    .tenants
-                    .iter()
-                    .filter(move |t| t.tenant == tenant)
-                    .map(move |t| TenantSlice {
-                        segment: seg,
-                        start: t.start as usize,
-                        rows: t.rows as usize,
-                    })
-            })
-            .collect()
+        let mut out = Vec::new();
+        for (index, segment) in self.segments.iter().enumerate() {
+            for t in segment.meta().tenants.iter().filter(|t| t.tenant == tenant) {
+                let (start, rows) = (t.start as usize, t.rows as usize);
+                let slice = |(start, rows)| TenantSlice {
+                    segment,
+                    index,
+                    start,
+                    rows,
+                };
+                match self.alive.of(index) {
+                    None => out.push(slice((start, rows))),
+                    Some(bits) => out.extend(bits.runs(start, rows).into_iter().map(slice)),
+                }
+            }
+        }
+        out
     }
 
-    /// Item count per tenant, sorted by tenant.
+    /// Live item count per tenant (tenants with at least one), sorted by tenant.
     pub fn tenants(&self) -> BTreeMap<&str, u64> {
         let mut out = BTreeMap::new();
-        for seg in &self.segments {
+        for (index, seg) in self.segments.iter().enumerate() {
             for t in &seg.meta().tenants {
-                *out.entry(t.tenant.as_str()).or_insert(0) += t.rows;
+                let live = match self.alive.of(index) {
+                    None => t.rows,
+                    Some(bits) => (t.start..t.start + t.rows)
+                        .filter(|&r| bits.is_alive(r as usize))
+                        .count() as u64,
+                };
+                if live > 0 {
+                    *out.entry(t.tenant.as_str()).or_insert(0) += live;
+                }
             }
         }
         out
@@ -207,12 +269,13 @@ impl Store {
         out
     }
 
-    /// Hash of each stored session's items (in turn order), keyed by (tenant, session id):
-    /// what idempotent appends compare against. See [`session_hash`].
+    /// Hash of each live session's items (in turn order), keyed by (tenant, session id):
+    /// what idempotent appends compare against. See [`session_hash`]. A session whose items
+    /// were all deleted is absent, as if never written.
     pub fn session_hashes(&self) -> HashMap<(String, String), u64> {
         let mut parts: HashMap<(String, String), Vec<(u32, u64)>> = HashMap::new();
-        for seg in &self.segments {
-            for row in 0..seg.rows() {
+        for (index, seg) in self.segments.iter().enumerate() {
+            for row in (0..seg.rows()).filter(|&r| self.alive.is_alive(index, r)) {
                 let it = seg.item(row);
                 parts
                     .entry((it.tenant.to_string(), it.session_id.to_string()))
@@ -229,6 +292,9 @@ impl Store {
             .collect()
     }
 }
+
+/// Manifest versions `Store::open` tries before giving up on a store that keeps compacting.
+const OPEN_ATTEMPTS: usize = 100;
 
 /// Combines the item hashes of one session, given in turn order.
 pub fn session_hash(item_hashes: impl Iterator<Item = u64>) -> u64 {

@@ -6,7 +6,7 @@ use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
 use crate::error::{io, StoreError};
 use crate::lsh_column::LshMeta;
-use crate::manifest::{sync_dir, Extraction, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
+use crate::manifest::{Extraction, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
 use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
 
@@ -87,6 +87,7 @@ impl StoreWriter {
                     segments: Vec::new(),
                     deleted: Vec::new(),
                     next_id_floor: 0,
+                    next_segment_id: 0,
                     lsh: None,
                 };
                 m.save(dir)?;
@@ -132,6 +133,11 @@ impl StoreWriter {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The position each tenant's next item takes.
+    pub fn next_positions(&self) -> &HashMap<String, u64> {
+        &self.next_positions
     }
 
     /// Deletes segment files no manifest names: leftovers of a crash before commit.
@@ -329,13 +335,7 @@ impl StoreWriter {
         // Tenant-contiguous layout; stable, so positions stay ascending within a tenant.
         rows.sort_by(|a, b| a.item.tenant.cmp(&b.item.tenant));
 
-        let seg_id = self
-            .manifest
-            .segments
-            .iter()
-            .map(|s| s.id + 1)
-            .max()
-            .unwrap_or(1);
+        let seg_id = self.manifest.next_segment_id();
         let metadata = HashMap::from([
             (
                 "memdex.format_version".to_string(),
@@ -351,24 +351,19 @@ impl StoreWriter {
 
         let mut next = self.manifest.clone();
         next.version += 1;
+        next.next_segment_id = seg_id + 1;
         next.segments.push(meta.clone());
-        fail_point("before-manifest");
-        next.save(&self.dir)?;
-        sync_dir(&seg_dir)?;
+        let saved = crate::failpoint::hit("before-manifest").and_then(|()| next.save(&self.dir));
+        if let Err(e) = saved {
+            // not committed: the segment no manifest names goes (the next writer would remove it)
+            let _ = std::fs::remove_file(seg_dir.join(&meta.file));
+            return Err(e);
+        }
         self.manifest = next;
         self.next_positions = positions;
         Ok(AppendReport {
             segment: meta,
             manifest_version: self.manifest.version,
         })
-    }
-}
-
-/// Crash injection for tests: `MEMDEX_FAIL_POINT=before-manifest` aborts the process right
-/// after a segment file is durable but before the manifest names it.
-fn fail_point(name: &str) {
-    if std::env::var("MEMDEX_FAIL_POINT").is_ok_and(|v| v == name) {
-        eprintln!("memdex: fail point {name} reached; aborting");
-        std::process::abort();
     }
 }

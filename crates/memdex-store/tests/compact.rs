@@ -3,25 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-
-mod common;
-
-use common::{item, model};
 use memdex_core::Granularity;
 use memdex_store::{CompactOptions, Manifest, Store, StoreWriter};
-
-fn segment_bytes(dir: &Path) -> Vec<u8> {
-    let mut all = Vec::new();
-    for e in std::fs::read_dir(dir.join("segments")).unwrap() {
-        all.extend(std::fs::read(e.unwrap().path()).unwrap());
-    }
-    all
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
+use memdex_testkit::{contains, item, model, segment_bytes};
 
 #[test]
 fn compaction_removes_deleted_text_from_disk_and_merges_segments() {

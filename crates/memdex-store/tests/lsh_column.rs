@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::model;
 use memdex_core::{Granularity, MemoryItem, Role};
 use memdex_store::{LshMeta, Store, StoreError, StoreWriter};
+use memdex_testkit::model;
 
 fn item(tenant: &str, turn: u32) -> MemoryItem {
     let text = format!("{tenant} {turn}");

@@ -4,11 +4,9 @@
 
 use std::path::Path;
 
-mod common;
-
-use common::{item, model};
 use memdex_core::Granularity;
 use memdex_store::{Derived, Extraction, Store, StoreError, StoreWriter};
+use memdex_testkit::{item, model};
 
 fn emb(n: usize, dim: usize, seed: f32) -> Vec<f32> {
     (0..n * dim).map(|i| seed + i as f32 / 100.0).collect()

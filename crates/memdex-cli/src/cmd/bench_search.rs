@@ -5,8 +5,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
-use memdex_engine::{Query, Searcher};
+use memdex_engine::Searcher;
 use memdex_eval::percentile;
+use memdex_rank::{fit_to_store, Query, RankOptions};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -114,20 +115,19 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
     }
     let rows = store.rows();
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let searcher = Searcher::new(store, embedder)?;
-    let mut opts = super::rank_options(&a.rank, memdex_engine::RankOptions::default())?;
-    memdex_engine::fit_to_store(&mut opts, &super::stages(&a.rank), searcher.store());
+    let searcher = Searcher::new(store, Box::new(embedder))?;
+    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
+    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
 
     let run_one = |i: usize, tenant: &str| -> Result<(f64, f64, usize)> {
         let text = query(i);
         let t = Instant::now();
-        let e = searcher.embedder().embed(&[&text], TextKind::Query)?;
+        let e = searcher.encoder().embed(&[&text], TextKind::Query)?;
         let embed = t.elapsed().as_secs_f64() * 1e3;
         let q = Query {
             text: &text,
             vector: e.row(0),
             date_ms: None,
-            dense: None,
         };
         let t = Instant::now();
         let hits = searcher.rank(tenant, &q, &opts)?.hits(a.k);
@@ -155,9 +155,9 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
         store: a.store.display().to_string(),
         tenants: tenants.len(),
         rows,
-        model: searcher.embedder().info().name.clone(),
-        device: memdex_embed::device_name(searcher.embedder().device()),
-        backend: searcher.embedder().backend_name(),
+        model: searcher.encoder().info().name.clone(),
+        device: searcher.encoder().device(),
+        backend: searcher.encoder().backend(),
         threads: rayon::current_num_threads(),
         queries: a.queries,
         query_tokens: tokens as f64 / a.queries as f64,

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RankOptions,
+    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
 };
 use memdex_store::{Store, StoreWriter};
 
@@ -15,7 +15,7 @@ use crate::output::{print_json, spinner};
 struct Progress(indicatif::ProgressBar);
 
 impl memdex_engine::IndexProgress for Progress {
-    fn on_session(&mut self) {
+    fn on_session(&self) {
         self.0.inc(1);
     }
 }
@@ -57,24 +57,23 @@ pub fn run(a: EvalArgs) -> Result<()> {
         granularity,
         on_error: a.on_error,
         flush_items: 50_000,
-        extract,
     };
     let (questions, load) = load_and_index(
         &a.input,
         &load_opts,
         &mut writer,
         &embedder,
-        &mut Progress(pb.clone()),
+        &Progress(pb.clone()),
     )
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
     drop(writer);
-    let searcher = Searcher::new(Store::open(&store_dir)?, embedder)?;
+    let searcher = Searcher::new(Store::open(&store_dir)?, Box::new(embedder))?;
     let opts = EvalOptions {
         dataset,
         granularity,
         ks: a.k.clone(),
-        rank: super::rank_options(&a.rank, RankOptions::dense())?,
+        rank: super::rank_options(&a.rank, a.preset.options())?,
     };
 
     let mut log = match &a.log {
@@ -97,12 +96,12 @@ pub fn run(a: EvalArgs) -> Result<()> {
         w.flush()?;
     }
     let idx = &load.index;
-    if let serde_json::Value::Object(c) = &mut report.config {
-        c.insert("input".into(), a.input.display().to_string().into());
-        c.insert("index".into(), serde_json::to_value(idx)?);
-        c.insert("warnings".into(), load.warnings.len().into());
-        c.insert("rank_seconds".into(), search_s.into());
-    }
+    report.config.run = Some(RunInfo {
+        input: a.input.display().to_string(),
+        index: idx.clone(),
+        warnings: load.warnings.len(),
+        rank_seconds: search_s,
+    });
     if !load.warnings.is_empty() {
         eprintln!("{} warnings while reading, e.g.:", load.warnings.len());
         for w in load.warnings.iter().take(5) {

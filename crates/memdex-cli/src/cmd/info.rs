@@ -14,7 +14,10 @@ struct Info<'a> {
     model_source: Option<&'a str>,
     granularity: String,
     segments: usize,
+    /// Live rows (deleted ones excluded).
     rows: u64,
+    /// Deleted rows whose bytes compaction has not removed yet.
+    deleted_pending: u64,
     tenants: usize,
     bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,7 +36,8 @@ pub fn run(a: InfoArgs) -> Result<()> {
         model_source: m.model_source.as_deref(),
         granularity: m.granularity.to_string(),
         segments: m.segments.len(),
-        rows: m.rows(),
+        rows: store.rows(),
+        deleted_pending: store.stored_rows() - store.rows(),
         tenants: tenants.len(),
         bytes: m.segments.iter().map(|s| s.bytes).sum(),
         tenant_rows: a.tenants.then(|| tenants.clone()),
@@ -58,6 +62,12 @@ pub fn run(a: InfoArgs) -> Result<()> {
     println!("granularity  {}", info.granularity);
     println!("segments     {}", info.segments);
     println!("rows         {}", info.rows);
+    if info.deleted_pending > 0 {
+        println!(
+            "deleted      {} (removed from disk by `memdex compact`)",
+            info.deleted_pending
+        );
+    }
     println!("tenants      {}", info.tenants);
     println!("bytes        {}", info.bytes);
     if let Some(t) = &info.tenant_rows {

@@ -12,13 +12,11 @@ mod serve;
 mod synth;
 
 use anyhow::{Context, Result};
-use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, Precision};
+use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 
-use crate::cli::{
-    BenchCommand, Cli, Command, CpuBackendArg, ExtractArgs, ModelArgs, PrecisionArg, RankArgs,
-    SmallBatchArg,
-};
-use memdex_engine::{ExtractOptions, RankOptions, Stages};
+use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs};
+use memdex_engine::ExtractOptions;
+use memdex_rank::{RankOptions, Stages};
 
 pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
     ExtractOptions {
@@ -56,63 +54,33 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         (None, Some(f)) if memdex_embed::ModelFiles::resolve(f).is_ok() => f.to_string(),
         _ => DEFAULT_MODEL_DIR.to_string(),
     };
-    let device = select_device(args.device)?;
     let opts = EmbedOptions {
         token_budget: args.token_budget,
         max_batch: args.max_batch,
         max_length: args.max_length,
         query_prefix: args.query_prefix.clone(),
         passage_prefix: args.passage_prefix.clone(),
-        precision: args.precision.map(|p| match p {
-            PrecisionArg::F32 => Precision::F32,
-            PrecisionArg::F16 => Precision::F16,
-            PrecisionArg::Bf16 => Precision::Bf16,
-        }),
-        cpu_backend: match args.cpu_backend {
-            CpuBackendArg::Fast => CpuBackend::Fast,
-            CpuBackendArg::Candle => CpuBackend::Candle,
-        },
-        small_batch_weights: match args.small_batch_weights {
-            SmallBatchArg::F32 => memdex_embed::SmallBatchWeights::F32,
-            SmallBatchArg::F16 => memdex_embed::SmallBatchWeights::F16,
-        },
+        precision: args.precision,
+        cpu_backend: args.cpu_backend,
+        small_batch_weights: args.small_batch_weights,
     };
     let e =
-        Embedder::load(&spec, device, &opts).with_context(|| format!("loading model {spec}"))?;
+        load_encoder(&spec, args.device, &opts).with_context(|| format!("loading model {spec}"))?;
     tracing::info!(
         "model {} (dim {}, max length {}, {:?} pooling) on {} ({})",
         e.info().name,
         e.dim(),
         e.info().max_length,
         e.info().pooling,
-        memdex_embed::device_name(e.device()),
+        Encoder::device(&e),
         e.backend_name()
     );
     Ok(e)
 }
 
 /// `base` with the stages the user set on the command line.
-pub fn rank_options(a: &RankArgs, base: RankOptions) -> anyhow::Result<RankOptions> {
-    stages(a)
+pub fn rank_options(stages: &Stages, base: RankOptions) -> anyhow::Result<RankOptions> {
+    stages
         .apply(base, &|field| format!("--{}", field.replace('_', "-")))
-        .map_err(anyhow::Error::msg)
-}
-
-/// The stages the user set on the command line.
-pub fn stages(a: &RankArgs) -> Stages {
-    Stages {
-        retriever: a.retriever,
-        bm25: a.bm25,
-        fusion: a.fusion,
-        dense_weight: a.dense_weight,
-        fragrel_alpha: a.fragrel_alpha,
-        fragrel_w: a.fragrel_w,
-        fragrel_scope: a.fragrel_scope,
-        fragrel_semantic: a.fragrel_semantic,
-        recency: a.recency,
-        importance: a.importance,
-        time: a.time,
-        time_boost: a.time_boost,
-        when_boost: a.when_boost,
-    }
+        .map_err(anyhow::Error::from)
 }

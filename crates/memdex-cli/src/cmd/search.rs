@@ -1,5 +1,6 @@
 use anyhow::Result;
-use memdex_engine::{format_ms, reading_context, Searcher};
+use memdex_engine::Searcher;
+use memdex_rank::{contextual_query, fit_to_store, format_ms, reading_context, RankOptions};
 use memdex_store::Store;
 
 use crate::cli::SearchArgs;
@@ -8,16 +9,16 @@ use crate::output::print_json;
 pub fn run(a: SearchArgs) -> Result<()> {
     let store = Store::open(&a.store)?;
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let searcher = Searcher::new(store, embedder)?;
-    let mut opts = super::rank_options(&a.rank, memdex_engine::RankOptions::default())?;
-    memdex_engine::fit_to_store(&mut opts, &super::stages(&a.rank), searcher.store());
+    let searcher = Searcher::new(store, Box::new(embedder))?;
+    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
+    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
     let date_ms = match &a.date {
         Some(d) => {
             Some(memdex_ingest::parse_date(d).map_err(|e| anyhow::anyhow!("--date {d:?}: {e}"))?)
         }
         None => None,
     };
-    let query = memdex_engine::contextual_query(&a.query, &a.recent);
+    let query = contextual_query(&a.query, &a.recent);
     if query != a.query {
         tracing::info!("ambiguous query; searching with recent turns: {query:?}");
     }

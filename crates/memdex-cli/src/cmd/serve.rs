@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use memdex_engine::{Engine, EngineOptions};
+use memdex_runtime::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};
 
@@ -33,6 +33,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
         limits: Limits {
             max_body_bytes: a.max_body_bytes,
             max_in_flight: a.max_in_flight,
+            max_connections: a.max_connections.max(1),
+            header_timeout: Duration::from_secs(a.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(a.body_timeout.max(1)),
             ..Limits::default()
         },
     };
@@ -64,7 +67,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let listener = memdex_server::bind(a.addr, &config).await?;
-        let engine = Engine::start(&a.store, embedder, opts)
+        let engine = Engine::start(&a.store, Box::new(embedder), opts)
             .with_context(|| format!("opening {}", a.store.display()))?;
         let local = listener.local_addr().context("listening address")?;
         println!("{}", serde_json::json!({"listening": local.to_string()}));

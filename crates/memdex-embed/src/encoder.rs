@@ -1,0 +1,103 @@
+//! The encoder seam (TEI's `Backend`): what the model thread of an engine, a searcher or an
+//! index run owns. memdex's BERT-family [`Embedder`] is the implementation; tests use a small
+//! double, so code above this crate never needs candle types or a model on disk.
+
+use memdex_core::{DeviceChoice, ModelInfo, TextKind};
+use memdex_index::DenseScorer;
+
+use crate::{device_name, select_device, EmbedError, EmbedOptions, Embedder, Embeddings};
+
+/// A sentence encoder owned by one thread.
+pub trait Encoder: Send + std::fmt::Debug {
+    /// The model's identity (name, fingerprint, dimension, pooling, prefixes).
+    fn info(&self) -> &ModelInfo;
+
+    /// Where it runs, in words (`cpu`, `cuda:0`).
+    fn device(&self) -> String;
+
+    /// Whether it runs on an accelerator (then searches are best scored there, batched).
+    fn is_accelerator(&self) -> bool {
+        false
+    }
+
+    /// Which implementation (`fast-cpu`, `candle`, …), for logs and reports.
+    fn backend(&self) -> &'static str;
+
+    /// Tokens one forward pass takes at most (the queue's batching budget).
+    fn max_batch_tokens(&self) -> usize;
+
+    /// Embeds `texts` (prefix for `kind` applied); `progress` gets the number of texts done
+    /// after each forward pass. Rows come back in input order.
+    fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError>;
+
+    fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Embeddings, EmbedError> {
+        self.embed_with_progress(texts, kind, &mut |_| {})
+    }
+
+    /// Runs one tiny input: fails when the model or its device no longer works.
+    fn health(&self) -> Result<(), EmbedError> {
+        self.embed(&["ok"], TextKind::Query).map(|_| ())
+    }
+
+    /// A dense scorer on this encoder's device, to be called from the thread that owns the
+    /// encoder (None: searches are scored on the CPU where they are ranked).
+    fn device_scorer(&self) -> Option<Box<dyn DenseScorer>> {
+        None
+    }
+}
+
+impl Encoder for Embedder {
+    fn info(&self) -> &ModelInfo {
+        Embedder::info(self)
+    }
+
+    fn device(&self) -> String {
+        device_name(Embedder::device(self))
+    }
+
+    fn is_accelerator(&self) -> bool {
+        !Embedder::device(self).is_cpu()
+    }
+
+    fn backend(&self) -> &'static str {
+        self.backend_name()
+    }
+
+    fn max_batch_tokens(&self) -> usize {
+        self.batch_policy().0
+    }
+
+    fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
+        Embedder::embed_with_progress(self, texts, kind, progress)
+    }
+
+    fn device_scorer(&self) -> Option<Box<dyn DenseScorer>> {
+        Some(Box::new(crate::scorer::CandleScorer::new(
+            Embedder::device(self).clone(),
+        )))
+    }
+}
+
+/// Loads the model named by `spec` (directory or a repo in the local HF cache) on the device
+/// `choice` names; `auto` says in the log when it falls back to the CPU.
+pub fn load_encoder(
+    spec: &str,
+    choice: DeviceChoice,
+    opts: &EmbedOptions,
+) -> Result<Embedder, EmbedError> {
+    let device = select_device(choice)?;
+    if choice == DeviceChoice::Auto && device.is_cpu() {
+        tracing::info!("--device auto: no CUDA device in this build or machine; using the CPU");
+    }
+    Embedder::load(spec, device, opts)
+}

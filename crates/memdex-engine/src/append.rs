@@ -1,0 +1,344 @@
+//! The one append pipeline, shared by `memdex index` and the server's writer thread:
+//!
+//! ```text
+//! sessions ─► itemize ─► idempotency ─► extraction ─► key reuse ─► terms ─► vectors ─► segment
+//!             (admit: per request, all or nothing)      (commit: one segment for everything admitted)
+//! ```
+//!
+//! [`AppendPipeline::admit`] itemizes a request's sessions, checks each against what is stored
+//! and what is already admitted (same content: `unchanged`; other content: a conflict that
+//! refuses the whole request), and runs the extractors. [`AppendPipeline::commit`] embeds the
+//! keys no live row holds yet (through whatever embeds: the encoder directly, or the model
+//! thread's queue), derives terms, neighbours and bucket ids, and writes one segment.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use memdex_core::{MemoryItem, Session};
+use memdex_embed::Embeddings;
+use memdex_extract::invalid_dates;
+use memdex_ingest::{itemize, ItemizeOptions};
+use memdex_store::{session_hash, Derived, Store, StoreWriter};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::batch::{write_batch, Batch, InFlight, KeySource};
+use crate::extract::Extractors;
+use crate::keys::KeyCache;
+use crate::EngineError;
+
+/// What became of one offered session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// New: its items are (or, once committed, will be) stored.
+    Stored,
+    /// Already stored with the same content: nothing written (an idempotent retry).
+    Unchanged,
+}
+
+/// One admitted session: its status and where its items lie among the pending ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub session_id: String,
+    pub status: SessionStatus,
+    /// Index of its first item among the pending items, and how many.
+    pub start: usize,
+    pub items: usize,
+    /// Items with an extracted event date, and date-shaped words naming no day.
+    pub with_events: usize,
+    pub invalid_dates: usize,
+}
+
+/// What one commit wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Committed {
+    /// Id of the first pending item (the others follow in admission order).
+    pub first_id: u64,
+    pub manifest_version: u64,
+    pub rows: u64,
+    pub keys_embedded: u64,
+    /// Items whose key a live row (or an earlier item of the same commit) already held.
+    pub keys_reused: u64,
+    pub tokens_embedded: u64,
+    pub embed_seconds: f64,
+}
+
+/// Embeds key texts for a commit (passages).
+pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Embeddings, EngineError> + 'a;
+
+/// Sessions admitted and waiting for one commit, with what committing needs.
+#[derive(Debug)]
+pub struct AppendPipeline {
+    itemize: ItemizeOptions,
+    extract: Extractors,
+    /// Run extraction and term analysis on the rayon pool (a batch job) or inline (a server,
+    /// whose pool serves queries).
+    parallel: bool,
+    keys: KeyCache,
+    /// Idempotency hash of each live stored session, by (tenant, session id).
+    known: HashMap<(String, String), u64>,
+    /// The same for admitted, uncommitted sessions.
+    staged: HashMap<(String, String), u64>,
+    pending: Vec<MemoryItem>,
+    derived: Vec<Derived>,
+    /// The view failed to refresh after a commit; retried before the next one.
+    stale: bool,
+}
+
+impl AppendPipeline {
+    /// A pipeline over `store` (the committed view the writer appends to), with the
+    /// extraction its manifest records.
+    pub fn new(store: Store, itemize: ItemizeOptions, parallel: bool) -> Result<Self, EngineError> {
+        let extract = Extractors::for_store(&store.manifest().extraction)?;
+        Ok(Self::with_extractors(store, itemize, extract, parallel))
+    }
+
+    /// [`Self::new`] with extractors given by the caller (a model-based fact extractor).
+    pub fn with_extractors(
+        store: Store,
+        itemize: ItemizeOptions,
+        extract: Extractors,
+        parallel: bool,
+    ) -> Self {
+        AppendPipeline {
+            itemize,
+            extract,
+            parallel,
+            known: store.session_hashes(),
+            keys: KeyCache::new(store),
+            staged: HashMap::new(),
+            pending: Vec::new(),
+            derived: Vec::new(),
+            stale: false,
+        }
+    }
+
+    /// The committed view the pipeline reads (key reuse, neighbours, idempotency).
+    pub fn store(&self) -> &Store {
+        self.keys.store()
+    }
+
+    /// Items admitted and not committed yet.
+    pub fn pending_items(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Offers one request's sessions: either every one is admitted (stored or unchanged) or
+    /// none is (a conflicting or empty session refuses the request).
+    pub fn admit(&mut self, sessions: &[Session]) -> Result<Vec<Admitted>, EngineError> {
+        let mut mine: HashMap<(String, String), u64> = HashMap::new();
+        let mut plans: Vec<(Admitted, Vec<MemoryItem>)> = Vec::with_capacity(sessions.len());
+        let mut start = self.pending.len();
+        for s in sessions {
+            let items = itemize(s, &self.itemize);
+            let key = (s.tenant.clone(), s.session_id.clone());
+            if items.is_empty() {
+                return Err(EngineError::EmptySession {
+                    tenant: key.0,
+                    session_id: key.1,
+                });
+            }
+            // the hash covers the items as read, so changing extractors never makes a stored
+            // session look changed
+            let hash = session_hash(items.iter().map(|i| i.content_hash));
+            let prev = (self.known.get(&key))
+                .or_else(|| self.staged.get(&key))
+                .or_else(|| mine.get(&key));
+            let status = match prev {
+                Some(&h) if h == hash => SessionStatus::Unchanged,
+                Some(_) => {
+                    return Err(EngineError::SessionConflict {
+                        tenant: key.0,
+                        session_id: key.1,
+                    })
+                }
+                None => SessionStatus::Stored,
+            };
+            let n = if status == SessionStatus::Stored {
+                items.len()
+            } else {
+                0
+            };
+            let admitted = Admitted {
+                session_id: s.session_id.clone(),
+                status,
+                start,
+                items: n,
+                with_events: 0,
+                invalid_dates: 0,
+            };
+            if status == SessionStatus::Stored {
+                mine.insert(key, hash);
+                plans.push((admitted, items));
+            } else {
+                plans.push((admitted, Vec::new()));
+            }
+            start += n;
+        }
+        self.staged.extend(mine);
+        Ok(plans
+            .into_iter()
+            .map(|(mut a, items)| {
+                self.stage(&mut a, items);
+                a
+            })
+            .collect())
+    }
+
+    /// Runs the extractors over a session's items and queues them.
+    fn stage(&mut self, a: &mut Admitted, mut items: Vec<MemoryItem>) {
+        let x = &self.extract;
+        let derived: Vec<Derived> = if self.parallel {
+            items.par_iter_mut().map(|it| x.derive(it)).collect()
+        } else {
+            items.iter_mut().map(|it| x.derive(it)).collect()
+        };
+        if x.events {
+            a.with_events = derived.iter().filter(|d| !d.events.is_empty()).count();
+            a.invalid_dates = items.iter().map(|it| invalid_dates(&it.value)).sum();
+        }
+        self.pending.extend(items);
+        self.derived.extend(derived);
+    }
+
+    /// Forgets everything admitted and not committed.
+    pub fn discard(&mut self) {
+        self.staged.clear();
+        self.pending.clear();
+        self.derived.clear();
+    }
+
+    /// Embeds the pending keys no live row holds (each distinct key once), derives terms,
+    /// neighbours and bucket ids, and commits the pending items as one segment. On failure
+    /// nothing admitted stays pending. Once the segment is committed the call succeeds, even
+    /// if re-reading the store afterwards fails (retried before the next commit).
+    pub fn commit(
+        &mut self,
+        writer: &mut StoreWriter,
+        embed: &mut EmbedFn<'_>,
+    ) -> Result<Committed, EngineError> {
+        if self.stale {
+            self.refresh()?;
+        }
+        let Some(batch) = self.cut(&mut InFlight::default()) else {
+            return Ok(Committed {
+                first_id: writer.manifest().next_item_id(),
+                manifest_version: writer.manifest().version,
+                ..Committed::default()
+            });
+        };
+        let t = Instant::now();
+        let emb = batch.embed(embed, self.keys.store().dim());
+        let embed_seconds = t.elapsed().as_secs_f64();
+        let sessions = batch.sessions.clone();
+        let result = emb.and_then(|emb| write_batch(writer, &mut self.keys, batch, emb));
+        match result {
+            Ok(mut c) => {
+                c.embed_seconds = embed_seconds;
+                self.stale = self.keys.stale();
+                Ok(c)
+            }
+            Err(e) => {
+                // the batch's sessions went to `known` when it was cut: not stored after all
+                for s in sessions {
+                    self.known.remove(&s);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves what is admitted into a [`Batch`] whose key vectors are planned: a live row's
+    /// (`Stored`), a key of an earlier batch of this run still in flight (`Earlier`, in
+    /// `inflight`), or embedded with this batch. The batch's sessions count as stored from
+    /// now on (a later failure fails the whole run or request).
+    pub fn cut(&mut self, inflight: &mut InFlight) -> Option<Batch> {
+        if self.pending.is_empty() {
+            self.staged.clear();
+            return None;
+        }
+        let items = std::mem::take(&mut self.pending);
+        let derived = std::mem::take(&mut self.derived);
+        let sessions: Vec<(String, String)> = self.staged.keys().cloned().collect();
+        self.known.extend(self.staged.drain());
+        let mut slot_of: HashMap<String, usize> = HashMap::new();
+        let mut fresh: Vec<String> = Vec::new();
+        let sources = items
+            .iter()
+            .map(|it| {
+                if self.keys.get(&it.key).is_some() {
+                    KeySource::Stored
+                } else if let Some(&slot) = slot_of.get(&it.key) {
+                    KeySource::Fresh(slot)
+                } else if inflight.contains(&it.key) {
+                    KeySource::Earlier
+                } else {
+                    fresh.push(it.key.clone());
+                    slot_of.insert(it.key.clone(), fresh.len() - 1);
+                    inflight.insert(&it.key);
+                    KeySource::Fresh(fresh.len() - 1)
+                }
+            })
+            .collect();
+        Some(Batch {
+            items,
+            derived,
+            sources,
+            fresh,
+            parallel: self.parallel,
+            sessions,
+        })
+    }
+
+    /// Re-reads the committed store (after this pipeline's commits, or a delete or compaction
+    /// by the same writer) and the idempotency hashes of `sessions` (None: all).
+    pub fn refresh(&mut self) -> Result<(), EngineError> {
+        self.keys.refresh()?;
+        self.stale = false;
+        Ok(())
+    }
+
+    /// The pipeline's key cache (the build's writer stage keeps its own, see `build`).
+    pub fn keys(&self) -> &KeyCache {
+        &self.keys
+    }
+
+    /// After a delete: the hashes of the touched sessions of `tenant` (None: every session of
+    /// the tenant) are re-read from the refreshed store, so a re-append of a forgotten session
+    /// stores it again.
+    pub fn forget(&mut self, tenant: &str, sessions: Option<&[String]>) -> Result<(), EngineError> {
+        self.refresh()?;
+        match sessions {
+            None => self.known.retain(|(t, _), _| t != tenant),
+            Some(ids) => {
+                for sid in ids {
+                    let key = (tenant.to_string(), sid.clone());
+                    match session_hash_of(self.store(), tenant, sid) {
+                        Some(h) => self.known.insert(key, h),
+                        None => self.known.remove(&key),
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Idempotency hash of one live session (None: no live items), as in
+/// [`Store::session_hashes`].
+pub fn session_hash_of(store: &Store, tenant: &str, session_id: &str) -> Option<u64> {
+    let mut parts: Vec<(u32, u64)> = Vec::new();
+    for s in store.tenant_slices(tenant) {
+        for r in (0..s.rows).filter(|&r| s.session_id(r) == session_id) {
+            let it = s.item(r);
+            parts.push((it.turn, it.content_hash));
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    parts.sort_unstable();
+    Some(session_hash(parts.iter().map(|p| p.1)))
+}

@@ -1,0 +1,194 @@
+//! The append pipeline and the searcher over a test-double encoder (no model on disk):
+//! idempotency, conflicts refusing a whole request, empty sessions, key reuse, deletes
+//! forgotten by idempotency and ranking alike, failed commits leaving nothing behind.
+
+#![allow(clippy::unwrap_used)]
+
+use memdex_core::{Granularity, Role, Session, TextKind, Turn};
+use memdex_embed::Encoder;
+use memdex_engine::{AppendPipeline, EngineError, Searcher, SessionStatus};
+use memdex_ingest::ItemizeOptions;
+use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
+use memdex_store::{Extraction, Store, StoreWriter};
+use memdex_testkit::HashEncoder;
+
+const DIM: usize = 32;
+
+fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
+    Session {
+        tenant: tenant.into(),
+        session_id: id.into(),
+        timestamp_ms: 1_683_540_000_000,
+        turns: texts
+            .iter()
+            .map(|t| Turn {
+                role: Role::User,
+                content: t.to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn open(dir: &std::path::Path) -> (StoreWriter, AppendPipeline) {
+    let enc = HashEncoder::new(DIM);
+    let w = StoreWriter::open_or_create_with(
+        dir,
+        enc.info(),
+        Granularity::Turn,
+        None,
+        &Extraction::default(),
+    )
+    .unwrap();
+    let p = AppendPipeline::new(
+        Store::open(dir).unwrap(),
+        ItemizeOptions::new(Granularity::Turn),
+        false,
+    )
+    .unwrap();
+    (w, p)
+}
+
+#[test]
+fn admit_commit_reuse_conflict_empty_and_forget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut w, mut p) = open(tmp.path());
+    let enc = HashEncoder::new(DIM);
+    let mut embedded: Vec<String> = Vec::new();
+    let mut embed = |keys: &[&str]| -> Result<_, EngineError> {
+        embedded.extend(keys.iter().map(|k| k.to_string()));
+        Ok(enc.embed(keys, TextKind::Passage)?)
+    };
+    let a = p
+        .admit(&[
+            session("ann", "s1", &["I adopted a dog named Rex", "shared text"]),
+            session("ben", "s1", &["shared text"]),
+        ])
+        .unwrap();
+    assert_eq!(
+        a.iter().map(|x| x.status).collect::<Vec<_>>(),
+        [SessionStatus::Stored; 2]
+    );
+    let c = p.commit(&mut w, &mut embed).unwrap();
+    assert_eq!(
+        (c.rows, c.keys_embedded, c.keys_reused),
+        (3, 2, 1),
+        "one key shared by two tenants"
+    );
+
+    // a retry is unchanged; a new session reusing a stored key text is not re-embedded
+    let a = p
+        .admit(&[
+            session("ann", "s1", &["I adopted a dog named Rex", "shared text"]),
+            session("cai", "s1", &["shared text", "a brand new line"]),
+        ])
+        .unwrap();
+    assert_eq!(a[0].status, SessionStatus::Unchanged);
+    assert_eq!(a[1].status, SessionStatus::Stored);
+    let c = p.commit(&mut w, &mut embed).unwrap();
+    assert_eq!(
+        (c.rows, c.keys_embedded, c.keys_reused),
+        (2, 1, 1),
+        "stored vector copied"
+    );
+
+    // a conflict refuses the whole request: its other (valid) session is not staged
+    let e = p
+        .admit(&[
+            session("dan", "s1", &["fine"]),
+            session("ann", "s1", &["other content"]),
+        ])
+        .unwrap_err();
+    assert!(matches!(e, EngineError::SessionConflict { .. }), "{e}");
+    assert_eq!(p.pending_items(), 0);
+    let e = p.admit(&[session("dan", "s2", &["   ", ""])]).unwrap_err();
+    assert!(matches!(e, EngineError::EmptySession { .. }), "{e}");
+
+    // a failed commit leaves nothing pending or staged: the same session is admitted again
+    p.admit(&[session("eve", "s1", &["will fail"])]).unwrap();
+    let e = p.commit(&mut w, &mut |_: &[&str]| {
+        Err(EngineError::Model {
+            message: "down".into(),
+        })
+    });
+    assert!(e.is_err());
+    assert_eq!(p.pending_items(), 0);
+    assert_eq!(
+        p.admit(&[session("eve", "s1", &["will fail"])]).unwrap()[0].status,
+        SessionStatus::Stored
+    );
+    p.discard();
+
+    // after a delete, the forgotten session is stored again (not unchanged, not a conflict)
+    let ann_ids: Vec<u64> = {
+        let s = Store::open(tmp.path()).unwrap();
+        s.tenant_slices("ann")
+            .iter()
+            .flat_map(|x| x.segment.item_ids()[x.start..x.start + x.rows].to_vec())
+            .collect()
+    };
+    w.delete_items(&ann_ids).unwrap();
+    p.forget("ann", Some(&["s1".to_string()])).unwrap();
+    let a = p
+        .admit(&[session(
+            "ann",
+            "s1",
+            &["I adopted a dog named Rex", "shared text"],
+        )])
+        .unwrap();
+    assert_eq!(a[0].status, SessionStatus::Stored);
+    assert_eq!(embedded.len(), 3, "{embedded:?}");
+}
+
+#[test]
+fn deleted_rows_are_never_ranked_and_given_scores_must_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut w, mut p) = open(tmp.path());
+    let enc = HashEncoder::new(DIM);
+    p.admit(&[
+        session("ann", "s1", &["my locker code is 4711"]),
+        session("ann", "s2", &["I water the plants"]),
+    ])
+    .unwrap();
+    let mut embed =
+        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+    let c = p.commit(&mut w, &mut embed).unwrap();
+    w.delete_items(&[c.first_id]).unwrap();
+    let searcher = Searcher::new(
+        Store::open(tmp.path()).unwrap(),
+        Box::new(HashEncoder::new(DIM)),
+    )
+    .unwrap();
+    let hits = searcher
+        .search("ann", "locker code 4711", None, 10, &RankOptions::dense())
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].value.contains("plants"), "{hits:?}");
+
+    let q = enc.embed(&["plants"], TextKind::Query).unwrap();
+    let query = Query {
+        text: "plants",
+        vector: q.row(0),
+        date_ms: None,
+    };
+    let store = searcher.store();
+    let e = rank(
+        store,
+        "ann",
+        &query,
+        Dense::Scores(&[0.1, 0.2]),
+        &RankOptions::dense(),
+        &TenantCache::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RankError::DenseMismatch {
+                expected: 1,
+                got: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

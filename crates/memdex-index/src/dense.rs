@@ -1,0 +1,194 @@
+//! The dense-scoring seam: every row's `query · row` score for a batch of queries, each over
+//! its own runs of stored rows. The ranking needs every row's score (min-max fusion and
+//! FragRel read them all), not a top-k, so that is the contract.
+//!
+//! Implementations: [`CpuScorer`] (dot products over the mapped rows, the default), the
+//! candle device scan in `memdex-embed` (segments resident on the model's device), and the
+//! CUDA kernels of `memdex-kernels`. They are chosen once, when a searcher or engine starts.
+
+use rayon::prelude::*;
+
+use crate::dot;
+
+/// One block of stored vectors: a store segment's embedding column, row-major.
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    /// Stable identity of the block (a segment id, never reused): device scorers keep a
+    /// resident copy under it.
+    pub id: u64,
+    pub data: &'a [f32],
+}
+
+/// Rows `start..start + rows` of block `block` (an index into the batch's blocks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub block: usize,
+    pub start: usize,
+    pub rows: usize,
+}
+
+/// A scorer's failure (a device error, a malformed request).
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error("dense scorer {scorer}: {message}")]
+    Device {
+        scorer: &'static str,
+        message: String,
+    },
+    #[error("dense scoring request: {message}")]
+    Request { message: String },
+}
+
+/// Scores a batch of queries, each over its own runs of rows.
+pub trait DenseScorer: Send + Sync + std::fmt::Debug {
+    /// Short name for logs and reports (`cpu`, `candle-cuda`, …).
+    fn name(&self) -> &'static str;
+
+    /// Whether batching many queries into one call pays (a device) or each query is best
+    /// scored where it is ranked (the CPU).
+    fn batched(&self) -> bool {
+        false
+    }
+
+    /// `out[q]` = query `q` (row `q` of `queries`, `dim` wide) dotted with every row of
+    /// `runs[q]`, concatenated in run order.
+    fn score(
+        &self,
+        dim: usize,
+        queries: &[f32],
+        blocks: &[Block<'_>],
+        runs: &[Vec<Run>],
+    ) -> Result<Vec<Vec<f32>>, ScoreError>;
+
+    /// Drops whatever the scorer keeps for blocks not in `live` (retired by compaction).
+    fn retain(&self, _live: &[u64]) {}
+}
+
+/// Checks a request's shape (every scorer calls it first): one query row per run list,
+/// runs inside their blocks, blocks a whole number of rows.
+pub fn check_request(
+    dim: usize,
+    queries: &[f32],
+    blocks: &[Block<'_>],
+    runs: &[Vec<Run>],
+) -> Result<(), ScoreError> {
+    let bad = |message: String| Err(ScoreError::Request { message });
+    if dim == 0 || queries.len() != runs.len() * dim {
+        return bad(format!(
+            "{} query values for {} queries of dimension {dim}",
+            queries.len(),
+            runs.len()
+        ));
+    }
+    if let Some(b) = blocks.iter().find(|b| b.data.len() % dim != 0) {
+        return bad(format!("block {} is not a whole number of rows", b.id));
+    }
+    for r in runs.iter().flatten() {
+        let fits = blocks
+            .get(r.block)
+            .is_some_and(|b| r.start.saturating_add(r.rows) * dim <= b.data.len());
+        if !fits {
+            return bad(format!("run {r:?} lies outside its block"));
+        }
+    }
+    Ok(())
+}
+
+/// Dot products over the mapped rows, one query per rayon task.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuScorer;
+
+impl DenseScorer for CpuScorer {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn score(
+        &self,
+        dim: usize,
+        queries: &[f32],
+        blocks: &[Block<'_>],
+        runs: &[Vec<Run>],
+    ) -> Result<Vec<Vec<f32>>, ScoreError> {
+        check_request(dim, queries, blocks, runs)?;
+        let one = |(q, runs): (&[f32], &Vec<Run>)| -> Vec<f32> {
+            let mut out = Vec::with_capacity(runs.iter().map(|r| r.rows).sum());
+            for r in runs {
+                let rows = &blocks[r.block].data[r.start * dim..(r.start + r.rows) * dim];
+                out.extend(rows.chunks_exact(dim).map(|row| dot(q, row)));
+            }
+            out
+        };
+        Ok(if runs.len() == 1 {
+            vec![one((queries, &runs[0]))]
+        } else {
+            queries.par_chunks(dim).zip(runs).map(one).collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(q: &[f32], rows: &[f32], dim: usize) -> Vec<f32> {
+        rows.chunks(dim)
+            .map(|r| {
+                q.iter()
+                    .zip(r)
+                    .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                    .sum::<f64>() as f32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cpu_scorer_matches_naive_dot_products_and_refuses_bad_runs() {
+        let dim = 5;
+        let a: Vec<f32> = (0..dim * 7).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..dim * 3).map(|i| (i as f32 * 0.11).cos()).collect();
+        let blocks = [Block { id: 4, data: &a }, Block { id: 9, data: &b }];
+        let queries: Vec<f32> = (0..dim * 2).map(|i| i as f32 - 4.0).collect();
+        let runs = vec![
+            vec![
+                Run {
+                    block: 1,
+                    start: 1,
+                    rows: 2,
+                },
+                Run {
+                    block: 0,
+                    start: 0,
+                    rows: 3,
+                },
+            ],
+            vec![Run {
+                block: 0,
+                start: 5,
+                rows: 2,
+            }],
+        ];
+        let got = CpuScorer.score(dim, &queries, &blocks, &runs).unwrap();
+        let q0 = &queries[..dim];
+        let mut want0 = naive(q0, &b[dim..3 * dim], dim);
+        want0.extend(naive(q0, &a[..3 * dim], dim));
+        let want1 = naive(&queries[dim..], &a[5 * dim..7 * dim], dim);
+        assert_eq!(got.len(), 2);
+        for (g, w) in [(&got[0], &want0), (&got[1], &want1)] {
+            assert_eq!(g.len(), w.len());
+            for (x, y) in g.iter().zip(w.iter()) {
+                assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{x} vs {y}");
+            }
+        }
+        let outside = vec![vec![Run {
+            block: 1,
+            start: 2,
+            rows: 2,
+        }]];
+        assert!(CpuScorer.score(dim, q0, &blocks, &outside).is_err());
+        assert!(
+            CpuScorer.score(dim, &queries, &blocks, &outside).is_err(),
+            "2 queries, 1 run list"
+        );
+    }
+}

@@ -1,0 +1,34 @@
+//! memdex ranking: the one pipeline that orders a tenant's live items for a query, used by
+//! `memdex search`, `eval`, `bench` and the server alike. Pure computation over a store view:
+//! no candle, no async runtime, no model (dense scores come through the
+//! [`memdex_index::DenseScorer`] seam or precomputed).
+//!
+//! * [`RankOptions`]: the stages and weights (serialisable, recorded whole in eval reports).
+//! * [`Stages`]: the user's overrides — the CLI flags (feature `clap`), the server's `stages`
+//!   object and its OpenAPI schema (feature `openapi`) — validated once in [`Stages::apply`].
+//! * [`rank`]: first stage (dense, BM25, fusion) → FragRel → signals → order → time stage.
+//! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
+//! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
+
+mod cache;
+mod context;
+mod error;
+mod hit;
+mod options;
+mod pipeline;
+mod reading;
+mod score;
+mod stages;
+mod time;
+
+pub use cache::TenantCache;
+pub use context::{contextual_query, is_ambiguous};
+pub use error::RankError;
+pub use hit::SearchHit;
+pub use options::{
+    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, TimeMode,
+    TimeStage,
+};
+pub use pipeline::{check_columns, dense_request, fit_to_store, rank, Dense, Query, Ranking};
+pub use reading::{format_ms, reading_context, CON_PROMPT};
+pub use stages::{FusionChoice, StageError, Stages, TimeChoice};

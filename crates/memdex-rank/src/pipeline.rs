@@ -1,0 +1,233 @@
+//! The ranking pipeline: a tenant's live rows (timeline order) → first-stage scores (dense,
+//! BM25 or their fusion) → FragRel environments → recency and importance → order → time
+//! stage. Each stage is a function of plain score vectors in `score` and `time`.
+
+use memdex_index::{Block, DenseScorer, Run};
+use memdex_store::{ItemRef, Store, TenantSlice};
+
+use crate::cache::TenantCache;
+use crate::options::{FragRelScope, RankOptions, Retriever};
+use crate::score::{environment, first_stage, signals, Environment, Signals};
+use crate::{time, RankError, SearchHit};
+
+/// One query: its text (BM25, the time stage), vector (dense) and date (recency and time
+/// references; default: the newest item's date).
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub text: &'a str,
+    pub vector: &'a [f32],
+    pub date_ms: Option<i64>,
+}
+
+/// Where a ranking's dense scores come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Dense<'a> {
+    /// Computed now by this scorer (the CPU loop, usually).
+    Scorer(&'a dyn DenseScorer),
+    /// Computed elsewhere (a device scan of a whole batch), one per live row of the tenant in
+    /// timeline order; any other length is an error.
+    Scores(&'a [f32]),
+}
+
+/// A tenant's items with their final scores; `order` lists timeline indices best first.
+#[derive(Debug)]
+pub struct Ranking<'s> {
+    slices: Vec<TenantSlice<'s>>,
+    starts: Vec<usize>,
+    pub scores: Vec<f64>,
+    pub order: Vec<usize>,
+}
+
+impl<'s> Ranking<'s> {
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// The item at timeline index `i`.
+    pub fn item(&self, i: usize) -> ItemRef<'s> {
+        let s = self.starts.partition_point(|&st| st <= i) - 1;
+        self.slices[s].item(i - self.starts[s])
+    }
+
+    /// The best `k` items as hits.
+    pub fn hits(&self, k: usize) -> Vec<SearchHit> {
+        self.order
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(rank, &i)| SearchHit::new(rank + 1, self.scores[i] as f32, self.item(i)))
+            .collect()
+    }
+}
+
+/// The blocks and runs a dense scorer reads for `slices` (one block per segment touched).
+pub fn dense_request<'s>(
+    store: &'s Store,
+    slices: &[TenantSlice<'s>],
+) -> (Vec<Block<'s>>, Vec<Run>) {
+    let mut blocks: Vec<Block<'s>> = Vec::new();
+    let mut index_of: Vec<(usize, usize)> = Vec::new();
+    let mut runs = Vec::with_capacity(slices.len());
+    for s in slices {
+        let block = match index_of.iter().find(|(seg, _)| *seg == s.index) {
+            Some(&(_, b)) => b,
+            None => {
+                blocks.push(Block {
+                    id: s.segment.meta().id,
+                    data: s.segment.embeddings(),
+                });
+                index_of.push((s.index, blocks.len() - 1));
+                blocks.len() - 1
+            }
+        };
+        runs.push(Run {
+            block,
+            start: s.start,
+            rows: s.rows,
+        });
+    }
+    debug_assert!(store.segments().len() >= blocks.len());
+    (blocks, runs)
+}
+
+/// Ranks every live item of `tenant` in `store` for `query`.
+pub fn rank<'s>(
+    store: &'s Store,
+    tenant: &str,
+    query: &Query<'_>,
+    dense: Dense<'_>,
+    opts: &RankOptions,
+    cache: &TenantCache,
+) -> Result<Ranking<'s>, RankError> {
+    check_columns(store, opts)?;
+    let slices = store.tenant_slices(tenant);
+    if slices.is_empty() {
+        return Err(RankError::UnknownTenant {
+            tenant: tenant.to_string(),
+            store: store.dir().display().to_string(),
+        });
+    }
+    let mut starts = Vec::with_capacity(slices.len());
+    let mut n = 0;
+    for s in &slices {
+        starts.push(n);
+        n += s.rows;
+    }
+    let dense_scores = match opts.retriever {
+        Retriever::Bm25 => Vec::new(),
+        _ => dense_scores(store, &slices, query, dense, n)?,
+    };
+    let mut scores = first_stage(&slices, query.text, &dense_scores, opts, tenant, cache);
+    if opts.fragrel.is_some() || opts.semantic.is_some() {
+        let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
+        let groups = opts.fragrel.map(|f| match f.scope {
+            FragRelScope::Session => cache.groups(tenant, &slices),
+            FragRelScope::History => std::sync::Arc::new(vec![0; n]),
+        });
+        let adjacency = opts.semantic.map(|_| cache.semantic(tenant, &slices));
+        let env = Environment {
+            positions: &positions,
+            groups: groups.as_deref().map(Vec::as_slice),
+            adjacency: adjacency.as_deref().map(Vec::as_slice),
+        };
+        scores = environment(&scores, &env, opts);
+    }
+    if opts.recency.is_some() || opts.importance.is_some() {
+        let times: Vec<i64> = slices
+            .iter()
+            .flat_map(|s| s.timestamps())
+            .copied()
+            .collect();
+        let importance = opts.importance.map(|_| cache.importance(tenant, &slices));
+        let input = Signals {
+            times: &times,
+            importance: importance.as_deref().map(Vec::as_slice),
+            date_ms: query.date_ms,
+        };
+        signals(&mut scores, &input, opts);
+    }
+    let mut order = memdex_index::fusion::rank_desc(&scores);
+    if let Some(stage) = opts.time {
+        time::apply(&slices, query, stage, &mut scores, &mut order);
+    }
+    Ok(Ranking {
+        slices,
+        starts,
+        scores,
+        order,
+    })
+}
+
+fn dense_scores(
+    store: &Store,
+    slices: &[TenantSlice<'_>],
+    query: &Query<'_>,
+    dense: Dense<'_>,
+    n: usize,
+) -> Result<Vec<f64>, RankError> {
+    let scores = match dense {
+        Dense::Scores(s) => s.to_vec(),
+        Dense::Scorer(scorer) => {
+            if query.vector.len() != store.dim() {
+                return Err(RankError::DenseMismatch {
+                    what: "query vector values",
+                    expected: store.dim(),
+                    got: query.vector.len(),
+                });
+            }
+            let (blocks, runs) = dense_request(store, slices);
+            scorer
+                .score(store.dim(), query.vector, &blocks, &[runs])?
+                .pop()
+                .unwrap_or_default()
+        }
+    };
+    if scores.len() != n {
+        return Err(RankError::DenseMismatch {
+            what: "dense scores",
+            expected: n,
+            got: scores.len(),
+        });
+    }
+    Ok(scores.into_iter().map(f64::from).collect())
+}
+
+/// Refuses stages whose columns `store` was built without, naming the `index` option.
+pub fn check_columns(store: &Store, opts: &RankOptions) -> Result<(), RankError> {
+    let x = &store.manifest().extraction;
+    let missing = |stage, what, option| RankError::MissingColumns {
+        stage,
+        what,
+        store: store.dir().display().to_string(),
+        option,
+    };
+    if opts.semantic.is_some() && x.neighbors == 0 {
+        return Err(missing(
+            "FragRel semantic",
+            "semantic neighbours",
+            "`memdex index --neighbors M`",
+        ));
+    }
+    if opts.time.is_some() && !x.events {
+        return Err(missing(
+            "time",
+            "event dates",
+            "`memdex index --extract-events` (the default)",
+        ));
+    }
+    Ok(())
+}
+
+/// The default pipeline on a store indexed without event dates: the time stage is dropped
+/// unless the user asked for it (`time_asked`; then [`check_columns`] names the missing
+/// option).
+pub fn fit_to_store(opts: &mut RankOptions, time_asked: bool, store: &Store) {
+    if !time_asked && !store.manifest().extraction.events && opts.time.is_some() {
+        tracing::warn!("store has no event dates; time stage off");
+        opts.time = None;
+    }
+}

@@ -1,0 +1,234 @@
+//! The ranking stages as users set them: one set of optional overrides, which is at once
+//! the `memdex search`/`eval` flags (clap derive, feature `clap`), the server's `stages`
+//! object (serde) and its OpenAPI schema (feature `openapi`), validated and applied to a
+//! [`RankOptions`] here, so the CLI, the server and its documentation cannot drift apart.
+
+use serde::Deserialize;
+
+use crate::options::{
+    Bm25Flavour, FragRelScope, FragRelStage, Fusion, RankOptions, Retriever, TimeMode, TimeStage,
+};
+
+/// Fusion as named by users (`rrf` uses k = 60).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum FusionChoice {
+    Minmax,
+    Rrf,
+}
+
+/// The time stage as named by users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TimeChoice {
+    Off,
+    Front,
+    Boost,
+}
+
+/// Overrides of a [`RankOptions`]; an unset field keeps the base value. Field names are the
+/// server's JSON keys and, with `-` for `_`, the CLI's flags (each with a `MEMDEX_` variable).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Stages {
+    /// First-stage ranking: dense, bm25 or hybrid.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_RETRIEVER"))]
+    pub retriever: Option<Retriever>,
+    /// BM25 flavour: official (LongMemEval's whitespace rank_bm25) or memdex (Unicode words,
+    /// stop words, Snowball stems, Lucene idf).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_BM25"))]
+    pub bm25: Option<Bm25Flavour>,
+    /// Hybrid fusion: minmax (weighted sum of min-max normalised scores) or rrf
+    /// (reciprocal-rank fusion, k = 60).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_FUSION"))]
+    pub fusion: Option<FusionChoice>,
+    /// Hybrid weight of the dense side, 0 to 1; the keyword side gets 1 − w.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_DENSE_WEIGHT"))]
+    pub dense_weight: Option<f64>,
+    /// FragRel environment weight α (0 = off): s + α·Σ w^|Δpos| s_j / Σ w^|Δpos|.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_FRAGREL_ALPHA"))]
+    pub fragrel_alpha: Option<f64>,
+    /// FragRel decay per position step, 0 to 1.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_FRAGREL_W"))]
+    pub fragrel_w: Option<f64>,
+    /// Which items share a FragRel environment: session or history.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_FRAGREL_SCOPE"))]
+    pub fragrel_scope: Option<FragRelScope>,
+    /// FragRel semantic-relation weight (0 = off): adds β·Σ w_ij s_j / Σ w_ij over each item's
+    /// stored semantic neighbours (w = max(0, cos); needs `index --neighbors M`).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_FRAGREL_SEMANTIC"))]
+    pub fragrel_semantic: Option<f64>,
+    /// Recency, 0 to 1: the oldest item's score is multiplied by 1 − this (Gaussian over the
+    /// tenant's history up to the question date); 0 = off.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_RECENCY"))]
+    pub recency: Option<f64>,
+    /// Importance: scores × (1 + this · log10(importance)), importance 1..10 from a local
+    /// heuristic (numbers, dates, names, life events, emotions); 0 = off.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_IMPORTANCE"))]
+    pub importance: Option<f64>,
+    /// Time stage: off, front (items whose session or event dates fall in the query's time
+    /// range, ±2 days, move ahead) or boost (their scores × (1 + time_boost)).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TIME"))]
+    pub time: Option<TimeChoice>,
+    /// Score factor of in-range items with time = boost.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TIME_BOOST"))]
+    pub time_boost: Option<f64>,
+    /// "When…" questions without a range: scores of items that state a date × (1 + this).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_WHEN_BOOST"))]
+    pub when_boost: Option<f64>,
+}
+
+/// Upper bound of the open-ended weights (α, importance, boosts): a typo guard.
+const MAX_WEIGHT: f64 = 100.0;
+
+/// A stage override that cannot apply; `message` names the field in the caller's spelling.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct StageError {
+    /// The field's name in [`Stages`] (`dense_weight`).
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl Stages {
+    /// `base` with these overrides. Errors name the offending field through `name`
+    /// (`"dense_weight"` → `"--dense-weight"` or `"stages.dense_weight"`).
+    pub fn apply(
+        &self,
+        base: RankOptions,
+        name: &dyn Fn(&str) -> String,
+    ) -> Result<RankOptions, StageError> {
+        let err = |field: &'static str, message: String| StageError { field, message };
+        let check = |field: &'static str, v: Option<f64>, hi: f64| match v {
+            Some(x) if !(0.0..=hi).contains(&x) => Err(err(
+                field,
+                format!("{} must be in [0, {hi}], got {x}", name(field)),
+            )),
+            _ => Ok(v),
+        };
+        let mut o = base;
+        if let Some(r) = self.retriever {
+            o.retriever = r;
+        }
+        if let Some(b) = self.bm25 {
+            o.bm25 = b;
+        }
+        if let Some(f) = self.fusion {
+            o.fusion = match f {
+                FusionChoice::Minmax => Fusion::MinMax,
+                FusionChoice::Rrf => Fusion::Rrf { k: 60.0 },
+            };
+        }
+        if let Some(w) = check("dense_weight", self.dense_weight, 1.0)? {
+            o.weights = (w, 1.0 - w);
+        }
+        let mut p = o.fragrel.unwrap_or(FragRelStage {
+            alpha: 0.0,
+            ..FragRelStage::default()
+        });
+        if let Some(a) = check("fragrel_alpha", self.fragrel_alpha, MAX_WEIGHT)? {
+            p.alpha = a;
+        }
+        if let Some(w) = check("fragrel_w", self.fragrel_w, 1.0)? {
+            p.w = w;
+        }
+        if let Some(s) = self.fragrel_scope {
+            p.scope = s;
+        }
+        o.fragrel = (p.alpha > 0.0).then_some(p);
+        if let Some(x) = check("fragrel_semantic", self.fragrel_semantic, MAX_WEIGHT)? {
+            o.semantic = (x > 0.0).then_some(x);
+        }
+        if let Some(r) = check("recency", self.recency, 1.0)? {
+            o.recency = (r > 0.0).then_some(r);
+        }
+        if let Some(i) = check("importance", self.importance, MAX_WEIGHT)? {
+            o.importance = (i > 0.0).then_some(i);
+        }
+        let time_boost = check("time_boost", self.time_boost, MAX_WEIGHT)?;
+        if let Some(t) = self.time {
+            let stage = o.time.unwrap_or_default();
+            o.time = match t {
+                TimeChoice::Off => None,
+                TimeChoice::Front => Some(TimeStage {
+                    mode: TimeMode::Front,
+                    ..stage
+                }),
+                TimeChoice::Boost => Some(TimeStage {
+                    mode: TimeMode::Boost(time_boost.unwrap_or(1.0)),
+                    ..stage
+                }),
+            };
+        }
+        if time_boost.is_some() && self.time != Some(TimeChoice::Boost) {
+            return Err(err(
+                "time_boost",
+                format!("{} needs {} boost", name("time_boost"), name("time")),
+            ));
+        }
+        if let Some(b) = check("when_boost", self.when_boost, MAX_WEIGHT)? {
+            match &mut o.time {
+                Some(st) => st.when_boost = b,
+                None if b == 0.0 => {}
+                None => {
+                    return Err(err(
+                        "when_boost",
+                        format!(
+                            "{} needs the time stage ({} front|boost)",
+                            name("when_boost"),
+                            name("time")
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flag(n: &str) -> String {
+        format!("--{}", n.replace('_', "-"))
+    }
+
+    #[test]
+    fn overrides_apply_and_bad_values_are_named() {
+        let s = Stages {
+            retriever: Some(Retriever::Dense),
+            fragrel_alpha: Some(0.0),
+            time: Some(TimeChoice::Boost),
+            time_boost: Some(0.5),
+            ..Stages::default()
+        };
+        let o = s.apply(RankOptions::default(), &flag).expect("valid");
+        assert_eq!(o.retriever, Retriever::Dense);
+        assert_eq!(o.fragrel, None);
+        assert_eq!(o.time.map(|t| t.mode), Some(TimeMode::Boost(0.5)));
+        let bad = Stages {
+            dense_weight: Some(1.5),
+            ..Stages::default()
+        };
+        let e = bad.apply(RankOptions::default(), &flag).unwrap_err();
+        assert_eq!(e.field, "dense_weight");
+        assert!(e.message.contains("--dense-weight"), "{e}");
+        let orphan = Stages {
+            time_boost: Some(1.0),
+            ..Stages::default()
+        };
+        let e = orphan.apply(RankOptions::default(), &flag).unwrap_err();
+        assert_eq!(e.to_string(), "--time-boost needs --time boost");
+        assert_eq!(
+            Stages::default().apply(RankOptions::default(), &flag),
+            Ok(RankOptions::default())
+        );
+    }
+}

@@ -1,0 +1,383 @@
+//! The serving engine: one store, one model, many concurrent callers. Cheap to clone; every
+//! clone talks to the same two threads (see the crate docs).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use memdex_core::{Granularity, ModelInfo, Session, TextKind};
+use memdex_embed::Encoder;
+use memdex_engine::{AppendPipeline, ExtractOptions};
+use memdex_index::{CpuScorer, DenseScorer};
+use memdex_ingest::ItemizeOptions;
+use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
+use tokio::sync::oneshot;
+
+use crate::model::{model_loop, EmbedJob, Embedded, ScanRequest};
+use crate::stats::EngineStats;
+use crate::view::View;
+use crate::writer::{writer_loop, AppendReport, DeleteReport, DeleteTarget, WriteJob, WriterState};
+use crate::RuntimeError;
+
+/// How the engine queues and commits.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Estimated tokens the model thread takes from its queue for one batch.
+    pub token_budget: usize,
+    /// Embedding jobs waiting at most; one more is refused with `Busy`.
+    pub embed_queue: usize,
+    /// Write jobs (appends, deletes) waiting at most.
+    pub write_queue: usize,
+    /// Texts per embedding job sent by the writer, so queries interleave with big appends.
+    pub append_chunk: usize,
+    /// Background compaction check interval (None: only on request).
+    pub compact_every: Option<Duration>,
+    /// Background compaction runs when this many segments are small (or any tombstone waits).
+    pub compact_min_small: usize,
+    pub compact: CompactOptions,
+    /// Recorded in a new store's manifest: where the model came from.
+    pub model_source: Option<String>,
+    /// Score searches' dense stage on the model's device, all searches of a model batch
+    /// together whatever their tenants. None: only when the model runs on an accelerator.
+    pub device_scan: Option<bool>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            token_budget: 8192,
+            embed_queue: 1024,
+            write_queue: 1024,
+            append_chunk: 64,
+            compact_every: Some(Duration::from_secs(30)),
+            compact_min_small: 16,
+            compact: CompactOptions::default(),
+            model_source: None,
+            device_scan: None,
+        }
+    }
+}
+
+/// What a caller waits on: the answer of the model or writer thread.
+pub type Ticket<T> = oneshot::Receiver<Result<T, RuntimeError>>;
+
+/// Whether the engine can do its work, for `/healthz`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    /// A thread is gone (it could not continue); the message says which.
+    Failed(&'static str),
+    ShuttingDown,
+}
+
+/// The serving engine.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    info: ModelInfo,
+    device: String,
+    view: Arc<RwLock<Arc<View>>>,
+    embed_tx: Mutex<Option<SyncSender<EmbedJob>>>,
+    write_tx: Mutex<Option<SyncSender<WriteJob>>>,
+    threads: Mutex<Threads>,
+    stats: Arc<EngineStats>,
+    device_scan: bool,
+    /// Scores searches where they are ranked when the device does not.
+    cpu: CpuScorer,
+}
+
+/// The two threads, joined in this order at shutdown: the writer first (it may still need
+/// the model thread for queued appends), then the model thread.
+#[derive(Debug, Default)]
+struct Threads {
+    writer: Option<JoinHandle<()>>,
+    model: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Opens (or creates, with `index`'s defaults: round items, event dates and facts) the
+    /// store in `dir` for `encoder`'s model and starts the model and writer threads. Refused
+    /// while another writer holds the store.
+    pub fn start(
+        dir: &Path,
+        encoder: Box<dyn Encoder>,
+        opts: EngineOptions,
+    ) -> Result<Engine, RuntimeError> {
+        let info = encoder.info().clone();
+        let (granularity, extraction) = match Manifest::load(dir) {
+            Ok(m) => (m.granularity, m.extraction),
+            Err(StoreError::NotAStore { .. }) => {
+                (Granularity::Round, ExtractOptions::default().extraction())
+            }
+            Err(e) => return Err(RuntimeError::from(memdex_engine::EngineError::from(e))),
+        };
+        let writer = StoreWriter::open_or_create_with(
+            dir,
+            &info,
+            granularity,
+            opts.model_source.clone(),
+            &extraction,
+        )
+        .map_err(memdex_engine::EngineError::from)?;
+        let store = Store::open_for_model(dir, &info).map_err(memdex_engine::EngineError::from)?;
+        let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
+        let first = Arc::new(View::new(store));
+        first.warm_all_in_background();
+        let view = Arc::new(RwLock::new(first));
+        let stats = Arc::new(EngineStats::default());
+        let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
+        let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
+        let device = encoder.device();
+        let device_scan = opts.device_scan.unwrap_or_else(|| encoder.is_accelerator());
+        let scorer: Option<Box<dyn DenseScorer>> = if device_scan {
+            encoder.device_scorer()
+        } else {
+            None
+        };
+        let device_scan = scorer.is_some();
+        let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
+        let model = {
+            let (stats, budget) = (stats.clone(), opts.token_budget);
+            spawn("memdex-model")
+                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, scorer))
+                .map_err(|e| internal(format!("cannot start the model thread: {e}")))?
+        };
+        let state = WriterState {
+            writer,
+            pipeline,
+            embed_tx: embed_tx.clone(),
+            view: view.clone(),
+            stats: stats.clone(),
+            opts,
+            unpublished: false,
+        };
+        let writer = spawn("memdex-writer")
+            .spawn(move || writer_loop(state, write_rx))
+            .map_err(|e| internal(format!("cannot start the writer thread: {e}")))?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                dir: dir.to_path_buf(),
+                info,
+                device,
+                view,
+                embed_tx: Mutex::new(Some(embed_tx)),
+                write_tx: Mutex::new(Some(write_tx)),
+                threads: Mutex::new(Threads {
+                    writer: Some(writer),
+                    model: Some(model),
+                }),
+                stats,
+                device_scan,
+                cpu: CpuScorer,
+            }),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn model(&self) -> &ModelInfo {
+        &self.inner.info
+    }
+
+    /// The device the model runs on, in words.
+    pub fn device(&self) -> &str {
+        &self.inner.device
+    }
+
+    pub fn stats(&self) -> &EngineStats {
+        &self.inner.stats
+    }
+
+    /// The latest committed view (never blocks on the writer).
+    pub fn view(&self) -> Arc<View> {
+        self.inner
+            .view
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether searches' dense stage runs on the model's device.
+    pub fn device_scan(&self) -> bool {
+        self.inner.device_scan
+    }
+
+    /// The scorer for searches whose dense scores did not come back from the device.
+    pub fn cpu_scorer(&self) -> &dyn DenseScorer {
+        &self.inner.cpu
+    }
+
+    /// Whether both threads are running.
+    pub fn health(&self) -> Health {
+        if lock(&self.inner.write_tx).is_none() {
+            return Health::ShuttingDown;
+        }
+        let t = lock(&self.inner.threads);
+        let gone = |h: &Option<JoinHandle<()>>| h.as_ref().is_none_or(JoinHandle::is_finished);
+        if gone(&t.writer) {
+            Health::Failed("the writer thread stopped")
+        } else if gone(&t.model) {
+            Health::Failed("the model thread stopped")
+        } else {
+            Health::Ok
+        }
+    }
+
+    /// Queues texts for the model thread; `Busy` when its queue is full.
+    pub fn embed(
+        &self,
+        texts: Vec<String>,
+        kind: TextKind,
+    ) -> Result<Ticket<Embedded>, RuntimeError> {
+        self.queue(texts, kind, None)
+    }
+
+    /// Queues a search's query for the model thread. With the device scan on, the answer also
+    /// carries the dense scores of `tenant`'s live rows in `view` (the view to rank), the
+    /// batch's searches of all tenants scored together.
+    pub fn embed_query(
+        &self,
+        text: String,
+        tenant: &str,
+        view: &Arc<View>,
+    ) -> Result<Ticket<Embedded>, RuntimeError> {
+        let scan = self.inner.device_scan.then(|| ScanRequest {
+            view: view.clone(),
+            tenant: tenant.to_string(),
+        });
+        self.queue(vec![text], TextKind::Query, scan)
+    }
+
+    fn queue(
+        &self,
+        texts: Vec<String>,
+        kind: TextKind,
+        scan: Option<ScanRequest>,
+    ) -> Result<Ticket<Embedded>, RuntimeError> {
+        let (reply, rx) = oneshot::channel();
+        let job = EmbedJob {
+            texts,
+            kind,
+            scan,
+            reply,
+        };
+        let stats = &self.inner.stats;
+        send(
+            &self.inner.embed_tx,
+            job,
+            "embedding",
+            stats,
+            &stats.embed_queue_depth,
+        )?;
+        Ok(rx)
+    }
+
+    /// Queues sessions of one tenant for a group commit. The ticket resolves once they are
+    /// durable (segment and manifest fsynced) and visible to searches.
+    pub fn append(
+        &self,
+        tenant: &str,
+        sessions: Vec<Session>,
+    ) -> Result<Ticket<AppendReport>, RuntimeError> {
+        if let Some(s) = sessions.iter().find(|s| s.tenant != tenant) {
+            return Err(RuntimeError::Invalid {
+                message: format!(
+                    "session {:?} belongs to tenant {:?}",
+                    s.session_id, s.tenant
+                ),
+            });
+        }
+        let (reply, rx) = oneshot::channel();
+        self.write(WriteJob::Append { sessions, reply })?;
+        Ok(rx)
+    }
+
+    /// Queues a delete; the ticket resolves once the tombstones are durable and searches no
+    /// longer see the items. `NotFound` when nothing live matches.
+    pub fn delete(&self, target: DeleteTarget) -> Result<Ticket<DeleteReport>, RuntimeError> {
+        let (reply, rx) = oneshot::channel();
+        self.write(WriteJob::Delete { target, reply })?;
+        Ok(rx)
+    }
+
+    /// Queues a compaction (deleted rows physically removed, small segments merged).
+    pub fn compact(&self) -> Result<Ticket<CompactReport>, RuntimeError> {
+        let (reply, rx) = oneshot::channel();
+        self.write(WriteJob::Compact { reply })?;
+        Ok(rx)
+    }
+
+    fn write(&self, job: WriteJob) -> Result<(), RuntimeError> {
+        let stats = &self.inner.stats;
+        send(
+            &self.inner.write_tx,
+            job,
+            "write",
+            stats,
+            &stats.write_queue_depth,
+        )
+    }
+
+    /// Stops taking work, lets both threads finish what is queued (every queued append is
+    /// committed and answered) and joins them. Idempotent.
+    pub fn shutdown(&self) {
+        drop(lock(&self.inner.write_tx).take());
+        let threads = std::mem::take(&mut *lock(&self.inner.threads));
+        if let Some(writer) = threads.writer {
+            if writer.join().is_err() {
+                tracing::error!("the writer thread panicked");
+            }
+        }
+        drop(lock(&self.inner.embed_tx).take());
+        if let Some(model) = threads.model {
+            if model.join().is_err() {
+                tracing::error!("the model thread panicked");
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn send<J>(
+    tx: &Mutex<Option<SyncSender<J>>>,
+    job: J,
+    queue: &'static str,
+    stats: &EngineStats,
+    depth: &AtomicUsize,
+) -> Result<(), RuntimeError> {
+    let guard = lock(tx);
+    let Some(tx) = guard.as_ref() else {
+        return Err(RuntimeError::ShuttingDown);
+    };
+    depth.fetch_add(1, Ordering::Relaxed);
+    match tx.try_send(job) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            depth.fetch_sub(1, Ordering::Relaxed);
+            match e {
+                TrySendError::Full(_) => {
+                    stats.busy_rejections.fetch_add(1, Ordering::Relaxed);
+                    Err(RuntimeError::Busy { queue })
+                }
+                TrySendError::Disconnected(_) => Err(RuntimeError::ShuttingDown),
+            }
+        }
+    }
+}
+
+pub(crate) fn internal(message: String) -> RuntimeError {
+    RuntimeError::Internal { message }
+}

@@ -1,0 +1,42 @@
+//! memdex runtime: the serving engine the HTTP server (and any long-running caller) uses —
+//! one store, one model, many concurrent callers.
+//!
+//! * A **model thread** owns the [`memdex_embed::Encoder`]: callers put embedding jobs on a
+//!   bounded queue; the thread takes jobs until a token budget (TEI's queue), embeds them in
+//!   one call per text kind and answers each job on its own oneshot channel. A full queue
+//!   answers [`RuntimeError::Busy`] at once. With a device scorer it also scores the batch's
+//!   searches of all tenants on the device (`model`).
+//! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
+//!   [`memdex_engine::AppendPipeline`]: appends are group-committed (one segment, one
+//!   manifest), deletes commit tombstones, compaction runs on request and in the background
+//!   (`writer`).
+//! * Readers take an `Arc<`[`View`]`>`: an immutable committed store version (which knows its
+//!   live rows) with the ranking caches. The writer publishes a new view after each commit,
+//!   before it answers, so readers never wait and a deleted item is never ranked once its
+//!   delete returned.
+//!
+//! Dependencies point one way: `engine` starts `model` and `writer`; they share `view`,
+//! `stats` and the job types, and neither knows `engine`.
+
+mod delete;
+mod engine;
+mod error;
+mod model;
+mod stats;
+mod view;
+mod writer;
+
+pub use engine::{Engine, EngineOptions, Health, Ticket};
+pub use error::RuntimeError;
+pub use model::Embedded;
+pub use stats::{EngineStats, BATCH_BUCKETS};
+pub use view::{StoreSummary, View};
+pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}

@@ -1,0 +1,272 @@
+//! The model thread: the one thread that owns the encoder (and its device). It waits for a
+//! job, takes more while their estimated tokens fit the budget (TEI's queue), embeds each text
+//! kind in one call and answers every job with its rows. With a device scorer, the batch's
+//! searches of all tenants are scored there together, and each answer carries its scores.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use memdex_core::TextKind;
+use memdex_embed::{Embeddings, Encoder};
+use memdex_index::{Block, DenseScorer, Run};
+use tokio::sync::oneshot;
+
+use crate::stats::EngineStats;
+use crate::view::View;
+use crate::RuntimeError;
+
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, RuntimeError>>;
+
+/// Texts to embed for one caller.
+#[derive(Debug)]
+pub(crate) struct EmbedJob {
+    pub texts: Vec<String>,
+    pub kind: TextKind,
+    /// A search's query (one text) with the view and tenant it ranks: scored on the device
+    /// together with the batch's other searches when the engine scans there.
+    pub scan: Option<ScanRequest>,
+    pub reply: Reply<Embedded>,
+}
+
+/// One search's share of a device batch.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanRequest {
+    pub view: Arc<View>,
+    pub tenant: String,
+}
+
+/// What the model thread answers: the vectors, and for a search scored on the device the
+/// dense scores of its tenant's live rows in the view it ranks (timeline order).
+#[derive(Debug)]
+pub struct Embedded {
+    pub vectors: Embeddings,
+    pub dense: Option<Vec<f32>>,
+}
+
+/// The model thread's loop; returns when every sender is gone.
+pub(crate) fn model_loop(
+    encoder: Box<dyn Encoder>,
+    rx: Receiver<EmbedJob>,
+    budget: usize,
+    stats: &EngineStats,
+    scorer: Option<Box<dyn DenseScorer>>,
+) {
+    let max_len = encoder.info().max_length.max(1);
+    let estimate =
+        |j: &EmbedJob| -> usize { j.texts.iter().map(|t| (t.len() / 4 + 2).min(max_len)).sum() };
+    while let Ok(first) = rx.recv() {
+        stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
+        let mut tokens = estimate(&first);
+        let mut jobs = vec![first];
+        while tokens < budget {
+            match rx.try_recv() {
+                Ok(j) => {
+                    stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
+                    tokens += estimate(&j);
+                    jobs.push(j);
+                }
+                Err(_) => break,
+            }
+        }
+        // a caller that gave up (its request timed out, its client left) costs nothing
+        jobs.retain(|j| !j.reply.is_closed());
+        let (queries, passages): (Vec<_>, Vec<_>) =
+            jobs.into_iter().partition(|j| j.kind == TextKind::Query);
+        embed_group(
+            encoder.as_ref(),
+            queries,
+            TextKind::Query,
+            stats,
+            scorer.as_deref(),
+        );
+        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, None);
+    }
+}
+
+fn embed_group(
+    encoder: &dyn Encoder,
+    group: Vec<EmbedJob>,
+    kind: TextKind,
+    stats: &EngineStats,
+    scorer: Option<&dyn DenseScorer>,
+) {
+    if group.is_empty() {
+        return;
+    }
+    let texts: Vec<&str> = group
+        .iter()
+        .flat_map(|j| j.texts.iter().map(String::as_str))
+        .collect();
+    stats.observe_batch(texts.len());
+    let result = catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)));
+    let e = match result {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => {
+            let msg = e.to_string();
+            for j in group {
+                let _ = j.reply.send(Err(RuntimeError::Internal {
+                    message: format!("embedding failed: {msg}"),
+                }));
+            }
+            return;
+        }
+        Err(panic) => {
+            let msg = crate::panic_message(&panic);
+            tracing::error!(
+                "the model panicked on a batch of {} texts: {msg}",
+                texts.len()
+            );
+            stats.panics.fetch_add(1, Ordering::Relaxed);
+            for j in group {
+                let _ = j.reply.send(Err(RuntimeError::Internal {
+                    message: format!("the model failed on this batch: {msg}"),
+                }));
+            }
+            return;
+        }
+    };
+    let mut dense = match scorer {
+        Some(scorer) => scan_group(scorer, &group, &e, stats),
+        None => vec![None; group.len()],
+    };
+    let dim = e.dim;
+    let mut off = 0;
+    for (i, j) in group.into_iter().enumerate() {
+        let n = j.texts.len();
+        let rows = Embeddings {
+            dim,
+            data: e.data[off * dim..(off + n) * dim].to_vec(),
+            tokens: e.tokens[off..off + n].to_vec(),
+        };
+        off += n;
+        let _ = j.reply.send(Ok(Embedded {
+            vectors: rows,
+            dense: dense[i].take(),
+        }));
+    }
+}
+
+/// Dense scores of the group's searches (jobs with a scan request), by job index; None for
+/// the others, or for all when the device fails (the ranking then scores on the CPU).
+fn scan_group(
+    scorer: &dyn DenseScorer,
+    group: &[EmbedJob],
+    e: &Embeddings,
+    stats: &EngineStats,
+) -> Vec<Option<Vec<f32>>> {
+    let mut out = vec![None; group.len()];
+    let batch = ScanBatch::new(group, e);
+    if batch.which.is_empty() {
+        return out;
+    }
+    // segments the newest view no longer has were compacted away: drop their copies
+    if let Some(newest) = batch.newest() {
+        let live: Vec<u64> = newest
+            .store()
+            .segments()
+            .iter()
+            .map(|s| s.meta().id)
+            .collect();
+        scorer.retain(&live);
+    }
+    let scored = catch_unwind(AssertUnwindSafe(|| {
+        let blocks: Vec<Block<'_>> = batch.blocks();
+        scorer.score(e.dim, &batch.queries, &blocks, &batch.runs)
+    }));
+    match scored {
+        Ok(Ok(scores)) => {
+            stats.scan_batches.fetch_add(1, Ordering::Relaxed);
+            stats
+                .scan_queries
+                .fetch_add(batch.which.len() as u64, Ordering::Relaxed);
+            for (i, s) in batch.which.iter().zip(scores) {
+                out[*i] = Some(s);
+            }
+        }
+        Ok(Err(err)) => tracing::warn!(
+            "device scan of {} searches failed, ranking scores them: {err}",
+            batch.which.len()
+        ),
+        Err(panic) => tracing::warn!(
+            "device scan of {} searches panicked, ranking scores them: {}",
+            batch.which.len(),
+            crate::panic_message(&panic)
+        ),
+    }
+    out
+}
+
+/// A group's searches as one scoring request: blocks shared by segment id across views
+/// (segment ids are never reused, segments never change).
+struct ScanBatch<'a> {
+    /// Job index of each search.
+    which: Vec<usize>,
+    queries: Vec<f32>,
+    runs: Vec<Vec<Run>>,
+    /// (view, segment index) of each block.
+    sources: Vec<(&'a View, usize)>,
+}
+
+impl<'a> ScanBatch<'a> {
+    fn new(group: &'a [EmbedJob], e: &Embeddings) -> ScanBatch<'a> {
+        let mut batch = ScanBatch {
+            which: Vec::new(),
+            queries: Vec::new(),
+            runs: Vec::new(),
+            sources: Vec::new(),
+        };
+        let mut block_of: HashMap<u64, usize> = HashMap::new();
+        let mut off = 0;
+        for (i, j) in group.iter().enumerate() {
+            if let (Some(r), 1) = (&j.scan, j.texts.len()) {
+                let view: &'a View = &r.view;
+                let runs = view
+                    .store()
+                    .tenant_slices(&r.tenant)
+                    .iter()
+                    .map(|s| {
+                        let id = s.segment.meta().id;
+                        let block = *block_of.entry(id).or_insert_with(|| {
+                            batch.sources.push((view, s.index));
+                            batch.sources.len() - 1
+                        });
+                        Run {
+                            block,
+                            start: s.start,
+                            rows: s.rows,
+                        }
+                    })
+                    .collect();
+                batch.queries.extend_from_slice(e.row(off));
+                batch.runs.push(runs);
+                batch.which.push(i);
+            }
+            off += j.texts.len();
+        }
+        batch
+    }
+
+    fn blocks(&self) -> Vec<Block<'a>> {
+        self.sources
+            .iter()
+            .map(|&(view, i)| {
+                let seg = &view.store().segments()[i];
+                Block {
+                    id: seg.meta().id,
+                    data: seg.embeddings(),
+                }
+            })
+            .collect()
+    }
+
+    /// The view of the newest store version among the batch's searches.
+    fn newest(&self) -> Option<&'a View> {
+        self.sources
+            .iter()
+            .map(|&(v, _)| v)
+            .max_by_key(|v| v.store().manifest().version)
+    }
+}

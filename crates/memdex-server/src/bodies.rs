@@ -1,0 +1,177 @@
+//! Request bodies → what the handlers act on, as pure functions (no engine, no I/O), so each
+//! rule lives once and the fuzz harnesses drive exactly what the server runs. Every failure is
+//! a 4xx naming the field.
+
+use memdex_core::{clip, ModelInfo, Session};
+use memdex_ingest::{Context, SessionIn, SessionLimits, WireError};
+use memdex_rank::RankOptions;
+use serde_json::Value;
+
+use crate::api::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
+use crate::error::{bad_json, ApiError};
+use crate::Limits;
+
+fn parse<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(b).map_err(|e| bad_json(&e))
+}
+
+fn wire(e: WireError, session: &str) -> ApiError {
+    let msg = format!("session {:?}: {e}", clip(session, 64));
+    match e {
+        WireError::TooLarge { .. } => ApiError::TooLarge(msg),
+        WireError::Invalid { .. } | WireError::Date { .. } => ApiError::BadRequest(msg),
+    }
+}
+
+/// An append body (a session, an array, or `{"sessions": [...]}`) for `tenant`: the sessions,
+/// validated with the one wire validation; undated ones dated `now_ms`.
+pub fn append_sessions(
+    tenant: &str,
+    body: &[u8],
+    lim: &Limits,
+    now_ms: i64,
+) -> Result<Vec<Session>, ApiError> {
+    let v: Value = parse(body)?;
+    let sessions: Vec<SessionIn> = match v {
+        Value::Array(_) => serde_json::from_value(v).map_err(|e| bad_json(&e))?,
+        Value::Object(ref o) if o.contains_key("sessions") => {
+            serde_json::from_value::<AppendIn>(v)
+                .map_err(|e| bad_json(&e))?
+                .sessions
+        }
+        _ => vec![serde_json::from_value(v).map_err(|e| bad_json(&e))?],
+    };
+    if sessions.is_empty() {
+        return Err(ApiError::BadRequest("no sessions".into()));
+    }
+    if sessions.len() > lim.max_sessions {
+        return Err(ApiError::TooLarge(format!(
+            "{} sessions in one request; the limit is {}",
+            sessions.len(),
+            lim.max_sessions
+        )));
+    }
+    let turns: usize = sessions.iter().map(|s| s.turns.len()).sum();
+    if turns > lim.max_turns {
+        return Err(ApiError::TooLarge(format!(
+            "{turns} turns in one request; the limit is {}",
+            lim.max_turns
+        )));
+    }
+    let cx = Context {
+        tenant: Some(tenant),
+        now_ms,
+        limits: SessionLimits {
+            max_turns: lim.max_turns,
+            max_text_bytes: lim.max_text_bytes,
+        },
+    };
+    sessions
+        .into_iter()
+        .map(|s| {
+            let id = s.session_id.clone();
+            s.into_session(&cx).map_err(|e| wire(e, &id))
+        })
+        .collect()
+}
+
+/// A search body, checked and turned into ranking options.
+#[derive(Debug)]
+pub struct SearchRequest {
+    pub req: SearchIn,
+    pub k: usize,
+    /// The search defaults with the body's `stages` applied.
+    pub opts: RankOptions,
+    /// Whether the body set the time stage (then a store without event dates is an error,
+    /// not a silent drop).
+    pub time_asked: bool,
+    /// When the question is asked: the body's `date`, or `now_ms`.
+    pub date_ms: i64,
+}
+
+/// A search body: sizes, `k`, stages and date checked.
+pub fn search_request(body: &[u8], lim: &Limits, now_ms: i64) -> Result<SearchRequest, ApiError> {
+    let req: SearchIn = parse(body)?;
+    let k = req.k.unwrap_or(10);
+    if k == 0 || k > lim.max_k {
+        return Err(ApiError::BadRequest(format!(
+            "k must be 1 to {}, got {k}",
+            lim.max_k
+        )));
+    }
+    if req.query.trim().is_empty() {
+        return Err(ApiError::BadRequest("the query is empty".into()));
+    }
+    let long = |t: &String| t.len() > lim.max_text_bytes;
+    if long(&req.query)
+        || req.recent_turns.len() > MAX_RECENT_TURNS
+        || req.recent_turns.iter().any(long)
+    {
+        return Err(ApiError::TooLarge(format!(
+            "query and recent turns: at most {} bytes each, {MAX_RECENT_TURNS} recent turns",
+            lim.max_text_bytes
+        )));
+    }
+    let stages = req.stages.clone().unwrap_or_default();
+    let opts = stages
+        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let date_ms = match &req.date {
+        Some(d) => memdex_ingest::parse_date(d)
+            .map_err(|e| ApiError::BadRequest(format!("date {:?}: {e}", clip(d, 64))))?,
+        // a live service: relative time references ("last weekend") are relative to now
+        None => now_ms,
+    };
+    Ok(SearchRequest {
+        k,
+        opts,
+        time_asked: stages.time.is_some(),
+        date_ms,
+        req,
+    })
+}
+
+/// An OpenAI-style embeddings body for `model`: the texts, and whether to answer base64.
+pub fn embeddings_request(
+    body: &[u8],
+    lim: &Limits,
+    model: &ModelInfo,
+) -> Result<(Vec<String>, bool), ApiError> {
+    let req: EmbeddingsIn = parse(body)?;
+    if let Some(m) = &req.model {
+        let name = &model.name;
+        if m != name && !name.ends_with(&format!("/{m}")) && !m.ends_with(name.as_str()) {
+            return Err(ApiError::NotFound(format!(
+                "model {:?} is not served; this server runs {name:?}",
+                clip(m, 64)
+            )));
+        }
+    }
+    if let Some(d) = req.dimensions {
+        if d != model.dim {
+            return Err(ApiError::BadRequest(format!(
+                "dimensions {d}: this model gives {}",
+                model.dim
+            )));
+        }
+    }
+    let texts = match req.input {
+        InputIn::One(s) => vec![s],
+        InputIn::Many(v) => v,
+    };
+    if texts.is_empty() || texts.len() > lim.max_embed_inputs {
+        return Err(ApiError::BadRequest(format!(
+            "input must hold 1 to {} strings, got {}",
+            lim.max_embed_inputs,
+            texts.len()
+        )));
+    }
+    if let Some(t) = texts.iter().find(|t| t.len() > lim.max_text_bytes) {
+        return Err(ApiError::TooLarge(format!(
+            "an input of {} bytes; the limit is {}",
+            t.len(),
+            lim.max_text_bytes
+        )));
+    }
+    Ok((texts, req.encoding_format == Some(FormatIn::Base64)))
+}

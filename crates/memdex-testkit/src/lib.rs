@@ -1,0 +1,274 @@
+//! Test fixtures shared by every crate's tests (a dev-dependency only): the committed tiny
+//! BERT and its embedder, model identities, items, a deterministic test-double [`Encoder`]
+//! (engine and server tests run without a model on disk), the seeded RNG, a runner for the
+//! `memdex` binary and a minimal HTTP/1.1 client.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use memdex_core::{DeviceChoice, MemoryItem, ModelInfo, Pooling, Role, TextKind};
+use memdex_embed::{load_encoder, EmbedError, EmbedOptions, Embedder, Embeddings, Encoder};
+
+pub use memdex_core::rng::SplitMix64;
+
+/// The committed tiny random BERT (`scripts/gen-tiny-bert.py`).
+pub fn tiny_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../memdex-embed/tests/fixtures/tiny-bert")
+}
+
+/// The tiny BERT on the CPU.
+pub fn tiny_embedder() -> Embedder {
+    load_encoder(
+        tiny_model().to_str().unwrap(),
+        DeviceChoice::Cpu,
+        &EmbedOptions::default(),
+    )
+    .unwrap()
+}
+
+/// A model identity of dimension `dim` (mean pooling, normalised, no prefixes).
+pub fn model(dim: usize, fingerprint: &str) -> ModelInfo {
+    ModelInfo {
+        name: "test-model".into(),
+        fingerprint: fingerprint.into(),
+        dim,
+        pooling: Pooling::Mean,
+        normalize: true,
+        max_length: 16,
+        query_prefix: String::new(),
+        passage_prefix: String::new(),
+    }
+}
+
+/// A user turn of `tenant`'s `session` with key `text` (value `user: text`).
+pub fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
+    let value = format!("user: {text}");
+    MemoryItem {
+        tenant: tenant.into(),
+        session_id: session.into(),
+        turn,
+        timestamp_ms: 1_700_000_000_000 + i64::from(turn),
+        role: Role::User,
+        content_hash: MemoryItem::compute_hash(Role::User, text, &value),
+        value,
+        key: text.into(),
+    }
+}
+
+/// `n` seeded values in `[-0.5, 0.5)`.
+pub fn vectors(n: usize, seed: u64) -> Vec<f32> {
+    let mut r = SplitMix64::new(seed);
+    (0..n).map(|_| r.centered_f32()).collect()
+}
+
+/// A deterministic bag-of-words encoder: each lower-cased word adds ±1 to a hashed
+/// coordinate, then the vector is L2-normalised. Texts sharing words get close vectors, so
+/// rankings are meaningful, and no model file is needed.
+#[derive(Debug, Clone)]
+pub struct HashEncoder {
+    info: ModelInfo,
+}
+
+impl HashEncoder {
+    pub fn new(dim: usize) -> Self {
+        HashEncoder {
+            info: ModelInfo {
+                name: "hash-encoder".into(),
+                ..model(dim, "hash-v1")
+            },
+        }
+    }
+
+    fn vector(&self, text: &str) -> Vec<f32> {
+        let dim = self.info.dim;
+        let mut v = vec![0f32; dim];
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let h = memdex_core::content_hash(w.to_lowercase().as_bytes());
+            let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
+            v[(h % dim as u64) as usize] += sign;
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+impl Encoder for HashEncoder {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn device(&self) -> String {
+        "cpu".into()
+    }
+
+    fn backend(&self) -> &'static str {
+        "hash"
+    }
+
+    fn max_batch_tokens(&self) -> usize {
+        8192
+    }
+
+    fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        _kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
+        let mut data = Vec::with_capacity(texts.len() * self.info.dim);
+        for t in texts {
+            data.extend(self.vector(t));
+        }
+        progress(texts.len());
+        Ok(Embeddings {
+            dim: self.info.dim,
+            data,
+            tokens: texts
+                .iter()
+                .map(|t| t.split_whitespace().count() + 2)
+                .collect(),
+        })
+    }
+}
+
+/// Runs the `memdex` binary `bin` (a test's `env!("CARGO_BIN_EXE_memdex")`) with the tiny
+/// model and no store from the environment.
+pub fn memdex(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env("MEMDEX_MODEL", tiny_model())
+        .env_remove("MEMDEX_STORE")
+        .output()
+        .unwrap()
+}
+
+/// The stdout of a successful run (or a failure showing both streams).
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The stderr of a failed run.
+pub fn fails(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected failure, got success: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// One HTTP/1.1 request on its own connection: (status, body).
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &[u8],
+) -> (u16, String) {
+    try_http(addr, method, path, key, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// [`http`] that reports a failed connection instead of panicking (a server being killed).
+pub fn try_http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &[u8],
+) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(k) = key {
+        head.push_str(&format!("Authorization: Bearer {k}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    // a server may answer (413) before reading a huge body: ignore write errors then
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status: u16 = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status line in {text:?}"))?;
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let chunked = headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    Ok((
+        status,
+        if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        },
+    ))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Every byte of a store's segment files.
+pub fn segment_bytes(store: &Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(store.join("segments")).unwrap() {
+        all.extend(std::fs::read(e.unwrap().path()).unwrap());
+    }
+    all
+}
+
+/// Whether `hay` holds the bytes of `needle`.
+pub fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_encoder_is_deterministic_and_normalised() {
+        let e = HashEncoder::new(32);
+        let a = e
+            .embed(&["My dog Rex", "my DOG rex!", "a cat"], TextKind::Passage)
+            .unwrap();
+        assert_eq!(a.row(0), a.row(1), "case and punctuation do not matter");
+        let n: f32 = a.row(2).iter().map(|x| x * x).sum();
+        assert!((n - 1.0).abs() < 1e-5);
+    }
+}
