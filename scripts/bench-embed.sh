@@ -10,6 +10,8 @@
 #      memdex through MEMDEX_CPU_ISA, PyTorch through ATEN_CPU_CAPABILITY,
 #      MKL_ENABLE_INSTRUCTIONS and ONEDNN_MAX_CPU_ISA. (candle's reference encoder keeps the
 #      gemm crate's own dispatch.) CANDLE=0 skips the candle reference encoder.
+# GFLOP/s: the encoder's useful arithmetic (no padding, `memdex bench embed`'s count) per
+# second of each engine, to hold against the CPU's peak.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -69,11 +71,14 @@ print(f"texts {m['texts']}, tokens {m['tokens']}, threads {m['threads']}, ISA={i
 print(f"load average before: {load('load-before.txt')}, after: {load('load-after.txt')}")
 print(f"ISA used: memdex fast-cpu {m.get('isa', '?')}; sentence-transformers: torch {s.get('isa', '?')}, "
       f"MKL_ENABLE_INSTRUCTIONS {s.get('mkl_enable_instructions', '?')}, ONEDNN_MAX_CPU_ISA {s.get('onednn_max_cpu_isa', '?')}")
+# the same useful arithmetic (no padding) for every engine: memdex counts it from the lengths
+flops = m["effective_gflops"] * m["seconds"] if "effective_gflops" in m else None
 for name, r in (("memdex fast-cpu", m), ("memdex candle", c), ("sentence-transformers", s)):
     if r is None:
         continue
     runs = ", ".join(f"{t:.2f}" for t in r.get("all_seconds", []))
-    print(f"{name:24s} {r['texts_per_s']:8.1f} texts/s {r['tokens_per_s']:9.0f} tokens/s  (median {r['seconds']:.2f}s of {runs})")
+    gf = f" {flops / r['seconds']:6.1f} GFLOP/s" if flops else ""
+    print(f"{name:24s} {r['texts_per_s']:8.1f} texts/s {r['tokens_per_s']:9.0f} tokens/s{gf}  (median {r['seconds']:.2f}s of {runs})")
 print(f"ratio memdex fast-cpu / sentence-transformers: {m['tokens_per_s'] / s['tokens_per_s']:.2f}x")
 if c is not None:
     print(f"ratio memdex candle   / sentence-transformers: {c['tokens_per_s'] / s['tokens_per_s']:.2f}x")

@@ -176,6 +176,11 @@ impl FastBert {
         })
     }
 
+    /// The instruction set its kernels run.
+    pub(crate) fn isa(&self) -> Isa {
+        self.isa
+    }
+
     /// Last hidden states of the packed sequences: `Σ len × hidden`, row-major, sequences in
     /// order. Ids must be < vocab size and each sequence ≤ max positions.
     pub(crate) fn forward<R>(&self, seqs: &[&[u32]], f: impl FnOnce(&[f32]) -> R) -> R {
@@ -214,6 +219,7 @@ impl FastBert {
                 let id = seqs[si][p] as usize;
                 let p = p.min(self.max_pos - 1);
                 math::embedding_row(
+                    self.isa,
                     row,
                     &self.word[id * h..(id + 1) * h],
                     &self.pos[p * h..(p + 1) * h],
@@ -303,10 +309,10 @@ impl FastBert {
             _ if t <= SKINNY_ROWS => {
                 let mut y = vec![0f32; t * w.n];
                 linear_skinny(self.isa, x, t, w, b, &mut y);
-                finish(out, &y, w.n, epi);
+                finish(self.isa, out, &y, w.n, epi);
             }
             (Some(p), _) => matmul::linear(self.isa, x, t, p, b, out, epi),
-            (None, Some(rows)) => linear_gemm(x, t, w.k, rows, b, w.n, out, epi),
+            (None, Some(rows)) => linear_gemm(self.isa, x, t, w.k, rows, b, w.n, out, epi),
             (None, None) => unreachable!("a matrix keeps f32 rows when it is not packed"),
         }
     }
@@ -326,18 +332,18 @@ fn resize(v: &mut Vec<f32>, n: usize) {
 const SKINNY_ROWS: usize = 32;
 
 /// `out = epilogue(y)` where `y = x · wᵀ + b` was computed apart (rows of `n`).
-fn finish(out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
+fn finish(isa: Isa, out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
     match epi {
         Epilogue::Bias(act) => {
             out[..y.len()].copy_from_slice(y);
             out[..y.len()]
                 .par_chunks_mut(4096)
-                .for_each(|c| math::act_slice(c, act));
+                .for_each(|c| math::act_slice(isa, c, act));
         }
         Epilogue::ResidualLayerNorm { gamma, beta, eps } => out[..y.len()]
             .par_chunks_mut(n)
             .zip(y.par_chunks(n))
-            .for_each(|(o, y)| math::add_layer_norm_row(o, y, gamma, beta, eps)),
+            .for_each(|(o, y)| math::add_layer_norm_row(isa, o, y, gamma, beta, eps)),
     }
 }
 
@@ -369,6 +375,7 @@ fn linear_skinny(isa: Isa, x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut
 /// its AVX-512 kernels on AVX-512 CPUs; the epilogue in a pass of its own.
 #[allow(clippy::too_many_arguments)]
 fn linear_gemm(
+    isa: Isa,
     x: &[f32],
     t: usize,
     k: usize,
@@ -419,10 +426,10 @@ fn linear_gemm(
     match epi {
         Epilogue::Bias(act) => out
             .par_chunks_mut(4096)
-            .for_each(|c| math::act_slice(c, act)),
+            .for_each(|c| math::act_slice(isa, c, act)),
         Epilogue::ResidualLayerNorm { gamma, beta, eps } => out
             .par_chunks_mut(n)
-            .for_each(|o| math::add_layer_norm_row(o, b, gamma, beta, eps)),
+            .for_each(|o| math::add_layer_norm_row(isa, o, b, gamma, beta, eps)),
     }
 }
 
@@ -459,7 +466,7 @@ mod tests {
                 let mut want = resid.clone();
                 matmul::reference(&x, t, &w, n, k, &b, &mut want, epi);
                 let mut got = resid.clone();
-                linear_gemm(&x, t, k, &w, &b, n, &mut got, epi);
+                linear_gemm(Isa::detect(), &x, t, k, &w, &b, n, &mut got, epi);
                 let mut checks = vec![("gemm crate", got, 2e-5)];
                 for isa in Isa::available() {
                     for half in [false, true] {
@@ -468,7 +475,7 @@ mod tests {
                         linear_skinny(isa, &x, t.min(SKINNY_ROWS), &m, &b, &mut y);
                         let rows = t.min(SKINNY_ROWS);
                         let mut got = resid.clone();
-                        finish(&mut got[..rows * n], &y[..rows * n], n, epi);
+                        finish(isa, &mut got[..rows * n], &y[..rows * n], n, epi);
                         got[rows * n..].copy_from_slice(&want[rows * n..]);
                         let tol = if half { 5e-3 } else { 2e-5 };
                         checks.push(("skinny", got, tol));

@@ -29,6 +29,8 @@ pub enum IsaError {
     Unknown(String),
     #[error("{ISA_ENV}={requested}: this CPU lacks it (best available: {best})")]
     Unsupported { requested: Isa, best: Isa },
+    #[error("CPU instruction set {requested}: this CPU lacks it (best available: {best})")]
+    Lacking { requested: Isa, best: Isa },
 }
 
 impl Isa {
@@ -93,6 +95,18 @@ impl Isa {
                 Isa::choose(env.as_deref(), Isa::detect())
             })
             .clone()
+    }
+
+    /// `self` if the running CPU supports it (an explicit choice, e.g. `EmbedOptions::cpu_isa`).
+    pub fn supported(self) -> Result<Isa, IsaError> {
+        let best = Isa::detect();
+        if self > best {
+            return Err(IsaError::Lacking {
+                requested: self,
+                best,
+            });
+        }
+        Ok(self)
     }
 
     /// Every level the running CPU supports (tests run each kernel on all of them).

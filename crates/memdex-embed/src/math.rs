@@ -189,24 +189,25 @@ pub fn dot_with<M: MulAdd>(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Defines a slice kernel twice — for the baseline target ([`Baseline`] multiply-adds) and for
-/// `avx2,fma` ([`Fused`]) — picked by [`crate::isa::Isa::active`]. The body names the
-/// multiply-add `M`.
+/// `avx2,fma` ([`Fused`]) — picked by the `isa` argument the generated function takes first
+/// (the encoder's level, never above what the CPU has). The body names the multiply-add `M`.
 macro_rules! simd_kernel {
     ($(#[$m:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
-        pub fn $name($($arg: $ty),*) {
+        pub fn $name(isa: crate::isa::Isa, $($arg: $ty),*) {
             #[inline(always)]
             #[allow(dead_code)]
             fn generic<M: MulAdd>($($arg: $ty),*) $body
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = isa;
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2,fma")]
                 fn avx2($($arg: $ty),*) {
                     generic::<Fused>($($arg),*)
                 }
-                if crate::isa::Isa::active() >= crate::isa::Isa::Avx2 {
-                    // SAFETY: the running CPU has AVX2 and FMA (Isa::active never exceeds
-                    // what Isa::detect found).
+                if isa >= crate::isa::Isa::Avx2 && crate::isa::Isa::detect() >= crate::isa::Isa::Avx2 {
+                    // SAFETY: the running CPU has AVX2 and FMA (checked just above).
                     #[allow(unsafe_code)]
                     return unsafe { avx2($($arg),*) };
                 }
@@ -311,7 +312,7 @@ mod tests {
         // the slice kernels (on the ISA in force) agree with the scalar functions
         let mut v: Vec<f32> = grid(-6.0, 6.0, 1001).collect();
         let want: Vec<f32> = v.iter().map(|&x| gelu_with::<Baseline>(x)).collect();
-        act_slice(&mut v, Some(Act::Gelu));
+        act_slice(crate::isa::Isa::detect(), &mut v, Some(Act::Gelu));
         for (g, w) in v.iter().zip(&want) {
             assert!((g - w).abs() < 1e-6);
         }

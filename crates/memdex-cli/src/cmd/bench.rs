@@ -35,6 +35,8 @@ struct Report {
     tokenize_seconds: f64,
     texts_per_s: f64,
     tokens_per_s: f64,
+    /// The encoder's useful arithmetic (no padding) per second, in 10⁹ FLOP/s.
+    effective_gflops: f64,
     /// With MEMDEX_PROFILE=1: wall seconds per encoder stage, per timed pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     profile: Option<Vec<(&'static str, f64)>>,
@@ -88,9 +90,9 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         model: embedder.info().name.clone(),
         device: memdex_embed::device_name(embedder.device()),
         backend: embedder.backend_name(),
-        isa: match embedder.backend_name() {
-            "fast-cpu" => memdex_embed::cpu_isa()?.name().to_string(),
-            _ => "candle (gemm crate dispatch)".to_string(),
+        isa: match embedder.cpu_isa() {
+            Some(isa) => isa.name().to_string(),
+            None => "candle (gemm crate dispatch)".to_string(),
         },
         threads: rayon::current_num_threads(),
         texts: texts.len(),
@@ -106,6 +108,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         tokenize_seconds: median(&mut tok_times),
         texts_per_s: texts.len() as f64 / seconds,
         tokens_per_s: tokens as f64 / seconds,
+        effective_gflops: embedder.forward_flops(&lengths) / seconds / 1e9,
         profile: memdex_embed::take_stage_profile().map(|p| {
             p.into_iter()
                 .map(|(name, s)| (name, s / repeats as f64))
@@ -120,8 +123,8 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.isa, r.threads
     );
     println!(
-        "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s (tokenizer alone {:.3}s)",
-        r.repeats, r.seconds, r.texts_per_s, r.tokens_per_s, r.tokenize_seconds
+        "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s, {:.1} effective GFLOP/s (tokenizer alone {:.3}s)",
+        r.repeats, r.seconds, r.texts_per_s, r.tokens_per_s, r.effective_gflops, r.tokenize_seconds
     );
     if let Some(p) = &r.profile {
         let total: f64 = p.iter().map(|(_, s)| s).sum();
