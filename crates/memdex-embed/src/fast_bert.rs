@@ -221,9 +221,11 @@ impl FastBert {
                 math::embedding_row(
                     self.isa,
                     row,
-                    &self.word[id * h..(id + 1) * h],
-                    &self.pos[p * h..(p + 1) * h],
-                    &self.type0,
+                    [
+                        &self.word[id * h..(id + 1) * h],
+                        &self.pos[p * h..(p + 1) * h],
+                        &self.type0,
+                    ],
                     &self.emb_ln_g,
                     &self.emb_ln_b,
                     self.eps,

@@ -234,16 +234,9 @@ simd_kernel!(
 );
 
 simd_kernel!(
-    /// `row = LayerNorm(word + pos + typ)`.
-    pub fn embedding_row(
-        row: &mut [f32],
-        word: &[f32],
-        pos: &[f32],
-        typ: &[f32],
-        g: &[f32],
-        b: &[f32],
-        eps: f32,
-    ) {
+    /// `row = LayerNorm(word + pos + typ)`, `parts = [word, pos, typ]`.
+    pub fn embedding_row(row: &mut [f32], parts: [&[f32]; 3], g: &[f32], b: &[f32], eps: f32) {
+        let [word, pos, typ] = parts;
         for (((r, w), p), t) in row.iter_mut().zip(word).zip(pos).zip(typ) {
             *r = w + p + t;
         }

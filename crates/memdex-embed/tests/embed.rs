@@ -348,8 +348,7 @@ fn cpu_isa_the_cpu_lacks_is_refused() {
     };
     let dir = fixture("tiny-bert");
     let err = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts)
-        .err()
-        .expect("an instruction set above the CPU's must be refused");
+        .expect_err("an instruction set above the CPU's must be refused");
     assert!(err.to_string().contains("this CPU lacks it"), "{err}");
 }
 
