@@ -81,6 +81,11 @@ def main():
         "torch": torch.__version__,
         "sentence_transformers": sys.modules["sentence_transformers"].__version__,
         "threads": torch.get_num_threads(),
+        # ATen's vectorised kernels (ATEN_CPU_CAPABILITY caps it); MKL's GEMM follows
+        # MKL_ENABLE_INSTRUCTIONS, oneDNN's ONEDNN_MAX_CPU_ISA (unset: the CPU's best)
+        "isa": torch.backends.cpu.get_cpu_capability(),
+        "mkl_enable_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "(unset: best)"),
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "(unset: best)"),
         "batch_size": args.batch_size,
         "max_length": args.max_length,
         "dim": int(emb.shape[1]),

@@ -6,6 +6,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 
 use crate::fast_bert::FastBert;
 use crate::files::{ModelFiles, WeightFiles};
+use crate::isa::Isa;
 use crate::masked_bert::MaskedBert;
 use crate::{device_name, plan_batches, EmbedError};
 
@@ -77,6 +78,9 @@ pub struct EmbedOptions {
     pub cpu_backend: CpuBackend,
     /// Fast CPU encoder only: weights for small batches (queries). Default: f16.
     pub small_batch_weights: SmallBatchWeights,
+    /// Fast CPU encoder only: the instruction set of its kernels. Default: `MEMDEX_CPU_ISA`,
+    /// else the best the CPU has; one the CPU lacks is an error.
+    pub cpu_isa: Option<Isa>,
 }
 
 /// Vectors for a list of texts, in input order.
@@ -114,6 +118,15 @@ pub struct Embedder {
     files: ModelFiles,
     token_budget: usize,
     max_batch: usize,
+    shape: Shape,
+}
+
+/// The encoder's sizes that set its arithmetic cost.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    layers: usize,
+    hidden: usize,
+    intermediate: usize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -204,8 +217,13 @@ impl Embedder {
         };
         let backend = if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
             let half = opts.small_batch_weights == SmallBatchWeights::F16;
+            let isa = match opts.cpu_isa {
+                Some(isa) => isa.supported()?,
+                None => Isa::selected()?,
+            };
             Backend::Fast(
-                FastBert::load(vb, &config, half).map_err(|e| weights_err(&weights_path, e))?,
+                FastBert::load(vb, &config, half, isa)
+                    .map_err(|e| weights_err(&weights_path, e))?,
             )
         } else {
             Backend::Candle(
@@ -229,7 +247,13 @@ impl Embedder {
                 .clone()
                 .unwrap_or_else(|| files.passage_prefix.clone()),
         };
+        let shape = Shape {
+            layers: config.num_hidden_layers,
+            hidden: config.hidden_size,
+            intermediate: config.intermediate_size,
+        };
         Ok(Embedder {
+            shape,
             backend,
             tokenizer,
             device,
@@ -265,6 +289,35 @@ impl Embedder {
         match self.backend {
             Backend::Fast(_) => "fast-cpu",
             Backend::Candle(_) => "candle",
+        }
+    }
+
+    /// Floating-point operations (multiply and add counted apart) of the encoder's useful
+    /// work for texts of these token lengths, no padding: per layer and token the four
+    /// projections and the feed-forward, `2·(4H² + 2HI)`, plus attention's `QKᵀ` and `PV`,
+    /// `4·L·H` for a text of `L` tokens. Effective GFLOP/s = this ÷ seconds.
+    pub fn forward_flops(&self, lengths: &[usize]) -> f64 {
+        let Shape {
+            layers,
+            hidden,
+            intermediate,
+        } = self.shape;
+        let (h, i) = (hidden as f64, intermediate as f64);
+        let per_layer: f64 = lengths
+            .iter()
+            .map(|&len| {
+                let l = len as f64;
+                2.0 * l * (4.0 * h * h + 2.0 * h * i) + 4.0 * l * l * h
+            })
+            .sum();
+        layers as f64 * per_layer
+    }
+
+    /// The instruction set of the fast CPU encoder's kernels; `None` for candle.
+    pub fn cpu_isa(&self) -> Option<Isa> {
+        match &self.backend {
+            Backend::Fast(f) => Some(f.isa()),
+            Backend::Candle(_) => None,
         }
     }
 

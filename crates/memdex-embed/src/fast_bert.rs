@@ -1,6 +1,9 @@
-//! A fast CPU BERT encoder: packed sequences (no padding at all), one fused QKV GEMM, fused
-//! bias + GELU and residual + LayerNorm passes, per-(sequence, head) attention in parallel,
-//! and scratch buffers reused across batches.
+//! A fast CPU BERT encoder: packed sequences (no padding at all), weights packed once for
+//! memdex's GEMM ([`crate::matmul`]) with bias, activation and residual + LayerNorm fused into
+//! its epilogues, attention per sequence on the same register tile ([`crate::attention`]),
+//! and scratch buffers reused across batches. The instruction set is [`Isa::active`]: on
+//! AVX-512 CPUs large batches run on the `gemm` crate's AVX-512 kernels instead (unfused
+//! epilogue passes), batches of ≤ [`SKINNY_ROWS`] tokens (queries) on [`crate::skinny`].
 //!
 //! candle's `BertModel` stays the reference implementation (and the CUDA path); the test
 //! `fast_cpu_matches_candle_reference` compares the two on every run.
@@ -13,36 +16,53 @@ use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use crate::attention::{self, SeqInput};
+use crate::isa::Isa;
 use crate::math;
+use crate::matmul::{self, Act, Epilogue, PackedB};
+use crate::stage_timer::{self, Stage};
 use crate::skinny::{self, Rows};
 
+/// A weight matrix `[n × k]` in the layouts the kernels in force read.
+struct Matrix {
+    n: usize,
+    k: usize,
+    /// Row-major f32: the `gemm` crate (AVX-512) and f32 small batches.
+    rows: Option<Vec<f32>>,
+    /// Packed for [`matmul`] (AVX2 and portable large batches).
+    packed: Option<PackedB>,
+    /// IEEE half bits ([`skinny::f16_bits`]), row-major: small batches by default.
+    half: Option<Vec<u16>>,
+}
+
+impl Matrix {
+    fn new(w: Vec<f32>, n: usize, k: usize, isa: Isa, half_small_batches: bool) -> Matrix {
+        let half = half_small_batches.then(|| w.iter().map(|&v| skinny::f16_bits(v)).collect());
+        let packed = (isa != Isa::Avx512).then(|| PackedB::pack(&w, n, k));
+        let rows = (packed.is_none() || half.is_none()).then_some(w);
+        Matrix {
+            n,
+            k,
+            rows,
+            packed,
+            half,
+        }
+    }
+}
+
 struct Layer {
-    qkv_w: Vec<f32>, // [3H, H]
-    qkv_b: Vec<f32>, // [3H]
-    o_w: Vec<f32>,   // [H, H]
+    qkv_w: Matrix, // [3H, H]
+    qkv_b: Vec<f32>,
+    o_w: Matrix, // [H, H]
     o_b: Vec<f32>,
     ln1_g: Vec<f32>,
     ln1_b: Vec<f32>,
-    i_w: Vec<f32>, // [I, H]
+    i_w: Matrix, // [I, H]
     i_b: Vec<f32>,
-    out_w: Vec<f32>, // [H, I]
+    out_w: Matrix, // [H, I]
     out_b: Vec<f32>,
     ln2_g: Vec<f32>,
     ln2_b: Vec<f32>,
-    /// Half-precision copies of the four matrices for batches of ≤ [`SKINNY_ROWS`] tokens.
-    half: Option<HalfWeights>,
-}
-
-/// IEEE half bits ([`skinny::f16_bits`]) of a layer's matrices, same layout as the f32 ones.
-struct HalfWeights {
-    qkv_w: Vec<u16>,
-    o_w: Vec<u16>,
-    i_w: Vec<u16>,
-    out_w: Vec<u16>,
-}
-
-fn to_half(w: &[f32]) -> Vec<u16> {
-    w.iter().map(|&v| skinny::f16_bits(v)).collect()
 }
 
 #[derive(Default)]
@@ -50,17 +70,17 @@ struct Scratch {
     x: Vec<f32>,
     qkv: Vec<f32>,
     ctx: Vec<f32>,
-    tmp: Vec<f32>,
     inter: Vec<f32>,
 }
 
 /// BERT encoder weights in f32, laid out for the kernels below.
 pub(crate) struct FastBert {
+    isa: Isa,
     hidden: usize,
     heads: usize,
     inter: usize,
     eps: f32,
-    act: HiddenAct,
+    act: Act,
     max_pos: usize,
     word: Vec<f32>,
     pos: Vec<f32>,
@@ -81,11 +101,13 @@ fn get(vb: &VarBuilder<'_>, shape: &[usize], name: &str) -> candle_core::Result<
 impl FastBert {
     /// Reads the weights (names as in Hugging Face BERT, with or without a `bert.` prefix).
     /// `half_small_batches`: batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision
-    /// copies of the matrices (f32 activations and accumulation).
+    /// copies of the matrices (f32 activations and accumulation). `isa`: the kernels to run
+    /// (at most what the CPU has, see [`Isa::selected`]).
     pub(crate) fn load(
         vb: VarBuilder<'_>,
         cfg: &BertConfig,
         half_small_batches: bool,
+        isa: Isa,
     ) -> candle_core::Result<FastBert> {
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb
@@ -111,37 +133,34 @@ impl FastBert {
                 qkv_w.extend(get(&v, &[h, h], &format!("attention.self.{n}.weight"))?);
                 qkv_b.extend(get(&v, &[h], &format!("attention.self.{n}.bias"))?);
             }
-            let o_w = get(&v, &[h, h], "attention.output.dense.weight")?;
-            let i_w = get(&v, &[i, h], "intermediate.dense.weight")?;
-            let out_w = get(&v, &[h, i], "output.dense.weight")?;
-            let half = half_small_batches.then(|| HalfWeights {
-                qkv_w: to_half(&qkv_w),
-                o_w: to_half(&o_w),
-                i_w: to_half(&i_w),
-                out_w: to_half(&out_w),
-            });
+            let mat =
+                |w: Vec<f32>, n: usize, k: usize| Matrix::new(w, n, k, isa, half_small_batches);
             layers.push(Layer {
-                qkv_w,
+                qkv_w: mat(qkv_w, 3 * h, h),
                 qkv_b,
-                o_w,
+                o_w: mat(get(&v, &[h, h], "attention.output.dense.weight")?, h, h),
                 o_b: get(&v, &[h], "attention.output.dense.bias")?,
                 ln1_g: get(&v, &[h], "attention.output.LayerNorm.weight")?,
                 ln1_b: get(&v, &[h], "attention.output.LayerNorm.bias")?,
-                i_w,
+                i_w: mat(get(&v, &[i, h], "intermediate.dense.weight")?, i, h),
                 i_b: get(&v, &[i], "intermediate.dense.bias")?,
-                out_w,
+                out_w: mat(get(&v, &[h, i], "output.dense.weight")?, h, i),
                 out_b: get(&v, &[h], "output.dense.bias")?,
                 ln2_g: get(&v, &[h], "output.LayerNorm.weight")?,
                 ln2_b: get(&v, &[h], "output.LayerNorm.bias")?,
-                half,
             });
         }
         Ok(FastBert {
+            isa,
             hidden: h,
             heads: cfg.num_attention_heads,
             inter: i,
             eps: cfg.layer_norm_eps as f32,
-            act: cfg.hidden_act,
+            act: match cfg.hidden_act {
+                HiddenAct::Gelu => Act::Gelu,
+                HiddenAct::GeluApproximate => Act::GeluTanh,
+                HiddenAct::Relu => Act::Relu,
+            },
             max_pos: cfg.max_position_embeddings,
             word: get(&e, &[cfg.vocab_size, h], "word_embeddings.weight")?,
             pos: get(
@@ -155,6 +174,11 @@ impl FastBert {
             layers,
             scratch: Mutex::new(Scratch::default()),
         })
+    }
+
+    /// The instruction set its kernels run.
+    pub(crate) fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// Last hidden states of the packed sequences: `Σ len × hidden`, row-major, sequences in
@@ -173,103 +197,131 @@ impl FastBert {
         resize(&mut s.x, t * h);
         resize(&mut s.qkv, t * 3 * h);
         resize(&mut s.ctx, t * h);
-        resize(&mut s.tmp, t * h);
-        resize(&mut s.inter, t * self.inter);
 
-        // embeddings + LayerNorm
-        let rows: Vec<(usize, usize)> = seqs
-            .iter()
-            .enumerate()
-            .flat_map(|(si, seq)| (0..seq.len()).map(move |p| (si, p)))
-            .collect();
-        s.x[..t * h]
-            .par_chunks_mut(h)
-            .zip(rows.par_iter())
-            .for_each(|(row, &(si, p))| {
-                let id = seqs[si][p] as usize;
-                let p = p.min(self.max_pos - 1);
-                math::embedding_row(
-                    row,
-                    &self.word[id * h..(id + 1) * h],
-                    &self.pos[p * h..(p + 1) * h],
-                    &self.type0,
-                    &self.emb_ln_g,
-                    &self.emb_ln_b,
-                    self.eps,
-                );
-            });
-
+        stage_timer::time(Stage::Embeddings, || self.embed(seqs, &mut s.x[..t * h]));
         for layer in &self.layers {
             self.layer(layer, t, &offsets, s);
         }
         f(&s.x[..t * h])
     }
 
-    fn layer<'a>(&self, l: &'a Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
+    /// `x = LayerNorm(word + position + type 0)` for every token of the packed sequences.
+    fn embed(&self, seqs: &[&[u32]], x: &mut [f32]) {
         let h = self.hidden;
-        let hd = h / self.heads;
-        let scale = 1.0 / (hd as f32).sqrt();
-        let half = l.half.as_ref();
-        let w = |f32s: &'a [f32], half: Option<&'a [u16]>| Weights { f32s, half };
-        let qkv_w = w(&l.qkv_w, half.map(|x| &x.qkv_w[..]));
-        linear(&s.x, t, h, qkv_w, &l.qkv_b, 3 * h, &mut s.qkv);
+        let rows: Vec<(usize, usize)> = seqs
+            .iter()
+            .enumerate()
+            .flat_map(|(si, seq)| (0..seq.len()).map(move |p| (si, p)))
+            .collect();
+        x.par_chunks_mut(h)
+            .zip(rows.par_iter())
+            .for_each(|(row, &(si, p))| {
+                let id = seqs[si][p] as usize;
+                let p = p.min(self.max_pos - 1);
+                math::embedding_row(
+                    self.isa,
+                    row,
+                    [
+                        &self.word[id * h..(id + 1) * h],
+                        &self.pos[p * h..(p + 1) * h],
+                        &self.type0,
+                    ],
+                    &self.emb_ln_g,
+                    &self.emb_ln_b,
+                    self.eps,
+                );
+            });
+    }
 
-        // attention: one task per sequence (all heads), writing only that sequence's ctx rows
-        let qkv = &s.qkv;
+    fn layer(&self, l: &Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
+        let h = self.hidden;
+        let (x, qkv, ctx) = (
+            &mut s.x[..t * h],
+            &mut s.qkv[..t * 3 * h],
+            &mut s.ctx[..t * h],
+        );
+        stage_timer::time(Stage::Qkv, || {
+            self.linear(x, t, &l.qkv_w, &l.qkv_b, qkv, Epilogue::Bias(None))
+        });
+        stage_timer::time(Stage::Attention, || self.attention(qkv, offsets, ctx));
+        let ln1 = Epilogue::ResidualLayerNorm {
+            gamma: &l.ln1_g,
+            beta: &l.ln1_b,
+            eps: self.eps,
+        };
+        stage_timer::time(Stage::AttnOut, || {
+            self.linear(ctx, t, &l.o_w, &l.o_b, x, ln1)
+        });
+        let ln2 = Epilogue::ResidualLayerNorm {
+            gamma: &l.ln2_g,
+            beta: &l.ln2_b,
+            eps: self.eps,
+        };
+        if let (Some(wi), Some(wo), true) = (&l.i_w.packed, &l.out_w.packed, t > SKINNY_ROWS) {
+            return stage_timer::time(Stage::Ffn, || {
+                matmul::feed_forward(self.isa, x, t, wi, &l.i_b, self.act, wo, &l.out_b, ln2)
+            });
+        }
+        // unfused: the intermediate rows go through memory
+        resize(&mut s.inter, t * self.inter);
+        let inter = &mut s.inter[..t * self.inter];
+        let act = Epilogue::Bias(Some(self.act));
+        stage_timer::time(Stage::FfnIn, || {
+            self.linear(x, t, &l.i_w, &l.i_b, inter, act)
+        });
+        stage_timer::time(Stage::FfnOut, || {
+            self.linear(inter, t, &l.out_w, &l.out_b, x, ln2)
+        });
+    }
+
+    /// Attention: one task per sequence (all heads), writing only that sequence's ctx rows.
+    fn attention(&self, qkv: &[f32], offsets: &[usize], ctx: &mut [f32]) {
+        let h = self.hidden;
         let mut parts: Vec<(usize, &mut [f32])> = Vec::with_capacity(offsets.len() - 1);
-        let mut rest: &mut [f32] = &mut s.ctx[..t * h];
+        let mut rest = ctx;
         for w in offsets.windows(2) {
             let (mine, tail) = rest.split_at_mut((w[1] - w[0]) * h);
             parts.push((w[0], mine));
             rest = tail;
         }
-        parts
-            .into_par_iter()
-            .for_each_init(Vec::new, |scores, (start, ctx)| {
-                let n = ctx.len() / h;
-                scores.resize(n, 0.0);
-                for hi in 0..self.heads {
-                    let input = math::HeadInput {
-                        qkv,
-                        h,
-                        start,
-                        n,
-                        off: hi * hd,
-                        hd,
-                        scale,
-                    };
-                    math::attention_head(input, scores, ctx);
-                }
-            });
-
-        // attention output + residual + LayerNorm
-        let o_w = w(&l.o_w, half.map(|x| &x.o_w[..]));
-        linear(&s.ctx, t, h, o_w, &l.o_b, h, &mut s.tmp);
-        self.residual_layer_norm(&mut s.x[..t * h], &mut s.tmp[..t * h], &l.ln1_g, &l.ln1_b);
-
-        // feed-forward: GELU(x Wi + b) Wo + b, residual, LayerNorm
-        let i_w = w(&l.i_w, half.map(|x| &x.i_w[..]));
-        linear(&s.x, t, h, i_w, &l.i_b, self.inter, &mut s.inter);
-        let act = self.act;
-        s.inter[..t * self.inter]
-            .par_chunks_mut(4096)
-            .for_each(|c| match act {
-                HiddenAct::Gelu => math::gelu_slice(c),
-                HiddenAct::GeluApproximate => math::gelu_tanh_slice(c),
-                HiddenAct::Relu => c.iter_mut().for_each(|v| *v = v.max(0.0)),
-            });
-        let out_w = w(&l.out_w, half.map(|x| &x.out_w[..]));
-        linear(&s.inter, t, self.inter, out_w, &l.out_b, h, &mut s.tmp);
-        self.residual_layer_norm(&mut s.x[..t * h], &mut s.tmp[..t * h], &l.ln2_g, &l.ln2_b);
+        parts.into_par_iter().for_each(|(start, ctx)| {
+            let a = SeqInput {
+                qkv,
+                h,
+                heads: self.heads,
+                start,
+                n: ctx.len() / h,
+            };
+            ATTN.with(|sc| attention::attention_seq(self.isa, a, ctx, &mut sc.borrow_mut()));
+        });
     }
 
-    /// `x = LayerNorm(sub + x)` row by row (`sub` is clobbered).
-    fn residual_layer_norm(&self, x: &mut [f32], sub: &mut [f32], g: &[f32], b: &[f32]) {
-        let h = self.hidden;
-        x.par_chunks_mut(h)
-            .zip(sub.par_chunks_mut(h))
-            .for_each(|(x, o)| math::residual_layer_norm_row(x, o, g, b, self.eps));
+    /// `out = epilogue(x · wᵀ + b)` for `t` rows: [`linear_skinny`] for a few rows, else
+    /// memdex's GEMM, or the `gemm` crate where the weights are not packed (AVX-512).
+    fn linear(
+        &self,
+        x: &[f32],
+        t: usize,
+        w: &Matrix,
+        b: &[f32],
+        out: &mut [f32],
+        epi: Epilogue<'_>,
+    ) {
+        match (&w.packed, &w.rows) {
+            _ if t <= SKINNY_ROWS => {
+                let mut y = vec![0f32; t * w.n];
+                linear_skinny(self.isa, x, t, w, b, &mut y);
+                finish(self.isa, out, &y, w.n, epi);
+            }
+            (Some(p), _) => matmul::linear(self.isa, x, t, p, b, out, epi),
+            (None, Some(rows)) => linear_gemm(self.isa, x, t, w.k, rows, b, w.n, out, epi),
+            (None, None) => unreachable!("a matrix keeps f32 rows when it is not packed"),
+        }
     }
+}
+
+thread_local! {
+    static ATTN: std::cell::RefCell<attention::Scratch> = Default::default();
 }
 
 fn resize(v: &mut Vec<f32>, n: usize) {
@@ -281,35 +333,38 @@ fn resize(v: &mut Vec<f32>, n: usize) {
 /// Batches of at most this many tokens (a query) take [`linear_skinny`].
 const SKINNY_ROWS: usize = 32;
 
-/// A weight matrix `[n × k]`, with its half-precision copy when the model keeps one.
-#[derive(Clone, Copy)]
-struct Weights<'a> {
-    f32s: &'a [f32],
-    half: Option<&'a [u16]>,
+/// `out = epilogue(y)` where `y = x · wᵀ + b` was computed apart (rows of `n`).
+fn finish(isa: Isa, out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
+    match epi {
+        Epilogue::Bias(act) => {
+            out[..y.len()].copy_from_slice(y);
+            out[..y.len()]
+                .par_chunks_mut(4096)
+                .for_each(|c| math::act_slice(isa, c, act));
+        }
+        Epilogue::ResidualLayerNorm { gamma, beta, eps } => out[..y.len()]
+            .par_chunks_mut(n)
+            .zip(y.par_chunks(n))
+            .for_each(|(o, y)| math::add_layer_norm_row(isa, o, y, gamma, beta, eps)),
+    }
 }
 
-/// [`linear`] for a few rows: weight rows split across rayon tasks, each read once
+/// [`FastBert::linear`] for a few rows: weight rows split across rayon tasks, each read once
 /// ([`skinny::skinny_block`], from the half copy when there is one), results transposed into
-/// `out`.
-fn linear_skinny(
-    x: &[f32],
-    t: usize,
-    k: usize,
-    w: Weights<'_>,
-    b: &[f32],
-    n: usize,
-    out: &mut [f32],
-) {
+/// `out` (`t × n`, bias added).
+fn linear_skinny(isa: Isa, x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
     const COLS: usize = 96;
+    let (n, k) = (w.n, w.k);
     let mut out_t = vec![0f32; n * t];
     let tasks = out_t.par_chunks_mut(COLS * t).zip(b.par_chunks(COLS));
-    match w.half {
-        Some(h) => tasks
+    match (&w.half, &w.rows) {
+        (Some(h), _) => tasks
             .zip(h.par_chunks(COLS * k))
-            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F16(wc), bc, o)),
-        None => tasks
-            .zip(w.f32s.par_chunks(COLS * k))
-            .for_each(|((o, bc), wc)| skinny::skinny_block(x, t, k, Rows::F32(wc), bc, o)),
+            .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F16(wc), bc, o)),
+        (None, Some(r)) => tasks
+            .zip(r.par_chunks(COLS * k))
+            .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F32(wc), bc, o)),
+        (None, None) => unreachable!("a matrix keeps f32 rows when it has no half copy"),
     }
     for (j, col) in out_t.chunks_exact(t).enumerate() {
         for (i, v) in col.iter().enumerate() {
@@ -318,15 +373,25 @@ fn linear_skinny(
     }
 }
 
-/// `out[t × n] = x[t × k] · w[n × k]ᵀ + b[n]` with gemm (row-major everywhere).
-fn linear(x: &[f32], t: usize, k: usize, w: Weights<'_>, b: &[f32], n: usize, out: &mut [f32]) {
+/// `out = epilogue(x[t × k] · w[n × k]ᵀ + b)` with the `gemm` crate (row-major everywhere):
+/// its AVX-512 kernels on AVX-512 CPUs; the epilogue in a pass of its own.
+#[allow(clippy::too_many_arguments)]
+fn linear_gemm(
+    isa: Isa,
+    x: &[f32],
+    t: usize,
+    k: usize,
+    w: &[f32],
+    b: &[f32],
+    n: usize,
+    out: &mut [f32],
+    epi: Epilogue<'_>,
+) {
     let out = &mut out[..t * n];
-    if t <= SKINNY_ROWS {
-        return linear_skinny(x, t, k, w, b, n, out);
-    }
-    let w = w.f32s;
-    for row in out.chunks_exact_mut(n) {
-        row.copy_from_slice(b);
+    if let Epilogue::Bias(_) = epi {
+        for row in out.chunks_exact_mut(n) {
+            row.copy_from_slice(b);
+        }
     }
     let par = if t * n * k >= 1 << 18 {
         Parallelism::Rayon(rayon::current_num_threads())
@@ -335,7 +400,7 @@ fn linear(x: &[f32], t: usize, k: usize, w: Weights<'_>, b: &[f32], n: usize, ou
     };
     // SAFETY: pointers and strides describe exactly the slices above: out is t×n (row
     // stride n), x is t×k (row stride k), and wᵀ is k×n read from w (n×k) with row stride 1
-    // and column stride k. gemm reads dst (read_dst) to add the bias.
+    // and column stride k. gemm reads dst (read_dst) to add the bias or the residual.
     #[allow(unsafe_code)]
     unsafe {
         gemm::gemm(
@@ -359,5 +424,74 @@ fn linear(x: &[f32], t: usize, k: usize, w: Weights<'_>, b: &[f32], n: usize, ou
             false,
             par,
         );
+    }
+    match epi {
+        Epilogue::Bias(act) => out
+            .par_chunks_mut(4096)
+            .for_each(|c| math::act_slice(isa, c, act)),
+        Epilogue::ResidualLayerNorm { gamma, beta, eps } => out
+            .par_chunks_mut(n)
+            .for_each(|o| math::add_layer_norm_row(isa, o, b, gamma, beta, eps)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, seed: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
+            .collect()
+    }
+
+    /// The paths with epilogues in passes of their own — the `gemm` crate (large batches on
+    /// AVX-512 CPUs; here it runs its AVX2 kernels) and the skinny kernels (queries, f32 and
+    /// f16 weights) — against the f64 reference.
+    #[test]
+    fn gemm_crate_and_skinny_paths_match_reference() {
+        let eps = 1e-12;
+        for (t, k, n) in [(5, 384, 96), (40, 384, 1152), (33, 1536, 64), (7, 40, 37)] {
+            let (x, w, b) = (data(t * k, 1), data(n * k, 2), data(n, 3));
+            let (g, beta) = (data(n, 4), data(n, 5));
+            let epis = [
+                Epilogue::Bias(None),
+                Epilogue::Bias(Some(Act::Gelu)),
+                Epilogue::ResidualLayerNorm {
+                    gamma: &g,
+                    beta: &beta,
+                    eps,
+                },
+            ];
+            for epi in epis {
+                let resid = data(t * n, 6);
+                let mut want = resid.clone();
+                matmul::reference(&x, t, &w, n, k, &b, &mut want, epi);
+                let mut got = resid.clone();
+                linear_gemm(Isa::detect(), &x, t, k, &w, &b, n, &mut got, epi);
+                let mut checks = vec![("gemm crate", got, 2e-5)];
+                for isa in Isa::available() {
+                    for half in [false, true] {
+                        let m = Matrix::new(w.clone(), n, k, isa, half);
+                        let mut y = vec![0f32; t * n];
+                        linear_skinny(isa, &x, t.min(SKINNY_ROWS), &m, &b, &mut y);
+                        let rows = t.min(SKINNY_ROWS);
+                        let mut got = resid.clone();
+                        finish(isa, &mut got[..rows * n], &y[..rows * n], n, epi);
+                        got[rows * n..].copy_from_slice(&want[rows * n..]);
+                        let tol = if half { 5e-3 } else { 2e-5 };
+                        checks.push(("skinny", got, tol));
+                    }
+                }
+                for (path, got, tol) in checks {
+                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - e).abs() <= tol * (1.0 + e.abs()),
+                            "{path} t {t} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

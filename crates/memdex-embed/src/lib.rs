@@ -13,6 +13,7 @@
 //! The embedder is synchronous and owns its device: callers that serve many clients run it on
 //! one dedicated thread and feed it batches.
 
+mod attention;
 mod batch;
 mod device;
 mod embedder;
@@ -20,12 +21,15 @@ mod encoder;
 mod error;
 mod fast_bert;
 mod files;
+mod isa;
 mod masked_bert;
 mod math;
+mod matmul;
 mod mmap;
 mod profile;
 mod scorer;
 mod skinny;
+mod stage_timer;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
@@ -33,5 +37,7 @@ pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, Sm
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
+pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
+pub use stage_timer::{take_stage_profile, PROFILE_ENV};
 pub use scorer::CandleScorer;

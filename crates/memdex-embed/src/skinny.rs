@@ -7,9 +7,12 @@
 //! Weights are f32, or IEEE half bits ([`f16_bits`]) widened in registers: half the memory
 //! traffic, so MiniLM's encoder (21 MB in f16) stays in the L3 cache between queries.
 //!
-//! Three code paths, picked at run time: AVX-512, AVX2 + FMA + F16C (both with explicit
-//! intrinsics: auto-vectorising the tiles proved fragile), and a portable loop. Every path is
-//! tested against [`reference`] on the machine running the tests.
+//! Three code paths, picked by the encoder's [`Isa`] (so `MEMDEX_CPU_ISA` forces them): AVX-512,
+//! AVX2 + FMA + F16C (both with explicit intrinsics: auto-vectorising the tiles proved
+//! fragile), and a portable loop. Every path is tested against [`reference`] on the machine
+//! running the tests.
+
+use crate::isa::Isa;
 
 /// IEEE half-precision bits of `v`, round to nearest even; magnitudes below the smallest
 /// normal half (6.1e-5) become zero, so the kernels never meet a subnormal.
@@ -24,53 +27,6 @@ pub fn f16_bits(v: f32) -> u16 {
 #[inline(always)]
 pub fn f16_to_f32(h: u16) -> f32 {
     half::f16::from_bits(h).to_f32()
-}
-
-/// A code path of the kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Path {
-    Portable,
-    Avx2,
-    Avx512,
-}
-
-impl Path {
-    /// The fastest path the running CPU supports.
-    pub fn best() -> Path {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Path::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-                && std::arch::is_x86_feature_detected!("f16c")
-            {
-                return Path::Avx2;
-            }
-        }
-        Path::Portable
-    }
-
-    /// Every path the running CPU supports (for tests).
-    #[cfg(test)]
-    pub fn available() -> Vec<Path> {
-        match Path::best() {
-            Path::Avx512 => {
-                let mut v = vec![Path::Portable, Path::Avx512];
-                #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                    && std::arch::is_x86_feature_detected!("f16c")
-                {
-                    v.push(Path::Avx2);
-                }
-                v
-            }
-            Path::Avx2 => vec![Path::Portable, Path::Avx2],
-            Path::Portable => vec![Path::Portable],
-        }
-    }
 }
 
 /// Weight matrix rows `[n × k]`, f32 or half bits.
@@ -90,14 +46,10 @@ impl Rows<'_> {
 }
 
 /// `out_t[j·t + i] = b[j] + x_i · w_j` for the `t` rows of `x` (`t × k`) and the `b.len()`
-/// rows of `w`, on the best path.
-pub fn skinny_block(x: &[f32], t: usize, k: usize, w: Rows<'_>, b: &[f32], out_t: &mut [f32]) {
-    skinny_block_on(Path::best(), x, t, k, w, b, out_t)
-}
-
-/// [`skinny_block`] on a given path. Panics if the CPU lacks it, or on shape mismatch.
-pub fn skinny_block_on(
-    path: Path,
+/// rows of `w`, on instruction set `isa` (the encoder's, [`Isa::selected`]). Panics if the
+/// CPU lacks it, or on shape mismatch.
+pub fn skinny_block(
+    isa: Isa,
     x: &[f32],
     t: usize,
     k: usize,
@@ -107,10 +59,10 @@ pub fn skinny_block_on(
 ) {
     let n = b.len();
     assert!(x.len() >= t * k && w.len() >= n * k && out_t.len() >= n * t);
-    match path {
-        Path::Portable => portable(x, t, k, w, b, out_t),
+    match isa {
+        Isa::Portable => portable(x, t, k, w, b, out_t),
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => {
+        Isa::Avx512 => {
             assert!(std::arch::is_x86_feature_detected!("avx512f"));
             // SAFETY: the CPU has AVX-512F (checked above); shapes checked above.
             #[allow(unsafe_code)]
@@ -122,7 +74,7 @@ pub fn skinny_block_on(
             }
         }
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => {
+        Isa::Avx2 => {
             assert!(
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
@@ -399,7 +351,7 @@ mod tests {
             (3, 37, 5),
             (9, 24, 4),
         ];
-        for path in Path::available() {
+        for path in Isa::available() {
             for (t, k, n) in shapes {
                 let x: Vec<f32> = (0..t * k)
                     .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
@@ -411,7 +363,7 @@ mod tests {
                 let b: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
                 for rows in [Rows::F32(&w), Rows::F16(&w16)] {
                     let (mut got, mut want) = (vec![0f32; n * t], vec![0f32; n * t]);
-                    skinny_block_on(path, &x, t, k, rows, &b, &mut got);
+                    skinny_block(path, &x, t, k, rows, &b, &mut got);
                     reference(&x, t, k, rows, &b, &mut want);
                     for (g, e) in got.iter().zip(&want) {
                         assert!(

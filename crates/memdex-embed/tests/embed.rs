@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder, ModelFiles};
+use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder, Isa, ModelFiles};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -301,34 +301,55 @@ fn fast_cpu_matches_candle_reference() {
     for (dir, texts) in cases {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
-        let load = |cpu_backend| {
+        let load = |cpu_backend, cpu_isa| {
             let opts = EmbedOptions {
                 cpu_backend,
+                cpu_isa,
                 ..Default::default()
             };
             Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap()
         };
-        let (fast, slow) = (load(CpuBackend::Fast), load(CpuBackend::Candle));
-        assert_eq!(
-            (fast.backend_name(), slow.backend_name()),
-            ("fast-cpu", "candle")
-        );
-        let a = fast.embed(&texts, TextKind::Passage).unwrap();
+        let slow = load(CpuBackend::Candle, None);
+        assert_eq!(slow.backend_name(), "candle");
         let b = slow.embed(&texts, TextKind::Passage).unwrap();
-        assert_eq!(a.tokens, b.tokens);
-        for (i, text) in texts.iter().enumerate() {
-            assert_eq!(a.row(i).len(), b.row(i).len());
-            let c = cosine(a.row(i), b.row(i));
-            assert!(c > 0.99999, "{}: {text:?}: cosine {c}", dir.display());
-            let max_abs = a
-                .row(i)
-                .iter()
-                .zip(b.row(i))
-                .map(|(x, y)| (x - y).abs())
-                .fold(0f32, f32::max);
-            assert!(max_abs < 1e-3, "{text:?}: max abs diff {max_abs}");
+        for isa in Isa::available() {
+            let fast = load(CpuBackend::Fast, Some(isa));
+            assert_eq!(fast.backend_name(), "fast-cpu");
+            assert_eq!(fast.cpu_isa(), Some(isa));
+            let a = fast.embed(&texts, TextKind::Passage).unwrap();
+            assert_eq!(a.tokens, b.tokens);
+            for (i, text) in texts.iter().enumerate() {
+                assert_eq!(a.row(i).len(), b.row(i).len());
+                let c = cosine(a.row(i), b.row(i));
+                assert!(c > 0.99999, "{isa} {}: {text:?}: cosine {c}", dir.display());
+                let max_abs = a
+                    .row(i)
+                    .iter()
+                    .zip(b.row(i))
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0f32, f32::max);
+                assert!(max_abs < 1e-3, "{isa} {text:?}: max abs diff {max_abs}");
+            }
         }
     }
+}
+
+/// Forcing an instruction set the CPU lacks is a clear error, not a crash.
+#[test]
+fn cpu_isa_the_cpu_lacks_is_refused() {
+    let best = Isa::detect();
+    let Some(&above) = [Isa::Avx2, Isa::Avx512].iter().find(|&&i| i > best) else {
+        eprintln!("SKIPPED: this CPU has every instruction set memdex knows ({best})");
+        return;
+    };
+    let opts = EmbedOptions {
+        cpu_isa: Some(above),
+        ..Default::default()
+    };
+    let dir = fixture("tiny-bert");
+    let err = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts)
+        .expect_err("an instruction set above the CPU's must be refused");
+    assert!(err.to_string().contains("this CPU lacks it"), "{err}");
 }
 
 /// Single short texts (search queries) take the skinny small-batch path, whose weights are
@@ -380,19 +401,31 @@ fn minilm_parity_with_sentence_transformers() {
     let Some(dir) = real_model_dir() else {
         return;
     };
-    let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &EmbedOptions::default()).unwrap();
-    assert_eq!(e.info().max_length, 256);
     let golden = read_golden(&fixture("minilm-golden.jsonl"));
     let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
-    let out = e.embed(&texts, TextKind::Passage).unwrap();
-    let mut min = 1.0f32;
-    for (i, g) in golden.iter().enumerate() {
-        assert_eq!(out.tokens[i], g.tokens, "token count of {:?}", g.text);
-        let c = cosine(out.row(i), &g.embedding);
-        min = min.min(c);
-        assert!(c >= 0.9999, "{:?}: cosine {c}", g.text);
+    // the default (best ISA), then every instruction set this CPU has
+    let isas = std::iter::once(None).chain(Isa::available().into_iter().map(Some));
+    for cpu_isa in isas {
+        let opts = EmbedOptions {
+            cpu_isa,
+            ..Default::default()
+        };
+        let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap();
+        assert_eq!(e.info().max_length, 256);
+        let out = e.embed(&texts, TextKind::Passage).unwrap();
+        let mut min = 1.0f32;
+        for (i, g) in golden.iter().enumerate() {
+            assert_eq!(out.tokens[i], g.tokens, "token count of {:?}", g.text);
+            let c = cosine(out.row(i), &g.embedding);
+            min = min.min(c);
+            assert!(c >= 0.9999, "{cpu_isa:?}: {:?}: cosine {c}", g.text);
+        }
+        eprintln!(
+            "minilm parity ({:?}): {} texts, min cosine {min:.6}",
+            e.cpu_isa(),
+            golden.len()
+        );
     }
-    eprintln!("minilm parity: {} texts, min cosine {min:.6}", golden.len());
 }
 
 /// Half precision (what the CUDA path runs) keeps parity: candle's own BERT turns every vector

@@ -14,6 +14,9 @@ struct Report {
     model: String,
     device: String,
     backend: &'static str,
+    /// Instruction set of the fast encoder's kernels (`MEMDEX_CPU_ISA` overrides detection);
+    /// for candle: its own run-time dispatch.
+    isa: String,
     threads: usize,
     texts: usize,
     /// Tokens after truncation, special tokens included (what the model sees).
@@ -32,6 +35,11 @@ struct Report {
     tokenize_seconds: f64,
     texts_per_s: f64,
     tokens_per_s: f64,
+    /// The encoder's useful arithmetic (no padding) per second, in 10⁹ FLOP/s.
+    effective_gflops: f64,
+    /// With MEMDEX_PROFILE=1: wall seconds per encoder stage, per timed pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<Vec<(&'static str, f64)>>,
 }
 
 pub fn run(a: BenchEmbedArgs) -> Result<()> {
@@ -58,6 +66,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
     let padded: usize = plans.iter().map(|p| p.padded_len * p.indices.len()).sum();
 
     let repeats = a.repeats.max(1);
+    memdex_embed::take_stage_profile(); // drop the warm-up's
     let mut times = Vec::new();
     let mut tok_times = Vec::new();
     for _ in 0..repeats {
@@ -81,6 +90,10 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         model: embedder.info().name.clone(),
         device: memdex_embed::device_name(embedder.device()),
         backend: embedder.backend_name(),
+        isa: match embedder.cpu_isa() {
+            Some(isa) => isa.name().to_string(),
+            None => "candle (gemm crate dispatch)".to_string(),
+        },
         threads: rayon::current_num_threads(),
         texts: texts.len(),
         tokens,
@@ -95,17 +108,33 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         tokenize_seconds: median(&mut tok_times),
         texts_per_s: texts.len() as f64 / seconds,
         tokens_per_s: tokens as f64 / seconds,
+        effective_gflops: embedder.forward_flops(&lengths) / seconds / 1e9,
+        profile: memdex_embed::take_stage_profile().map(|p| {
+            p.into_iter()
+                .map(|(name, s)| (name, s / repeats as f64))
+                .collect()
+        }),
     };
     if a.json {
         return print_json(&r);
     }
     println!(
-        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}) with {} threads",
-        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.threads
+        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}, ISA {}) with {} threads",
+        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.isa, r.threads
     );
     println!(
-        "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s (tokenizer alone {:.3}s)",
-        r.repeats, r.seconds, r.texts_per_s, r.tokens_per_s, r.tokenize_seconds
+        "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s, {:.1} effective GFLOP/s (tokenizer alone {:.3}s)",
+        r.repeats, r.seconds, r.texts_per_s, r.tokens_per_s, r.effective_gflops, r.tokenize_seconds
     );
+    if let Some(p) = &r.profile {
+        let total: f64 = p.iter().map(|(_, s)| s).sum();
+        println!(
+            "stages (wall s per pass; {:.3}s of {:.3}s in the encoder):",
+            total, r.seconds
+        );
+        for (name, s) in p {
+            println!("  {:52} {:7.3}s {:5.1} %", name, s, 100.0 * s / r.seconds);
+        }
+    }
     Ok(())
 }

@@ -1,0 +1,706 @@
+//! memdex's own f32 GEMM for the fast CPU encoder (AVX2 + FMA and portable paths).
+//!
+//! `out[m × n] = x[m × k] · wᵀ + b` where `w` (`n × k`, PyTorch's Linear layout) is packed once
+//! at load time into [`PackedB`]: panels of [`NR`] columns, each `k × NR` contiguous and
+//! 64-byte aligned, so no call ever repacks the weights. Per call, the rows of `x` are split
+//! into blocks of at most [`MC`] rows (one rayon task each); a block runs the `MR × NR`
+//! register tile over every panel, `kc` steps at a time, reading its `MR` activation rows in
+//! place (only a partial last group of rows is copied, zero-padded). BLIS order: the
+//! `kc × NR` weight panel stays in L1 while the block's rows stream from L2.
+//!
+//! Fused epilogues ([`Epilogue`]) save a pass over memory and a thread hand-off each: bias and
+//! activation are applied on the tile just written (still in L1); a residual + LayerNorm
+//! accumulates into `out` (which holds the residual) and normalises the block's rows once
+//! they are complete; [`feed_forward`] runs both feed-forward GEMMs on one block of rows in
+//! turn, so the intermediate rows stay in L2. Every path is tested against a plain f64 loop
+//! ([`reference`]).
+
+use rayon::prelude::*;
+
+use crate::isa::Isa;
+use crate::math::{self, MulAdd};
+
+/// Rows of a register tile.
+pub(crate) const MR: usize = 6;
+/// Columns of a register tile (two AVX2 vectors).
+pub(crate) const NR: usize = 16;
+/// Rows per rayon task at most (multiple of [`MR`]).
+const MC: usize = 96;
+/// Reduction depth per packed block at most (the `KC × NR` panel must stay in L1).
+const KC: usize = 384;
+
+/// A 64-byte-aligned f32 buffer (safe code: the start index absorbs the misalignment).
+#[derive(Debug, Default)]
+pub(crate) struct Aligned {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    /// Makes room for `len` values (contents unspecified) and returns them.
+    pub(crate) fn resize(&mut self, len: usize) -> &mut [f32] {
+        if self.buf.len() < len + 16 {
+            self.buf = vec![0f32; len + 16];
+        }
+        let misalign = (self.buf.as_ptr() as usize % 64) / 4;
+        self.start = (16 - misalign) % 16;
+        self.len = len;
+        &mut self.buf[self.start..self.start + len]
+    }
+
+    pub(crate) fn get(&self) -> &[f32] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+/// A weight matrix `w[n × k]` packed as `ceil(n / NR)` panels of `k × NR` values (column
+/// `j` of panel `p` is row `p·NR + j` of `w`; missing rows of the last panel are zero).
+#[derive(Debug)]
+pub(crate) struct PackedB {
+    n: usize,
+    k: usize,
+    data: Aligned,
+}
+
+impl PackedB {
+    /// Packs `w`, row-major `n × k`.
+    pub(crate) fn pack(w: &[f32], n: usize, k: usize) -> PackedB {
+        assert_eq!(w.len(), n * k, "weight shape");
+        let mut data = Aligned::default();
+        let d = data.resize(n.div_ceil(NR) * k * NR);
+        d.fill(0.0);
+        for (j, row) in w.chunks_exact(k).enumerate() {
+            let panel = &mut d[(j / NR) * k * NR..][..k * NR];
+            for (p, &v) in row.iter().enumerate() {
+                panel[p * NR + j % NR] = v;
+            }
+        }
+        PackedB { n, k, data }
+    }
+
+    /// Rows `p0..p0 + kc` of panel `jp`.
+    fn panel(&self, jp: usize, p0: usize, kc: usize) -> &[f32] {
+        &self.data.get()[(jp * self.k + p0) * NR..][..kc * NR]
+    }
+}
+
+pub(crate) use crate::math::Act;
+
+/// What happens to `x · wᵀ` before it lands in `out`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Epilogue<'a> {
+    /// `out = x·wᵀ + b`, then the activation if any.
+    Bias(Option<Act>),
+    /// `out = LayerNorm(out + x·wᵀ + b) · gamma + beta`, row by row (`out` holds the
+    /// residual on entry).
+    ResidualLayerNorm {
+        gamma: &'a [f32],
+        beta: &'a [f32],
+        eps: f32,
+    },
+}
+
+/// `out = epilogue(x · wᵀ + b)` for `m` rows of `x` (`m × k`), on `isa`'s kernels, in parallel
+/// over blocks of rows. `isa` must not exceed what the CPU has (see [`Isa::active`]).
+pub(crate) fn linear(
+    isa: Isa,
+    x: &[f32],
+    m: usize,
+    w: &PackedB,
+    b: &[f32],
+    out: &mut [f32],
+    epi: Epilogue<'_>,
+) {
+    let (n, k) = (w.n, w.k);
+    assert!(
+        x.len() >= m * k && out.len() >= m * n && b.len() == n,
+        "linear shapes"
+    );
+    let mc = block_rows(m);
+    out[..m * n]
+        .par_chunks_mut(mc * n)
+        .zip(x[..m * k].par_chunks(mc * k))
+        .for_each(|(c, a)| {
+            APACK.with(|ap| block(isa, a, c.len() / n, w, b, c, epi, &mut ap.borrow_mut()));
+        });
+}
+
+/// The feed-forward block, fused per block of rows:
+/// `x = LayerNorm(x + act(x·wiᵀ + bi)·woᵀ + bo)` (`ln` is the residual + LayerNorm epilogue).
+/// A block's intermediate rows stay in a thread-local buffer sized to stay in L2, so they are
+/// never written to memory, and the two GEMMs share one parallel step.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn feed_forward(
+    isa: Isa,
+    x: &mut [f32],
+    m: usize,
+    wi: &PackedB,
+    bi: &[f32],
+    act: Act,
+    wo: &PackedB,
+    bo: &[f32],
+    ln: Epilogue<'_>,
+) {
+    let (h, inter) = (wi.k, wi.n);
+    assert!(
+        wo.k == inter && wo.n == h && x.len() >= m * h,
+        "feed-forward shapes"
+    );
+    assert!(bi.len() == inter && bo.len() == h, "feed-forward biases");
+    let fit = (FFN_L2_BYTES / (4 * inter)) / MR * MR;
+    let mc = block_rows(m).min(fit.max(MR));
+    x[..m * h].par_chunks_mut(mc * h).for_each(|xb| {
+        let rows = xb.len() / h;
+        FFN.with(|buf| {
+            APACK.with(|ap| {
+                let (buf, ap) = (&mut *buf.borrow_mut(), &mut *ap.borrow_mut());
+                let mid = buf.resize(rows * inter);
+                block(isa, xb, rows, wi, bi, mid, Epilogue::Bias(Some(act)), ap);
+                block(isa, buf.get(), rows, wo, bo, xb, ln, ap);
+            })
+        });
+    });
+}
+
+/// Bytes of a feed-forward block's intermediate rows at most (half a Zen 3 L2).
+const FFN_L2_BYTES: usize = 256 << 10;
+
+thread_local! {
+    static APACK: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
+    static FFN: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
+}
+
+/// Rows per task: at most [`MC`], a multiple of [`MR`], and small enough that both threads
+/// of a two-core machine get several blocks.
+fn block_rows(m: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let want = m.div_ceil(threads * 4).div_ceil(MR) * MR;
+    want.clamp(MR, MC)
+}
+
+/// One block of rows on `isa`'s kernels.
+#[allow(clippy::too_many_arguments)]
+fn block(
+    isa: Isa,
+    a: &[f32],
+    rows: usize,
+    w: &PackedB,
+    b: &[f32],
+    c: &mut [f32],
+    epi: Epilogue<'_>,
+    apack: &mut Aligned,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => {
+            let kern = x86::Avx2Fma::new().expect("CPU lacks AVX2/FMA");
+            // SAFETY: the token exists, so the CPU has AVX2 and FMA.
+            #[allow(unsafe_code)]
+            unsafe {
+                x86::block_avx2(kern, a, rows, w, b, c, epi, apack)
+            }
+        }
+        _ => block_with(Portable, a, rows, w, b, c, epi, apack),
+    }
+}
+
+/// Where element `(i, p)` (row `i < MR`, step `p < kc`) of a tile's left operand sits:
+/// `a[i·row + p·step]`. Packed micro-panels are `{ row: 1, step: MR }`, plain row-major rows
+/// of length `k` are `{ row: k, step: 1 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AStride {
+    pub row: usize,
+    pub step: usize,
+}
+
+impl AStride {
+    pub(crate) const PACKED: AStride = AStride { row: 1, step: MR };
+
+    /// Values of `a` a tile of depth `kc` reads at most.
+    #[inline(always)]
+    pub(crate) fn span(self, kc: usize) -> usize {
+        if kc == 0 {
+            0
+        } else {
+            (MR - 1) * self.row + (kc - 1) * self.step + 1
+        }
+    }
+}
+
+/// A register tile: `c[i·ldc + j] (+)= Σ_p a(i, p) · b[p·NR + j] (+ bias[j])` for `i < MR`,
+/// `j < NR`, over `kc` steps (`add_c`: accumulate into `c`; `a(i, p)` per [`AStride`]).
+/// Panics on short slices (`a`: [`AStride::span`], `b`: `kc·NR`, `c`: `(MR − 1)·ldc + NR`).
+pub(crate) trait Kernel: Copy {
+    /// The multiply-add of the code this tile is compiled into.
+    type Fma: MulAdd;
+
+    #[allow(clippy::too_many_arguments)]
+    fn tile(
+        self,
+        kc: usize,
+        a: &[f32],
+        sa: AStride,
+        b: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+        add_c: bool,
+        bias: Option<&[f32; NR]>,
+    );
+}
+
+/// The tile in plain Rust (the portable path; LLVM vectorises it for the baseline target).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Portable;
+
+impl Kernel for Portable {
+    type Fma = math::Baseline;
+
+    #[inline(always)]
+    fn tile(
+        self,
+        kc: usize,
+        a: &[f32],
+        sa: AStride,
+        b: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+        add_c: bool,
+        bias: Option<&[f32; NR]>,
+    ) {
+        // two halves of NR / 2 columns: 12 accumulators of 4 lanes fit SSE2's 16 registers
+        let mut acc = [[0f32; NR]; MR];
+        assert!(a.len() >= sa.span(kc));
+        let b = &b[..kc * NR];
+        for half in 0..2 {
+            let mut h = [[0f32; NR / 2]; MR];
+            for (p, bp) in b.chunks_exact(NR).enumerate() {
+                let bp = &bp[half * NR / 2..(half + 1) * NR / 2];
+                let ap: [f32; MR] = std::array::from_fn(|i| a[i * sa.row + p * sa.step]);
+                for i in 0..MR {
+                    for j in 0..NR / 2 {
+                        h[i][j] += ap[i] * bp[j];
+                    }
+                }
+            }
+            for i in 0..MR {
+                acc[i][half * NR / 2..(half + 1) * NR / 2].copy_from_slice(&h[i]);
+            }
+        }
+        store_tile(&acc, c, ldc, add_c, bias);
+    }
+}
+
+#[inline(always)]
+fn store_tile(
+    acc: &[[f32; NR]; MR],
+    c: &mut [f32],
+    ldc: usize,
+    add_c: bool,
+    bias: Option<&[f32; NR]>,
+) {
+    for (i, row) in acc.iter().enumerate() {
+        let out = &mut c[i * ldc..i * ldc + NR];
+        for j in 0..NR {
+            let mut v = row[j];
+            if let Some(b) = bias {
+                v += b[j];
+            }
+            if add_c {
+                v += out[j];
+            }
+            out[j] = v;
+        }
+    }
+}
+
+/// The depth blocks of a `k`-long reduction: as few as [`KC`] allows, of equal size.
+fn depth_blocks(k: usize) -> impl Iterator<Item = (usize, usize)> {
+    let count = k.div_ceil(KC).max(1);
+    let size = k.div_ceil(count);
+    (0..count).map(move |i| (i * size, size.min(k - i * size)))
+}
+
+/// Packs rows `0..rows` of `a` (row stride `k`), columns `p0..p0 + kc`, into micro-panels of
+/// [`MR`] rows: `dst[(r·kc + p)·MR + i] = a[(r·MR + i)·k + p0 + p]`, zero past the last row.
+#[inline(always)]
+pub(crate) fn pack_a(a: &[f32], rows: usize, k: usize, p0: usize, kc: usize, dst: &mut [f32]) {
+    for (r, panel) in dst.chunks_exact_mut(kc * MR).enumerate() {
+        for i in 0..MR {
+            let row = r * MR + i;
+            if row < rows {
+                let src = &a[row * k + p0..][..kc];
+                for (p, &v) in src.iter().enumerate() {
+                    panel[p * MR + i] = v;
+                }
+            } else {
+                (0..kc).for_each(|p| panel[p * MR + i] = 0.0);
+            }
+        }
+    }
+}
+
+/// [`block`] with a given tile (inlined into each ISA's copy).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn block_with<K: Kernel>(
+    kern: K,
+    a: &[f32],
+    rows: usize,
+    w: &PackedB,
+    b: &[f32],
+    c: &mut [f32],
+    epi: Epilogue<'_>,
+    apack: &mut Aligned,
+) {
+    let (n, k) = (w.n, w.k);
+    let panels = rows.div_ceil(MR);
+    let (act, residual) = match epi {
+        Epilogue::Bias(act) => (act, false),
+        Epilogue::ResidualLayerNorm { .. } => (None, true),
+    };
+    // full micro-panels read `a` in place (rows of k); a partial last one goes through a
+    // zero-padded packed copy
+    let full = rows / MR;
+    for (p0, kc) in depth_blocks(k) {
+        if full < panels {
+            let ap = apack.resize(MR * kc);
+            pack_a(&a[full * MR * k..], rows - full * MR, k, p0, kc, ap);
+        }
+        let (first, last) = (p0 == 0, p0 + kc == k);
+        for jp in 0..n.div_ceil(NR) {
+            let bp = w.panel(jp, p0, kc);
+            let j0 = jp * NR;
+            let nc = NR.min(n - j0);
+            let mut bias = [0f32; NR];
+            bias[..nc].copy_from_slice(&b[j0..j0 + nc]);
+            let bias = first.then_some(&bias);
+            for ip in 0..panels {
+                let i0 = ip * MR;
+                let mr = MR.min(rows - i0);
+                let (a_ip, sa) = if ip < full {
+                    (&a[i0 * k + p0..], AStride { row: k, step: 1 })
+                } else {
+                    (apack.get(), AStride::PACKED)
+                };
+                let add_c = residual || !first;
+                if mr == MR && nc == NR {
+                    kern.tile(kc, a_ip, sa, bp, &mut c[i0 * n + j0..], n, add_c, bias);
+                } else {
+                    edge_tile(
+                        kern,
+                        kc,
+                        a_ip,
+                        sa,
+                        bp,
+                        &mut c[i0 * n + j0..],
+                        n,
+                        mr,
+                        nc,
+                        add_c,
+                        bias,
+                    );
+                }
+                if let (true, Some(act)) = (last, act) {
+                    for i in 0..mr {
+                        act.apply::<K::Fma>(&mut c[(i0 + i) * n + j0..][..nc]);
+                    }
+                }
+            }
+        }
+    }
+    if let Epilogue::ResidualLayerNorm { gamma, beta, eps } = epi {
+        for row in c[..rows * n].chunks_exact_mut(n) {
+            math::layer_norm(row, gamma, beta, eps);
+        }
+    }
+}
+
+/// A tile at the bottom or right edge: through a full-size buffer, `mr × nc` copied back.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn edge_tile<K: Kernel>(
+    kern: K,
+    kc: usize,
+    a: &[f32],
+    sa: AStride,
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    mr: usize,
+    nc: usize,
+    add_c: bool,
+    bias: Option<&[f32; NR]>,
+) {
+    let mut buf = [0f32; MR * NR];
+    if add_c {
+        for i in 0..mr {
+            buf[i * NR..i * NR + nc].copy_from_slice(&c[i * ldc..i * ldc + nc]);
+        }
+    }
+    kern.tile(kc, a, sa, b, &mut buf, NR, add_c, bias);
+    for i in 0..mr {
+        c[i * ldc..i * ldc + nc].copy_from_slice(&buf[i * NR..i * NR + nc]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod x86 {
+    //! The AVX2 + FMA tile: 6 rows × 16 columns = 12 ymm accumulators, two weight vectors and
+    //! one broadcast per step (15 of the 16 registers).
+    use std::arch::x86_64::*;
+
+    use super::{AStride, Aligned, Epilogue, Kernel, PackedB, MR, NR};
+
+    /// The AVX2 tile; a value exists only on CPUs with AVX2 and FMA.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Avx2Fma {
+        _checked: (),
+    }
+
+    impl Avx2Fma {
+        pub(crate) fn new() -> Option<Avx2Fma> {
+            let ok = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            ok.then_some(Avx2Fma { _checked: () })
+        }
+    }
+
+    impl Kernel for Avx2Fma {
+        type Fma = crate::math::Fused;
+
+        #[inline(always)]
+        fn tile(
+            self,
+            kc: usize,
+            a: &[f32],
+            sa: AStride,
+            b: &[f32],
+            c: &mut [f32],
+            ldc: usize,
+            add_c: bool,
+            bias: Option<&[f32; NR]>,
+        ) {
+            assert!(a.len() >= sa.span(kc));
+            assert!(b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
+            // SAFETY: lengths checked above; `self` exists only if the CPU has AVX2 + FMA.
+            unsafe {
+                tile_6x16(
+                    kc,
+                    a.as_ptr(),
+                    sa,
+                    b.as_ptr(),
+                    c.as_mut_ptr(),
+                    ldc,
+                    add_c,
+                    bias,
+                )
+            }
+        }
+    }
+
+    /// [`super::block_with`] compiled for AVX2 + FMA with the AVX2 tile inlined.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA (guaranteed by `kern`).
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn block_avx2(
+        kern: Avx2Fma,
+        a: &[f32],
+        rows: usize,
+        w: &PackedB,
+        b: &[f32],
+        c: &mut [f32],
+        epi: Epilogue<'_>,
+        apack: &mut Aligned,
+    ) {
+        super::block_with(kern, a, rows, w, b, c, epi, apack)
+    }
+
+    /// # Safety
+    /// `a`: [`AStride::span`] values, `b`: `kc·NR`, `c`: rows `0..MR` of
+    /// `NR` values at stride `ldc`; the CPU has AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        sa: AStride,
+        b: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        add_c: bool,
+        bias: Option<&[f32; NR]>,
+    ) {
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        let rows: [*const f32; MR] = std::array::from_fn(|i| a.add(i * sa.row));
+        for p in 0..kc {
+            let b0 = _mm256_loadu_ps(b.add(p * NR));
+            let b1 = _mm256_loadu_ps(b.add(p * NR + 8));
+            for (i, row) in acc.iter_mut().enumerate() {
+                let av = _mm256_broadcast_ss(&*rows[i].add(p * sa.step));
+                row[0] = _mm256_fmadd_ps(av, b0, row[0]);
+                row[1] = _mm256_fmadd_ps(av, b1, row[1]);
+            }
+        }
+        if let Some(bias) = bias {
+            let (b0, b1) = (
+                _mm256_loadu_ps(bias.as_ptr()),
+                _mm256_loadu_ps(bias.as_ptr().add(8)),
+            );
+            for row in acc.iter_mut() {
+                row[0] = _mm256_add_ps(row[0], b0);
+                row[1] = _mm256_add_ps(row[1], b1);
+            }
+        }
+        for (i, row) in acc.iter().enumerate() {
+            let out = c.add(i * ldc);
+            let (mut v0, mut v1) = (row[0], row[1]);
+            if add_c {
+                v0 = _mm256_add_ps(v0, _mm256_loadu_ps(out));
+                v1 = _mm256_add_ps(v1, _mm256_loadu_ps(out.add(8)));
+            }
+            _mm256_storeu_ps(out, v0);
+            _mm256_storeu_ps(out.add(8), v1);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::Avx2Fma;
+
+/// `out = epilogue(x · wᵀ + b)` in f64, the plain loop every path must match.
+#[cfg(test)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reference(
+    x: &[f32],
+    m: usize,
+    w: &[f32],
+    n: usize,
+    k: usize,
+    b: &[f32],
+    out: &mut [f32],
+    epi: Epilogue<'_>,
+) {
+    for i in 0..m {
+        let row: Vec<f64> = (0..n)
+            .map(|j| {
+                let s: f64 = (0..k)
+                    .map(|p| x[i * k + p] as f64 * w[j * k + p] as f64)
+                    .sum();
+                s + b[j] as f64
+            })
+            .collect();
+        let o = &mut out[i * n..(i + 1) * n];
+        match epi {
+            Epilogue::Bias(act) => {
+                for (d, s) in o.iter_mut().zip(&row) {
+                    *d = *s as f32;
+                }
+                if let Some(act) = act {
+                    act.apply::<math::Baseline>(o);
+                }
+            }
+            Epilogue::ResidualLayerNorm { gamma, beta, eps } => {
+                let s: Vec<f64> = row
+                    .iter()
+                    .zip(o.iter())
+                    .map(|(a, r)| a + *r as f64)
+                    .collect();
+                let mean = s.iter().sum::<f64>() / n as f64;
+                let var = s.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+                for j in 0..n {
+                    let y = (s[j] - mean) / (var + eps as f64).sqrt();
+                    o[j] = (y * gamma[j] as f64 + beta[j] as f64) as f32;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, seed: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn every_isa_matches_reference() {
+        // odd shapes hit the edge tiles, several depth blocks and several row blocks
+        let shapes = [
+            (1, 16, 8),
+            (7, 40, 37),
+            (13, 384, 96),
+            (50, 33, 24),
+            (203, 1536, 40),
+            (97, 384, 1152),
+        ];
+        let eps = 1e-12;
+        for isa in Isa::available() {
+            for (m, k, n) in shapes {
+                let (x, w, b) = (data(m * k, 1), data(n * k, 2), data(n, 3));
+                let (g, beta) = (data(n, 4), data(n, 5));
+                let packed = PackedB::pack(&w, n, k);
+                let epis = [
+                    Epilogue::Bias(None),
+                    Epilogue::Bias(Some(Act::Gelu)),
+                    Epilogue::Bias(Some(Act::Relu)),
+                    Epilogue::ResidualLayerNorm {
+                        gamma: &g,
+                        beta: &beta,
+                        eps,
+                    },
+                ];
+                for epi in epis {
+                    let resid = data(m * n, 6);
+                    let (mut got, mut want) = (resid.clone(), resid);
+                    linear(isa, &x, m, &packed, &b, &mut got, epi);
+                    reference(&x, m, &w, n, k, &b, &mut want, epi);
+                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - e).abs() <= 2e-5 * (1.0 + e.abs()),
+                            "{isa:?} m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_feed_forward_matches_two_reference_steps() {
+        let eps = 1e-12;
+        for isa in Isa::available() {
+            for (m, h, inter) in [(7, 32, 64), (100, 40, 96), (131, 384, 1536)] {
+                let (x, wi, bi) = (data(m * h, 1), data(inter * h, 2), data(inter, 3));
+                let (wo, bo) = (data(h * inter, 4), data(h, 5));
+                let (g, beta) = (data(h, 6), data(h, 7));
+                let ln = Epilogue::ResidualLayerNorm {
+                    gamma: &g,
+                    beta: &beta,
+                    eps,
+                };
+                let mut mid = vec![0f32; m * inter];
+                let act = Epilogue::Bias(Some(Act::Gelu));
+                reference(&x, m, &wi, inter, h, &bi, &mut mid, act);
+                let mut want = x.clone();
+                reference(&mid, m, &wo, h, inter, &bo, &mut want, ln);
+                let mut got = x.clone();
+                let (pi, po) = (PackedB::pack(&wi, inter, h), PackedB::pack(&wo, h, inter));
+                feed_forward(isa, &mut got, m, &pi, &bi, Act::Gelu, &po, &bo, ln);
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
+                        "{isa:?} m {m} h {h} inter {inter} [{i}]: {g} vs {e}"
+                    );
+                }
+            }
+        }
+    }
+}
