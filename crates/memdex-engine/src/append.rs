@@ -25,6 +25,8 @@ use serde::Serialize;
 
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
+use crate::structures::StructureSync;
+use memdex_structures::SyncReport;
 use crate::vectors::derive_from_vectors;
 use crate::EngineError;
 
@@ -86,6 +88,10 @@ pub struct AppendPipeline {
     derived: Vec<Derived>,
     /// The view failed to refresh after a commit; retried before the next one.
     stale: bool,
+    /// The store's TiM thoughts and MemTree, synced after each commit (None: it keeps none).
+    structures: Option<StructureSync>,
+    /// What the last structure sync did.
+    last_sync: Option<SyncReport>,
 }
 
 impl AppendPipeline {
@@ -107,6 +113,8 @@ impl AppendPipeline {
             itemize,
             extract,
             parallel,
+            structures: StructureSync::for_store(&store),
+            last_sync: None,
             known: store.session_hashes(),
             keys: KeyCache::new(store),
             staged: HashMap::new(),
@@ -225,6 +233,8 @@ impl AppendPipeline {
         }
         if self.pending.is_empty() {
             self.staged.clear();
+            // catches up on what an earlier sync did not finish
+            self.after_commit(writer, embed);
             return Ok(Committed {
                 first_id: writer.manifest().next_item_id(),
                 manifest_version: writer.manifest().version,
@@ -240,6 +250,7 @@ impl AppendPipeline {
                 if let Err(e) = self.refresh() {
                     tracing::warn!("committed; re-reading the store failed (retried later): {e}");
                 }
+                self.after_commit(writer, embed);
                 Ok(c)
             }
             Err(e) => {
@@ -370,6 +381,50 @@ impl AppendPipeline {
             }
         }
         Ok(())
+    }
+}
+
+impl AppendPipeline {
+    /// Uses `x` for the store's thoughts (a model extractor; its name must be the one the
+    /// store records).
+    pub fn set_thought_extractor(
+        &mut self,
+        x: std::sync::Arc<dyn memdex_structures::ThoughtExtractor>,
+    ) -> Result<(), EngineError> {
+        self.structures = StructureSync::with_extractor(self.store(), x)?;
+        Ok(())
+    }
+
+    /// Brings the store's structures up to the committed items (new items since the last
+    /// sync; deleted items of the tenants touched and of `deleted_in`). A no-op for stores
+    /// without structures. Items committed are never undone by a failure here: the
+    /// structures stay behind and the next sync catches up.
+    pub fn sync_structures(
+        &mut self,
+        writer: &mut StoreWriter,
+        embed: &mut EmbedFn<'_>,
+        deleted_in: &[&str],
+    ) -> Result<Option<SyncReport>, EngineError> {
+        let Some(sync) = self.structures.as_mut() else {
+            return Ok(None);
+        };
+        if self.stale {
+            return Ok(None);
+        }
+        let report = sync.sync(self.keys.store(), writer, embed, deleted_in)?;
+        self.last_sync = Some(report.clone());
+        Ok(Some(report))
+    }
+
+    /// What the last structure sync did (None: none ran).
+    pub fn last_sync(&self) -> Option<&SyncReport> {
+        self.last_sync.as_ref()
+    }
+
+    fn after_commit(&mut self, writer: &mut StoreWriter, embed: &mut EmbedFn<'_>) {
+        if let Err(e) = self.sync_structures(writer, embed, &[]) {
+            tracing::warn!("committed; the structures stay behind (caught up later): {e}");
+        }
     }
 }
 
