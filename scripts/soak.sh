@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Soak test of `memdex serve` on loopback: MINUTES (default 30) of mixed traffic from 8
-# clients over 50 tenants — 70 % searches, 22 % appends, 8 % deletes, a compaction a minute
+# clients over 50 tenants — 70 % searches, 15 % appends, 15 % deletes (the live data levels
+# off), a compaction a minute
 # (and background compaction) — with the real all-MiniLM-L6-v2 on the CPU. One JSON line a
 # minute: requests, errors, p50/p99 per operation, the server's RSS and anonymous memory;
 # then a summary, a graceful stop (SIGTERM, exit 0) and a consistency check of the store

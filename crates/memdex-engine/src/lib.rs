@@ -12,6 +12,7 @@
 //!   it keeps them) are brought up to date ([`AppendPipeline::sync_structures`]).
 
 mod append;
+mod batch;
 mod error;
 mod extract;
 mod index;
@@ -22,6 +23,7 @@ mod structures;
 mod vectors;
 
 pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, SessionStatus};
+pub use batch::{write_batch, Batch, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
 pub use index::{index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport};
