@@ -262,3 +262,44 @@ fn deleted_items_take_their_thoughts_and_leaves_with_them() {
     assert!(log.iter().any(|l| l.sentence == "[deleted]"));
     assert!(log.iter().all(|l| !l.sentence.contains("Porto")), "{log:?}");
 }
+
+struct Sessions(std::vec::IntoIter<Session>);
+
+impl Iterator for Sessions {
+    type Item = Result<Session, memdex_ingest::IngestError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(Ok)
+    }
+}
+
+impl memdex_ingest::SessionSource for Sessions {
+    fn skipped(&self) -> &[memdex_ingest::IngestError] {
+        &[]
+    }
+}
+
+#[test]
+fn batch_index_builds_the_structures_of_the_append_path() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    open(a.path(), true);
+    append(a.path(), &[story()]);
+    let (mut w, _) = open(b.path(), true);
+    let opts = memdex_engine::IndexOptions {
+        itemize: ItemizeOptions::new(Granularity::Turn),
+        on_error: memdex_core::OnError::Abort,
+        flush_items: 5,
+    };
+    let enc = HashEncoder::new(DIM);
+    let r = memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
+        .unwrap();
+    let synced = r.structures.expect("the store keeps structures");
+    assert_eq!(synced.items, 16);
+    assert!(synced.thoughts_inserted > 0 && synced.tree_nodes_written >= 16, "{synced:?}");
+    let ((ta, ra), (tb, rb)) = (states(a.path(), "t"), states(b.path(), "t"));
+    assert_eq!(ta.thoughts, tb.thoughts);
+    assert_eq!(ra.nodes().cloned().collect::<Vec<_>>(), rb.nodes().cloned().collect::<Vec<_>>());
+    // a re-run finds nothing new: nothing thought or written again
+    let again = memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
+        .unwrap();
+    assert_eq!(again.structures.map(|s| s.items), Some(0));
+}
