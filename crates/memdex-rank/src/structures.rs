@@ -3,8 +3,8 @@
 //! * lift: the items the best thoughts came from (or the best nodes hold) get
 //!   `weight × cosine` added, after FragRel;
 //! * supersession (thoughts): when an outdated thought is among the best — forgotten because
-//!   a newer value contradicted it, or negated — the items stating what replaced it are put
-//!   just ahead of its own best item, after the signals and before the time stage (which
+//!   a newer value contradicted it, or negated — or the thought that replaced it is, the
+//!   items stating what replaced it are put just ahead of the outdated one's best item, after the signals and before the time stage (which
 //!   still moves items of an asked-for period ahead). TiM forgets contradicted thoughts; the
 //!   items stay, and this keeps the older statement from outranking the newer one.
 

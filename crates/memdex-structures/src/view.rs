@@ -38,6 +38,9 @@ pub struct ThoughtIndex {
     /// None: a live thought (it lifts its sources); Some: an outdated one, with the items
     /// that state what replaced it.
     pub successors: Vec<Option<Vec<u32>>>,
+    /// Per live thought: the live items of the outdated thoughts it replaced (directly or
+    /// down a chain of contradictions); empty for the others.
+    pub predecessors: Vec<Vec<u32>>,
     pub ids: Vec<u64>,
     pub sentences: Vec<String>,
 }
@@ -144,9 +147,11 @@ impl ThoughtIndex {
             buckets: Vec::new(),
             sources: Vec::new(),
             successors: Vec::new(),
+            predecessors: Vec::new(),
             ids: Vec::new(),
             sentences: Vec::new(),
         };
+        let replaced = replaced_items(memory, index);
         let tables = t.lsh.params().tables;
         let live_items = |th: &Thought| -> Vec<u32> {
             th.sources.iter().filter_map(|s| index.get(s).copied()).collect()
@@ -168,6 +173,7 @@ impl ThoughtIndex {
             t.buckets.extend(&th.buckets);
             t.sources.push(sources);
             t.successors.push(successors);
+            t.predecessors.push(replaced.get(&th.id).cloned().unwrap_or_default());
             t.ids.push(th.id);
             t.sentences.push(th.sentence.clone());
         }
@@ -219,15 +225,52 @@ impl ThoughtIndex {
             .copied()
             .filter(|&(h, _)| self.successors[h].is_none())
             .collect();
-        let superseded = hits
+        // an outdated thought retrieved puts what replaced it ahead of it; so does a retrieved
+        // thought that replaced others
+        let mut superseded: Vec<(Vec<u32>, Vec<u32>)> = hits
             .iter()
             .filter_map(|&(h, _)| Some((self.sources[h].clone(), self.successors[h].clone()?)))
             .collect();
+        superseded.extend(
+            live.iter()
+                .filter(|&&(h, _)| !self.predecessors[h].is_empty())
+                .map(|&(h, _)| (self.predecessors[h].clone(), self.sources[h].clone())),
+        );
         Retrieved {
             lift: lift_from(&live, n, |h| self.sources[h].clone()),
             superseded,
         }
     }
+}
+
+/// Per live thought id: the live items of the outdated thoughts whose chain of
+/// contradictions ends at it.
+fn replaced_items(memory: &ThoughtMemory, index: &HashMap<u64, u32>) -> HashMap<u64, Vec<u32>> {
+    let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+    for th in memory.thoughts.iter().filter(|t| !t.is_live()) {
+        let Some(end) = th.superseded_by.and_then(|s| live_successor(memory, s)) else {
+            continue;
+        };
+        let items = th.sources.iter().filter_map(|s| index.get(s).copied());
+        out.entry(end).or_default().extend(items);
+    }
+    out
+}
+
+/// The live thought at the end of a chain of contradictions (None: the chain ends at a
+/// negation or a forgotten thought).
+fn live_successor(memory: &ThoughtMemory, first: Successor) -> Option<u64> {
+    let mut next = first;
+    for _ in 0..=memory.thoughts.len() {
+        let Successor::Thought(id) = next else { return None };
+        let t = memory.thoughts.iter().find(|t| t.id == id)?;
+        match (t.is_live(), t.superseded_by) {
+            (true, _) => return Some(id),
+            (false, Some(s)) => next = s,
+            (false, None) => return None,
+        }
+    }
+    None
 }
 
 /// The live items that state what replaced a thought: the newest thought down the chain of
