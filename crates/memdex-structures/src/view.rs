@@ -352,3 +352,7 @@ impl TreeIndex {
         lift_from(&hits, n, |h| self.items(h))
     }
 }
+
+#[cfg(test)]
+#[path = "view_tests.rs"]
+mod tests;

@@ -381,11 +381,17 @@ fn subject(
 /// `my X` / `her X`: `owner's X` (at most 3 words, up to the first verb-like word).
 fn possessive(toks: &[Tok], mut j: usize, owner: &str) -> Option<Subject> {
     let mut np: Vec<&str> = Vec::new();
-    while j < toks.len() && np.len() < 3 && !is_verbish(&toks[j].lower) {
+    // "name" after a possessive is the noun ("my dog's name"), not a verb
+    let noun = |j: usize, np: &[&str]| {
+        toks[j].lower == "name" && np.last().is_some_and(|w| w.ends_with("'s"))
+    };
+    while j < toks.len() && np.len() < 3 && (!is_verbish(&toks[j].lower) || noun(j, &np)) {
         np.push(&toks[j].orig);
         let end = toks[j].end;
         j += 1;
-        if end {
+        // a relative is a whole noun phrase ("my brother plays…"), unless a name follows
+        let kin = FEMALE.contains(&toks[j - 1].lower.as_str()) || MALE.contains(&toks[j - 1].lower.as_str());
+        if end || (kin && !toks.get(j).is_some_and(|t| t.lower == "name")) {
             break;
         }
     }

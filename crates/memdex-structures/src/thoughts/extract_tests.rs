@@ -81,7 +81,8 @@ fn pronouns_resolve_to_the_latest_third_party_of_their_gender() {
         speaker: None,
         anchor: None,
     };
-    x.extract(&input("My brother plays chess. My sister lives in Porto."), &mut ctx);
+    let first = x.extract(&input("My brother plays chess. My sister lives in Porto."), &mut ctx);
+    assert_eq!(said(&first[0]), s("User's brother", "plays", "chess", Polarity::Assert));
     let t = x.extract(&input("She moved to Lisbon."), &mut ctx);
     assert_eq!(said(&t[0]), s("User's sister", "lives in", "Lisbon", Polarity::Assert));
     let t = x.extract(&input("He works at CERN."), &mut ctx);
