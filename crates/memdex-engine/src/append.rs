@@ -26,8 +26,8 @@ use crate::batch::{write_batch, Batch, InFlight, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
 use crate::structures::StructureSync;
-use memdex_structures::SyncReport;
 use crate::EngineError;
+use memdex_structures::SyncReport;
 
 /// What became of one offered session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

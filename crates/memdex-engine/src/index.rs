@@ -27,8 +27,8 @@ use crate::batch::{write_batch, Batch, InFlight};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
 use crate::structures::StructureSync;
-use memdex_structures::SyncReport;
 use crate::EngineError;
+use memdex_structures::SyncReport;
 
 /// How an index run behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

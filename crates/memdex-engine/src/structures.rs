@@ -50,6 +50,8 @@ impl StructureSync {
         let mut texts = |t: &[&str]| -> Result<Vec<f32>, String> {
             embed(t).map(|e| e.data).map_err(|e| e.to_string())
         };
-        Ok(self.maintainer.sync(store, writer, &mut texts, deleted_in)?)
+        Ok(self
+            .maintainer
+            .sync(store, writer, &mut texts, deleted_in)?)
     }
 }

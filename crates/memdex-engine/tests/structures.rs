@@ -71,7 +71,12 @@ fn append(dir: &Path, groups: &[Vec<Session>]) {
 
 fn sister_story() -> Vec<Session> {
     vec![
-        session("alice", "s1", 0, &["My sister lives in Porto.", "I like green tea."]),
+        session(
+            "alice",
+            "s1",
+            0,
+            &["My sister lives in Porto.", "I like green tea."],
+        ),
         session("alice", "s2", 30, &["I adopted a dog named Max."]),
         session("alice", "s3", 60, &["She moved to Lisbon last month."]),
         session("bob", "s1", 0, &["My sister lives in Porto too."]),
@@ -94,17 +99,28 @@ fn knowledge_update_surfaces_the_newer_statement_first() {
     let tmp = tempfile::tempdir().unwrap();
     open(tmp.path(), true);
     // one commit per session: the pronoun in s3 is resolved from the stored thoughts
-    append(tmp.path(), &sister_story().into_iter().map(|s| vec![s]).collect::<Vec<_>>());
+    append(
+        tmp.path(),
+        &sister_story()
+            .into_iter()
+            .map(|s| vec![s])
+            .collect::<Vec<_>>(),
+    );
     let s = searcher(tmp.path());
     let q = "Where does my sister live?";
-    let plain = s.search("alice", q, None, 3, &RankOptions::default()).unwrap();
+    let plain = s
+        .search("alice", q, None, 3, &RankOptions::default())
+        .unwrap();
     assert_eq!(
         plain[0].value, "My sister lives in Porto.",
         "without the stage the old statement wins on words"
     );
     let hits = s.search("alice", q, None, 3, &with_thoughts()).unwrap();
     assert_eq!(hits[0].value, "She moved to Lisbon last month.");
-    assert_eq!(hits[1].value, "My sister lives in Porto.", "the old one is kept, second");
+    assert_eq!(
+        hits[1].value, "My sister lives in Porto.",
+        "the old one is kept, second"
+    );
     // the memory itself: Porto forgotten, contradicted by the Lisbon thought
     let store = Store::open(tmp.path()).unwrap();
     let live = report::live_thoughts(&store, "alice").unwrap();
@@ -180,7 +196,10 @@ fn incremental_appends_give_the_tree_and_thoughts_of_one_rebuild() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     open(a.path(), true);
     open(b.path(), true);
-    append(a.path(), &story().into_iter().map(|s| vec![s]).collect::<Vec<_>>());
+    append(
+        a.path(),
+        &story().into_iter().map(|s| vec![s]).collect::<Vec<_>>(),
+    );
     append(b.path(), &[story()]);
     let (ta, ra) = states(a.path(), "t");
     let (tb, rb) = states(b.path(), "t");
@@ -188,7 +207,11 @@ fn incremental_appends_give_the_tree_and_thoughts_of_one_rebuild() {
     let na: Vec<_> = ra.nodes().cloned().collect();
     let nb: Vec<_> = rb.nodes().cloned().collect();
     assert_eq!(na, nb);
-    assert!(ra.stats().leaves == 16 && ra.stats().max_depth >= 2, "{:?}", ra.stats());
+    assert!(
+        ra.stats().leaves == 16 && ra.stats().max_depth >= 2,
+        "{:?}",
+        ra.stats()
+    );
     assert!(na.iter().any(|n| n.item.is_none() && !n.content.is_empty()));
 }
 
@@ -197,7 +220,11 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
     let tmp = tempfile::tempdir().unwrap();
     open(tmp.path(), false);
     append(tmp.path(), &[story()]);
-    assert!(Store::open(tmp.path()).unwrap().manifest().structures.is_none());
+    assert!(Store::open(tmp.path())
+        .unwrap()
+        .manifest()
+        .structures
+        .is_none());
     let s = searcher(tmp.path());
     let e = s
         .search("t", "guitar", None, 3, &with_thoughts())
@@ -221,8 +248,13 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
         tree: Some(TreeStage::default()),
         ..RankOptions::dense()
     };
-    let hits = searcher(tmp.path()).search("t", "guitar amplifier", None, 3, &tree).unwrap();
-    assert!(hits.iter().any(|h| h.value.contains("amplifier")), "{hits:?}");
+    let hits = searcher(tmp.path())
+        .search("t", "guitar amplifier", None, 3, &tree)
+        .unwrap();
+    assert!(
+        hits.iter().any(|h| h.value.contains("amplifier")),
+        "{hits:?}"
+    );
 }
 
 #[test]
@@ -243,7 +275,15 @@ fn deleted_items_take_their_thoughts_and_leaves_with_them() {
     w.delete_items(&porto).unwrap();
     // readers skip them before the writer records anything
     let s = searcher(tmp.path());
-    let hits = s.search("t", "Where does my sister live?", None, 20, &with_thoughts()).unwrap();
+    let hits = s
+        .search(
+            "t",
+            "Where does my sister live?",
+            None,
+            20,
+            &with_thoughts(),
+        )
+        .unwrap();
     assert!(hits.iter().all(|h| !porto.contains(&h.item_id)));
     let mid = report::live_thoughts(&Store::open(tmp.path()).unwrap(), "t").unwrap();
     assert!(mid.iter().all(|t| t.subject != "User's sister"), "{mid:?}");
@@ -251,11 +291,16 @@ fn deleted_items_take_their_thoughts_and_leaves_with_them() {
     p.forget("t", None).unwrap();
     let enc = HashEncoder::new(DIM);
     let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
-    let r = p.sync_structures(&mut w, &mut embed, &["t"]).unwrap().unwrap();
+    let r = p
+        .sync_structures(&mut w, &mut embed, &["t"])
+        .unwrap()
+        .unwrap();
     assert_eq!(r.leaves_removed, 2);
     assert!(r.thoughts_forgotten >= 1, "{r:?}");
     let (m, tree) = states(tmp.path(), "t");
-    assert!(m.live().all(|t| t.sources.iter().all(|s| !porto.contains(s))));
+    assert!(m
+        .live()
+        .all(|t| t.sources.iter().all(|s| !porto.contains(s))));
     assert!(porto.iter().all(|&i| tree.leaf_of(i).is_none()));
     assert_eq!(tree.stats().leaves, 14);
     let log = report::history(&Store::open(tmp.path()).unwrap(), "t").unwrap();
@@ -294,12 +339,19 @@ fn batch_index_builds_the_structures_of_the_append_path() {
         .unwrap();
     let synced = r.structures.expect("the store keeps structures");
     assert_eq!(synced.items, 16);
-    assert!(synced.thoughts_inserted > 0 && synced.tree_nodes_written >= 16, "{synced:?}");
+    assert!(
+        synced.thoughts_inserted > 0 && synced.tree_nodes_written >= 16,
+        "{synced:?}"
+    );
     let ((ta, ra), (tb, rb)) = (states(a.path(), "t"), states(b.path(), "t"));
     assert_eq!(ta.thoughts, tb.thoughts);
-    assert_eq!(ra.nodes().cloned().collect::<Vec<_>>(), rb.nodes().cloned().collect::<Vec<_>>());
+    assert_eq!(
+        ra.nodes().cloned().collect::<Vec<_>>(),
+        rb.nodes().cloned().collect::<Vec<_>>()
+    );
     // a re-run finds nothing new: nothing thought or written again
-    let again = memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
-        .unwrap();
+    let again =
+        memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
+            .unwrap();
     assert_eq!(again.structures.map(|s| s.items), Some(0));
 }

@@ -28,8 +28,8 @@ pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use hit::SearchHit;
 pub use options::{
-    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever,
-    ThoughtStage, TimeMode, TimeStage, TreeStage,
+    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
+    TimeMode, TimeStage, TreeStage,
 };
 pub use pipeline::{check_columns, dense_request, fit_to_store, rank, Dense, Query, Ranking};
 pub use reading::{format_ms, reading_context, CON_PROMPT};

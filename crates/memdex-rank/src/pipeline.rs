@@ -233,10 +233,14 @@ pub fn check_columns(store: &Store, opts: &RankOptions) -> Result<(), RankError>
         ));
     }
     let (thoughts, tree) = crate::structures::kept(store);
-    let wants_thoughts = opts.retriever == Retriever::Thoughts
-        || opts.thoughts.is_some_and(|t| t.weight > 0.0);
+    let wants_thoughts =
+        opts.retriever == Retriever::Thoughts || opts.thoughts.is_some_and(|t| t.weight > 0.0);
     if wants_thoughts && !thoughts {
-        return Err(missing("TiM thought", "thoughts", "`memdex index --thoughts`"));
+        return Err(missing(
+            "TiM thought",
+            "thoughts",
+            "`memdex index --thoughts`",
+        ));
     }
     let wants_tree = opts.retriever == Retriever::Tree || opts.tree.is_some_and(|t| t.weight > 0.0);
     if wants_tree && !tree {

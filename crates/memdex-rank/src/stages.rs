@@ -220,7 +220,10 @@ impl Stages {
         let err = |field: &'static str, message: String| StageError { field, message };
         if let Some(w) = self.thought_weight {
             if !(0.0..=MAX_WEIGHT).contains(&w) {
-                let m = format!("{} must be in [0, {MAX_WEIGHT}], got {w}", name("thought_weight"));
+                let m = format!(
+                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
+                    name("thought_weight")
+                );
                 return Err(err("thought_weight", m));
             }
             o.thoughts = (w > 0.0).then(|| ThoughtStage {
@@ -230,7 +233,10 @@ impl Stages {
         }
         if let Some(w) = self.tree_weight {
             if !(0.0..=MAX_WEIGHT).contains(&w) {
-                let m = format!("{} must be in [0, {MAX_WEIGHT}], got {w}", name("tree_weight"));
+                let m = format!(
+                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
+                    name("tree_weight")
+                );
                 return Err(err("tree_weight", m));
             }
             o.tree = (w > 0.0).then(|| TreeStage {
@@ -247,7 +253,11 @@ impl Stages {
                 format!(
                     "{} needs the {retriever} stage or retriever ({}, or {} {retriever})",
                     name(field),
-                    name(if retriever == "tree" { "tree_weight" } else { "thought_weight" }),
+                    name(if retriever == "tree" {
+                        "tree_weight"
+                    } else {
+                        "thought_weight"
+                    }),
                     name("retriever")
                 ),
             ))
@@ -256,7 +266,10 @@ impl Stages {
         let tree_on = o.tree.is_some() || o.retriever == Retriever::Tree;
         let bounded = |field: &'static str, v: usize| match v {
             1..=1000 => Ok(v),
-            _ => Err(err(field, format!("{} must be in [1, 1000], got {v}", name(field)))),
+            _ => Err(err(
+                field,
+                format!("{} must be in [1, 1000], got {v}", name(field)),
+            )),
         };
         if let Some(k) = self.thought_k {
             tunes("thought_k", thoughts_on, "thoughts")?;
@@ -356,12 +369,17 @@ mod tests {
             tree_k: Some(3),
             ..Stages::default()
         };
-        let o = retriever.apply(RankOptions::default(), &flag).expect("valid");
+        let o = retriever
+            .apply(RankOptions::default(), &flag)
+            .expect("valid");
         assert_eq!(o.tree, Some(TreeStage { weight: 0.0, k: 3 }));
         let bad = Stages {
             thought_weight: Some(-1.0),
             ..Stages::default()
         };
-        assert_eq!(bad.apply(RankOptions::default(), &flag).unwrap_err().field, "thought_weight");
+        assert_eq!(
+            bad.apply(RankOptions::default(), &flag).unwrap_err().field,
+            "thought_weight"
+        );
     }
 }

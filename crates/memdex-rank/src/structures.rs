@@ -89,7 +89,10 @@ pub(crate) fn first_stage(found: &Found, dense: &[f64], opts: &RankOptions) -> V
 /// The lift stages: `score + weight × lift` for each structure whose stage is on.
 pub(crate) fn lift(found: &Found, opts: &RankOptions, scores: &mut [f64]) {
     let stages = [
-        (opts.thoughts.map(|t| t.weight), found.thoughts.as_ref().map(|t| t.lift.as_slice())),
+        (
+            opts.thoughts.map(|t| t.weight),
+            found.thoughts.as_ref().map(|t| t.lift.as_slice()),
+        ),
         (opts.tree.map(|t| t.weight), found.tree.as_deref()),
     ];
     for (weight, lift) in stages {
@@ -134,7 +137,11 @@ fn view(
     cache.structures(tenant, || {
         let timeline: Vec<u64> = slices
             .iter()
-            .flat_map(|s| s.segment.item_ids()[s.start..s.start + s.rows].iter().copied())
+            .flat_map(|s| {
+                s.segment.item_ids()[s.start..s.start + s.rows]
+                    .iter()
+                    .copied()
+            })
             .collect();
         Ok(TenantView::build(store, tenant, &timeline)?)
     })
@@ -182,10 +189,7 @@ mod tests {
         };
         let opts = RankOptions {
             thoughts: Some(crate::ThoughtStage::default()),
-            tree: Some(crate::TreeStage {
-                weight: 1.0,
-                k: 5,
-            }),
+            tree: Some(crate::TreeStage { weight: 1.0, k: 5 }),
             ..RankOptions::dense()
         };
         let mut s = vec![0.1, 0.1, 0.1];

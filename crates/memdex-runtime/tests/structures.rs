@@ -72,18 +72,27 @@ fn served_appends_think_and_deletes_forget() {
     let e = start(tmp.path());
     append(&e, session("ann", "s1", 0, &["My sister lives in Porto."]));
     append(&e, session("ann", "s2", 9, &["I adopted a dog named Max."]));
-    append(&e, session("ann", "s3", 40, &["She moved to Lisbon last month."]));
+    append(
+        &e,
+        session("ann", "s3", 40, &["She moved to Lisbon last month."]),
+    );
     let opts = RankOptions {
         thoughts: Some(ThoughtStage::default()),
         ..RankOptions::default()
     };
     let q = "Where does my sister live?";
-    assert_eq!(top(&e, "ann", q, &opts)[0], "She moved to Lisbon last month.");
+    assert_eq!(
+        top(&e, "ann", q, &opts)[0],
+        "She moved to Lisbon last month."
+    );
     e.shutdown();
 
     // a restart goes on from the stored structures
     let e = start(tmp.path());
-    append(&e, session("ann", "s4", 50, &["My sister lives in Madrid now."]));
+    append(
+        &e,
+        session("ann", "s4", 50, &["My sister lives in Madrid now."]),
+    );
     let hits = top(&e, "ann", q, &opts);
     assert_eq!(hits[0], "My sister lives in Madrid now.", "{hits:?}");
     let r = e
@@ -105,7 +114,8 @@ fn served_appends_think_and_deletes_forget() {
     assert!(live.iter().all(|t| t.object != "Madrid"), "{live:?}");
     let log = report::history(&store, "ann").unwrap();
     assert!(
-        log.iter().any(|l| l.reason == "its source items were deleted"),
+        log.iter()
+            .any(|l| l.reason == "its source items were deleted"),
         "{log:?}"
     );
     let (stats, _) = report::tree(&store, "ann", 0).unwrap();

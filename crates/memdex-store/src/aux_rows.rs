@@ -170,8 +170,11 @@ fn check_dim(embeddings: impl Iterator<Item = usize>, dim: usize) -> Result<(), 
 }
 
 fn u64_list<'a>(rows: impl Iterator<Item = &'a [u64]>) -> ListArray {
-    let mut b = ListBuilder::new(UInt64Builder::new())
-        .with_field(Arc::new(Field::new("item", DataType::UInt64, false)));
+    let mut b = ListBuilder::new(UInt64Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::UInt64,
+        false,
+    )));
     for r in rows {
         b.values().append_slice(r);
         b.append(true);
@@ -180,8 +183,11 @@ fn u64_list<'a>(rows: impl Iterator<Item = &'a [u64]>) -> ListArray {
 }
 
 fn f32_list<'a>(rows: impl Iterator<Item = &'a [f32]>) -> ListArray {
-    let mut b = ListBuilder::new(Float32Builder::new())
-        .with_field(Arc::new(Field::new("item", DataType::Float32, false)));
+    let mut b = ListBuilder::new(Float32Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Float32,
+        false,
+    )));
     for r in rows {
         b.values().append_slice(r);
         b.append(true);
@@ -203,23 +209,33 @@ pub(crate) fn thoughts_batch(rows: &[ThoughtRow], dim: usize) -> Result<Batch, A
         return Ok(None);
     }
     check_dim(rows.iter().map(|r| r.embedding.len()), dim)?;
-    if let Some(r) = rows.iter().find(|r| r.embedding.iter().any(|x| !x.is_finite())) {
+    if let Some(r) = rows
+        .iter()
+        .find(|r| r.embedding.iter().any(|x| !x.is_finite()))
+    {
         return Err(ArrowError::InvalidArgumentError(format!(
             "thought {} of {:?}: embedding not finite",
             r.thought, r.tenant
         )));
     }
     let (rows, ranges) = grouped(rows, |r| r.tenant.as_str());
-    let mut buckets = ListBuilder::new(UInt16Builder::new())
-        .with_field(Arc::new(Field::new("item", DataType::UInt16, false)));
+    let mut buckets = ListBuilder::new(UInt16Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::UInt16,
+        false,
+    )));
     for r in &rows {
         buckets.values().append_slice(&r.buckets);
         buckets.append(true);
     }
     let columns: Vec<ArrayRef> = vec![
         Arc::new(strings(rows.iter().map(|r| r.tenant.as_str()))),
-        Arc::new(UInt8Array::from_iter_values(rows.iter().map(|r| r.op.code()))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.thought))),
+        Arc::new(UInt8Array::from_iter_values(
+            rows.iter().map(|r| r.op.code()),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.thought),
+        )),
         Arc::new(UInt64Array::from_iter_values(
             rows.iter().map(|r| r.other.unwrap_or(NONE)),
         )),
@@ -246,7 +262,10 @@ pub(crate) fn tree_batch(rows: &[TreeRow], dim: usize) -> Result<Batch, ArrowErr
         return Ok(None);
     }
     check_dim(rows.iter().map(|r| r.embedding.len()), dim)?;
-    if let Some(r) = rows.iter().find(|r| r.embedding.iter().any(|x| !x.is_finite())) {
+    if let Some(r) = rows
+        .iter()
+        .find(|r| r.embedding.iter().any(|x| !x.is_finite()))
+    {
         return Err(ArrowError::InvalidArgumentError(format!(
             "node {} of {:?}: embedding not finite",
             r.node, r.tenant

@@ -32,6 +32,7 @@ mod store;
 mod structures;
 mod writer;
 
+pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
 pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
 pub use live::AliveBits;
@@ -41,7 +42,6 @@ pub use schema::columns;
 pub use segment::{Derived, ItemRef, Segment};
 pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
-pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
 pub use structures::{
     AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
 };

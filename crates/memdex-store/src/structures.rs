@@ -118,7 +118,10 @@ impl StructuresMeta {
                 next = t.start.saturating_add(t.rows);
             }
             if next != s.rows {
-                return Err(format!("{seg}: tenant ranges cover {next} of {} rows", s.rows));
+                return Err(format!(
+                    "{seg}: tenant ranges cover {next} of {} rows",
+                    s.rows
+                ));
             }
         }
         Ok(())
@@ -233,7 +236,10 @@ impl StoreWriter {
         if let Some(t) = &thoughts {
             let b = t.buckets;
             if t.tables == 0 || b < 2 || b % 2 != 0 || b > 1 << 16 {
-                return Err(invalid(format!("thought LSH {b} buckets × {} tables", t.tables)));
+                return Err(invalid(format!(
+                    "thought LSH {b} buckets × {} tables",
+                    t.tables
+                )));
             }
         }
         if let Some(t) = &tree {
@@ -351,7 +357,10 @@ fn remove_orphans(dir: &Path, meta: &StructuresMeta) -> Result<(), StoreError> {
         let entry = entry.map_err(io(dir))?;
         let name = entry.file_name();
         if !named.contains(name.to_string_lossy().as_ref()) {
-            tracing::warn!("removing uncommitted structure file {}", entry.path().display());
+            tracing::warn!(
+                "removing uncommitted structure file {}",
+                entry.path().display()
+            );
             fs::remove_file(entry.path()).map_err(io(entry.path()))?;
             removed = true;
         }

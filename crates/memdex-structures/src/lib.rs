@@ -27,8 +27,7 @@ mod view;
 pub use error::StructuresError;
 pub use sync::{live_ids, thought_lsh, user_text, EmbedTexts, Maintainer, SyncReport};
 pub use thoughts::extract::{
-    Context, FromFacts, Polarity, RuleThoughts, ThoughtExtractor, ThoughtInput, Triple,
-    RULES_NAME,
+    Context, FromFacts, Polarity, RuleThoughts, ThoughtExtractor, ThoughtInput, Triple, RULES_NAME,
 };
 pub use thoughts::memory::{Successor, Thought, ThoughtMemory};
 pub use tree::{MemTree, TreeParams, TreeStats};

@@ -61,7 +61,12 @@ pub fn live_thoughts(store: &Store, tenant: &str) -> Result<Vec<ThoughtLine>, St
     Ok(memory
         .live()
         .filter_map(|t| {
-            let sources: Vec<u64> = t.sources.iter().copied().filter(|s| live.contains(s)).collect();
+            let sources: Vec<u64> = t
+                .sources
+                .iter()
+                .copied()
+                .filter(|s| live.contains(s))
+                .collect();
             (!sources.is_empty()).then(|| ThoughtLine {
                 id: t.id,
                 subject: t.subject.clone(),
@@ -82,7 +87,10 @@ pub fn history(store: &Store, tenant: &str) -> Result<Vec<HistoryLine>, Structur
     let rows = aux.thought_rows(tenant);
     let live = live_ids(store, tenant);
     let mut ever: HashMap<u64, Vec<u64>> = HashMap::new();
-    for r in rows.iter().filter(|r| matches!(r.op, ThoughtOp::Insert | ThoughtOp::Merge)) {
+    for r in rows
+        .iter()
+        .filter(|r| matches!(r.op, ThoughtOp::Insert | ThoughtOp::Merge))
+    {
         ever.entry(r.thought).or_default().extend(&r.sources);
     }
     let gone: HashSet<u64> = ever
@@ -101,7 +109,11 @@ pub fn history(store: &Store, tenant: &str) -> Result<Vec<HistoryLine>, Structur
                 thought: r.thought,
                 other: r.other,
                 item: r.item,
-                sentence: if hidden { DELETED.into() } else { r.sentence.clone() },
+                sentence: if hidden {
+                    DELETED.into()
+                } else {
+                    r.sentence.clone()
+                },
                 time_ms: r.time_ms,
                 sources: r.sources.clone(),
                 reason: r.reason.clone(),
@@ -142,7 +154,11 @@ pub fn tree(
             depth: n.depth,
             children: n.children.len(),
             item: n.item,
-            content: if hidden { DELETED.into() } else { n.content.clone() },
+            content: if hidden {
+                DELETED.into()
+            } else {
+                n.content.clone()
+            },
         });
         stack.extend(n.children.iter().rev());
     }

@@ -207,7 +207,9 @@ impl Maintainer {
         let mut reembed: Vec<(String, u64)> = Vec::new();
         for t in tenants {
             let live = live_ids(store, t);
-            let Some(state) = self.states.get_mut(t) else { continue };
+            let Some(state) = self.states.get_mut(t) else {
+                continue;
+            };
             if let Some(m) = &mut state.thoughts {
                 thought_rows.extend(m.drop_dead(&live));
             }
@@ -255,14 +257,18 @@ impl Maintainer {
             .as_ref()
             .map_or(0, |m| m.processed_to);
         if !thought_rows.is_empty() || !tree_rows.is_empty() || to > processed {
-            report.manifest_version = Some(writer.commit_structures(&thought_rows, &tree_rows, to)?);
+            report.manifest_version =
+                Some(writer.commit_structures(&thought_rows, &tree_rows, to)?);
         }
         Ok(report)
     }
 
     /// Replays the states of `tenants` not cached yet.
     fn load(&mut self, store: &Store, tenants: &[String]) -> Result<(), StructuresError> {
-        let missing: Vec<&String> = tenants.iter().filter(|t| !self.states.contains_key(*t)).collect();
+        let missing: Vec<&String> = tenants
+            .iter()
+            .filter(|t| !self.states.contains_key(*t))
+            .collect();
         let aux = if missing.is_empty() {
             None
         } else {
@@ -308,7 +314,11 @@ impl Maintainer {
         let mut candidates: Vec<(usize, Candidate)> = Vec::new();
         for (i, it) in items.iter().enumerate() {
             let Some(text) = &it.user_text else { continue };
-            let Some(m) = self.states.get_mut(&it.tenant).and_then(|s| s.thoughts.as_mut()) else {
+            let Some(m) = self
+                .states
+                .get_mut(&it.tenant)
+                .and_then(|s| s.thoughts.as_mut())
+            else {
                 continue;
             };
             let input = ThoughtInput {
@@ -332,7 +342,10 @@ impl Maintainer {
         let wanted: Vec<usize> = (0..candidates.len())
             .filter(|&k| candidates[k].1.triple.polarity == Polarity::Assert)
             .collect();
-        let sentences: Vec<String> = wanted.iter().map(|&k| candidates[k].1.triple.sentence()).collect();
+        let sentences: Vec<String> = wanted
+            .iter()
+            .map(|&k| candidates[k].1.triple.sentence())
+            .collect();
         let vectors = embed_checked(embed, &sentences, side.lsh.dim())?;
         report.texts_embedded += sentences.len() as u64;
         let dim = side.lsh.dim();
@@ -344,7 +357,11 @@ impl Maintainer {
         }
         let mut rows = Vec::new();
         for (i, c) in candidates {
-            if let Some(m) = self.states.get_mut(&items[i].tenant).and_then(|s| s.thoughts.as_mut()) {
+            if let Some(m) = self
+                .states
+                .get_mut(&items[i].tenant)
+                .and_then(|s| s.thoughts.as_mut())
+            {
                 rows.extend(m.organise(c, side.merge_cosine));
             }
         }
@@ -360,7 +377,9 @@ impl Maintainer {
         written: &mut BTreeMap<String, (Vec<u64>, Vec<u64>)>,
         report: &mut SyncReport,
     ) -> Result<(), StructuresError> {
-        let Some(params) = self.tree else { return Ok(()) };
+        let Some(params) = self.tree else {
+            return Ok(());
+        };
         let mut queues: BTreeMap<&str, Vec<&NewItem>> = BTreeMap::new();
         for it in items {
             queues.entry(it.tenant.as_str()).or_default().push(it);
@@ -388,7 +407,11 @@ impl Maintainer {
                 .collect();
             let mut next: Vec<(String, u64)> = Vec::new();
             for (t, ch) in changed {
-                written.entry(t.clone()).or_default().0.extend(ch.touched.iter().copied());
+                written
+                    .entry(t.clone())
+                    .or_default()
+                    .0
+                    .extend(ch.touched.iter().copied());
                 next.extend(ch.reembed.into_iter().map(|n| (t.clone(), n)));
             }
             self.embed_nodes(next, embed, report)?;
@@ -418,7 +441,13 @@ impl Maintainer {
         let dim = self
             .states
             .values()
-            .find_map(|s| s.tree.as_ref()?.nodes().find(|n| n.is_leaf()).map(|n| n.embedding.len()))
+            .find_map(|s| {
+                s.tree
+                    .as_ref()?
+                    .nodes()
+                    .find(|n| n.is_leaf())
+                    .map(|n| n.embedding.len())
+            })
             .unwrap_or(0);
         let vectors = embed_checked(embed, &texts, dim)?;
         report.texts_embedded += texts.len() as u64;
@@ -435,7 +464,11 @@ impl Maintainer {
         if self.states.len() <= CACHED_TENANTS {
             return;
         }
-        let mut by_use: Vec<(u64, String)> = self.states.iter().map(|(t, s)| (s.used, t.clone())).collect();
+        let mut by_use: Vec<(u64, String)> = self
+            .states
+            .iter()
+            .map(|(t, s)| (s.used, t.clone()))
+            .collect();
         by_use.sort();
         let excess = self.states.len() - CACHED_TENANTS;
         for (_, t) in by_use.into_iter().take(excess) {
@@ -462,7 +495,11 @@ fn embed_checked(
     };
     if !ok || v.iter().any(|x| !x.is_finite()) {
         return Err(StructuresError::Embed {
-            message: format!("{} values for {} texts of dimension {dim}", v.len(), texts.len()),
+            message: format!(
+                "{} values for {} texts of dimension {dim}",
+                v.len(),
+                texts.len()
+            ),
         });
     }
     Ok(v)
@@ -501,7 +538,10 @@ fn new_items(store: &Store, from: u64, to: u64) -> Vec<NewItem> {
 pub fn user_text(value: &str, role: Role) -> Option<String> {
     let labelled = value.starts_with("user: ") || value.starts_with("assistant: ");
     if labelled {
-        let user: Vec<&str> = value.lines().filter_map(|l| l.strip_prefix("user: ")).collect();
+        let user: Vec<&str> = value
+            .lines()
+            .filter_map(|l| l.strip_prefix("user: "))
+            .collect();
         return (!user.is_empty()).then(|| user.join("\n"));
     }
     (role != Role::Assistant).then(|| value.to_string())
@@ -512,6 +552,10 @@ pub fn live_ids(store: &Store, tenant: &str) -> HashSet<u64> {
     store
         .tenant_slices(tenant)
         .iter()
-        .flat_map(|s| s.segment.item_ids()[s.start..s.start + s.rows].iter().copied())
+        .flat_map(|s| {
+            s.segment.item_ids()[s.start..s.start + s.rows]
+                .iter()
+                .copied()
+        })
         .collect()
 }

@@ -86,7 +86,11 @@ fn unit(v: &[f32]) -> Vec<f32> {
 impl TenantView {
     /// The tenant's structures in `store`; `timeline` lists its live item ids in timeline
     /// order. Structures the store does not keep are None.
-    pub fn build(store: &Store, tenant: &str, timeline: &[u64]) -> Result<TenantView, StructuresError> {
+    pub fn build(
+        store: &Store,
+        tenant: &str,
+        timeline: &[u64],
+    ) -> Result<TenantView, StructuresError> {
         let Some(aux) = Structures::open(store)? else {
             return Ok(TenantView::default());
         };
@@ -118,7 +122,10 @@ fn best_k(scores: impl Iterator<Item = (usize, f32)>, k: usize) -> Vec<(usize, f
             row: i as u32,
         });
     }
-    top.into_sorted().into_iter().map(|h| (h.row as usize, h.score)).collect()
+    top.into_sorted()
+        .into_iter()
+        .map(|h| (h.row as usize, h.score))
+        .collect()
 }
 
 /// Per item: the best positive score among `hits` over the items each hit covers.
@@ -154,7 +161,10 @@ impl ThoughtIndex {
         let replaced = replaced_items(memory, index);
         let tables = t.lsh.params().tables;
         let live_items = |th: &Thought| -> Vec<u32> {
-            th.sources.iter().filter_map(|s| index.get(s).copied()).collect()
+            th.sources
+                .iter()
+                .filter_map(|s| index.get(s).copied())
+                .collect()
         };
         for th in &memory.thoughts {
             let successors = match th.superseded_by {
@@ -173,7 +183,8 @@ impl ThoughtIndex {
             t.buckets.extend(&th.buckets);
             t.sources.push(sources);
             t.successors.push(successors);
-            t.predecessors.push(replaced.get(&th.id).cloned().unwrap_or_default());
+            t.predecessors
+                .push(replaced.get(&th.id).cloned().unwrap_or_default());
             t.ids.push(th.id);
             t.sentences.push(th.sentence.clone());
         }
@@ -200,7 +211,9 @@ impl ThoughtIndex {
         }
         let q = unit(query);
         let tables = self.lsh.params().tables;
-        let wanted: Vec<Vec<u32>> = (0..tables).map(|t| self.lsh.probes(&q, t, probes)).collect();
+        let wanted: Vec<Vec<u32>> = (0..tables)
+            .map(|t| self.lsh.probes(&q, t, probes))
+            .collect();
         let candidates = (0..self.len()).filter(|&i| {
             (0..tables).any(|t| wanted[t].contains(&u32::from(self.buckets[i * tables + t])))
         });
@@ -262,7 +275,9 @@ fn replaced_items(memory: &ThoughtMemory, index: &HashMap<u64, u32>) -> HashMap<
 fn live_successor(memory: &ThoughtMemory, first: Successor) -> Option<u64> {
     let mut next = first;
     for _ in 0..=memory.thoughts.len() {
-        let Successor::Thought(id) = next else { return None };
+        let Successor::Thought(id) = next else {
+            return None;
+        };
         let t = memory.thoughts.iter().find(|t| t.id == id)?;
         match (t.is_live(), t.superseded_by) {
             (true, _) => return Some(id),
@@ -275,7 +290,11 @@ fn live_successor(memory: &ThoughtMemory, first: Successor) -> Option<u64> {
 
 /// The live items that state what replaced a thought: the newest thought down the chain of
 /// contradictions (its sources), or the negating item.
-fn successor_items(memory: &ThoughtMemory, first: Successor, index: &HashMap<u64, u32>) -> Vec<u32> {
+fn successor_items(
+    memory: &ThoughtMemory,
+    first: Successor,
+    index: &HashMap<u64, u32>,
+) -> Vec<u32> {
     let mut next = first;
     for _ in 0..=memory.thoughts.len() {
         match next {
@@ -286,7 +305,11 @@ fn successor_items(memory: &ThoughtMemory, first: Successor, index: &HashMap<u64
                 };
                 match (t.is_live(), t.superseded_by) {
                     (true, _) => {
-                        return t.sources.iter().filter_map(|s| index.get(s).copied()).collect()
+                        return t
+                            .sources
+                            .iter()
+                            .filter_map(|s| index.get(s).copied())
+                            .collect()
                     }
                     (false, Some(s)) => next = s,
                     (false, None) => return Vec::new(),
@@ -310,7 +333,9 @@ impl TreeIndex {
             ids: Vec::new(),
         };
         for n in tree.nodes().filter(|n| n.id != ROOT) {
-            let Some(&(a, b)) = ranges.get(&n.id) else { continue };
+            let Some(&(a, b)) = ranges.get(&n.id) else {
+                continue;
+            };
             let live = t.leaves[a..b].iter().any(Option::is_some);
             if !live || n.embedding.len() != dim {
                 continue;
@@ -336,14 +361,19 @@ impl TreeIndex {
             return Vec::new();
         }
         let q = unit(query);
-        let scores = (0..self.len()).map(|i| (i, dot(&q, &self.emb[i * self.dim..(i + 1) * self.dim])));
+        let scores =
+            (0..self.len()).map(|i| (i, dot(&q, &self.emb[i * self.dim..(i + 1) * self.dim])));
         best_k(scores, k)
     }
 
     /// The live timeline items under node `i`.
     pub fn items(&self, i: usize) -> Vec<u32> {
         let (a, b) = self.ranges[i];
-        self.leaves[a as usize..b as usize].iter().flatten().copied().collect()
+        self.leaves[a as usize..b as usize]
+            .iter()
+            .flatten()
+            .copied()
+            .collect()
     }
 
     /// Per timeline item (of `n`): the best cosine of a retrieved node whose subtree holds it.

@@ -60,7 +60,9 @@ fn index_of(rows: &[ThoughtRow], n: u64) -> ThoughtIndex {
 
 fn close(a: &[(usize, f32)], b: &[(usize, f32)]) -> bool {
     a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && (x.1 - y.1).abs() <= 1e-6)
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.0 == y.0 && (x.1 - y.1).abs() <= 1e-6)
 }
 
 #[test]
@@ -80,7 +82,11 @@ fn two_stage_search_matches_the_exact_scan_on_its_candidates() {
         let wanted: Vec<u32> = (0..3).map(|t| l.bucket(&q, t)).collect();
         let exact = ix.search_exact(&q, 200);
         let shares = |i: usize| (0..3).any(|t| u32::from(rows[i].buckets[t]) == wanted[t]);
-        let expect: Vec<(usize, f32)> = exact.into_iter().filter(|&(i, _)| shares(i)).take(10).collect();
+        let expect: Vec<(usize, f32)> = exact
+            .into_iter()
+            .filter(|&(i, _)| shares(i))
+            .take(10)
+            .collect();
         assert!(!expect.is_empty());
         assert!(close(&ix.search(&q, 10, 1), &expect));
     }
@@ -111,5 +117,8 @@ fn a_retrieved_thought_on_either_side_of_a_contradiction_puts_the_newer_items_fi
     let memory = ThoughtMemory::replay("t", &rows);
     let only_old: HashMap<u64, u32> = HashMap::from([(0, 0)]);
     let ix = ThoughtIndex::build(&memory, &only_old, lsh());
-    assert!(ix.is_empty(), "an outdated thought with no live successor is not searchable");
+    assert!(
+        ix.is_empty(),
+        "an outdated thought with no live successor is not searchable"
+    );
 }

@@ -278,7 +278,11 @@ fn tokens(text: &str) -> Vec<Tok> {
             .iter()
             .find(|t| lower.ends_with(*t) && lower.len() > t.len());
         match split {
-            Some(t) if matches!(&lower[..lower.len() - t.len()], "i" | "we" | "she" | "he" | "they" | "it") =>
+            Some(t)
+                if matches!(
+                    &lower[..lower.len() - t.len()],
+                    "i" | "we" | "she" | "he" | "they" | "it"
+                ) =>
             {
                 let cut = word.len() - t.len();
                 out.push(Tok {
@@ -303,12 +307,7 @@ fn tokens(text: &str) -> Vec<Tok> {
 }
 
 /// The triple one sentence states, if any.
-fn parse_sentence(
-    sentence: &str,
-    speaker: &str,
-    names: bool,
-    context: &Context,
-) -> Option<Triple> {
+fn parse_sentence(sentence: &str, speaker: &str, names: bool, context: &Context) -> Option<Triple> {
     if sentence.ends_with('?') {
         return None;
     }
@@ -390,14 +389,18 @@ fn possessive(toks: &[Tok], mut j: usize, owner: &str) -> Option<Subject> {
         let end = toks[j].end;
         j += 1;
         // a relative is a whole noun phrase ("my brother plays…"), unless a name follows
-        let kin = FEMALE.contains(&toks[j - 1].lower.as_str()) || MALE.contains(&toks[j - 1].lower.as_str());
+        let kin = FEMALE.contains(&toks[j - 1].lower.as_str())
+            || MALE.contains(&toks[j - 1].lower.as_str());
         if end || (kin && !toks.get(j).is_some_and(|t| t.lower == "name")) {
             break;
         }
     }
     let np = np.join(" ");
     // "my dog's name is Max": the dog is the subject, "is named" the relation
-    let (np, named) = match np.strip_suffix("'s name").or_else(|| np.strip_suffix(" name")) {
+    let (np, named) = match np
+        .strip_suffix("'s name")
+        .or_else(|| np.strip_suffix(" name"))
+    {
         Some(head) => (head.to_string(), true),
         None if np == "name" => (String::new(), true),
         None => (np, false),
@@ -407,7 +410,11 @@ fn possessive(toks: &[Tok], mut j: usize, owner: &str) -> Option<Subject> {
     } else {
         format!("{owner}'s {np}")
     };
-    (!np.is_empty() || named).then_some(Subject { who, rest: j, named })
+    (!np.is_empty() || named).then_some(Subject {
+        who,
+        rest: j,
+        named,
+    })
 }
 
 /// The relation and object after the subject.
@@ -428,7 +435,10 @@ fn predicate(toks: &[Tok], s: Subject, polarity: Polarity) -> Option<Triple> {
                 DETERMINERS.contains(&n.lower.as_str()) || n.lower.parse::<u32>().is_ok()
             });
         if pred.is_empty() && !owns && (AUX.contains(&w) || FILLERS.contains(&w)) {
-            copula |= matches!(w, "am" | "is" | "are" | "was" | "were" | "'m" | "'s" | "'re");
+            copula |= matches!(
+                w,
+                "am" | "is" | "are" | "was" | "were" | "'m" | "'s" | "'re"
+            );
             continue;
         }
         if NEGATIONS.contains(&w) {
@@ -507,13 +517,18 @@ fn generic(
         && verb.chars().all(|c| c.is_ascii_alphabetic())
         && !OBJECT_STOPS.contains(&verb)
         && !DETERMINERS.contains(&verb)
-        && !pred.first().is_some_and(|t| t.orig.chars().next().is_some_and(char::is_uppercase));
+        && !pred
+            .first()
+            .is_some_and(|t| t.orig.chars().next().is_some_and(char::is_uppercase));
     if !verbal {
         return None;
     }
-    let prep = words
-        .get(1)
-        .filter(|w| matches!(**w, "to" | "at" | "in" | "on" | "for" | "with" | "about" | "from" | "into" | "up"));
+    let prep = words.get(1).filter(|w| {
+        matches!(
+            **w,
+            "to" | "at" | "in" | "on" | "for" | "with" | "about" | "from" | "into" | "up"
+        )
+    });
     match prep {
         Some(p) => make(&format!("{verb} {p}"), false, 2),
         None => make(verb, false, 1),
@@ -530,8 +545,18 @@ fn age(words: &[&str]) -> Option<String> {
 }
 
 const MONTHS: &[&str] = &[
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
 /// The object's words: up to a clause end, a new clause or a time phrase; at most 8.
@@ -555,7 +580,9 @@ fn object(toks: &[Tok]) -> Option<String> {
         }
     }
     let s = out.join(" ");
-    let s = s.trim_end_matches(|c: char| !c.is_alphanumeric()).to_string();
+    let s = s
+        .trim_end_matches(|c: char| !c.is_alphanumeric())
+        .to_string();
     (!object_key(&s).is_empty()).then_some(s)
 }
 

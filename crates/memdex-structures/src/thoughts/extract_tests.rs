@@ -20,7 +20,12 @@ fn said(t: &Triple) -> (String, String, String, Polarity) {
     )
 }
 
-fn s(subject: &str, relation: &str, object: &str, p: Polarity) -> (String, String, String, Polarity) {
+fn s(
+    subject: &str,
+    relation: &str,
+    object: &str,
+    p: Polarity,
+) -> (String, String, String, Polarity) {
     (subject.into(), relation.into(), object.into(), p)
 }
 
@@ -81,10 +86,19 @@ fn pronouns_resolve_to_the_latest_third_party_of_their_gender() {
         speaker: None,
         anchor: None,
     };
-    let first = x.extract(&input("My brother plays chess. My sister lives in Porto."), &mut ctx);
-    assert_eq!(said(&first[0]), s("User's brother", "plays", "chess", Polarity::Assert));
+    let first = x.extract(
+        &input("My brother plays chess. My sister lives in Porto."),
+        &mut ctx,
+    );
+    assert_eq!(
+        said(&first[0]),
+        s("User's brother", "plays", "chess", Polarity::Assert)
+    );
     let t = x.extract(&input("She moved to Lisbon."), &mut ctx);
-    assert_eq!(said(&t[0]), s("User's sister", "lives in", "Lisbon", Polarity::Assert));
+    assert_eq!(
+        said(&t[0]),
+        s("User's sister", "lives in", "Lisbon", Polarity::Assert)
+    );
     let t = x.extract(&input("He works at CERN."), &mut ctx);
     assert_eq!(t[0].subject, "User's brother");
     // no one to refer to: nothing

@@ -93,8 +93,19 @@ pub(crate) const RELATIONS: &[Relation] = &[
     Relation {
         name: "has",
         phrases: &[
-            "have a ", "have an ", "has a ", "has an ", "own a ", "owns a ", "own an ",
-            "owns an ", "have two ", "have three ", "have four ", "has two ", "has three ",
+            "have a ",
+            "have an ",
+            "has a ",
+            "has an ",
+            "own a ",
+            "owns a ",
+            "own an ",
+            "owns an ",
+            "have two ",
+            "have three ",
+            "have four ",
+            "has two ",
+            "has three ",
         ],
         functional: false,
     },
@@ -156,15 +167,40 @@ pub(crate) const AUX: &[&str] = &[
 
 /// Tokens that negate a statement.
 pub(crate) const NEGATIONS: &[&str] = &[
-    "not", "n't", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't",
-    "weren't", "haven't", "hasn't", "no", "longer", "anymore",
+    "not", "n't", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't",
+    "haven't", "hasn't", "no", "longer", "anymore",
 ];
 
 /// Words that open a sentence without being its subject.
 pub(crate) const OPENERS: &[&str] = &[
-    "oh", "well", "so", "yeah", "yes", "no", "actually", "also", "and", "but", "um", "hey",
-    "btw", "anyway", "anyways", "ok", "okay", "hi", "hello", "haha", "lol", "wow", "plus",
-    "guess", "what", "honestly", "basically", "anyway,",
+    "oh",
+    "well",
+    "so",
+    "yeah",
+    "yes",
+    "no",
+    "actually",
+    "also",
+    "and",
+    "but",
+    "um",
+    "hey",
+    "btw",
+    "anyway",
+    "anyways",
+    "ok",
+    "okay",
+    "hi",
+    "hello",
+    "haha",
+    "lol",
+    "wow",
+    "plus",
+    "guess",
+    "what",
+    "honestly",
+    "basically",
+    "anyway,",
 ];
 
 /// Words that end an object (a new clause or a time phrase begins).
@@ -215,12 +251,36 @@ pub(crate) const DETERMINERS: &[&str] = &[
 
 /// Kinship and companion nouns by the pronoun that refers to them.
 pub(crate) const FEMALE: &[&str] = &[
-    "sister", "mother", "mom", "mum", "wife", "daughter", "aunt", "niece", "girlfriend",
-    "grandmother", "grandma", "fiancee", "fiancée", "stepmother", "cousin",
+    "sister",
+    "mother",
+    "mom",
+    "mum",
+    "wife",
+    "daughter",
+    "aunt",
+    "niece",
+    "girlfriend",
+    "grandmother",
+    "grandma",
+    "fiancee",
+    "fiancée",
+    "stepmother",
+    "cousin",
 ];
 pub(crate) const MALE: &[&str] = &[
-    "brother", "father", "dad", "husband", "son", "uncle", "nephew", "boyfriend",
-    "grandfather", "grandpa", "fiance", "fiancé", "stepfather",
+    "brother",
+    "father",
+    "dad",
+    "husband",
+    "son",
+    "uncle",
+    "nephew",
+    "boyfriend",
+    "grandfather",
+    "grandpa",
+    "fiance",
+    "fiancé",
+    "stepfather",
 ];
 
 /// Verbs that end a possessive subject (`my sister [lives]`): any word of the relations'
@@ -234,17 +294,38 @@ pub(crate) fn is_verbish(word: &str) -> bool {
             .any(|p| p.split(' ').next() == Some(word))
         || matches!(
             word,
-            "got" | "just" | "recently" | "finally" | "started" | "bought" | "adopted" | "went"
-                | "said" | "told" | "gave" | "made" | "wants" | "wanted" | "loves" | "likes"
-                | "passed" | "graduated" | "turned" | "became" | "became," | "can" | "could"
-                | "should" | "might" | "may" | "must"
+            "got"
+                | "just"
+                | "recently"
+                | "finally"
+                | "started"
+                | "bought"
+                | "adopted"
+                | "went"
+                | "said"
+                | "told"
+                | "gave"
+                | "made"
+                | "wants"
+                | "wanted"
+                | "loves"
+                | "likes"
+                | "passed"
+                | "graduated"
+                | "turned"
+                | "became"
+                | "became,"
+                | "can"
+                | "could"
+                | "should"
+                | "might"
+                | "may"
+                | "must"
         )
 }
 
 /// Whether `relation` holds one value at a time for a subject.
 pub(crate) fn is_functional(relation: &str) -> bool {
     matches!(relation, "relationship status is" | "is aged")
-        || RELATIONS
-            .iter()
-            .any(|r| r.name == relation && r.functional)
+        || RELATIONS.iter().any(|r| r.name == relation && r.functional)
 }

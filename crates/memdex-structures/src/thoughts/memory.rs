@@ -251,7 +251,11 @@ impl ThoughtMemory {
             .iter()
             .position(|t| t.is_live() && t.same_key(&c.triple) && object_key(&t.object) == key);
         if let Some(i) = same {
-            return vec![self.merge_event(i, &c, "restated (same subject, relation and object)".into())];
+            return vec![self.merge_event(
+                i,
+                &c,
+                "restated (same subject, relation and object)".into(),
+            )];
         }
         let mut events = Vec::new();
         let new_id = self.next_id();
@@ -355,7 +359,10 @@ impl ThoughtMemory {
                 continue;
             }
             let (op, reason) = if dead.len() == t.sources.len() {
-                (ThoughtOp::Forget, "its source items were deleted".to_string())
+                (
+                    ThoughtOp::Forget,
+                    "its source items were deleted".to_string(),
+                )
             } else {
                 (ThoughtOp::Retract, format!("source items {dead:?} deleted"))
             };

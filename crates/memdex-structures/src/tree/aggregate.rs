@@ -97,7 +97,10 @@ fn sum_basic(
     let mut used = 0usize;
     loop {
         let score = |s: &Sentence| {
-            s.terms.iter().map(|t| p.get(t).copied().unwrap_or(0.0)).sum::<f64>()
+            s.terms
+                .iter()
+                .map(|t| p.get(t).copied().unwrap_or(0.0))
+                .sum::<f64>()
                 / s.terms.len() as f64
         };
         let best = candidates
@@ -173,11 +176,17 @@ mod tests {
         assert!(out.len() <= 160, "{out}");
         // the most central sentence first; SumBasic's squaring then favours uncovered terms
         // (the weather), and what does not fit is left out whole, never cut
-        assert!(out.starts_with("Caroline adopted a dog named Luna."), "{out}");
+        assert!(
+            out.starts_with("Caroline adopted a dog named Luna."),
+            "{out}"
+        );
         assert!(!out.contains('…'), "{out}");
         assert!(!out.contains("every morning"), "{out}");
         let topics = out.lines().last().unwrap_or_default();
-        assert!(topics.starts_with("Topics: dog, luna, caroline"), "most frequent first: {out}");
+        assert!(
+            topics.starts_with("Topics: dog, luna, caroline"),
+            "most frequent first: {out}"
+        );
         // deterministic
         assert_eq!(out, aggregate(&kids, 160, &a));
     }

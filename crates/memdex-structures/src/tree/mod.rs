@@ -130,7 +130,12 @@ impl MemTree {
                 t.leaf_of.insert(item, r.node);
             }
         }
-        let links: Vec<(u64, u64)> = t.nodes.values().filter(|n| n.id != ROOT).map(|n| (n.parent, n.id)).collect();
+        let links: Vec<(u64, u64)> = t
+            .nodes
+            .values()
+            .filter(|n| n.id != ROOT)
+            .map(|n| (n.parent, n.id))
+            .collect();
         for (parent, child) in links {
             if let Some(p) = t.nodes.get_mut(&parent) {
                 p.children.push(child);
@@ -260,7 +265,9 @@ impl MemTree {
                     .collect();
                 aggregate(&kids, params.content_chars, analyzer)
             };
-            let Some(n) = self.nodes.get_mut(&v) else { break };
+            let Some(n) = self.nodes.get_mut(&v) else {
+                break;
+            };
             n.content = content;
             changes.touched.insert(v);
             if !changes.reembed.contains(&v) {
@@ -287,11 +294,15 @@ impl MemTree {
         let mut v = leaf;
         let mut parent = ROOT;
         while v != ROOT {
-            let Some(n) = self.nodes.remove(&v) else { break };
+            let Some(n) = self.nodes.remove(&v) else {
+                break;
+            };
             changes.removed.insert(v);
             changes.touched.remove(&v);
             parent = n.parent;
-            let Some(p) = self.nodes.get_mut(&parent) else { break };
+            let Some(p) = self.nodes.get_mut(&parent) else {
+                break;
+            };
             p.children.retain(|&x| x != v);
             if !p.children.is_empty() || parent == ROOT {
                 break;
@@ -337,7 +348,9 @@ impl MemTree {
         let mut stack: Vec<(u64, bool)> = vec![(ROOT, false)];
         let mut starts: HashMap<u64, usize> = HashMap::new();
         while let Some((id, done)) = stack.pop() {
-            let Some(n) = self.nodes.get(&id) else { continue };
+            let Some(n) = self.nodes.get(&id) else {
+                continue;
+            };
             if done {
                 ranges.insert(id, (starts[&id], order.len()));
                 continue;
@@ -358,7 +371,11 @@ impl MemTree {
     pub fn stats(&self) -> TreeStats {
         let nodes: Vec<&Node> = self.nodes().collect();
         let leaves = nodes.iter().filter(|n| n.is_leaf()).count();
-        let branching = self.nodes.values().filter(|n| !n.children.is_empty()).count();
+        let branching = self
+            .nodes
+            .values()
+            .filter(|n| !n.children.is_empty())
+            .count();
         let mut per_depth: BTreeMap<u32, usize> = BTreeMap::new();
         for n in &nodes {
             *per_depth.entry(n.depth).or_default() += 1;

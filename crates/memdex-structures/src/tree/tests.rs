@@ -34,7 +34,13 @@ fn build(angles: &[f32]) -> MemTree {
     let a = Analyzer::english();
     let mut t = MemTree::new("t");
     for (i, &deg) in angles.iter().enumerate() {
-        let ch = t.insert(i as u64, &format!("item {i} about {deg}"), &at(deg), &params(), &a);
+        let ch = t.insert(
+            i as u64,
+            &format!("item {i} about {deg}"),
+            &at(deg),
+            &params(),
+            &a,
+        );
         embed_all(&mut t, &ch.reembed);
     }
     t
@@ -98,7 +104,10 @@ fn removal_drops_empty_aggregates_and_reaggregates_the_rest() {
     assert_eq!(ch.reembed, vec![mid], "the aggregate node lost a child");
     assert!(!t.node(mid).unwrap().content.contains("item 0"));
     let ch = t.remove(1, &params(), &a);
-    assert!(ch.removed.contains(&mid), "an aggregate without children goes");
+    assert!(
+        ch.removed.contains(&mid),
+        "an aggregate without children goes"
+    );
     assert!(ch.reembed.is_empty());
     assert_eq!(t.stats().leaves, 1);
     assert_eq!(t.remove(42, &params(), &a), Changes::default());
