@@ -414,7 +414,7 @@ pub enum BenchCommand {
     Lsh(BenchLshArgs),
     /// Search latency in process on a built store: query embedding and ranking, timed apart,
     /// one query at a time over the store's tenants (what one client of `memdex serve` waits).
-    Search(BenchSearchArgs),
+    Search(Box<BenchSearchArgs>),
 }
 
 #[derive(Debug, Args)]

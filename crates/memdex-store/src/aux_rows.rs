@@ -139,7 +139,7 @@ fn tree_schema() -> Schema {
 }
 
 /// Rows stably grouped by tenant (each tenant's rows keep their order) and the ranges.
-fn grouped<'a, R>(rows: &'a [R], tenant: impl Fn(&R) -> &str) -> (Vec<&'a R>, Vec<AuxTenantRange>) {
+fn grouped<R>(rows: &[R], tenant: impl Fn(&R) -> &str) -> (Vec<&R>, Vec<AuxTenantRange>) {
     let mut sorted: Vec<&R> = rows.iter().collect();
     sorted.sort_by(|a, b| tenant(a).cmp(tenant(b)));
     let mut ranges: Vec<AuxTenantRange> = Vec::new();

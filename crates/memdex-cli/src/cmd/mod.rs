@@ -40,7 +40,7 @@ pub fn structure_configs(
         merge_cosine: a.thought_merge_cosine,
         ..memdex_structures::default_thoughts()
     });
-    let tree = a.tree.then(|| memdex_store::TreeConfig {
+    let tree = a.tree.then_some(memdex_store::TreeConfig {
         theta0: a.tree_theta0,
         lambda: a.tree_lambda,
         content_chars: a.tree_content_chars,
@@ -61,7 +61,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
-        Command::Bench(BenchCommand::Search(a)) => bench_search::run(a),
+        Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),

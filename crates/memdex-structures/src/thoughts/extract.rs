@@ -391,7 +391,7 @@ fn possessive(toks: &[Tok], mut j: usize, owner: &str) -> Option<Subject> {
         // a relative is a whole noun phrase ("my brother plays…"), unless a name follows
         let kin = FEMALE.contains(&toks[j - 1].lower.as_str())
             || MALE.contains(&toks[j - 1].lower.as_str());
-        if end || (kin && !toks.get(j).is_some_and(|t| t.lower == "name")) {
+        if end || (kin && toks.get(j).is_none_or(|t| t.lower != "name")) {
             break;
         }
     }
