@@ -7,14 +7,22 @@
 # turn / turn→session, search latency p50 / p99 in ms). The store (STORE-structs) is built
 # on first use; the build's structure sync cost goes to stderr.
 #
-# usage: scripts/ablation-structures.sh FILE locomo|longmemeval STORE
+# usage: [ONLY=thoughts|tree] scripts/ablation-structures.sh FILE locomo|longmemeval STORE
+# (ONLY: build and measure one structure; MemTree's build embeds every aggregate on the path
+# of every insertion, several times the items' own embedding work)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 file=$1; format=$2; store=$3
+only=${ONLY:-both}
+case "$only" in
+  thoughts) kinds=(--thoughts) ;;
+  tree) kinds=(--tree) ;;
+  *) kinds=(--thoughts --tree) ;;
+esac
 run() {
   name="$1"; shift
   "${MEMDEX:-$root/target/release/memdex}" eval --input "$file" --format "$format" \
-    --store "$store-structs" --facts true --thoughts --tree \
+    --store "$store-$only" --facts true "${kinds[@]}" \
     --json "$@" 2>/dev/null | python3 -c "
 import json,sys; r=json.load(sys.stdin); L=r['levels']; T=L.get('turn',{}); S=L['session']; bt=r['by_type']; lat=r['latency_ms']
 cats=' | '.join('%.3f / %.3f'%(bt[c].get('turn',{}).get('recall_all@5',0),bt[c]['session']['recall_all@5']) for c in sorted(bt))
@@ -25,11 +33,15 @@ print('types:', ', '.join(sorted(bt)), file=sys.stderr)"
 }
 D="--preset default"
 run "default pipeline (search defaults)" $D
-run "+ thought stage (weight 0.5, top 5)" $D --thought-weight 0.5
-run "  thought stage weight 0.2" $D --thought-weight 0.2
-run "+ tree stage (weight 0.5, top 5)" $D --tree-weight 0.5
-run "  tree stage weight 0.2" $D --tree-weight 0.2
-run "+ both stages (0.5 / 0.5)" $D --thought-weight 0.5 --tree-weight 0.5
-run "thoughts as retriever (then dense)" --preset dense --retriever thoughts
-run "tree as retriever, collapsed (then dense)" --preset dense --retriever tree
+if [ "$only" != tree ]; then
+  run "+ thought stage (weight 0.5, top 5)" $D --thought-weight 0.5
+  run "  thought stage weight 0.2" $D --thought-weight 0.2
+fi
+if [ "$only" != thoughts ]; then
+  run "+ tree stage (weight 0.5, top 5)" $D --tree-weight 0.5
+  run "  tree stage weight 0.2" $D --tree-weight 0.2
+fi
+[ "$only" = both ] && run "+ both stages (0.5 / 0.5)" $D --thought-weight 0.5 --tree-weight 0.5
+[ "$only" != tree ] && run "thoughts as retriever (then dense)" --preset dense --retriever thoughts
+[ "$only" != thoughts ] && run "tree as retriever, collapsed (then dense)" --preset dense --retriever tree
 run "dense (baseline)" --preset dense
