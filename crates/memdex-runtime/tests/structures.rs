@@ -81,9 +81,10 @@ fn served_appends_think_and_deletes_forget() {
         ..RankOptions::default()
     };
     let q = "Where does my sister live?";
+    // the served store keeps rounds: values are `user: …` lines
     assert_eq!(
         top(&e, "ann", q, &opts)[0],
-        "She moved to Lisbon last month."
+        "user: She moved to Lisbon last month."
     );
     e.shutdown();
 
@@ -94,7 +95,7 @@ fn served_appends_think_and_deletes_forget() {
         session("ann", "s4", 50, &["My sister lives in Madrid now."]),
     );
     let hits = top(&e, "ann", q, &opts);
-    assert_eq!(hits[0], "My sister lives in Madrid now.", "{hits:?}");
+    assert_eq!(hits[0], "user: My sister lives in Madrid now.", "{hits:?}");
     let r = e
         .delete(DeleteTarget::Session {
             tenant: "ann".into(),
