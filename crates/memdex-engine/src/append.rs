@@ -25,7 +25,9 @@ use serde::Serialize;
 use crate::batch::{write_batch, Batch, InFlight, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
+use crate::structures::StructureSync;
 use crate::EngineError;
+use memdex_structures::SyncReport;
 
 /// What became of one offered session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,6 +87,10 @@ pub struct AppendPipeline {
     derived: Vec<Derived>,
     /// The view failed to refresh after a commit; retried before the next one.
     stale: bool,
+    /// The store's TiM thoughts and MemTree, synced after each commit (None: it keeps none).
+    structures: Option<StructureSync>,
+    /// What the last structure sync did.
+    last_sync: Option<SyncReport>,
 }
 
 impl AppendPipeline {
@@ -106,6 +112,8 @@ impl AppendPipeline {
             itemize,
             extract,
             parallel,
+            structures: StructureSync::for_store(&store),
+            last_sync: None,
             known: store.session_hashes(),
             keys: KeyCache::new(store),
             staged: HashMap::new(),
@@ -223,6 +231,8 @@ impl AppendPipeline {
             self.refresh()?;
         }
         let Some(batch) = self.cut(&mut InFlight::default()) else {
+            // catches up on what an earlier sync did not finish
+            self.after_commit(writer, embed);
             return Ok(Committed {
                 first_id: writer.manifest().next_item_id(),
                 manifest_version: writer.manifest().version,
@@ -238,6 +248,7 @@ impl AppendPipeline {
             Ok(mut c) => {
                 c.embed_seconds = embed_seconds;
                 self.stale = self.keys.stale();
+                self.after_commit(writer, embed);
                 Ok(c)
             }
             Err(e) => {
@@ -323,6 +334,50 @@ impl AppendPipeline {
             }
         }
         Ok(())
+    }
+}
+
+impl AppendPipeline {
+    /// Uses `x` for the store's thoughts (a model extractor; its name must be the one the
+    /// store records).
+    pub fn set_thought_extractor(
+        &mut self,
+        x: std::sync::Arc<dyn memdex_structures::ThoughtExtractor>,
+    ) -> Result<(), EngineError> {
+        self.structures = StructureSync::with_extractor(self.store(), x)?;
+        Ok(())
+    }
+
+    /// Brings the store's structures up to the committed items (new items since the last
+    /// sync; deleted items of the tenants touched and of `deleted_in`). A no-op for stores
+    /// without structures. Items committed are never undone by a failure here: the
+    /// structures stay behind and the next sync catches up.
+    pub fn sync_structures(
+        &mut self,
+        writer: &mut StoreWriter,
+        embed: &mut EmbedFn<'_>,
+        deleted_in: &[&str],
+    ) -> Result<Option<SyncReport>, EngineError> {
+        let Some(sync) = self.structures.as_mut() else {
+            return Ok(None);
+        };
+        if self.stale {
+            return Ok(None);
+        }
+        let report = sync.sync(self.keys.store(), writer, embed, deleted_in)?;
+        self.last_sync = Some(report.clone());
+        Ok(Some(report))
+    }
+
+    /// What the last structure sync did (None: none ran).
+    pub fn last_sync(&self) -> Option<&SyncReport> {
+        self.last_sync.as_ref()
+    }
+
+    fn after_commit(&mut self, writer: &mut StoreWriter, embed: &mut EmbedFn<'_>) {
+        if let Err(e) = self.sync_structures(writer, embed, &[]) {
+            tracing::warn!("committed; the structures stay behind (caught up later): {e}");
+        }
     }
 }
 

@@ -12,6 +12,8 @@ pub enum EngineError {
     Store(#[from] memdex_store::StoreError),
     #[error(transparent)]
     Rank(#[from] memdex_rank::RankError),
+    #[error(transparent)]
+    Structures(#[from] memdex_structures::StructuresError),
     #[error("tenant {tenant:?}, session {session_id:?}: already stored with different content; give the new session another id, or delete the old one first")]
     SessionConflict { tenant: String, session_id: String },
     #[error("tenant {tenant:?}, session {session_id:?}: no text (every turn is blank); nothing to remember")]

@@ -26,7 +26,9 @@ use crate::append::{AppendPipeline, SessionStatus};
 use crate::batch::{write_batch, Batch, InFlight};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
+use crate::structures::StructureSync;
 use crate::EngineError;
+use memdex_structures::SyncReport;
 
 /// Default items per segment. Peak memory of a build is about three batches in flight (one
 /// being prepared, one queued, one embedding) at ~6 KB an item plus its vector: measured on the
@@ -97,6 +99,8 @@ pub struct IndexReport {
     pub stages: StageSeconds,
     /// Messages of rejected records, with file and line.
     pub errors: Vec<String>,
+    /// The structures' sync after the last batch (None: the store keeps none).
+    pub structures: Option<SyncReport>,
 }
 
 /// Reads every session of `source`, embeds its items with `encoder` and appends them to
@@ -154,13 +158,35 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     report.keys_reused = write_report.keys_reused;
     report.stages.embed = embed_report.embed_seconds;
     report.stages.write = write_report.stages.write;
+    // post-thinking over what was committed, also when a stage failed (the committed
+    // batches stay; a re-run catches the structures up either way)
+    let synced = sync_structures(writer, encoder);
     report.seconds = start.elapsed().as_secs_f64();
     report.stages.wall = report.seconds;
     // the first failure in pipeline order explains the others (a closed queue)
     match write_failure.or(embed_failure).or(prep_failure) {
         Some(e) => Err(e),
-        None => Ok(report),
+        None => {
+            report.structures = synced?;
+            Ok(report)
+        }
     }
+}
+
+/// Brings the store's TiM thoughts and MemTree (when it keeps them) up to the committed
+/// items, embedding their texts with `encoder`.
+fn sync_structures(
+    writer: &mut StoreWriter,
+    encoder: &dyn Encoder,
+) -> Result<Option<SyncReport>, EngineError> {
+    let store = Store::open(writer.dir())?;
+    let Some(mut sync) = StructureSync::for_store(&store) else {
+        return Ok(None);
+    };
+    let mut embed = |t: &[&str]| -> Result<Embeddings, EngineError> {
+        Ok(encoder.embed(t, TextKind::Passage)?)
+    };
+    sync.sync(&store, writer, &mut embed, &[]).map(Some)
 }
 
 fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T, EngineError> {

@@ -8,6 +8,8 @@
 //! * [`Searcher`]: a store view, its encoder and a dense scorer → ranked items through
 //!   [`memdex_rank::rank`].
 //! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
+//! * `structures`: after each commit and delete, the store's TiM thoughts and MemTree (when
+//!   it keeps them) are brought up to date ([`AppendPipeline::sync_structures`]).
 
 mod append;
 mod batch;
@@ -17,6 +19,7 @@ mod index;
 mod keys;
 pub mod lsh;
 mod search;
+mod structures;
 mod vectors;
 
 pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, SessionStatus};

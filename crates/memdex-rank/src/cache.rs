@@ -23,9 +23,31 @@ pub struct TenantCache {
     importance: Mutex<HashMap<String, Arc<Vec<u8>>>>,
     /// FragRel session groups along the timeline (a new group whenever the session changes).
     groups: Mutex<HashMap<String, Arc<Vec<u64>>>>,
+    /// TiM thoughts and MemTree of the tenant, over its live items.
+    structures: Mutex<HashMap<String, Arc<memdex_structures::TenantView>>>,
 }
 
 impl TenantCache {
+    /// The tenant's structures, built by `build` on first use.
+    pub(crate) fn structures(
+        &self,
+        tenant: &str,
+        build: impl FnOnce() -> Result<memdex_structures::TenantView, crate::RankError>,
+    ) -> Result<Arc<memdex_structures::TenantView>, crate::RankError> {
+        if let Some(v) = self
+            .structures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tenant)
+        {
+            return Ok(v.clone());
+        }
+        // built outside the lock: other tenants' queries do not wait
+        let v = Arc::new(build()?);
+        let mut map = self.structures.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(map.entry(tenant.to_string()).or_insert(v).clone())
+    }
+
     pub(crate) fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Adjacency> {
         let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tenant.to_string())
@@ -158,6 +180,7 @@ impl TenantCache {
         carry(&self.importance, &prev.importance, |k| keep(k));
         carry(&self.semantic, &prev.semantic, |k| keep(k));
         carry(&self.groups, &prev.groups, |k| keep(k));
+        carry(&self.structures, &prev.structures, |k| keep(k));
     }
 }
 

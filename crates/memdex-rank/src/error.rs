@@ -22,4 +22,6 @@ pub enum RankError {
     },
     #[error(transparent)]
     Score(#[from] memdex_index::ScoreError),
+    #[error(transparent)]
+    Structures(#[from] memdex_structures::StructuresError),
 }

@@ -6,7 +6,8 @@
 //! * [`RankOptions`]: the stages and weights (serialisable, recorded whole in eval reports).
 //! * [`Stages`]: the user's overrides — the CLI flags (feature `clap`), the server's `stages`
 //!   object and its OpenAPI schema (feature `openapi`) — validated once in [`Stages::apply`].
-//! * [`rank`]: first stage (dense, BM25, fusion) → FragRel → signals → order → time stage.
+//! * [`rank`]: first stage (dense, BM25, fusion; or a structure as retriever) → FragRel →
+//!   structure stages (TiM thoughts, MemTree) → signals → order → time stage.
 //! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
 //! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
 
@@ -19,6 +20,7 @@ mod pipeline;
 mod reading;
 mod score;
 mod stages;
+mod structures;
 mod time;
 
 pub use cache::TenantCache;
@@ -26,8 +28,8 @@ pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use hit::SearchHit;
 pub use options::{
-    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, TimeMode,
-    TimeStage,
+    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
+    TimeMode, TimeStage, TreeStage,
 };
 pub use pipeline::{check_columns, dense_request, fit_to_store, rank, Dense, Query, Ranking};
 pub use reading::{format_ms, reading_context, CON_PROMPT};

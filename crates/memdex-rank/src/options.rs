@@ -15,6 +15,12 @@ pub enum Retriever {
     Bm25,
     /// `w_dense · minmax(dense) + w_sparse · minmax(bm25)`.
     Hybrid,
+    /// TiM: the items the best thoughts came from (two-stage: query bucket, then exact
+    /// cosine), ranked by their thought's cosine; the other items follow in dense order.
+    Thoughts,
+    /// MemTree, collapsed: the items under the best nodes, ranked by the node's cosine; the
+    /// other items follow in dense order.
+    Tree,
 }
 
 /// Which BM25 ranks keyword matches.
@@ -105,6 +111,45 @@ impl Default for TimeStage {
     }
 }
 
+/// TiM's thought stage (and the `thoughts` retriever's depth): the items the `k` best
+/// thoughts came from get `weight × cosine(query, thought)` added.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ThoughtStage {
+    pub weight: f64,
+    /// Thoughts retrieved (TiM recalls the top 5).
+    pub k: usize,
+    /// Buckets probed per LSH table.
+    pub probes: usize,
+}
+
+impl Default for ThoughtStage {
+    /// Top 5 thoughts (the TiM paper's setting), one bucket per table, weight 0.5 (a lift of
+    /// half the thought's cosine, the scale of FragRel's α).
+    fn default() -> Self {
+        Self {
+            weight: 0.5,
+            k: 5,
+            probes: 1,
+        }
+    }
+}
+
+/// MemTree's stage (and the `tree` retriever's depth): the items under the `k` best nodes of
+/// the collapsed tree get `weight × cosine(query, node)` added.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TreeStage {
+    pub weight: f64,
+    /// Nodes retrieved.
+    pub k: usize,
+}
+
+impl Default for TreeStage {
+    /// Top 5 nodes, weight 0.5 (as the thought stage).
+    fn default() -> Self {
+        Self { weight: 0.5, k: 5 }
+    }
+}
+
 /// The ranking pipeline's stages and weights; each optional stage is off when `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RankOptions {
@@ -125,6 +170,10 @@ pub struct RankOptions {
     pub importance: Option<f64>,
     /// Time-aware ranking (needs the `events` column).
     pub time: Option<TimeStage>,
+    /// TiM thought stage (needs the store's thoughts; weight 0: only the retriever's depth).
+    pub thoughts: Option<ThoughtStage>,
+    /// MemTree stage (needs the store's tree; weight 0: only the retriever's depth).
+    pub tree: Option<TreeStage>,
 }
 
 impl Default for RankOptions {
@@ -143,6 +192,8 @@ impl Default for RankOptions {
             recency: None,
             importance: Some(0.3),
             time: Some(TimeStage::default()),
+            thoughts: None,
+            tree: None,
         }
     }
 }
@@ -160,6 +211,8 @@ impl RankOptions {
             recency: None,
             importance: None,
             time: None,
+            thoughts: None,
+            tree: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The ranking pipeline: a tenant's live rows (timeline order) → first-stage scores (dense,
-//! BM25 or their fusion) → FragRel environments → recency and importance → order → time
-//! stage. Each stage is a function of plain score vectors in `score` and `time`.
+//! BM25 or their fusion, or a structure's retrieval) → FragRel environments → structure
+//! stages (TiM thoughts, MemTree) → recency and importance → order → time stage. Each stage
+//! is a function of plain score vectors in `score`, `structures` and `time`.
 
 use memdex_index::{Block, DenseScorer, Run};
 use memdex_store::{ItemRef, Store, TenantSlice};
@@ -121,7 +122,13 @@ pub fn rank<'s>(
         Retriever::Bm25 => Vec::new(),
         _ => dense_scores(store, &slices, query, dense, n)?,
     };
-    let mut scores = first_stage(&slices, query.text, &dense_scores, opts, tenant, cache);
+    let found = crate::structures::retrieve(store, tenant, &slices, query, opts, cache)?;
+    let mut scores = match (&found, opts.retriever) {
+        (Some(f), Retriever::Thoughts | Retriever::Tree) => {
+            crate::structures::first_stage(f, &dense_scores, opts)
+        }
+        _ => first_stage(&slices, query.text, &dense_scores, opts, tenant, cache),
+    };
     if opts.fragrel.is_some() || opts.semantic.is_some() {
         let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
         let groups = opts.fragrel.map(|f| match f.scope {
@@ -136,6 +143,9 @@ pub fn rank<'s>(
         };
         scores = environment(&scores, &env, opts);
     }
+    if let Some(f) = &found {
+        crate::structures::lift(f, opts, &mut scores);
+    }
     if opts.recency.is_some() || opts.importance.is_some() {
         let times: Vec<i64> = slices
             .iter()
@@ -149,6 +159,9 @@ pub fn rank<'s>(
             date_ms: query.date_ms,
         };
         signals(&mut scores, &input, opts);
+    }
+    if let Some(f) = &found {
+        crate::structures::supersede(f, &mut scores);
     }
     let mut order = memdex_index::fusion::rank_desc(&scores);
     if let Some(stage) = opts.time {
@@ -218,6 +231,20 @@ pub fn check_columns(store: &Store, opts: &RankOptions) -> Result<(), RankError>
             "event dates",
             "`memdex index --extract-events` (the default)",
         ));
+    }
+    let (thoughts, tree) = crate::structures::kept(store);
+    let wants_thoughts =
+        opts.retriever == Retriever::Thoughts || opts.thoughts.is_some_and(|t| t.weight > 0.0);
+    if wants_thoughts && !thoughts {
+        return Err(missing(
+            "TiM thought",
+            "thoughts",
+            "`memdex index --thoughts`",
+        ));
+    }
+    let wants_tree = opts.retriever == Retriever::Tree || opts.tree.is_some_and(|t| t.weight > 0.0);
+    if wants_tree && !tree {
+        return Err(missing("MemTree", "a tree", "`memdex index --tree`"));
     }
     Ok(())
 }

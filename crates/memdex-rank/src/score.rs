@@ -32,7 +32,8 @@ pub(crate) fn first_stage(
         }
     };
     match opts.retriever {
-        Retriever::Dense => dense.to_vec(),
+        // the structures' retrievers are scored in `structures`; dense is their fallback
+        Retriever::Dense | Retriever::Thoughts | Retriever::Tree => dense.to_vec(),
         Retriever::Bm25 => sparse(),
         Retriever::Hybrid => fuse(dense, &sparse(), opts),
     }

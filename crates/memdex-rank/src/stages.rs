@@ -6,7 +6,8 @@
 use serde::Deserialize;
 
 use crate::options::{
-    Bm25Flavour, FragRelScope, FragRelStage, Fusion, RankOptions, Retriever, TimeMode, TimeStage,
+    Bm25Flavour, FragRelScope, FragRelStage, Fusion, RankOptions, Retriever, ThoughtStage,
+    TimeMode, TimeStage, TreeStage,
 };
 
 /// Fusion as named by users (`rrf` uses k = 60).
@@ -82,6 +83,23 @@ pub struct Stages {
     /// "When…" questions without a range: scores of items that state a date × (1 + this).
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_WHEN_BOOST"))]
     pub when_boost: Option<f64>,
+    /// TiM thought stage weight (0 = off): the items the best thoughts came from get
+    /// weight × cosine(query, thought) added (needs `index --thoughts`).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_THOUGHT_WEIGHT"))]
+    pub thought_weight: Option<f64>,
+    /// Thoughts retrieved by the thought stage or retriever (default 5, TiM's top-5).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_THOUGHT_K"))]
+    pub thought_k: Option<usize>,
+    /// LSH buckets probed per table by the thought stage or retriever (default 1).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_THOUGHT_PROBES"))]
+    pub thought_probes: Option<usize>,
+    /// MemTree stage weight (0 = off): the items under the best nodes of the collapsed tree
+    /// get weight × cosine(query, node) added (needs `index --tree`).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TREE_WEIGHT"))]
+    pub tree_weight: Option<f64>,
+    /// Tree nodes retrieved by the tree stage or retriever (default 5).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TREE_K"))]
+    pub tree_k: Option<usize>,
 }
 
 /// Upper bound of the open-ended weights (α, importance, boosts): a typo guard.
@@ -188,7 +206,96 @@ impl Stages {
                 }
             }
         }
+        self.apply_structures(&mut o, name)?;
         Ok(o)
+    }
+
+    /// The thought and tree stages. A weight turns a stage on (0: off); `k` and `probes`
+    /// tune a stage that is on or the retriever of that structure (refused otherwise).
+    fn apply_structures(
+        &self,
+        o: &mut RankOptions,
+        name: &dyn Fn(&str) -> String,
+    ) -> Result<(), StageError> {
+        let err = |field: &'static str, message: String| StageError { field, message };
+        if let Some(w) = self.thought_weight {
+            if !(0.0..=MAX_WEIGHT).contains(&w) {
+                let m = format!(
+                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
+                    name("thought_weight")
+                );
+                return Err(err("thought_weight", m));
+            }
+            o.thoughts = (w > 0.0).then(|| ThoughtStage {
+                weight: w,
+                ..o.thoughts.unwrap_or_default()
+            });
+        }
+        if let Some(w) = self.tree_weight {
+            if !(0.0..=MAX_WEIGHT).contains(&w) {
+                let m = format!(
+                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
+                    name("tree_weight")
+                );
+                return Err(err("tree_weight", m));
+            }
+            o.tree = (w > 0.0).then(|| TreeStage {
+                weight: w,
+                ..o.tree.unwrap_or_default()
+            });
+        }
+        let tunes = |field: &'static str, on: bool, retriever: &str| {
+            if on {
+                return Ok(());
+            }
+            Err(err(
+                field,
+                format!(
+                    "{} needs the {retriever} stage or retriever ({}, or {} {retriever})",
+                    name(field),
+                    name(if retriever == "tree" {
+                        "tree_weight"
+                    } else {
+                        "thought_weight"
+                    }),
+                    name("retriever")
+                ),
+            ))
+        };
+        let thoughts_on = o.thoughts.is_some() || o.retriever == Retriever::Thoughts;
+        let tree_on = o.tree.is_some() || o.retriever == Retriever::Tree;
+        let bounded = |field: &'static str, v: usize| match v {
+            1..=1000 => Ok(v),
+            _ => Err(err(
+                field,
+                format!("{} must be in [1, 1000], got {v}", name(field)),
+            )),
+        };
+        if let Some(k) = self.thought_k {
+            tunes("thought_k", thoughts_on, "thoughts")?;
+            let stage = o.thoughts.get_or_insert(ThoughtStage {
+                weight: 0.0,
+                ..ThoughtStage::default()
+            });
+            stage.k = bounded("thought_k", k)?;
+        }
+        if let Some(p) = self.thought_probes {
+            tunes("thought_probes", thoughts_on, "thoughts")?;
+            let stage = o.thoughts.get_or_insert(ThoughtStage {
+                weight: 0.0,
+                ..ThoughtStage::default()
+            });
+            stage.probes = bounded("thought_probes", p)?;
+        }
+        if let Some(k) = self.tree_k {
+            tunes("tree_k", tree_on, "tree")?;
+            let stage = o.tree.get_or_insert(TreeStage {
+                weight: 0.0,
+                ..TreeStage::default()
+            });
+            stage.k = bounded("tree_k", k)?;
+        }
+        Ok(())
     }
 }
 
@@ -229,6 +336,50 @@ mod tests {
         assert_eq!(
             Stages::default().apply(RankOptions::default(), &flag),
             Ok(RankOptions::default())
+        );
+    }
+
+    #[test]
+    fn structure_stages_turn_on_by_weight_and_are_tuned_only_when_used() {
+        let s = Stages {
+            thought_weight: Some(0.7),
+            tree_weight: Some(0.0),
+            thought_k: Some(9),
+            ..Stages::default()
+        };
+        let o = s.apply(RankOptions::default(), &flag).expect("valid");
+        assert_eq!(
+            o.thoughts,
+            Some(ThoughtStage {
+                weight: 0.7,
+                k: 9,
+                probes: 1
+            })
+        );
+        assert_eq!(o.tree, None);
+        let orphan = Stages {
+            tree_k: Some(3),
+            ..Stages::default()
+        };
+        let e = orphan.apply(RankOptions::default(), &flag).unwrap_err();
+        assert_eq!(e.field, "tree_k");
+        assert!(e.message.contains("--tree-weight"), "{e}");
+        let retriever = Stages {
+            retriever: Some(Retriever::Tree),
+            tree_k: Some(3),
+            ..Stages::default()
+        };
+        let o = retriever
+            .apply(RankOptions::default(), &flag)
+            .expect("valid");
+        assert_eq!(o.tree, Some(TreeStage { weight: 0.0, k: 3 }));
+        let bad = Stages {
+            thought_weight: Some(-1.0),
+            ..Stages::default()
+        };
+        assert_eq!(
+            bad.apply(RankOptions::default(), &flag).unwrap_err().field,
+            "thought_weight"
         );
     }
 }

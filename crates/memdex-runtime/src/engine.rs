@@ -43,6 +43,12 @@ pub struct EngineOptions {
     /// Score searches' dense stage on the model's device, all searches of a model batch
     /// together whatever their tenants. None: only when the model runs on an accelerator.
     pub device_scan: Option<bool>,
+    /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
+    /// that keeps none yet; a store that keeps them maintains them either way.
+    pub structures: (
+        Option<memdex_store::ThoughtsConfig>,
+        Option<memdex_store::TreeConfig>,
+    ),
 }
 
 impl Default for EngineOptions {
@@ -57,6 +63,7 @@ impl Default for EngineOptions {
             compact: CompactOptions::default(),
             model_source: None,
             device_scan: None,
+            structures: (None, None),
         }
     }
 }
@@ -127,6 +134,11 @@ impl Engine {
             &extraction,
         )
         .map_err(memdex_engine::EngineError::from)?;
+        let mut writer = writer;
+        let (thoughts, tree) = opts.structures.clone();
+        writer
+            .enable_structures(thoughts, tree)
+            .map_err(memdex_engine::EngineError::from)?;
         let store = Store::open_for_model(dir, &info).map_err(memdex_engine::EngineError::from)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
         let first = Arc::new(View::new(store));

@@ -335,11 +335,25 @@ impl WriterState {
             tracing::error!("deleted; re-reading the store failed: {e}");
             self.unpublished = true;
         }
+        self.forget_in_structures(&tenant);
         self.publish(Some(&HashSet::from([tenant])));
         Ok(DeleteReport {
             items_deleted: ids.len() as u64,
             manifest_version: version,
         })
+    }
+
+    /// The deleted items' thoughts and tree leaves go (readers skip them already; this
+    /// records it, so the audit log says so and the tree is re-aggregated).
+    fn forget_in_structures(&mut self, tenant: &str) {
+        let (tx, stats, chunk) = (&self.embed_tx, &self.stats, self.opts.append_chunk);
+        let mut embed = |keys: &[&str]| embed_passages(tx, stats, chunk, keys);
+        let synced = self
+            .pipeline
+            .sync_structures(&mut self.writer, &mut embed, &[tenant]);
+        if let Err(e) = synced {
+            tracing::error!("deleted; the structures stay behind (caught up later): {e}");
+        }
     }
 
     /// Compaction keeps every live row, their order and the idempotency hashes.

@@ -108,6 +108,7 @@ impl From<EngineError> for ApiError {
             | EngineError::Embed(_)
             | EngineError::Store(_)
             | EngineError::Model { .. }
+            | EngineError::Structures(_)
             | EngineError::UnknownExtractor { .. } => internal(msg),
         }
     }

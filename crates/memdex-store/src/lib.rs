@@ -6,6 +6,7 @@
 //! DIR/manifest.json             versioned list of committed segments (atomically replaced)
 //! DIR/LOCK                      held by the one writer
 //! DIR/segments/seg-NNNNNNNN.arrow   immutable Arrow IPC files, one record batch each
+//! DIR/structures/aux-NNNNNNNN.arrow derived structures (thoughts, tree), when enabled
 //! ```
 //!
 //! Writes go [`StoreWriter`] → new immutable segment file (temp, fsync, rename) → new manifest
@@ -16,6 +17,7 @@
 //! Inside a segment rows are grouped by tenant and ordered by position in the tenant's
 //! history, so a tenant's embeddings are contiguous `&[f32]` slices.
 
+mod aux_rows;
 mod compact;
 mod error;
 mod failpoint;
@@ -27,8 +29,10 @@ mod schema;
 mod segment;
 mod snapshot;
 mod store;
+mod structures;
 mod writer;
 
+pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
 pub use compact::{CompactOptions, CompactReport};
 pub use error::StoreError;
 pub use live::AliveBits;
@@ -38,4 +42,7 @@ pub use schema::columns;
 pub use segment::{Derived, ItemRef, Segment};
 pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
+pub use structures::{
+    AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
+};
 pub use writer::{AppendReport, StoreWriter};

@@ -46,6 +46,10 @@ pub struct Manifest {
     /// copies) can see another segment's rows. Absent in older manifests (= 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub next_segment_id: u64,
+    /// Derived memory structures (TiM thoughts, MemTree) and their segments, when enabled
+    /// (see `structures`). Absent in older manifests (= none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structures: Option<crate::StructuresMeta>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -172,7 +176,10 @@ impl Manifest {
         if self.deleted.windows(2).any(|w| w[0] >= w[1]) {
             return Err("deleted item ids are not ascending".into());
         }
-        Ok(())
+        match &self.structures {
+            Some(s) => s.validate(),
+            None => Ok(()),
+        }
     }
 
     /// The id the next new segment takes (and, in the manifest that names it, the next one

@@ -463,7 +463,7 @@ impl Segment {
 }
 
 /// Decodes the one record batch of an IPC file held in `buffer`, without copying its data.
-fn decode_single_batch(buffer: &Buffer) -> Result<RecordBatch, String> {
+pub(crate) fn decode_single_batch(buffer: &Buffer) -> Result<RecordBatch, String> {
     use arrow_ipc::convert::try_fb_to_schema;
     use arrow_ipc::reader::read_footer_length;
     use arrow_ipc::root_as_footer;

@@ -49,6 +49,11 @@ pub fn snapshot(dir: &Path, out: &Path) -> Result<u64, StoreError> {
             w.sync_all().map_err(io_err(&dst))?;
         }
         crate::manifest::sync_dir(&seg_out)?;
+        if let Some(meta) = &manifest.structures {
+            if copy_structures(dir, out, meta, attempt)? {
+                continue;
+            }
+        }
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Manifest {
             path: out.join(MANIFEST),
             message: e.to_string(),
@@ -61,4 +66,29 @@ pub fn snapshot(dir: &Path, out: &Path) -> Result<u64, StoreError> {
         return Ok(manifest.version);
     }
     unreachable!("the loop returns")
+}
+
+/// Copies the structure segments `meta` names; `true` when one vanished (a concurrent
+/// rewrite): the caller starts over with the newer manifest.
+fn copy_structures(
+    dir: &Path,
+    out: &Path,
+    meta: &crate::StructuresMeta,
+    attempt: usize,
+) -> Result<bool, StoreError> {
+    let aux_out = out.join(crate::structures::STRUCTURES_DIR);
+    fs::create_dir_all(&aux_out).map_err(io_err(&aux_out))?;
+    for rel in crate::structures::files(meta) {
+        let (src, dst) = (dir.join(&rel), out.join(&rel));
+        let mut f = match File::open(&src) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 100 => return Ok(true),
+            Err(e) => return Err(io_err(&src)(e)),
+        };
+        let mut w = File::create(&dst).map_err(io_err(&dst))?;
+        io::copy(&mut f, &mut w).map_err(io_err(&dst))?;
+        w.sync_all().map_err(io_err(&dst))?;
+    }
+    crate::manifest::sync_dir(&aux_out)?;
+    Ok(false)
 }

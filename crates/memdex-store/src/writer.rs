@@ -89,6 +89,7 @@ impl StoreWriter {
                     next_id_floor: 0,
                     next_segment_id: 0,
                     lsh: None,
+                    structures: None,
                 };
                 m.save(dir)?;
                 m

@@ -54,6 +54,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         None,
         &extract.extraction(),
     )?;
+    let (thoughts, tree) = super::structure_configs(&a.structures);
+    writer.enable_structures(thoughts, tree)?;
     let pb = spinner("sessions");
     let load_opts = LoadOptions {
         dataset,

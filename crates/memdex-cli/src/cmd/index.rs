@@ -105,6 +105,8 @@ pub fn run(a: IndexArgs) -> Result<()> {
             dim: embedder.dim() as u32,
         })?;
     }
+    let (thoughts, tree) = super::structure_configs(&a.structures);
+    writer.enable_structures(thoughts, tree)?;
     let mut itemize = ItemizeOptions::new(a.granularity);
     if let Some(k) = a.key_roles {
         itemize.key_roles = k;

@@ -10,12 +10,13 @@ mod info;
 mod model;
 mod search;
 mod serve;
+mod structures;
 mod synth;
 
 use anyhow::{Context, Result};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 
-use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs};
+use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
 use memdex_engine::ExtractOptions;
 use memdex_rank::{RankOptions, Stages};
 
@@ -25,6 +26,27 @@ pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
         facts,
         neighbors: a.neighbors,
     }
+}
+
+/// The structures `a` asks for (None each when not asked).
+pub fn structure_configs(
+    a: &StructureArgs,
+) -> (
+    Option<memdex_store::ThoughtsConfig>,
+    Option<memdex_store::TreeConfig>,
+) {
+    let thoughts = a.thoughts.then(|| memdex_store::ThoughtsConfig {
+        buckets: a.thought_buckets,
+        tables: a.thought_tables,
+        merge_cosine: a.thought_merge_cosine,
+        ..memdex_structures::default_thoughts()
+    });
+    let tree = a.tree.then_some(memdex_store::TreeConfig {
+        theta0: a.tree_theta0,
+        lambda: a.tree_lambda,
+        content_chars: a.tree_content_chars,
+    });
+    (thoughts, tree)
 }
 
 /// Where the default model lives (relative to the working directory).
@@ -40,11 +62,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Synth(a) => synth::run(a),
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
-        Command::Bench(BenchCommand::Search(a)) => bench_search::run(a),
+        Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),
         Command::Model(c) => model::run(c),
+        Command::Thoughts(a) => structures::thoughts(a),
+        Command::Tree(a) => structures::tree(a),
     }
 }
 

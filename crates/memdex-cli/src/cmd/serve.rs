@@ -58,6 +58,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             crate::cli_serve::DeviceScanArg::On => Some(true),
             crate::cli_serve::DeviceScanArg::Off => Some(false),
         },
+        structures: super::structure_configs(&a.structures),
         ..EngineOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

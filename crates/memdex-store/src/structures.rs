@@ -1,0 +1,379 @@
+//! Derived memory structures kept beside the items (TiM thoughts, MemTree): their settings,
+//! their own immutable segments ("aux" segments, one kind per file) and the watermark of items
+//! they have seen, all recorded in the manifest's optional `structures` field and versioned
+//! with it like items.
+//!
+//! ```text
+//! DIR/structures/aux-NNNNNNNN.arrow   immutable Arrow IPC files, one record batch each,
+//!                                      rows grouped by tenant, in event order within a tenant
+//! ```
+//!
+//! The store knows only rows and files; what the rows mean (a thought's insert, merge or
+//! forget; a tree node's new version) is `memdex-structures`' business. A tenant's state is
+//! the replay of its rows over every segment of a kind, oldest first. Item segments are not
+//! touched: stores without structures read and write exactly as before.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::aux_rows::{self, ThoughtRow, TreeRow};
+use crate::error::{io, StoreError};
+use crate::manifest::{sync_dir, write_durably};
+use crate::mmap::map_file;
+use crate::store::Store;
+use crate::writer::StoreWriter;
+
+pub(crate) const STRUCTURES_DIR: &str = "structures";
+
+/// Which structure a segment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuxKind {
+    /// TiM thought events (insert, merge, forget, retract): the audit log is these rows.
+    Thoughts,
+    /// MemTree node versions (the newest version of a node wins; removals end it).
+    Tree,
+}
+
+/// TiM thought memory settings, fixed when the structures are enabled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThoughtsConfig {
+    /// The thought extractor (`rules-v1`, or a model extractor's name).
+    pub extractor: String,
+    /// LSH buckets per table (`b` of `argmax([xR; −xR])`, even).
+    pub buckets: u32,
+    /// Independent LSH tables.
+    pub tables: u32,
+    pub seed: u64,
+    /// Near-duplicates: a new thought this close (cosine) to a live one in a shared bucket is
+    /// merged into it.
+    pub merge_cosine: f32,
+}
+
+/// MemTree settings, fixed when the structures are enabled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeConfig {
+    /// `θ(d) = θ0 · e^{λd}`: base threshold.
+    pub theta0: f32,
+    /// Growth of the threshold with depth.
+    pub lambda: f32,
+    /// Bound on a parent's aggregated content (characters).
+    pub content_chars: u32,
+}
+
+/// One structure segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuxSegmentMeta {
+    pub id: u64,
+    pub kind: AuxKind,
+    /// File name inside `structures/`.
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
+    /// Tenants in row order; each occupies one contiguous row range.
+    pub tenants: Vec<AuxTenantRange>,
+}
+
+/// The rows of one tenant inside a structure segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuxTenantRange {
+    pub tenant: String,
+    pub start: u64,
+    pub rows: u64,
+}
+
+/// The manifest's record of the structures: what is on, the segments, the watermark.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StructuresMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thoughts: Option<ThoughtsConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<TreeConfig>,
+    /// Every item with a lower id has been through the structures (post-thinking, tree
+    /// insertion); later items have not yet.
+    #[serde(default)]
+    pub processed_to: u64,
+    #[serde(default)]
+    pub segments: Vec<AuxSegmentMeta>,
+}
+
+impl StructuresMeta {
+    /// Refuses entries that lie: file names outside `structures/`, repeated ids or files,
+    /// tenant ranges that do not tile the rows.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let mut ids = HashSet::new();
+        for s in &self.segments {
+            let seg = format!("structure segment {} ({:?})", s.id, s.file);
+            if s.file != aux_file_name(s.id) || !ids.insert(s.id) {
+                return Err(format!("{seg}: name must be aux-<id>.arrow, ids unique"));
+            }
+            let mut next = 0u64;
+            for t in &s.tenants {
+                if t.start != next || t.rows == 0 {
+                    return Err(format!("{seg}: tenant ranges must tile the rows"));
+                }
+                next = t.start.saturating_add(t.rows);
+            }
+            if next != s.rows {
+                return Err(format!(
+                    "{seg}: tenant ranges cover {next} of {} rows",
+                    s.rows
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn next_id(&self) -> u64 {
+        self.segments.iter().map(|s| s.id + 1).max().unwrap_or(1)
+    }
+}
+
+fn aux_file_name(id: u64) -> String {
+    format!("aux-{id:08}.arrow")
+}
+
+/// The structure segments of one store version, memory-mapped.
+#[derive(Debug, Clone)]
+pub struct Structures {
+    meta: StructuresMeta,
+    segments: Vec<(AuxSegmentMeta, arrow_array::RecordBatch)>,
+}
+
+impl Structures {
+    /// Maps the structure segments `store`'s manifest names (None: the store has none).
+    pub fn open(store: &Store) -> Result<Option<Structures>, StoreError> {
+        let Some(meta) = store.manifest().structures.clone() else {
+            return Ok(None);
+        };
+        let dir = store.dir().join(STRUCTURES_DIR);
+        let segments = meta
+            .segments
+            .iter()
+            .map(|m| open_segment(&dir, m).map(|b| (m.clone(), b)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Structures { meta, segments }))
+    }
+
+    pub fn meta(&self) -> &StructuresMeta {
+        &self.meta
+    }
+
+    /// Tenants with rows of `kind`, sorted.
+    pub fn tenants(&self, kind: AuxKind) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .segments
+            .iter()
+            .filter(|(m, _)| m.kind == kind)
+            .flat_map(|(m, _)| m.tenants.iter().map(|t| t.tenant.clone()))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The tenant's thought events, oldest first.
+    pub fn thought_rows(&self, tenant: &str) -> Vec<ThoughtRow> {
+        self.rows(AuxKind::Thoughts, tenant, aux_rows::read_thoughts)
+    }
+
+    /// The tenant's tree node versions, oldest first.
+    pub fn tree_rows(&self, tenant: &str) -> Vec<TreeRow> {
+        self.rows(AuxKind::Tree, tenant, aux_rows::read_tree)
+    }
+
+    fn rows<R>(
+        &self,
+        kind: AuxKind,
+        tenant: &str,
+        read: fn(&arrow_array::RecordBatch, usize, usize) -> Vec<R>,
+    ) -> Vec<R> {
+        let mut out = Vec::new();
+        for (m, batch) in self.segments.iter().filter(|(m, _)| m.kind == kind) {
+            for t in m.tenants.iter().filter(|t| t.tenant == tenant) {
+                out.extend(read(batch, t.start as usize, t.rows as usize));
+            }
+        }
+        out
+    }
+}
+
+fn open_segment(dir: &Path, m: &AuxSegmentMeta) -> Result<arrow_array::RecordBatch, StoreError> {
+    let path = dir.join(&m.file);
+    let bad = |message: String| StoreError::Segment {
+        path: path.clone(),
+        message,
+    };
+    let buffer = map_file(&path)?;
+    if buffer.len() as u64 != m.bytes {
+        return Err(bad(format!(
+            "file is {} bytes, manifest says {}",
+            buffer.len(),
+            m.bytes
+        )));
+    }
+    let batch = crate::segment::decode_single_batch(&buffer).map_err(bad)?;
+    aux_rows::check(&batch, m.kind, m.rows).map_err(bad)?;
+    Ok(batch)
+}
+
+impl StoreWriter {
+    /// Turns the structures on for this store. Allowed once, before any item went through
+    /// them (then every existing item is processed on the next sync); the same settings again
+    /// are a no-op; other settings are refused (one store holds one kind of structure, like
+    /// one kind of key).
+    pub fn enable_structures(
+        &mut self,
+        thoughts: Option<ThoughtsConfig>,
+        tree: Option<TreeConfig>,
+    ) -> Result<(), StoreError> {
+        if thoughts.is_none() && tree.is_none() {
+            return Ok(());
+        }
+        if let Some(t) = &thoughts {
+            let b = t.buckets;
+            if t.tables == 0 || b < 2 || b % 2 != 0 || b > 1 << 16 {
+                return Err(invalid(format!(
+                    "thought LSH {b} buckets × {} tables",
+                    t.tables
+                )));
+            }
+        }
+        if let Some(t) = &tree {
+            let ok = t.theta0.is_finite() && t.lambda.is_finite() && t.content_chars > 0;
+            if !ok {
+                return Err(invalid(format!("tree settings {t:?}")));
+            }
+        }
+        match &self.manifest.structures {
+            Some(s) if s.thoughts == thoughts && s.tree == tree => return Ok(()),
+            Some(s) if s.processed_to > 0 || !s.segments.is_empty() => {
+                return Err(invalid(format!(
+                    "{} already keeps structures (thoughts {:?}, tree {:?}); they are fixed \
+                     once built (index into a new store to change them)",
+                    self.dir.display(),
+                    s.thoughts,
+                    s.tree
+                )))
+            }
+            _ => {}
+        }
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.structures = Some(StructuresMeta {
+            thoughts,
+            tree,
+            processed_to: 0,
+            segments: Vec::new(),
+        });
+        next.save(&self.dir)?;
+        self.manifest = next;
+        Ok(())
+    }
+
+    /// Commits what one structure sync produced: a thoughts segment and a tree segment (each
+    /// only when it has rows; rows of one tenant keep their order) and the new watermark, as
+    /// one new manifest version. Returns that version.
+    pub fn commit_structures(
+        &mut self,
+        thoughts: &[ThoughtRow],
+        tree: &[TreeRow],
+        processed_to: u64,
+    ) -> Result<u64, StoreError> {
+        let Some(meta) = self.manifest.structures.clone() else {
+            return Err(invalid("the store keeps no structures".into()));
+        };
+        let dir = self.dir.join(STRUCTURES_DIR);
+        fs::create_dir_all(&dir).map_err(io(&dir))?;
+        remove_orphans(&dir, &meta)?;
+        let mut next_meta = meta;
+        let mut written: Vec<PathBuf> = Vec::new();
+        let result = (|| {
+            let mut id = next_meta.next_id();
+            let dim = self.manifest.model.dim;
+            for (kind, batch) in [
+                (AuxKind::Thoughts, aux_rows::thoughts_batch(thoughts, dim)),
+                (AuxKind::Tree, aux_rows::tree_batch(tree, dim)),
+            ] {
+                let Some((batch, tenants)) = batch.map_err(|e| arrow(&dir, e))? else {
+                    continue;
+                };
+                let file = aux_file_name(id);
+                let bytes = aux_rows::ipc_bytes(&batch).map_err(|e| arrow(&dir, e))?;
+                let path = dir.join(&file);
+                write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
+                written.push(path);
+                next_meta.segments.push(AuxSegmentMeta {
+                    id,
+                    kind,
+                    file,
+                    rows: batch.num_rows() as u64,
+                    bytes: bytes.len() as u64,
+                    tenants,
+                });
+                id += 1;
+            }
+            next_meta.processed_to = next_meta.processed_to.max(processed_to);
+            let mut next = self.manifest.clone();
+            next.version += 1;
+            next.structures = Some(next_meta.clone());
+            next.save(&self.dir)?;
+            Ok(next)
+        })();
+        match result {
+            Ok(next) => {
+                self.manifest = next;
+                Ok(self.manifest.version)
+            }
+            Err(e) => {
+                for p in written {
+                    let _ = fs::remove_file(p);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn invalid(message: String) -> StoreError {
+    StoreError::InvalidAppend { message }
+}
+
+fn arrow(dir: &Path, source: arrow_schema::ArrowError) -> StoreError {
+    StoreError::Arrow {
+        path: dir.to_path_buf(),
+        source,
+    }
+}
+
+/// Deletes structure files no manifest names (a crash before commit left them).
+fn remove_orphans(dir: &Path, meta: &StructuresMeta) -> Result<(), StoreError> {
+    let named: HashSet<&str> = meta.segments.iter().map(|s| s.file.as_str()).collect();
+    let mut removed = false;
+    for entry in fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name();
+        if !named.contains(name.to_string_lossy().as_ref()) {
+            tracing::warn!(
+                "removing uncommitted structure file {}",
+                entry.path().display()
+            );
+            fs::remove_file(entry.path()).map_err(io(entry.path()))?;
+            removed = true;
+        }
+    }
+    if removed {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Files of the structure segments `meta` names, relative to the store directory (snapshot).
+pub(crate) fn files(meta: &StructuresMeta) -> impl Iterator<Item = PathBuf> + '_ {
+    meta.segments
+        .iter()
+        .map(|s| Path::new(STRUCTURES_DIR).join(&s.file))
+}
