@@ -39,6 +39,8 @@ pub enum Command {
     Compact(crate::cli_serve::CompactArgs),
     /// Consistent copy of a store, also while it is served (no lock taken).
     Snapshot(crate::cli_serve::SnapshotArgs),
+    /// Serve a store to assistants over the Model Context Protocol on stdio (see README "MCP").
+    Mcp(crate::cmd::mcp::McpArgs),
 }
 
 /// Where the model comes from and where it runs.

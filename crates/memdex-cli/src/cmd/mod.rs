@@ -7,6 +7,7 @@ mod embed;
 mod eval;
 mod index;
 mod info;
+pub mod mcp;
 mod search;
 mod serve;
 mod synth;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),
+        Command::Mcp(a) => mcp::run(a),
     }
 }
 
