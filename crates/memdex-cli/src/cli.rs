@@ -294,36 +294,43 @@ pub struct EvalArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SynthScale {
-    /// 500 questions × ~50 sessions (~115k tokens each), like LongMemEval_S.
-    S,
-    /// 500 questions × 500 sessions from a shared pool (~1.5M tokens each), like LongMemEval_M.
-    M,
+pub enum SynthProfile {
+    /// The real longmemeval_s.json's shape: 500 questions, 38–62 sessions each, 25,112 slots,
+    /// ~19.8 k distinct sessions, ~115 k tokens a haystack.
+    LongmemevalS,
+    /// The real longmemeval_m.json's shape: 500 questions, ~502 sessions each, 250,948 slots,
+    /// ~52.5 k distinct sessions from one shared pool, ~1.5 M tokens a haystack (~3 GB).
+    LongmemevalM,
 }
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
     /// Output file (LongMemEval JSON).
-    #[arg(long, env = "MEMDEX_OUTPUT")]
-    pub output: PathBuf,
-    /// Size preset.
-    #[arg(long, env = "MEMDEX_SYNTH_SCALE", value_enum, default_value = "s")]
-    pub scale: SynthScale,
-    /// Override the number of questions.
+    #[arg(long, env = "MEMDEX_OUTPUT", required_unless_present = "count_only")]
+    pub output: Option<PathBuf>,
+    /// The real file whose shape, lengths and sharing are reproduced.
+    #[arg(
+        long,
+        env = "MEMDEX_SYNTH_PROFILE",
+        value_enum,
+        default_value = "longmemeval-s"
+    )]
+    pub profile: SynthProfile,
+    /// Override the number of questions (slots then follow the haystack sizes).
     #[arg(long, env = "MEMDEX_SYNTH_QUESTIONS")]
     pub questions: Option<usize>,
-    /// Override sessions per question.
+    /// Override sessions per haystack (all haystacks this size).
     #[arg(long, env = "MEMDEX_SYNTH_SESSIONS")]
     pub sessions: Option<usize>,
     /// Override the shared filler-session pool size.
     #[arg(long, env = "MEMDEX_SYNTH_POOL")]
     pub pool: Option<usize>,
-    /// Override rounds per filler session.
-    #[arg(long, env = "MEMDEX_SYNTH_ROUNDS")]
-    pub rounds: Option<usize>,
     /// Random seed (same seed, same file).
     #[arg(long, env = "MEMDEX_SYNTH_SEED", default_value_t = 42)]
     pub seed: u64,
+    /// Print the counts (questions, slots, distinct sessions) without writing the file.
+    #[arg(long, env = "MEMDEX_SYNTH_COUNT_ONLY")]
+    pub count_only: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -28,6 +28,15 @@ pub struct ServeArgs {
     /// Requests handled at once; more answer 429.
     #[arg(long, env = "MEMDEX_MAX_IN_FLIGHT", default_value_t = 512)]
     pub max_in_flight: usize,
+    /// Connections open at once; more are closed as they arrive.
+    #[arg(long, env = "MEMDEX_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request's headers.
+    #[arg(long, env = "MEMDEX_HEADER_TIMEOUT", default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds a request body may take to arrive (then 408).
+    #[arg(long, env = "MEMDEX_BODY_TIMEOUT", default_value_t = 30)]
+    pub body_timeout: u64,
     /// Estimated tokens the model thread batches from its queue at once.
     #[arg(long, env = "MEMDEX_QUEUE_TOKENS", default_value_t = 8192)]
     pub queue_tokens: usize,

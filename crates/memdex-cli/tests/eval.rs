@@ -86,8 +86,6 @@ fn metrics_agree_with_independent_python_implementation() {
         "9",
         "--pool",
         "25",
-        "--rounds",
-        "2",
         "--seed",
         "3",
     ]);
@@ -194,8 +192,6 @@ fn synth_is_deterministic() {
             "6",
             "--pool",
             "10",
-            "--rounds",
-            "2",
         ]);
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());

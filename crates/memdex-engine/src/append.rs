@@ -17,15 +17,14 @@ use std::time::Instant;
 use memdex_core::{MemoryItem, Session};
 use memdex_embed::Embeddings;
 use memdex_extract::invalid_dates;
-use memdex_index::text::Analyzer;
 use memdex_ingest::{itemize, ItemizeOptions};
 use memdex_store::{session_hash, Derived, Store, StoreWriter};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::batch::{write_batch, Batch, InFlight, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
-use crate::vectors::derive_from_vectors;
 use crate::EngineError;
 
 /// What became of one offered session.
@@ -223,125 +222,74 @@ impl AppendPipeline {
         if self.stale {
             self.refresh()?;
         }
-        if self.pending.is_empty() {
-            self.staged.clear();
+        let Some(batch) = self.cut(&mut InFlight::default()) else {
             return Ok(Committed {
                 first_id: writer.manifest().next_item_id(),
                 manifest_version: writer.manifest().version,
                 ..Committed::default()
             });
-        }
-        let result = self.write(writer, embed);
+        };
+        let t = Instant::now();
+        let emb = batch.embed(embed, self.keys.store().dim());
+        let embed_seconds = t.elapsed().as_secs_f64();
+        let sessions = batch.sessions.clone();
+        let result = emb.and_then(|emb| write_batch(writer, &mut self.keys, batch, emb));
         match result {
-            Ok(c) => {
-                self.known.extend(self.staged.drain());
-                self.pending.clear();
-                self.derived.clear();
-                if let Err(e) = self.refresh() {
-                    tracing::warn!("committed; re-reading the store failed (retried later): {e}");
-                }
+            Ok(mut c) => {
+                c.embed_seconds = embed_seconds;
+                self.stale = self.keys.stale();
                 Ok(c)
             }
             Err(e) => {
-                self.discard();
+                // the batch's sessions went to `known` when it was cut: not stored after all
+                for s in sessions {
+                    self.known.remove(&s);
+                }
                 Err(e)
             }
         }
     }
 
-    fn write(
-        &mut self,
-        writer: &mut StoreWriter,
-        embed: &mut EmbedFn<'_>,
-    ) -> Result<Committed, EngineError> {
-        let t = Instant::now();
-        let (data, fresh_terms, sources, emb) = self.vectors(embed)?;
-        let embed_seconds = t.elapsed().as_secs_f64();
-        let unique = fresh_terms.len();
-        for (d, s) in self.derived.iter_mut().zip(sources) {
-            d.terms = match s {
-                Source::Stored(terms) => terms,
-                Source::Fresh(slot) => fresh_terms[slot].clone(),
-            };
+    /// Moves what is admitted into a [`Batch`] whose key vectors are planned: a live row's
+    /// (`Stored`), a key of an earlier batch of this run still in flight (`Earlier`, in
+    /// `inflight`), or embedded with this batch. The batch's sessions count as stored from
+    /// now on (a later failure fails the whole run or request).
+    pub fn cut(&mut self, inflight: &mut InFlight) -> Option<Batch> {
+        if self.pending.is_empty() {
+            self.staged.clear();
+            return None;
         }
-        derive_from_vectors(
-            self.keys.store(),
-            writer,
-            &self.pending,
-            &data,
-            &mut self.derived,
-        );
-        let first_id = writer.manifest().next_item_id();
-        let report = writer.append_derived(&self.pending, &data, &self.derived)?;
-        Ok(Committed {
-            first_id,
-            manifest_version: report.manifest_version,
-            rows: report.segment.rows,
-            keys_embedded: unique as u64,
-            keys_reused: (self.pending.len() - unique) as u64,
-            tokens_embedded: emb.tokens.iter().sum::<usize>() as u64,
-            embed_seconds,
+        let items = std::mem::take(&mut self.pending);
+        let derived = std::mem::take(&mut self.derived);
+        let sessions: Vec<(String, String)> = self.staged.keys().cloned().collect();
+        self.known.extend(self.staged.drain());
+        let mut slot_of: HashMap<String, usize> = HashMap::new();
+        let mut fresh: Vec<String> = Vec::new();
+        let sources = items
+            .iter()
+            .map(|it| {
+                if self.keys.get(&it.key).is_some() {
+                    KeySource::Stored
+                } else if let Some(&slot) = slot_of.get(&it.key) {
+                    KeySource::Fresh(slot)
+                } else if inflight.contains(&it.key) {
+                    KeySource::Earlier
+                } else {
+                    fresh.push(it.key.clone());
+                    slot_of.insert(it.key.clone(), fresh.len() - 1);
+                    inflight.insert(&it.key);
+                    KeySource::Fresh(fresh.len() - 1)
+                }
+            })
+            .collect();
+        Some(Batch {
+            items,
+            derived,
+            sources,
+            fresh,
+            parallel: self.parallel,
+            sessions,
         })
-    }
-
-    /// The pending items' vectors (stored ones copied, the others embedded once per
-    /// distinct key) and the terms of the fresh keys.
-    fn vectors(&self, embed: &mut EmbedFn<'_>) -> Result<Vectors, EngineError> {
-        let mut slot_of: HashMap<&str, usize> = HashMap::new();
-        let mut unique: Vec<&str> = Vec::new();
-        let mut stored: Vec<Option<&[f32]>> = Vec::with_capacity(self.pending.len());
-        let mut sources = Vec::with_capacity(self.pending.len());
-        for it in &self.pending {
-            match self.keys.get(&it.key) {
-                Some((v, terms)) => {
-                    stored.push(Some(v));
-                    sources.push(Source::Stored(terms));
-                }
-                None => {
-                    let slot = *slot_of.entry(it.key.as_str()).or_insert_with(|| {
-                        unique.push(it.key.as_str());
-                        unique.len() - 1
-                    });
-                    stored.push(None);
-                    sources.push(Source::Fresh(slot));
-                }
-            }
-        }
-        let dim = self.keys.store().dim();
-        let emb = if unique.is_empty() {
-            Embeddings {
-                dim,
-                data: Vec::new(),
-                tokens: Vec::new(),
-            }
-        } else {
-            embed(&unique)?
-        };
-        if emb.dim != dim || emb.data.len() != unique.len() * dim {
-            return Err(EngineError::Invalid {
-                message: format!(
-                    "the encoder returned {} values of dimension {} for {} keys; the store holds dimension {dim}",
-                    emb.data.len(),
-                    emb.dim,
-                    unique.len()
-                ),
-            });
-        }
-        let mut data = Vec::with_capacity(self.pending.len() * dim);
-        for (v, s) in stored.iter().zip(&sources) {
-            match (v, s) {
-                (Some(v), _) => data.extend_from_slice(v),
-                (None, Source::Fresh(slot)) => data.extend_from_slice(emb.row(*slot)),
-                (None, Source::Stored(_)) => unreachable!("stored sources carry their vector"),
-            }
-        }
-        let analyzer = Analyzer::english();
-        let terms: Vec<Vec<String>> = if self.parallel {
-            unique.par_iter().map(|k| analyzer.terms(k)).collect()
-        } else {
-            unique.iter().map(|k| analyzer.terms(k)).collect()
-        };
-        Ok((data, terms, sources, emb))
     }
 
     /// Re-reads the committed store (after this pipeline's commits, or a delete or compaction
@@ -350,6 +298,11 @@ impl AppendPipeline {
         self.keys.refresh()?;
         self.stale = false;
         Ok(())
+    }
+
+    /// The pipeline's key cache (the build's writer stage keeps its own, see `build`).
+    pub fn keys(&self) -> &KeyCache {
+        &self.keys
     }
 
     /// After a delete: the hashes of the touched sessions of `tenant` (None: every session of
@@ -371,14 +324,6 @@ impl AppendPipeline {
         }
         Ok(())
     }
-}
-
-type Vectors = (Vec<f32>, Vec<Vec<String>>, Vec<Source>, Embeddings);
-
-/// Where a pending item's vector and terms come from.
-enum Source {
-    Stored(Vec<String>),
-    Fresh(usize),
 }
 
 /// Idempotency hash of one live session (None: no live items), as in

@@ -1,17 +1,31 @@
-//! Batch indexing: every session of a [`SessionSource`] through the [`AppendPipeline`], one
-//! committed segment every `flush_items` items (at a session boundary), so a crash loses at
-//! most one flush and a re-run skips what is stored.
+//! Batch indexing, overlapped: three stages on their own threads joined by bounded queues, so
+//! the encoder — the expensive stage — never waits for parsing or writing:
+//!
+//! ```text
+//!  prepare thread                 calling thread (owns the encoder)     write thread
+//!  read → itemize → idempotency →  embed the batch's fresh keys      →  terms, neighbours,
+//!  extract → plan keys → cut      ─┘ (queue of 1)                     ─┘ segment (fsync),
+//!  a batch every flush_items       (queue of 1)                          key cache refresh
+//! ```
+//!
+//! A batch's keys already held by a live row, or by an earlier batch still in flight, are
+//! copied at write time (batches commit in order), so every distinct key is embedded once.
+//! Each batch is one committed segment: a kill loses at most the batches in flight, and a
+//! re-run skips the committed sessions and reuses their vectors.
 
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
-use memdex_core::{OnError, TextKind};
-use memdex_embed::Encoder;
+use memdex_core::{OnError, Session, TextKind};
+use memdex_embed::{Embeddings, Encoder};
 use memdex_ingest::{ItemizeOptions, SessionSource};
 use memdex_store::{Store, StoreWriter};
 use serde::Serialize;
 
 use crate::append::{AppendPipeline, SessionStatus};
+use crate::batch::{write_batch, Batch, InFlight};
 use crate::extract::Extractors;
+use crate::keys::KeyCache;
 use crate::EngineError;
 
 /// How an index run behaves.
@@ -21,19 +35,32 @@ pub struct IndexOptions {
     /// `abort`: stop at the first bad record or conflicting session; every session before it
     /// is committed (a re-run skips those), nothing after it is read. `skip`: report and go on.
     pub on_error: OnError,
-    /// Items per segment: pending items are embedded and committed once this many collect
-    /// (always at a session boundary). Bounds memory and the work a crash can lose.
+    /// Items per segment: pending items are cut into a batch once this many collect (always
+    /// at a session boundary). Bounds memory and the work a crash can lose.
     pub flush_items: usize,
 }
 
-/// Callbacks for progress display.
-pub trait IndexProgress {
-    fn on_session(&mut self) {}
-    fn on_embedded(&mut self, _items: usize) {}
-    fn on_committed(&mut self, _rows: u64) {}
+/// Callbacks for progress display, called from the stages' threads.
+pub trait IndexProgress: Sync {
+    fn on_session(&self) {}
+    fn on_embedded(&self, _keys: usize) {}
+    /// A segment of `rows` committed; `position`: (input bytes behind it, input bytes).
+    fn on_committed(&self, _rows: u64, _position: Option<(u64, u64)>) {}
 }
 
 impl IndexProgress for () {}
+
+/// Seconds each stage was busy (not waiting on its queues), and the run's wall time: with the
+/// stages overlapped, the busiest one bounds the wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StageSeconds {
+    /// Reading, itemizing, idempotency, extraction, key planning.
+    pub prepare: f64,
+    pub embed: f64,
+    /// Terms, neighbours, bucket ids, the segment and manifest (fsynced), key-cache refresh.
+    pub write: f64,
+    pub wall: f64,
+}
 
 /// What an index run did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -61,46 +88,115 @@ pub struct IndexReport {
     pub segments_written: u64,
     pub embed_seconds: f64,
     pub seconds: f64,
+    pub stages: StageSeconds,
     /// Messages of rejected records, with file and line.
     pub errors: Vec<String>,
 }
 
 /// Reads every session of `source`, embeds its items with `encoder` and appends them to
 /// `writer`, with the extraction the store's manifest records.
-pub fn index_sessions<S: SessionSource>(
+pub fn index_sessions<S: SessionSource + Send>(
     source: S,
     writer: &mut StoreWriter,
     encoder: &dyn Encoder,
     opts: &IndexOptions,
-    progress: &mut dyn IndexProgress,
+    progress: &dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
     let store = Store::open(writer.dir())?;
     let extract = Extractors::for_store(&store.manifest().extraction)?;
     index_sessions_with(source, writer, encoder, opts, extract, progress)
 }
 
+/// A batch on its way, with where the input stood when it was cut.
+struct Cut {
+    batch: Batch,
+    position: Option<(u64, u64)>,
+}
+
 /// [`index_sessions`] with the caller's extractors (a model-based fact extractor, say); the
 /// store must record the same extraction.
-pub fn index_sessions_with<S: SessionSource>(
-    mut source: S,
+pub fn index_sessions_with<S: SessionSource + Send>(
+    source: S,
     writer: &mut StoreWriter,
     encoder: &dyn Encoder,
     opts: &IndexOptions,
     extract: Extractors,
-    progress: &mut dyn IndexProgress,
+    progress: &dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
     let start = Instant::now();
     let store = Store::open(writer.dir())?;
     store.check_model(encoder.info())?;
-    let mut run = Run {
-        pipeline: AppendPipeline::with_extractors(store, opts.itemize, extract, true),
-        writer,
-        encoder,
-        report: IndexReport::default(),
-        progress,
+    let pipeline = AppendPipeline::with_extractors(store.clone(), opts.itemize, extract, true);
+    let writer_keys = KeyCache::new(store);
+    let dim = encoder.info().dim;
+    let (cut_tx, cut_rx) = sync_channel::<Cut>(1);
+    let (emb_tx, emb_rx) = sync_channel::<(Cut, Embeddings)>(1);
+    let (prep, embed, write) = std::thread::scope(|sc| {
+        let prep = sc.spawn(|| prepare(source, pipeline, opts, cut_tx, progress));
+        let write = sc.spawn(|| write_stage(writer, writer_keys, emb_rx, progress));
+        let embed = embed_stage(encoder, dim, cut_rx, emb_tx, progress);
+        (join(prep), embed, join(write))
+    });
+    let (mut report, prep_failure) = prep?;
+    let (embed_report, embed_failure) = embed;
+    let (write_report, write_failure) = write?;
+    report.keys_embedded = embed_report.keys_embedded;
+    report.tokens_embedded = embed_report.tokens_embedded;
+    report.embed_seconds = embed_report.embed_seconds;
+    report.items_written = write_report.items_written;
+    report.segments_written = write_report.segments_written;
+    report.keys_reused = write_report.keys_reused;
+    report.stages.embed = embed_report.embed_seconds;
+    report.stages.write = write_report.stages.write;
+    report.seconds = start.elapsed().as_secs_f64();
+    report.stages.wall = report.seconds;
+    // the first failure in pipeline order explains the others (a closed queue)
+    match write_failure.or(embed_failure).or(prep_failure) {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T, EngineError> {
+    h.join().map_err(|p| EngineError::Model {
+        message: format!("an index stage panicked: {}", panic_text(&*p)),
+    })
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// The prepare stage: reads and admits sessions, cuts a batch every `flush_items` items.
+fn prepare<S: SessionSource>(
+    mut source: S,
+    mut pipeline: AppendPipeline,
+    opts: &IndexOptions,
+    tx: SyncSender<Cut>,
+    progress: &dyn IndexProgress,
+) -> (IndexReport, Option<EngineError>) {
+    let mut r = IndexReport::default();
+    let mut inflight = InFlight::default();
+    let mut failure = None;
+    let mut busy = Instant::now();
+    let mut send = |pipeline: &mut AppendPipeline, r: &mut IndexReport, busy: &mut Instant, pos| {
+        let Some(batch) = pipeline.cut(&mut inflight) else {
+            return true;
+        };
+        r.stages.prepare += busy.elapsed().as_secs_f64();
+        let sent = tx
+            .send(Cut {
+                batch,
+                position: pos,
+            })
+            .is_ok();
+        *busy = Instant::now();
+        sent
     };
-    let mut failure: Option<EngineError> = None;
-    for next in source.by_ref() {
+    while let Some(next) = source.next() {
         let session = match next {
             Ok(s) => s,
             Err(e) => {
@@ -108,92 +204,109 @@ pub fn index_sessions_with<S: SessionSource>(
                 break;
             }
         };
-        run.report.sessions_read += 1;
-        run.progress.on_session();
-        if let Err(e) = run.admit(&session, opts.on_error) {
+        r.sessions_read += 1;
+        progress.on_session();
+        if let Err(e) = admit(&mut pipeline, &session, opts.on_error, &mut r) {
             failure = Some(e);
             break;
         }
-        if run.pipeline.pending_items() >= opts.flush_items {
-            run.flush()?;
+        if pipeline.pending_items() >= opts.flush_items
+            && !send(&mut pipeline, &mut r, &mut busy, source.position())
+        {
+            return (r, failure); // a later stage stopped; it reports why
         }
     }
-    run.flush()?;
-    let mut report = run.report;
+    send(&mut pipeline, &mut r, &mut busy, source.position());
+    r.stages.prepare += busy.elapsed().as_secs_f64();
     for e in source.skipped() {
-        report.sessions_rejected += 1;
-        report.errors.push(e.to_string());
+        r.sessions_rejected += 1;
+        r.errors.push(e.to_string());
     }
-    report.seconds = start.elapsed().as_secs_f64();
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(report),
-    }
+    (r, failure)
 }
 
-/// One index run's state.
-struct Run<'a> {
-    pipeline: AppendPipeline,
-    writer: &'a mut StoreWriter,
-    encoder: &'a dyn Encoder,
-    report: IndexReport,
-    progress: &'a mut dyn IndexProgress,
-}
-
-impl Run<'_> {
-    /// Offers one session; a conflict is skipped or fatal as `on_error` says.
-    fn admit(
-        &mut self,
-        session: &memdex_core::Session,
-        on_error: OnError,
-    ) -> Result<(), EngineError> {
-        let r = &mut self.report;
-        match self.pipeline.admit(std::slice::from_ref(session)) {
-            Ok(admitted) => {
-                for a in admitted {
-                    match a.status {
-                        SessionStatus::Stored => r.sessions_indexed += 1,
-                        SessionStatus::Unchanged => r.sessions_unchanged += 1,
-                    }
-                    r.items_with_events += a.with_events as u64;
-                    r.invalid_dates += a.invalid_dates as u64;
+/// Offers one session; a conflict is skipped or fatal as `on_error` says.
+fn admit(
+    pipeline: &mut AppendPipeline,
+    session: &Session,
+    on_error: OnError,
+    r: &mut IndexReport,
+) -> Result<(), EngineError> {
+    match pipeline.admit(std::slice::from_ref(session)) {
+        Ok(admitted) => {
+            for a in admitted {
+                match a.status {
+                    SessionStatus::Stored => r.sessions_indexed += 1,
+                    SessionStatus::Unchanged => r.sessions_unchanged += 1,
                 }
-                Ok(())
+                r.items_with_events += a.with_events as u64;
+                r.invalid_dates += a.invalid_dates as u64;
             }
-            Err(EngineError::EmptySession { tenant, session_id }) => {
-                tracing::warn!("tenant {tenant:?}, session {session_id:?}: no text; not stored");
-                r.sessions_empty += 1;
-                Ok(())
-            }
-            Err(e @ EngineError::SessionConflict { .. }) if on_error == OnError::Skip => {
-                tracing::warn!("skipping: {e}");
-                r.sessions_rejected += 1;
-                r.errors.push(e.to_string());
-                Ok(())
-            }
-            Err(e) => Err(e),
+            Ok(())
         }
+        Err(EngineError::EmptySession { tenant, session_id }) => {
+            tracing::warn!("tenant {tenant:?}, session {session_id:?}: no text; not stored");
+            r.sessions_empty += 1;
+            Ok(())
+        }
+        Err(e @ EngineError::SessionConflict { .. }) if on_error == OnError::Skip => {
+            tracing::warn!("skipping: {e}");
+            r.sessions_rejected += 1;
+            r.errors.push(e.to_string());
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
+}
 
-    /// Embeds and commits what is pending.
-    fn flush(&mut self) -> Result<(), EngineError> {
-        let (encoder, progress) = (self.encoder, &mut *self.progress);
-        let mut embed = |keys: &[&str]| -> Result<_, EngineError> {
+/// The embed stage, on the thread that owns the encoder.
+fn embed_stage(
+    encoder: &dyn Encoder,
+    dim: usize,
+    rx: Receiver<Cut>,
+    tx: SyncSender<(Cut, Embeddings)>,
+    progress: &dyn IndexProgress,
+) -> (IndexReport, Option<EngineError>) {
+    let mut r = IndexReport::default();
+    for cut in rx {
+        let t = Instant::now();
+        let mut embed = |keys: &[&str]| -> Result<Embeddings, EngineError> {
             Ok(encoder
                 .embed_with_progress(keys, TextKind::Passage, &mut |n| progress.on_embedded(n))?)
         };
-        let c = self.pipeline.commit(self.writer, &mut embed)?;
-        if c.rows == 0 {
-            return Ok(());
+        let emb = match cut.batch.embed(&mut embed, dim) {
+            Ok(e) => e,
+            Err(e) => return (r, Some(e)),
+        };
+        r.embed_seconds += t.elapsed().as_secs_f64();
+        r.keys_embedded += cut.batch.fresh.len() as u64;
+        r.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
+        if tx.send((cut, emb)).is_err() {
+            break; // the write stage stopped; it reports why
         }
-        let r = &mut self.report;
+    }
+    (r, None)
+}
+
+/// The write stage: one segment per batch, in order.
+fn write_stage(
+    writer: &mut StoreWriter,
+    mut keys: KeyCache,
+    rx: Receiver<(Cut, Embeddings)>,
+    progress: &dyn IndexProgress,
+) -> (IndexReport, Option<EngineError>) {
+    let mut r = IndexReport::default();
+    for (cut, emb) in rx {
+        let t = Instant::now();
+        let c = match write_batch(writer, &mut keys, cut.batch, emb) {
+            Ok(c) => c,
+            Err(e) => return (r, Some(e)),
+        };
+        r.stages.write += t.elapsed().as_secs_f64();
         r.items_written += c.rows;
         r.segments_written += 1;
-        r.keys_embedded += c.keys_embedded;
         r.keys_reused += c.keys_reused;
-        r.tokens_embedded += c.tokens_embedded;
-        r.embed_seconds += c.embed_seconds;
-        self.progress.on_committed(c.rows);
-        Ok(())
+        progress.on_committed(c.rows, cut.position);
     }
+    (r, None)
 }

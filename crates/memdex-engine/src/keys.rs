@@ -16,6 +16,8 @@ pub struct KeyCache {
     rows: HashMap<u64, (u64, u32)>,
     /// Segment id → index in the view.
     index: HashMap<u64, usize>,
+    /// A refresh after a commit failed: the view is behind the store until the next one.
+    stale: bool,
 }
 
 impl KeyCache {
@@ -24,6 +26,7 @@ impl KeyCache {
             store,
             rows: HashMap::new(),
             index: HashMap::new(),
+            stale: false,
         };
         cache.add_segments(0);
         cache
@@ -60,9 +63,11 @@ impl KeyCache {
     /// Moves to the latest committed version. Appends only add segments, so their keys are
     /// added; after a compaction (segments retired, rows moved) or a delete the map is rebuilt.
     pub fn refresh(&mut self) -> Result<(), EngineError> {
+        self.stale = true;
         let (seen, version) = (self.store.segments().len(), self.store.manifest().version);
         let deleted_before = self.store.manifest().deleted.len();
         self.store.refresh()?;
+        self.stale = false;
         if self.store.manifest().version == version {
             return Ok(());
         }
@@ -79,5 +84,18 @@ impl KeyCache {
             self.add_segments(0);
         }
         Ok(())
+    }
+
+    /// [`Self::refresh`] after a commit: a failure is logged and remembered (the commit
+    /// stands; the next commit's planning retries).
+    pub fn refresh_or_mark_stale(&mut self) {
+        if let Err(e) = self.refresh() {
+            tracing::warn!("committed; re-reading the store failed (retried later): {e}");
+        }
+    }
+
+    /// Whether the view missed a commit.
+    pub fn stale(&self) -> bool {
+        self.stale
     }
 }

@@ -10,6 +10,7 @@
 //! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 
 mod append;
+mod batch;
 mod error;
 mod extract;
 mod index;
@@ -19,6 +20,7 @@ mod search;
 mod vectors;
 
 pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, SessionStatus};
+pub use batch::{write_batch, Batch, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
 pub use index::{index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport};

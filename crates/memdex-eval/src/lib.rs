@@ -15,7 +15,9 @@ pub use run::{
     evaluate_questions, percentile, AltGold, EvalConfig, EvalOptions, EvalReport, Latency,
     LevelMetrics, RunInfo,
 };
-pub use synth::{write_synth, SynthOptions};
+pub use synth::{
+    count as synth_count, plan as synth_plan, write_synth, Profile, Slot, SynthOptions, SynthReport,
+};
 
 use thiserror::Error;
 

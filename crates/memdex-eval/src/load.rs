@@ -63,6 +63,10 @@ impl<R: std::io::BufRead> SessionSource for LmeSessions<'_, R> {
     fn skipped(&self) -> &[IngestError] {
         &self.skipped
     }
+
+    fn position(&self) -> Option<(u64, u64)> {
+        self.reader.position()
+    }
 }
 
 /// Plain sessions already in memory (LoCoMo).
@@ -98,7 +102,7 @@ pub fn load_and_index(
     load: &LoadOptions,
     writer: &mut StoreWriter,
     encoder: &dyn Encoder,
-    progress: &mut dyn IndexProgress,
+    progress: &dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
     let LoadOptions {
         dataset,

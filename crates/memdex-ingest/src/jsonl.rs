@@ -51,6 +51,9 @@ pub struct JsonlSessions<R> {
     done: bool,
     /// The date of undated sessions: when the reader was opened.
     now_ms: i64,
+    /// Bytes read so far, and the input's size when known.
+    consumed: u64,
+    total: Option<u64>,
 }
 
 impl JsonlSessions<BufReader<File>> {
@@ -59,11 +62,10 @@ impl JsonlSessions<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::new(
-            path,
-            BufReader::with_capacity(1 << 20, file),
-            opts,
-        ))
+        let total = file.metadata().ok().map(|m| m.len());
+        let mut r = Self::new(path, BufReader::with_capacity(1 << 20, file), opts);
+        r.total = total;
+        Ok(r)
     }
 }
 
@@ -79,6 +81,8 @@ impl<R: BufRead> JsonlSessions<R> {
             skipped: Vec::new(),
             done: false,
             now_ms: chrono::Utc::now().timestamp_millis(),
+            consumed: 0,
+            total: None,
         }
     }
 
@@ -95,6 +99,7 @@ impl<R: BufRead> JsonlSessions<R> {
             .take(limit + 1)
             .read_until(b'\n', &mut self.buf)
             .map_err(io)?;
+        self.consumed += n as u64;
         if n == 0 {
             return Ok(false);
         }
@@ -111,12 +116,14 @@ impl<R: BufRead> JsonlSessions<R> {
                 }
                 match chunk.iter().position(|&b| b == b'\n') {
                     Some(p) => {
+                        self.consumed += p as u64 + 1;
                         total += p as u64;
                         self.reader.consume(p + 1);
                         break;
                     }
                     None => {
                         let l = chunk.len();
+                        self.consumed += l as u64;
                         total += l as u64;
                         self.reader.consume(l);
                     }
@@ -218,6 +225,10 @@ impl<R: BufRead> Iterator for JsonlSessions<R> {
 impl<R: BufRead> SessionSource for JsonlSessions<R> {
     fn skipped(&self) -> &[IngestError] {
         &self.skipped
+    }
+
+    fn position(&self) -> Option<(u64, u64)> {
+        self.total.map(|t| (self.consumed.min(t), t))
     }
 }
 

@@ -32,4 +32,9 @@ use memdex_core::Session;
 pub trait SessionSource: Iterator<Item = Result<Session, IngestError>> {
     /// Records skipped so far under `--on-error skip`, each with its position.
     fn skipped(&self) -> &[IngestError];
+
+    /// (input bytes consumed, input bytes) when the source knows them: progress and ETA.
+    fn position(&self) -> Option<(u64, u64)> {
+        None
+    }
 }

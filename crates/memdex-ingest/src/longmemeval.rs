@@ -76,6 +76,8 @@ pub struct LongMemEvalReader<R> {
     buf: Vec<u8>,
     /// Content hash of every session id seen, to catch one id with two contents.
     seen_sessions: HashMap<String, (u64, String)>,
+    /// The input's size when known.
+    total: Option<u64>,
 }
 
 impl LongMemEvalReader<BufReader<File>> {
@@ -84,7 +86,10 @@ impl LongMemEvalReader<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Self::new(path, BufReader::with_capacity(1 << 20, f)))
+        let total = f.metadata().ok().map(|m| m.len());
+        let mut r = Self::new(path, BufReader::with_capacity(1 << 20, f));
+        r.total = total;
+        Ok(r)
     }
 }
 
@@ -99,7 +104,13 @@ impl<R: BufRead> LongMemEvalReader<R> {
             done: false,
             buf: Vec::new(),
             seen_sessions: HashMap::new(),
+            total: None,
         }
+    }
+
+    /// (bytes consumed, file size) when the size is known: progress and ETA.
+    pub fn position(&self) -> Option<(u64, u64)> {
+        self.total.map(|t| (self.offset.min(t), t))
     }
 
     fn json_err(&self, message: String) -> IngestError {

@@ -15,6 +15,33 @@ pub enum RuntimeError {
     Invalid { message: String },
     #[error("internal error: {message}")]
     Internal { message: String },
+    /// A write that was not committed: nothing of it is stored, so retrying is safe.
+    /// `disk_full`: the store's disk (or quota) is full.
+    #[error("not committed: {message}")]
+    NotCommitted { message: String, disk_full: bool },
+}
+
+impl RuntimeError {
+    /// The same failure for another caller of a shared operation (a group commit).
+    pub(crate) fn for_another_caller(&self) -> RuntimeError {
+        match self {
+            RuntimeError::NotCommitted { message, disk_full } => RuntimeError::NotCommitted {
+                message: message.clone(),
+                disk_full: *disk_full,
+            },
+            other => RuntimeError::Internal {
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// The failure of a write that did not commit.
+    pub(crate) fn not_committed(e: &memdex_engine::EngineError) -> RuntimeError {
+        RuntimeError::NotCommitted {
+            message: e.to_string(),
+            disk_full: matches!(e, memdex_engine::EngineError::Store(s) if s.is_disk_full()),
+        }
+    }
 }
 
 impl From<memdex_rank::RankError> for RuntimeError {

@@ -289,13 +289,10 @@ impl WriterState {
                 }
             }
             Err(e) => {
-                let msg = e.to_string();
-                tracing::error!("append failed: {msg}");
+                tracing::error!("append failed: {e}");
                 for (i, _) in accepted {
                     if let Some(r) = replies[i].take() {
-                        let _ = r.send(Err(RuntimeError::Internal {
-                            message: format!("append not committed: {msg}"),
-                        }));
+                        let _ = r.send(Err(e.for_another_caller()));
                     }
                 }
             }
@@ -306,7 +303,10 @@ impl WriterState {
     fn commit_pending(&mut self, reqs: &[Vec<Session>]) -> Result<Committed, RuntimeError> {
         let (tx, stats, chunk) = (&self.embed_tx, &self.stats, self.opts.append_chunk);
         let mut embed = |keys: &[&str]| embed_passages(tx, stats, chunk, keys);
-        let c = self.pipeline.commit(&mut self.writer, &mut embed)?;
+        let c = self
+            .pipeline
+            .commit(&mut self.writer, &mut embed)
+            .map_err(|e| RuntimeError::not_committed(&e))?;
         if c.rows > 0 {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
             let changed: HashSet<String> =
@@ -325,7 +325,10 @@ impl WriterState {
                 what: crate::delete::describe(&target),
             });
         }
-        let version = self.writer.delete_items(&ids).map_err(EngineError::from)?;
+        let version = self
+            .writer
+            .delete_items(&ids)
+            .map_err(|e| RuntimeError::not_committed(&e.into()))?;
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
         let tenant = target.tenant().to_string();
         if let Err(e) = self.pipeline.forget(&tenant, sessions.as_deref()) {
@@ -344,7 +347,7 @@ impl WriterState {
         let report = self
             .writer
             .compact(&self.opts.compact)
-            .map_err(EngineError::from)?;
+            .map_err(|e| RuntimeError::not_committed(&e.into()))?;
         self.stats.compactions.fetch_add(1, Ordering::Relaxed);
         // every tenant's live rows and their order are unchanged: all caches stay valid
         self.publish(Some(&HashSet::new()));

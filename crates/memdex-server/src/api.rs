@@ -26,7 +26,12 @@ type ApiResult<T> = Result<Json<T>, ApiError>;
 fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge(format!("request body too large: {e}"))
+            return ApiError::TooLarge(format!("request body too large: {e}"));
+        }
+        let timed_out = std::iter::successors(std::error::Error::source(&e), |s| s.source())
+            .any(|s| s.is::<tower_http::timeout::TimeoutError>());
+        if timed_out {
+            ApiError::Timeout("the request body did not arrive in time".into())
         } else {
             ApiError::BadRequest(format!("cannot read the body: {e}"))
         }

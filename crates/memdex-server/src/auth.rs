@@ -73,7 +73,7 @@ impl Keys {
 /// What a route needs: nothing, any valid key, the named tenant's key (or the admin key), or
 /// the admin key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access<'a> {
+pub(crate) enum Access<'a> {
     Public,
     AnyKey,
     Tenant(&'a str),
@@ -96,16 +96,23 @@ fn access(path: &str) -> Access<'_> {
 /// Authenticates a request from its path and headers alone — what the route guard runs before
 /// any body is read or permit taken. A tenant route's name must pass the tenant rule (in its
 /// raw form: a percent-encoded name never does).
-pub(crate) fn authorize(keys: &Keys, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
-    match access(path) {
-        Access::Public => Ok(()),
-        Access::AnyKey => keys.caller(headers).map(drop),
-        Access::Admin => keys.admin(headers),
+/// Returns the access the route needed.
+pub(crate) fn authorize<'p>(
+    keys: &Keys,
+    path: &'p str,
+    headers: &HeaderMap,
+) -> Result<Access<'p>, ApiError> {
+    let a = access(path);
+    match a {
+        Access::Public => {}
+        Access::AnyKey => drop(keys.caller(headers)?),
+        Access::Admin => keys.admin(headers)?,
         Access::Tenant(t) => {
             memdex_core::check_tenant_name(t).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-            keys.for_tenant(headers, t).map(drop)
+            drop(keys.for_tenant(headers, t)?);
         }
     }
+    Ok(a)
 }
 
 /// Comparison whose time does not depend on where the strings differ.

@@ -25,6 +25,10 @@ pub enum ApiError {
     TooLarge(String),
     #[error("{0}")]
     TooMany(String),
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    InsufficientStorage(String),
     #[error("the server is shutting down")]
     Unavailable,
     #[error("{0}")]
@@ -41,6 +45,8 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -55,6 +61,8 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::TooLarge(_) => "too_large",
             ApiError::TooMany(_) => "too_many_requests",
+            ApiError::Timeout(_) => "timeout",
+            ApiError::InsufficientStorage(_) => "insufficient_storage",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -70,7 +78,15 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Invalid { .. } => ApiError::BadRequest(msg),
             RuntimeError::Busy { .. } => ApiError::TooMany(msg),
             RuntimeError::ShuttingDown => ApiError::Unavailable,
-            RuntimeError::Internal { .. } => internal(msg),
+            RuntimeError::NotCommitted {
+                disk_full: true, ..
+            } => {
+                tracing::error!("{msg}");
+                ApiError::InsufficientStorage(format!(
+                    "{msg}; the store's disk is full: free space, then retry"
+                ))
+            }
+            RuntimeError::Internal { .. } | RuntimeError::NotCommitted { .. } => internal(msg),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod api;
 mod auth;
 pub mod bodies;
 mod error;
+mod listen;
 mod metrics;
 mod openapi;
 
@@ -24,7 +25,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
@@ -55,6 +56,10 @@ pub struct Limits {
     pub max_in_flight: usize,
     /// Time a request body may take to arrive, once its headers are in.
     pub body_timeout: std::time::Duration,
+    /// Time a connection may take to send a request's headers.
+    pub header_timeout: std::time::Duration,
+    /// Connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -68,6 +73,8 @@ impl Default for Limits {
             max_embed_inputs: 256,
             max_in_flight: 512,
             body_timeout: std::time::Duration::from_secs(30),
+            header_timeout: std::time::Duration::from_secs(10),
+            max_connections: 4096,
         }
     }
 }
@@ -90,8 +97,6 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("serving failed: {0}")]
-    Serve(#[source] std::io::Error),
 }
 
 impl ServerConfig {
@@ -174,9 +179,22 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let resp = if st.shutting_down.load(Ordering::SeqCst) {
         ApiError::Unavailable.into_response()
-    } else if let Err(e) = auth::authorize(&st.keys, req.uri().path(), req.headers()) {
-        e.into_response()
     } else {
+        match auth::authorize(&st.keys, req.uri().path(), req.headers()) {
+            Err(e) => e.into_response(),
+            // health and the API document answer whatever the load
+            Ok(auth::Access::Public) => next.run(req).await,
+            Ok(_) => admit(&st, req, next).await,
+        }
+    };
+    st.metrics
+        .observe(&method, &route, resp.status().as_u16(), start.elapsed());
+    resp
+}
+
+/// Runs an authenticated request under an in-flight permit (429 when none is left).
+async fn admit(st: &AppState, req: Request, next: Next) -> Response {
+    {
         match st.in_flight.clone().try_acquire_owned() {
             Ok(permit) => {
                 let r = next.run(req).await;
@@ -189,10 +207,7 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             ))
             .into_response(),
         }
-    };
-    st.metrics
-        .observe(&method, &route, resp.status().as_u16(), start.elapsed());
-    resp
+    }
 }
 
 /// Serves until `shutdown` resolves, then answers 503 to new requests, drains the ones in
@@ -203,15 +218,19 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let conn = listen::ConnLimits {
+        max_connections: config.limits.max_connections,
+        header_timeout: config.limits.header_timeout,
+        drain_timeout: Duration::from_secs(30),
+    };
     let (app, state) = router(engine.clone(), config);
     let flag = state.shutting_down.clone();
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: draining requests in flight");
-            flag.store(true, Ordering::SeqCst);
-        })
-        .await;
+    listen::accept_loop(listener, app, conn, async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining requests in flight");
+        flag.store(true, Ordering::SeqCst);
+    })
+    .await;
     state.shutting_down.store(true, Ordering::SeqCst);
     let e = engine.clone();
     if tokio::task::spawn_blocking(move || e.shutdown())
@@ -221,7 +240,7 @@ pub async fn serve(
         tracing::error!("engine shutdown panicked");
     }
     tracing::info!("stopped");
-    result.map_err(ServerError::Serve)
+    Ok(())
 }
 
 /// Binds `addr` (checked with [`ServerConfig::check_bind`]).

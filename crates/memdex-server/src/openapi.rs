@@ -41,7 +41,7 @@ impl Modify for Security {
 }
 
 /// Failures every route may answer.
-const COMMON: [(&str, &str); 6] = [
+const COMMON: [(&str, &str); 8] = [
     (
         "400",
         "malformed body, unknown field, wrong type, bad value",
@@ -51,9 +51,11 @@ const COMMON: [(&str, &str); 6] = [
         "403",
         "the key may not touch this tenant, or needs the admin key",
     ),
+    ("408", "the request body did not arrive in time"),
     ("413", "body, text or turn count over a limit"),
     ("429", "queue or in-flight limit reached; retry"),
     ("503", "shutting down, or the engine cannot work"),
+    ("507", "not committed: the store's disk is full"),
 ];
 
 /// The document.

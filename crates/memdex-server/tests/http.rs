@@ -645,6 +645,8 @@ fn requests_after_engine_shutdown_answer_503() {
             .0,
         503
     );
+    let (st, b) = s.json("GET", "/healthz", None, &Value::Null);
+    assert!(st == 503 && b["status"] == "shutting down", "{st} {b}");
 }
 
 #[test]
@@ -661,9 +663,15 @@ fn over_the_in_flight_limit_answers_429() {
     assert_eq!(st, 429, "{b}");
     assert_eq!(b["error"]["code"], "too_many_requests");
     assert_eq!(
-        s.call("GET", "/healthz", None, b"").0,
+        s.call("POST", "/v1/embeddings", None, br#"{"input": "x"}"#)
+            .0,
         429,
-        "every route is limited"
+        "every authenticated route is limited"
+    );
+    assert_eq!(
+        s.call("GET", "/healthz", None, b"").0,
+        200,
+        "health answers whatever the load"
     );
 }
 

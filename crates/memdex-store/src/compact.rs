@@ -68,7 +68,7 @@ impl StoreWriter {
         let mut next = self.manifest.clone();
         next.version += 1;
         next.deleted = set.into_iter().collect();
-        crate::writer::fail_point("before-tombstones");
+        crate::failpoint::hit("before-tombstones")?;
         next.save(&self.dir)?;
         self.manifest = next;
         Ok(self.manifest.version)
@@ -121,30 +121,22 @@ impl StoreWriter {
         let mut next_seg_id = self.manifest.next_segment_id();
         // replacement for the first segment of each run; the run's other segments vanish
         let mut replace: Vec<Option<Option<SegmentMeta>>> = vec![None; store.segments().len()];
+        let mut written: Vec<String> = Vec::new();
         for run in &runs {
-            let mut batches = Vec::with_capacity(run.len());
-            for &i in run {
-                let seg = &store.segments()[i];
-                let keep: BooleanArray = seg
-                    .item_ids()
-                    .iter()
-                    .map(|id| Some(!deleted.contains(id)))
-                    .collect();
-                report.rows_removed += keep.false_count() as u64;
-                let b = filter_record_batch(seg.batch(), &keep).map_err(|e| arrow(seg, e))?;
-                batches.push(b);
-            }
-            let first = &store.segments()[run[0]];
-            let merged =
-                concat_batches(&first.batch().schema(), &batches).map_err(|e| arrow(first, e))?;
-            let meta = if merged.num_rows() == 0 {
-                None
-            } else {
-                let sorted = tenant_order(&merged).map_err(|e| arrow(first, e))?;
-                let meta = write_batch(&seg_dir, next_seg_id, &sorted)?;
-                next_seg_id += 1;
-                Some(meta)
+            let rewritten = rewrite_run(&store, run, &deleted, &seg_dir, next_seg_id);
+            let (meta, removed) = match rewritten {
+                Ok(r) => r,
+                Err(e) => {
+                    // nothing committed: the files this compaction wrote go
+                    remove_files(&seg_dir, &written);
+                    return Err(e);
+                }
             };
+            if let Some(m) = &meta {
+                written.push(m.file.clone());
+                next_seg_id += 1;
+            }
+            report.rows_removed += removed;
             report.segments_rewritten += run.len();
             for &i in &run[1..] {
                 replace[i] = Some(None);
@@ -185,15 +177,22 @@ impl StoreWriter {
             .filter(|id| untouched.contains(id))
             .collect();
         sync_dir(&seg_dir)?;
-        crate::writer::fail_point("compact-before-manifest");
-        next.save(&self.dir)?;
+        let saved =
+            crate::failpoint::hit("compact-before-manifest").and_then(|()| next.save(&self.dir));
+        if let Err(e) = saved {
+            // not committed: the rewritten files no manifest names go
+            remove_files(&seg_dir, &written);
+            return Err(e);
+        }
         // committed: from here on nothing may fail the compaction, or the writer would keep a
         // manifest naming unlinked files
         self.manifest = next;
         report.segments_after = self.manifest.segments.len();
         report.bytes_after = self.manifest.segments.iter().map(|s| s.bytes).sum();
         report.manifest_version = self.manifest.version;
-        crate::writer::fail_point("compact-before-cleanup");
+        if let Err(e) = crate::failpoint::hit("compact-before-cleanup") {
+            tracing::warn!("compaction committed; {e}");
+        }
         let old_files: Vec<String> = runs
             .iter()
             .flatten()
@@ -213,6 +212,45 @@ impl StoreWriter {
             tracing::warn!("compaction committed; {e}");
         }
         Ok(report)
+    }
+}
+
+/// One run of segments rewritten as one file without deleted rows (None: nothing left), and
+/// the rows removed.
+fn rewrite_run(
+    store: &Store,
+    run: &[usize],
+    deleted: &HashSet<u64>,
+    seg_dir: &std::path::Path,
+    id: u64,
+) -> Result<(Option<SegmentMeta>, u64), StoreError> {
+    let mut batches = Vec::with_capacity(run.len());
+    let mut removed = 0;
+    for &i in run {
+        let seg = &store.segments()[i];
+        let keep: BooleanArray = seg
+            .item_ids()
+            .iter()
+            .map(|id| Some(!deleted.contains(id)))
+            .collect();
+        removed += keep.false_count() as u64;
+        batches.push(filter_record_batch(seg.batch(), &keep).map_err(|e| arrow(seg, e))?);
+    }
+    let first = &store.segments()[run[0]];
+    let merged = concat_batches(&first.batch().schema(), &batches).map_err(|e| arrow(first, e))?;
+    if merged.num_rows() == 0 {
+        return Ok((None, removed));
+    }
+    let sorted = tenant_order(&merged).map_err(|e| arrow(first, e))?;
+    Ok((Some(write_batch(seg_dir, id, &sorted)?), removed))
+}
+
+fn remove_files(dir: &std::path::Path, files: &[String]) {
+    for f in files {
+        let p = dir.join(f);
+        if let Err(e) = fs::remove_file(&p) {
+            tracing::warn!("could not remove {}: {e}", p.display());
+        }
     }
 }
 

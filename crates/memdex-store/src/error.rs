@@ -44,6 +44,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The disk (or the store's quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull
+            || source.raw_os_error() == Some(28))
+    }
+
     /// A file the manifest names is gone (a concurrent compaction unlinked it).
     pub fn is_missing_file(&self) -> bool {
         matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)

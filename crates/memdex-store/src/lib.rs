@@ -18,6 +18,7 @@
 
 mod compact;
 mod error;
+mod failpoint;
 mod live;
 mod lsh_column;
 mod manifest;

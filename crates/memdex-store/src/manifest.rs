@@ -221,12 +221,19 @@ fn is_segment_file_name(name: &str) -> bool {
 }
 
 /// Writes `bytes` to `tmp`, fsyncs it, renames it to `dst` and fsyncs the parent directory.
+/// A failure leaves neither `tmp` nor a partial `dst` behind (a full disk keeps no debris).
 pub(crate) fn write_durably(tmp: &Path, dst: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut f = File::create(tmp).map_err(io(tmp))?;
-    f.write_all(bytes).map_err(io(tmp))?;
-    f.sync_all().map_err(io(tmp))?;
-    drop(f);
-    fs::rename(tmp, dst).map_err(io(dst))?;
+    let written = (|| {
+        let mut f = File::create(tmp).map_err(io(tmp))?;
+        f.write_all(bytes).map_err(io(tmp))?;
+        f.sync_all().map_err(io(tmp))?;
+        drop(f);
+        fs::rename(tmp, dst).map_err(io(dst))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(tmp);
+    }
+    written?;
     sync_dir(dst.parent().unwrap_or(Path::new(".")))
 }
 

@@ -353,8 +353,12 @@ impl StoreWriter {
         next.version += 1;
         next.next_segment_id = seg_id + 1;
         next.segments.push(meta.clone());
-        fail_point("before-manifest");
-        next.save(&self.dir)?;
+        let saved = crate::failpoint::hit("before-manifest").and_then(|()| next.save(&self.dir));
+        if let Err(e) = saved {
+            // not committed: the segment no manifest names goes (the next writer would remove it)
+            let _ = std::fs::remove_file(seg_dir.join(&meta.file));
+            return Err(e);
+        }
         self.manifest = next;
         self.next_positions = positions;
         Ok(AppendReport {
@@ -363,21 +367,3 @@ impl StoreWriter {
         })
     }
 }
-
-/// Crash injection for tests, compiled in only with the `failpoints` feature (never in a
-/// release build of the library): `MEMDEX_FAIL_POINT=NAME` aborts the process at that point.
-/// Points: `before-manifest` (a segment file is durable, no manifest names it),
-/// `before-tombstones` (a delete's manifest not yet written), `compact-before-manifest` (the
-/// rewritten segments are durable, the manifest still names the old ones),
-/// `compact-before-cleanup` (the new manifest is committed, the old files not yet removed).
-#[cfg(feature = "failpoints")]
-pub(crate) fn fail_point(name: &str) {
-    if std::env::var("MEMDEX_FAIL_POINT").is_ok_and(|v| v == name) {
-        eprintln!("memdex: fail point {name} reached; aborting");
-        std::process::abort();
-    }
-}
-
-#[cfg(not(feature = "failpoints"))]
-#[inline(always)]
-pub(crate) fn fail_point(_name: &str) {}

@@ -15,7 +15,7 @@ use crate::output::{print_json, spinner};
 struct Progress(indicatif::ProgressBar);
 
 impl memdex_engine::IndexProgress for Progress {
-    fn on_session(&mut self) {
+    fn on_session(&self) {
         self.0.inc(1);
     }
 }
@@ -63,7 +63,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         &load_opts,
         &mut writer,
         &embedder,
-        &mut Progress(pb.clone()),
+        &Progress(pb.clone()),
     )
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();

@@ -1,3 +1,5 @@
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use memdex_engine::{index_sessions, EngineError, IndexOptions, IndexProgress, IndexReport};
@@ -7,23 +9,62 @@ use memdex_store::{LshMeta, Store, StoreWriter};
 use serde::Serialize;
 
 use crate::cli::{IndexArgs, InputFormat};
-use crate::output::{print_json, spinner};
+use crate::output::print_json;
 
+/// Progress of a build: input bytes behind the committed segments (rate and ETA), sessions
+/// read, keys embedded and rows committed, and the peak anonymous memory seen.
 struct Bars {
-    sessions: ProgressBar,
+    bar: ProgressBar,
+    sessions: AtomicU64,
+    keys: AtomicU64,
+    rows: AtomicU64,
+    peak_anon_kb: AtomicU64,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        Bars {
+            bar: crate::output::progress_bytes("indexed"),
+            sessions: AtomicU64::new(0),
+            keys: AtomicU64::new(0),
+            rows: AtomicU64::new(0),
+            peak_anon_kb: AtomicU64::new(0),
+        }
+    }
+
+    fn sample_memory(&self) {
+        if let Some(kb) = crate::output::rss_anon_kb() {
+            self.peak_anon_kb.fetch_max(kb, Ordering::Relaxed);
+        }
+    }
+
+    fn message(&self) {
+        self.bar.set_message(format!(
+            "{} sessions read, {} keys embedded, {} rows committed",
+            self.sessions.load(Ordering::Relaxed),
+            self.keys.load(Ordering::Relaxed),
+            self.rows.load(Ordering::Relaxed)
+        ));
+    }
 }
 
 impl IndexProgress for Bars {
-    fn on_session(&mut self) {
-        self.sessions.inc(1);
+    fn on_session(&self) {
+        self.sessions.fetch_add(1, Ordering::Relaxed);
     }
-    fn on_embedded(&mut self, items: usize) {
-        self.sessions
-            .set_message(format!("embedding: {items} keys in last batch"));
+    fn on_embedded(&self, keys: usize) {
+        self.keys.fetch_add(keys as u64, Ordering::Relaxed);
+        self.sample_memory();
+        self.message();
     }
-    fn on_committed(&mut self, rows: u64) {
-        self.sessions
-            .set_message(format!("committed a segment of {rows} items"));
+    fn on_committed(&self, rows: u64, position: Option<(u64, u64)>) {
+        self.rows.fetch_add(rows, Ordering::Relaxed);
+        if let Some((done, total)) = position {
+            self.bar.set_length(total);
+            self.bar.set_position(done);
+        }
+        self.sample_memory();
+        self.message();
     }
 }
 
@@ -36,6 +77,8 @@ struct Out<'a> {
     report: &'a IndexReport,
     store_rows: u64,
     manifest_version: u64,
+    /// Peak anonymous resident memory seen during the run (MB; Linux).
+    peak_rss_anon_mb: Option<f64>,
 }
 
 pub fn run(a: IndexArgs) -> Result<()> {
@@ -71,9 +114,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
         on_error: a.on_error,
         flush_items: a.flush_items.max(1),
     };
-    let mut bars = Bars {
-        sessions: spinner("sessions"),
-    };
+    let bars = Bars::new();
     let result = match a.format {
         InputFormat::Jsonl => JsonlSessions::open(
             &a.input,
@@ -83,7 +124,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
             },
         )
         .map_err(EngineError::from)
-        .and_then(|source| index_sessions(source, &mut writer, &embedder, &opts, &mut bars))
+        .and_then(|source| index_sessions(source, &mut writer, &embedder, &opts, &bars))
         .map_err(anyhow::Error::from),
         InputFormat::Longmemeval | InputFormat::Locomo => {
             let load = LoadOptions {
@@ -96,7 +137,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 on_error: a.on_error,
                 flush_items: opts.flush_items,
             };
-            load_and_index(&a.input, &load, &mut writer, &embedder, &mut bars)
+            load_and_index(&a.input, &load, &mut writer, &embedder, &bars)
                 .map(|(_, load)| {
                     for w in load.warnings.iter().take(5) {
                         eprintln!("warning: {w}");
@@ -106,7 +147,10 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 .map_err(anyhow::Error::from)
         }
     };
-    bars.sessions.finish_and_clear();
+    bars.bar.finish_and_clear();
+    bars.sample_memory();
+    let peak = bars.peak_anon_kb.load(Ordering::Relaxed);
+    let peak_rss_anon_mb = (peak > 0).then(|| peak as f64 / 1024.0);
     let report = result.with_context(|| {
         format!(
             "indexing {} stopped; sessions before the failure are committed in {} and a re-run skips them",
@@ -124,6 +168,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
             report: &report,
             store_rows: live_rows,
             manifest_version: m.version,
+            peak_rss_anon_mb,
         });
     }
     println!(

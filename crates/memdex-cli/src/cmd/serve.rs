@@ -33,6 +33,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
         limits: Limits {
             max_body_bytes: a.max_body_bytes,
             max_in_flight: a.max_in_flight,
+            max_connections: a.max_connections.max(1),
+            header_timeout: Duration::from_secs(a.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(a.body_timeout.max(1)),
             ..Limits::default()
         },
     };

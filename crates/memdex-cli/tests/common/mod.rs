@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, dead_code)]
 
+pub mod ledger;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -12,7 +14,17 @@ pub use memdex_testkit::tiny_model;
 /// Starts `memdex serve` on a free loopback port (background compaction every
 /// `compact_every` seconds, 0: off) and waits for the address it prints.
 pub fn start_serve(store: &Path, compact_every: u32) -> (Child, SocketAddr) {
+    start_serve_env(store, compact_every, &[])
+}
+
+/// [`start_serve`] with extra environment variables (fail points).
+pub fn start_serve_env(
+    store: &Path,
+    compact_every: u32,
+    env: &[(&str, &str)],
+) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memdex"))
+        .envs(env.iter().copied())
         .args(["serve", "--addr", "127.0.0.1:0", "--compact-every"])
         .arg(compact_every.to_string())
         .arg("--store")
