@@ -22,6 +22,10 @@ pub enum MemoryError {
     /// A queue is full; retry later (HTTP 429).
     #[error("{0}")]
     Busy(String),
+    /// A write that was not committed (the disk is full, or a store write failed): nothing of
+    /// it is stored, so retrying it later is safe (HTTP 507 or 500).
+    #[error("{0}")]
+    NotCommitted(String),
     /// The memory was closed (HTTP 503).
     #[error("the memory is closed")]
     Closed,
@@ -38,6 +42,7 @@ impl MemoryError {
             MemoryError::NotFound(_) => "not_found",
             MemoryError::Conflict(_) => "conflict",
             MemoryError::Busy(_) => "busy",
+            MemoryError::NotCommitted(_) => "not_committed",
             MemoryError::Closed => "closed",
             MemoryError::Internal(_) => "internal",
         }
@@ -54,6 +59,7 @@ impl From<RuntimeError> for MemoryError {
             RuntimeError::Busy { .. } => MemoryError::Busy(msg),
             RuntimeError::ShuttingDown => MemoryError::Closed,
             RuntimeError::Internal { .. } => MemoryError::Internal(msg),
+            RuntimeError::NotCommitted { .. } => MemoryError::NotCommitted(msg),
         }
     }
 }

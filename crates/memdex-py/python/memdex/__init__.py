@@ -49,6 +49,7 @@ __all__ = [
     "NotFound",
     "Conflict",
     "Busy",
+    "NotCommitted",
     "Closed",
     "STAGES",
 ]
@@ -94,6 +95,11 @@ class Busy(MemdexError):
     """A queue is full; retry later."""
 
 
+class NotCommitted(MemdexError):
+    """A write that was not committed (e.g. the disk is full): nothing of it is stored, so
+    retrying it later is safe."""
+
+
 class Closed(MemdexError):
     """The memory was closed."""
 
@@ -103,6 +109,7 @@ _ERRORS = {
     "not_found": NotFound,
     "conflict": Conflict,
     "busy": Busy,
+    "not_committed": NotCommitted,
     "closed": Closed,
 }
 
