@@ -6,10 +6,12 @@
 //! Scope: a server started for one tenant (`memdex mcp --tenant alice`) serves only that
 //! tenant's memory and its tools take no tenant; otherwise each call names its `tenant`.
 //!
-//! Errors: a malformed call (bad arguments, an unknown stage, a bad date) is a JSON-RPC error
-//! (`-32602` invalid params) carrying memdex's message; a call that ran but found nothing to
-//! act on (unknown tenant or session, a conflicting session id) is a tool result with
-//! `isError: true` and the message, which the assistant sees; a broken engine is `-32603`.
+//! Errors, as the MCP specification asks (input errors are tool execution errors, so the model
+//! can correct itself): a malformed call (bad arguments, an unknown stage, a bad date), an
+//! unknown tenant or session, a conflicting session id, a full queue or an uncommitted write
+//! is a tool result with `isError: true` carrying memdex's message (and `{"error": code,
+//! "message": …}` as structured content); a closed or broken engine is a JSON-RPC `-32603`;
+//! an unknown tool is a JSON-RPC error from the SDK.
 
 use std::sync::Arc;
 
@@ -111,21 +113,30 @@ pub struct MemoryServer {
     tool_router: ToolRouter<Self>,
 }
 
-fn invalid(message: impl Into<String>) -> ErrorData {
-    ErrorData::invalid_params(message.into(), Some(json!({"code": "invalid"})))
+fn invalid(message: impl Into<String>) -> MemoryError {
+    MemoryError::Invalid(message.into())
 }
 
-/// A memdex failure as MCP wants it (see the crate docs).
+/// A memdex failure as MCP wants it (see the crate docs): what the assistant can act on (fix
+/// the arguments, look elsewhere, retry) is a tool result with `isError: true`, memdex's
+/// message as text and `{"error": code, "message": …}` as structured content; a closed or
+/// broken engine is a JSON-RPC internal error.
 fn answer(e: MemoryError) -> Result<CallToolResult, ErrorData> {
     let message = e.to_string();
-    let data = Some(json!({"code": e.code()}));
+    let code = e.code();
     match e {
-        MemoryError::Invalid(_) => Err(ErrorData::invalid_params(message, data)),
-        MemoryError::NotFound(_) | MemoryError::Conflict(_) => {
-            Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
-        }
-        MemoryError::Busy(_) | MemoryError::Closed | MemoryError::Internal(_) => {
-            Err(ErrorData::internal_error(message, data))
+        MemoryError::Closed | MemoryError::Internal(_) => Err(ErrorData::internal_error(
+            message,
+            Some(json!({"code": code})),
+        )),
+        MemoryError::Invalid(_)
+        | MemoryError::NotFound(_)
+        | MemoryError::Conflict(_)
+        | MemoryError::Busy(_)
+        | MemoryError::NotCommitted(_) => {
+            let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+            r.structured_content = Some(json!({"error": code, "message": message}));
+            Ok(r)
         }
     }
 }
@@ -136,8 +147,13 @@ fn structured(value: Value, text: String) -> CallToolResult {
     r
 }
 
-fn to_value<T: Serialize>(v: &T) -> Result<Value, ErrorData> {
-    serde_json::to_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+fn to_value<T: Serialize>(v: &T) -> Result<Value, MemoryError> {
+    serde_json::to_value(v).map_err(|e| MemoryError::Internal(e.to_string()))
+}
+
+/// One line per line-able thing.
+fn lines<T>(xs: &[T], f: impl Fn(&T) -> String) -> String {
+    xs.iter().map(f).collect::<Vec<_>>().join("\n")
 }
 
 impl MemoryServer {
@@ -152,7 +168,7 @@ impl MemoryServer {
     }
 
     /// The tenant a call is about.
-    fn tenant(&self, given: Option<String>) -> Result<String, ErrorData> {
+    fn tenant(&self, given: Option<String>) -> Result<String, MemoryError> {
         match (&self.tenant, given) {
             (Some(fixed), Some(t)) if *fixed != t => Err(invalid(format!(
                 "tenant: this server serves only {fixed:?}, not {:?}",
@@ -170,25 +186,14 @@ impl MemoryServer {
     async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Memory) -> Result<T, MemoryError> + Send + 'static,
-    ) -> Result<Result<T, MemoryError>, ErrorData> {
+    ) -> Result<T, MemoryError> {
         let m = self.memory.clone();
         tokio::task::spawn_blocking(move || f(&m))
             .await
-            .map_err(|e| ErrorData::internal_error(format!("memory task failed: {e}"), None))
+            .map_err(|e| MemoryError::Internal(format!("memory task failed: {e}")))?
     }
-}
 
-#[tool_router]
-impl MemoryServer {
-    #[tool(
-        name = "remember",
-        description = "Store a conversation in long-term memory (durable when this returns). \
-                       Remembering the same conversation again stores nothing new."
-    )]
-    async fn remember(
-        &self,
-        Parameters(a): Parameters<RememberArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
+    async fn do_remember(&self, a: RememberArgs) -> Result<CallToolResult, MemoryError> {
         let tenant = self.tenant(a.tenant)?;
         let turns = to_value(&a.turns)?;
         let session_id = match a.session_id {
@@ -203,10 +208,7 @@ impl MemoryServer {
             session["date"] = Value::String(d);
         }
         let t = tenant.clone();
-        let out = match self.run(move |m| m.add_json(session, Some(&t))).await? {
-            Ok(out) => out,
-            Err(e) => return answer(e),
-        };
+        let out = self.run(move |m| m.add_json(session, Some(&t))).await?;
         let report = out.into_iter().next().map(|a| a.report);
         let v = to_value(&json!({"tenant": tenant, "report": report}))?;
         let status = v["report"]["sessions"][0]["status"]
@@ -216,15 +218,7 @@ impl MemoryServer {
         Ok(structured(v, text))
     }
 
-    #[tool(
-        name = "search_memory",
-        description = "Search long-term memory for what is relevant to a question: the best \
-                       matching memories, best first, each with its date and conversation."
-    )]
-    async fn search_memory(
-        &self,
-        Parameters(a): Parameters<SearchArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
+    async fn do_search(&self, a: SearchArgs) -> Result<CallToolResult, MemoryError> {
         let tenant = self.tenant(a.tenant)?;
         let stages: Stages = match a.stages {
             Some(map) => serde_json::from_value(Value::Object(map))
@@ -238,31 +232,92 @@ impl MemoryServer {
             recent_turns: a.recent_turns.unwrap_or_default(),
             stages,
         };
-        let t = tenant.clone();
-        let ans = match self.run(move |m| m.search(&t, &req)).await? {
-            Ok(ans) => ans,
-            Err(e) => return answer(e),
-        };
+        let ans = self.run(move |m| m.search(&tenant, &req)).await?;
         if a.context.unwrap_or(false) {
             let v = ans.context();
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
             return Ok(structured(v, text));
         }
-        let mut text = String::new();
-        for h in &ans.hits {
-            text.push_str(&format!(
-                "{}. [{} · conversation {} · id {}] {}\n",
+        let mut text = lines(&ans.hits, |h| {
+            format!(
+                "{}. [{} · conversation {} · id {}] {}",
                 h.rank,
                 format_ms(h.timestamp_ms),
                 h.session_id,
                 h.item_id,
                 h.value
-            ));
-        }
+            )
+        });
         if ans.hits.is_empty() {
             text.push_str("no memories");
         }
         Ok(structured(to_value(&ans)?, text))
+    }
+
+    async fn do_list(&self, a: ListArgs) -> Result<CallToolResult, MemoryError> {
+        let tenant = self.tenant(a.tenant)?;
+        let t = tenant.clone();
+        let Some(id) = a.session_id else {
+            let s = self.run(move |m| m.sessions(&t)).await?;
+            let text = lines(&s, |s| {
+                let when = format_ms(s.timestamp_ms);
+                format!("{} · {when} · {} memories", s.session_id, s.items)
+            });
+            let v = to_value(&json!({"tenant": tenant, "sessions": s}))?;
+            return Ok(structured(v, text));
+        };
+        let items = self.run(move |m| m.items(&t, Some(&id))).await?;
+        let text = lines(&items, |i| format!("id {}: {}", i.item_id, i.value));
+        let v = to_value(&json!({"tenant": tenant, "items": items}))?;
+        Ok(structured(v, text))
+    }
+
+    async fn do_forget(&self, a: ForgetArgs) -> Result<CallToolResult, MemoryError> {
+        let tenant = self.tenant(a.tenant)?;
+        let t = tenant.clone();
+        let target = match (a.session_id, a.item_id, a.everything.unwrap_or(false)) {
+            (Some(session_id), None, false) => DeleteTarget::Session {
+                tenant: t,
+                session_id,
+            },
+            (None, Some(item_id), false) => DeleteTarget::Item { tenant: t, item_id },
+            (None, None, true) => DeleteTarget::Tenant { tenant: t },
+            _ => {
+                return Err(invalid(
+                    "give exactly one of session_id, item_id, everything: true",
+                ))
+            }
+        };
+        let r = self.run(move |m| m.delete(target)).await?;
+        let text = format!("forgot {} memories of {tenant:?}", r.items_deleted);
+        Ok(structured(to_value(&r)?, text))
+    }
+}
+
+#[tool_router]
+impl MemoryServer {
+    #[tool(
+        name = "remember",
+        description = "Store a conversation in long-term memory (durable when this returns). \
+                       Remembering the same conversation again stores nothing new."
+    )]
+    async fn remember(
+        &self,
+        Parameters(a): Parameters<RememberArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.do_remember(a).await.or_else(answer)
+    }
+
+    #[tool(
+        name = "search_memory",
+        description = "Search long-term memory for what is relevant to a question: the best \
+                       matching memories, best first, each with its date and conversation."
+    )]
+    async fn search_memory(
+        &self,
+        Parameters(a): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.do_search(a).await.or_else(answer)
     }
 
     #[tool(
@@ -274,45 +329,7 @@ impl MemoryServer {
         &self,
         Parameters(a): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let tenant = self.tenant(a.tenant)?;
-        let t = tenant.clone();
-        match a.session_id {
-            None => match self.run(move |m| m.sessions(&t)).await? {
-                Ok(s) => {
-                    let text = s
-                        .iter()
-                        .map(|s| {
-                            format!(
-                                "{} · {} · {} memories",
-                                s.session_id,
-                                format_ms(s.timestamp_ms),
-                                s.items
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    Ok(structured(
-                        to_value(&json!({"tenant": tenant, "sessions": s}))?,
-                        text,
-                    ))
-                }
-                Err(e) => answer(e),
-            },
-            Some(id) => match self.run(move |m| m.items(&t, Some(&id))).await? {
-                Ok(items) => {
-                    let text = items
-                        .iter()
-                        .map(|i| format!("id {}: {}", i.item_id, i.value))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    Ok(structured(
-                        to_value(&json!({"tenant": tenant, "items": items}))?,
-                        text,
-                    ))
-                }
-                Err(e) => answer(e),
-            },
-        }
+        self.do_list(a).await.or_else(answer)
     }
 
     #[tool(
@@ -321,36 +338,13 @@ impl MemoryServer {
                        everything about the user (everything: true). Searches no longer see \
                        it when this returns."
     )]
-    async fn forget(&self, Parameters(a): Parameters<ForgetArgs>) -> Result<CallToolResult, ErrorData> {
-        let tenant = self.tenant(a.tenant)?;
-        let target = match (a.session_id, a.item_id, a.everything.unwrap_or(false)) {
-            (Some(session_id), None, false) => DeleteTarget::Session {
-                tenant: tenant.clone(),
-                session_id,
-            },
-            (None, Some(item_id), false) => DeleteTarget::Item {
-                tenant: tenant.clone(),
-                item_id,
-            },
-            (None, None, true) => DeleteTarget::Tenant {
-                tenant: tenant.clone(),
-            },
-            _ => {
-                return Err(invalid(
-                    "give exactly one of session_id, item_id, everything: true",
-                ))
-            }
-        };
-        match self.run(move |m| m.delete(target)).await? {
-            Ok(r) => {
-                let text = format!("forgot {} memories of {tenant:?}", r.items_deleted);
-                Ok(structured(to_value(&r)?, text))
-            }
-            Err(e) => answer(e),
-        }
+    async fn forget(
+        &self,
+        Parameters(a): Parameters<ForgetArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.do_forget(a).await.or_else(answer)
     }
 }
-
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
