@@ -37,7 +37,7 @@ PY
 
 texts="$work/texts.jsonl"
 if [ -f ../shared/data/locomo/locomo-dev.json ]; then
-  python3 scripts/make-bench-texts.py --locomo ../shared/data/locomo/locomo-dev.json --limit 2000 -o "$texts"
+  python3 scripts/make-bench-texts.py --locomo ../shared/data/locomo/locomo-dev.json --limit "${TEXTS:-2000}" -o "$texts"
 else
   python3 scripts/make-bench-texts.py --jsonl examples/chat-history.jsonl -o "$texts"
 fi

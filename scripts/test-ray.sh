@@ -2,7 +2,7 @@
 # The Ray scale-out test (memdex.ray): a local Ray cluster with two worker nodes builds
 # tenant-sharded stores with a Ray Data job and serves them with Ray Serve. Ray is large
 # (~850 MB venv, ~1.5 min to install), so it has its own venv, .venv-ray, and this script;
-# scripts/test.sh runs it when MEMDEX_TEST_RAY=1 (see docs/scale-out.md).
+# scripts/test.sh does not run it (see docs/scale-out.md).
 #
 # usage: scripts/test-ray.sh [pytest args]
 set -euo pipefail
