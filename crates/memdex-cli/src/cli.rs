@@ -46,6 +46,8 @@ pub enum Command {
     Thoughts(ThoughtsArgs),
     /// A tenant's MemTree: shape and statistics (the paper's table), and its top levels.
     Tree(TreeArgs),
+    /// Serve a store to assistants over the Model Context Protocol on stdio (see README "MCP").
+    Mcp(crate::cmd::mcp::McpArgs),
 }
 
 /// The derived memory structures a store keeps (fixed once built; `index` and `eval` build

@@ -7,6 +7,7 @@ mod embed;
 mod eval;
 mod index;
 mod info;
+pub mod mcp;
 mod model;
 mod search;
 mod serve;
@@ -69,6 +70,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Model(c) => model::run(c),
         Command::Thoughts(a) => structures::thoughts(a),
         Command::Tree(a) => structures::tree(a),
+        Command::Mcp(a) => mcp::run(a),
     }
 }
 

@@ -1,0 +1,61 @@
+//! `memdex mcp`: the store as Model Context Protocol tools on stdio (crate `memdex-mcp`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use memdex_memory::{EngineOptions, Memory};
+use memdex_store::Manifest;
+
+use crate::cli::ModelArgs;
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Store directory (created if missing).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Serve only this tenant's memory (the tools then take no tenant). Default: each call
+    /// names its tenant.
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: Option<String>,
+    /// Seconds between background compaction checks (0: never).
+    #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
+    pub compact_every: u64,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+pub fn run(a: McpArgs) -> Result<()> {
+    if let Some(t) = &a.tenant {
+        memdex_core::check_tenant_name(t).with_context(|| format!("--tenant {t:?}"))?;
+    }
+    let stored_source = Manifest::load(&a.store).ok().and_then(|m| m.model_source);
+    let embedder = super::load_embedder(&a.model, stored_source.as_deref())?;
+    let source = embedder
+        .files()
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| embedder.files().source.clone());
+    let opts = EngineOptions {
+        compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
+        model_source: Some(source),
+        ..EngineOptions::default()
+    };
+    let memory = Memory::with_encoder(&a.store, Box::new(embedder), opts)
+        .with_context(|| format!("opening {}", a.store.display()))?;
+    let memory = Arc::new(memory);
+    let server = memdex_mcp::MemoryServer::new(memory.clone(), a.tenant);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(memdex_mcp::serve_stdio(server))?;
+    drop(rt);
+    // every queued append is committed before the store is released
+    memory.close();
+    Ok(())
+}

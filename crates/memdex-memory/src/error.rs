@@ -1,0 +1,93 @@
+//! One error type for in-process callers, classified the way the HTTP server classifies its
+//! statuses, each carrying memdex's own message (the Python package raises it as is; the MCP
+//! server answers it as a JSON-RPC error).
+
+use memdex_engine::EngineError;
+use memdex_rank::RankError;
+use memdex_runtime::RuntimeError;
+use thiserror::Error;
+
+/// What went wrong, with memdex's message.
+#[derive(Debug, Error)]
+pub enum MemoryError {
+    /// Bad input: a malformed session, an unknown stage, a bad date, an empty query (HTTP 400).
+    #[error("{0}")]
+    Invalid(String),
+    /// No such tenant, session or item (HTTP 404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The same session id is stored with other content (HTTP 409).
+    #[error("{0}")]
+    Conflict(String),
+    /// A queue is full; retry later (HTTP 429).
+    #[error("{0}")]
+    Busy(String),
+    /// A write that was not committed (the disk is full, or a store write failed): nothing of
+    /// it is stored, so retrying it later is safe (HTTP 507 or 500).
+    #[error("{0}")]
+    NotCommitted(String),
+    /// The memory was closed (HTTP 503).
+    #[error("the memory is closed")]
+    Closed,
+    /// The model, the store or a thread failed (HTTP 500).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl MemoryError {
+    /// A short name of the class, for protocols that carry one (`invalid`, `not_found`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            MemoryError::Invalid(_) => "invalid",
+            MemoryError::NotFound(_) => "not_found",
+            MemoryError::Conflict(_) => "conflict",
+            MemoryError::Busy(_) => "busy",
+            MemoryError::NotCommitted(_) => "not_committed",
+            MemoryError::Closed => "closed",
+            MemoryError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<RuntimeError> for MemoryError {
+    fn from(e: RuntimeError) -> Self {
+        let msg = e.to_string();
+        match e {
+            RuntimeError::Engine(e) => e.into(),
+            RuntimeError::NotFound { .. } => MemoryError::NotFound(msg),
+            RuntimeError::Invalid { .. } => MemoryError::Invalid(msg),
+            RuntimeError::Busy { .. } => MemoryError::Busy(msg),
+            RuntimeError::ShuttingDown => MemoryError::Closed,
+            RuntimeError::Internal { .. } => MemoryError::Internal(msg),
+            RuntimeError::NotCommitted { .. } => MemoryError::NotCommitted(msg),
+        }
+    }
+}
+
+impl From<EngineError> for MemoryError {
+    fn from(e: EngineError) -> Self {
+        let msg = e.to_string();
+        match e {
+            EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
+                MemoryError::NotFound(format!("tenant {tenant:?} has no memory"))
+            }
+            EngineError::Rank(RankError::MissingColumns { .. })
+            | EngineError::EmptyQuery
+            | EngineError::EmptySession { .. }
+            | EngineError::Invalid { .. }
+            | EngineError::Ingest(_) => MemoryError::Invalid(msg),
+            EngineError::SessionConflict { .. } => MemoryError::Conflict(msg),
+            EngineError::Rank(_)
+            | EngineError::Embed(_)
+            | EngineError::Store(_)
+            | EngineError::Model { .. }
+            | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
+        }
+    }
+}
+
+impl From<memdex_embed::EmbedError> for MemoryError {
+    fn from(e: memdex_embed::EmbedError) -> Self {
+        MemoryError::Internal(e.to_string())
+    }
+}

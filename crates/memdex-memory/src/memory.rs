@@ -1,0 +1,394 @@
+//! [`Memory`]: one store, one model, blocking calls. It owns a [`memdex_runtime::Engine`]
+//! (the model thread and the writer thread the HTTP server runs on), so every call here goes
+//! the server's way: appends group-committed and idempotent, deletes visible when they
+//! return, searches ranked on one committed view. Calls may come from many threads at once
+//! (the model thread batches their queries); none may come from inside an async runtime
+//! (they block: run them on a blocking thread there).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use memdex_core::{check_tenant_name, DeviceChoice, Role, Session, TextKind};
+use memdex_embed::{load_encoder, EmbedOptions, Embeddings, Encoder, ModelFiles};
+use memdex_ingest::{parse_date, SessionLimits};
+use memdex_rank::{
+    contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages,
+};
+use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, Ticket};
+use memdex_store::{CompactReport, Manifest};
+use serde::Serialize;
+
+use crate::input::sessions_from_json;
+use crate::MemoryError;
+
+/// Where the default model lives, relative to the working directory (as for `memdex`).
+pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
+/// Hits one search returns at most.
+pub const MAX_K: usize = 1000;
+/// Recent turns one search may carry.
+pub const MAX_RECENT_TURNS: usize = 16;
+
+/// How to open a memory.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Model directory or a repo id in the local Hugging Face cache. None: the store's
+    /// recorded model when it still resolves, else [`DEFAULT_MODEL_DIR`].
+    pub model: Option<String>,
+    pub device: DeviceChoice,
+    pub embed: EmbedOptions,
+    pub engine: EngineOptions,
+}
+
+/// A search.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub query: String,
+    /// Hits to return, 1 to [`MAX_K`].
+    pub k: usize,
+    /// When the question is asked (any date `memdex` reads); None: now.
+    pub date: Option<String>,
+    /// The conversation's last turns, oldest first: searched with the query when the query
+    /// alone is ambiguous ("and its age?").
+    pub recent_turns: Vec<String>,
+    /// Ranking stages over the search defaults (the `memdex search` flags).
+    pub stages: Stages,
+}
+
+impl SearchRequest {
+    pub fn new(query: impl Into<String>, k: usize) -> SearchRequest {
+        SearchRequest {
+            query: query.into(),
+            k,
+            date: None,
+            recent_turns: Vec::new(),
+            stages: Stages::default(),
+        }
+    }
+}
+
+/// A search's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchAnswer {
+    pub tenant: String,
+    pub query: String,
+    /// The text actually searched (the query, or recent turns + query when ambiguous).
+    pub searched: String,
+    /// When the question was asked (ms since the epoch, UTC).
+    pub date_ms: i64,
+    pub hits: Vec<SearchHit>,
+}
+
+impl SearchAnswer {
+    /// The reading stage's JSON: the hits by time and a Chain-of-Note prompt.
+    pub fn context(&self) -> serde_json::Value {
+        reading_context(&self.query, self.date_ms, &self.hits)
+    }
+}
+
+/// What `add` committed for one tenant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantAppend {
+    pub tenant: String,
+    pub report: AppendReport,
+}
+
+/// One live session of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub timestamp_ms: i64,
+    /// Live items.
+    pub items: u64,
+}
+
+/// One live item.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ItemInfo {
+    pub item_id: u64,
+    pub session_id: String,
+    pub turn: u32,
+    pub position: u64,
+    pub timestamp_ms: i64,
+    pub role: Role,
+    pub value: String,
+}
+
+/// One store and its model, open for blocking calls from any thread.
+#[derive(Debug)]
+pub struct Memory {
+    engine: Engine,
+    closed: AtomicBool,
+}
+
+impl Memory {
+    /// Opens (or creates) the store in `dir` and loads the model. Refused while another
+    /// writer (a `memdex serve`, another `Memory`) holds the store.
+    pub fn open(dir: &Path, opts: OpenOptions) -> Result<Memory, MemoryError> {
+        let recorded = Manifest::load(dir).ok().and_then(|m| m.model_source);
+        let spec = match (&opts.model, recorded) {
+            (Some(m), _) => m.clone(),
+            (None, Some(r)) if ModelFiles::resolve(&r).is_ok() => r,
+            _ => DEFAULT_MODEL_DIR.to_string(),
+        };
+        let encoder = load_encoder(&spec, opts.device, &opts.embed)
+            .map_err(|e| MemoryError::Invalid(format!("model {spec:?}: {e}")))?;
+        let mut engine = opts.engine;
+        if engine.model_source.is_none() {
+            let dir = &encoder.files().dir;
+            let source = dir.canonicalize().unwrap_or_else(|_| PathBuf::from(&spec));
+            engine.model_source = Some(source.display().to_string());
+        }
+        Self::with_encoder(dir, Box::new(encoder), engine)
+    }
+
+    /// Opens (or creates) the store in `dir` for `encoder`.
+    pub fn with_encoder(
+        dir: &Path,
+        encoder: Box<dyn Encoder>,
+        opts: EngineOptions,
+    ) -> Result<Memory, MemoryError> {
+        let engine = Engine::start(dir, encoder, opts).map_err(|e| match e {
+            memdex_runtime::RuntimeError::Engine(e) => {
+                MemoryError::Internal(format!("opening {}: {e}", dir.display()))
+            }
+            e => e.into(),
+        })?;
+        Ok(Memory {
+            engine,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// `Closed` once [`Self::close`] ran: every call checks this first.
+    fn live(&self) -> Result<(), MemoryError> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(MemoryError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The engine underneath (its threads, views, stats).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Stores sessions (see [`crate::input`] for the shapes `value` may take), one append per
+    /// tenant, in order of first appearance. `tenant`: the tenant of sessions naming none;
+    /// sessions naming another are refused. Nothing is stored when any session is invalid.
+    pub fn add_json(
+        &self,
+        value: serde_json::Value,
+        tenant: Option<&str>,
+    ) -> Result<Vec<TenantAppend>, MemoryError> {
+        self.live()?;
+        if let Some(t) = tenant {
+            check_tenant_name(t).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        }
+        let now = chrono::Utc::now().timestamp_millis();
+        let sessions = sessions_from_json(value, tenant, now, SessionLimits::FILES)?;
+        self.add(sessions)
+    }
+
+    /// Stores validated sessions, one append per tenant.
+    pub fn add(&self, sessions: Vec<Session>) -> Result<Vec<TenantAppend>, MemoryError> {
+        self.live()?;
+        let mut groups: Vec<(String, Vec<Session>)> = Vec::new();
+        for s in sessions {
+            match groups.iter_mut().find(|(t, _)| *t == s.tenant) {
+                Some((_, g)) => g.push(s),
+                None => groups.push((s.tenant.clone(), vec![s])),
+            }
+        }
+        // queue every tenant's append before waiting: they share one group commit
+        let tickets = groups
+            .into_iter()
+            .map(|(tenant, g)| Ok((tenant.clone(), self.engine.append(&tenant, g)?)))
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        tickets
+            .into_iter()
+            .map(|(tenant, t)| {
+                Ok(TenantAppend {
+                    tenant,
+                    report: wait(t)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The tenant's top items for a query.
+    pub fn search(&self, tenant: &str, req: &SearchRequest) -> Result<SearchAnswer, MemoryError> {
+        self.live()?;
+        check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        if req.k == 0 || req.k > MAX_K {
+            return Err(MemoryError::Invalid(format!(
+                "k must be 1 to {MAX_K}, got {}",
+                req.k
+            )));
+        }
+        if req.query.trim().is_empty() {
+            return Err(MemoryError::Invalid("the query is empty".into()));
+        }
+        if req.recent_turns.len() > MAX_RECENT_TURNS {
+            return Err(MemoryError::Invalid(format!(
+                "{} recent turns; at most {MAX_RECENT_TURNS}",
+                req.recent_turns.len()
+            )));
+        }
+        let mut opts = req
+            .stages
+            .apply(RankOptions::default(), &|f| f.to_string())
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        let date_ms = match &req.date {
+            Some(d) => parse_date(d).map_err(|e| {
+                MemoryError::Invalid(format!("date {:?}: {e}", memdex_core::clip(d, 64)))
+            })?,
+            None => chrono::Utc::now().timestamp_millis(),
+        };
+        // one committed view for the whole search
+        let view = self.engine.view();
+        fit_to_store(&mut opts, req.stages.time.is_some(), view.store());
+        if !view.has_tenant(tenant) {
+            return Err(MemoryError::NotFound(format!(
+                "tenant {tenant:?} has no memory"
+            )));
+        }
+        let searched = contextual_query(&req.query, &req.recent_turns);
+        let emb = wait(self.engine.embed_query(searched.clone(), tenant, &view)?)?;
+        let q = Query {
+            text: &searched,
+            vector: emb.vectors.row(0),
+            date_ms: Some(date_ms),
+        };
+        let hits = view.search(
+            tenant,
+            &q,
+            emb.dense.as_deref(),
+            self.engine.cpu_scorer(),
+            req.k,
+            &opts,
+        )?;
+        Ok(SearchAnswer {
+            tenant: tenant.to_string(),
+            query: req.query.clone(),
+            searched,
+            date_ms,
+            hits,
+        })
+    }
+
+    /// Forgets an item, a session or a whole tenant; `NotFound` when nothing live matches.
+    /// Searches no longer see them when this returns; [`Self::compact`] removes the bytes.
+    pub fn delete(&self, target: DeleteTarget) -> Result<DeleteReport, MemoryError> {
+        self.live()?;
+        let tenant = match &target {
+            DeleteTarget::Item { tenant, .. }
+            | DeleteTarget::Session { tenant, .. }
+            | DeleteTarget::Tenant { tenant } => tenant,
+        };
+        check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        wait(self.engine.delete(target)?)
+    }
+
+    /// Removes deleted rows from disk and merges small segments.
+    pub fn compact(&self) -> Result<CompactReport, MemoryError> {
+        self.live()?;
+        wait(self.engine.compact()?)
+    }
+
+    /// Embeds texts as passages (or queries, with the model's query prefix).
+    pub fn embed(&self, texts: Vec<String>, kind: TextKind) -> Result<Embeddings, MemoryError> {
+        self.live()?;
+        if texts.is_empty() {
+            return Ok(Embeddings {
+                dim: self.engine.model().dim,
+                data: Vec::new(),
+                tokens: Vec::new(),
+            });
+        }
+        Ok(wait(self.engine.embed(texts, kind)?)?.vectors)
+    }
+
+    /// Every tenant with live items, and how many (none once closed).
+    pub fn tenants(&self) -> Vec<(String, u64)> {
+        if self.live().is_err() {
+            return Vec::new();
+        }
+        let view = self.engine.view();
+        let t = view.store().tenants();
+        t.into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+    }
+
+    /// The tenant's live sessions, oldest first.
+    pub fn sessions(&self, tenant: &str) -> Result<Vec<SessionInfo>, MemoryError> {
+        let items = self.items(tenant, None)?;
+        let mut out: Vec<SessionInfo> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        for it in items {
+            let i = *index.entry(it.session_id.clone()).or_insert_with(|| {
+                out.push(SessionInfo {
+                    session_id: it.session_id.clone(),
+                    timestamp_ms: it.timestamp_ms,
+                    items: 0,
+                });
+                out.len() - 1
+            });
+            out[i].items += 1;
+        }
+        out.sort_by(|a, b| (a.timestamp_ms, &a.session_id).cmp(&(b.timestamp_ms, &b.session_id)));
+        Ok(out)
+    }
+
+    /// The tenant's live items in timeline order (of one session when `session` is given).
+    /// `NotFound` when the tenant (or the session) has none.
+    pub fn items(&self, tenant: &str, session: Option<&str>) -> Result<Vec<ItemInfo>, MemoryError> {
+        self.live()?;
+        check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        let view = self.engine.view();
+        let mut out = Vec::new();
+        for s in view.store().tenant_slices(tenant) {
+            for i in 0..s.rows {
+                let it = s.item(i);
+                if session.is_some_and(|id| id != it.session_id) {
+                    continue;
+                }
+                out.push(ItemInfo {
+                    item_id: it.item_id,
+                    session_id: it.session_id.to_string(),
+                    turn: it.turn,
+                    position: it.position,
+                    timestamp_ms: it.timestamp_ms,
+                    role: it.role,
+                    value: it.value.to_string(),
+                });
+            }
+        }
+        if out.is_empty() {
+            return Err(MemoryError::NotFound(match session {
+                Some(id) => format!("session {id:?} of tenant {tenant:?} not found"),
+                None => format!("tenant {tenant:?} has no memory"),
+            }));
+        }
+        out.sort_by_key(|it| it.position);
+        Ok(out)
+    }
+
+    /// Stops taking calls, finishes what is queued (every queued append is committed) and
+    /// releases the store. Idempotent; later calls fail with [`MemoryError::Closed`].
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.engine.shutdown();
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        self.engine.shutdown();
+    }
+}
+
+fn wait<T>(t: Ticket<T>) -> Result<T, MemoryError> {
+    t.blocking_recv()
+        .map_err(|_| MemoryError::Closed)?
+        .map_err(MemoryError::from)
+}

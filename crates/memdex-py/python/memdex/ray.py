@@ -1,0 +1,224 @@
+"""memdex on Ray: tenant-sharded stores built by a Ray Data job, served by Ray Serve.
+
+Sharding: a tenant lives in exactly one shard, ``shard_of(tenant, shards)`` (a stable hash,
+the same in every process and on every node); each shard is a normal memdex store
+(``ROOT/shard-0000``, ...), which ``memdex search``/``serve``/``memdex.Memory`` open as is.
+
+* Offline, ``build_shards``: ``ray.data`` reads JSONL (one session a line) or LongMemEval
+  (one question instance a record), ``map_batches`` tags each record with its shard, and
+  ``groupby(shard).map_groups`` hands each shard's records to one ``ShardWriter`` actor (a
+  memdex actor: it loads the model once and writes the shards it is given, one at a time),
+  so each store has exactly one writer, as memdex requires. Actors ask for ``num_gpus`` when
+  the cluster has GPUs.
+* Online, ``serve_app``: one Ray Serve deployment per shard (``ShardReplica``: one replica,
+  the store's single writer, holding a ``memdex.Memory``) and a ``Router`` deployment that
+  sends each tenant's request to the replica holding its shard.
+
+The same code runs on a multi-node cluster (``ray.init(address="auto")``): see
+docs/scale-out.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, Iterator, List, Optional
+
+__all__ = [
+    "shard_of",
+    "shard_dir",
+    "build_shards",
+    "ShardWriter",
+    "ShardReplica",
+    "Router",
+    "serve_app",
+]
+
+
+def shard_of(tenant: str, shards: int) -> int:
+    """The shard holding ``tenant``: the first 8 bytes of its BLAKE2b digest, modulo
+    ``shards`` (stable across processes, unlike ``hash()``)."""
+    if shards < 1:
+        raise ValueError(f"shards must be ≥ 1, got {shards}")
+    digest = hashlib.blake2b(tenant.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def shard_dir(root: str, shard: int) -> str:
+    return os.path.join(root, f"shard-{shard:04d}")
+
+
+def _records(path: str, fmt: str) -> Iterator[Dict[str, str]]:
+    """``{"tenant", "record"}`` per session (JSONL) or question instance (LongMemEval), the
+    record kept as JSON text so Ray's schema inference never rewrites dates or shapes."""
+    if fmt == "jsonl":
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                v = json.loads(line)
+                tenant = v.get("tenant") if isinstance(v, dict) else None
+                if not isinstance(tenant, str):
+                    raise ValueError(f"{path}:{n}: a session needs a string `tenant`")
+                yield {"tenant": tenant, "record": line}
+    elif fmt == "longmemeval":
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        for i, q in enumerate(data):
+            qid = q.get("question_id") if isinstance(q, dict) else None
+            if not isinstance(qid, str):
+                raise ValueError(f"{path}: question #{i + 1} has no string `question_id`")
+            yield {"tenant": qid, "record": json.dumps(q)}
+    else:
+        raise ValueError(f"format must be jsonl or longmemeval, not {fmt!r}")
+
+
+class ShardWriter:
+    """A memdex actor: writes whole shards (``map_groups`` gives it one shard's records at a
+    time; it is that store's only writer)."""
+
+    def __init__(self, root: str, shards: int, model: Optional[str], device: str) -> None:
+        self.root, self.shards, self.model, self.device = root, shards, model, device
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
+        import memdex
+
+        shard_ids = {int(s) for s in batch["shard"]}
+        if len(shard_ids) != 1:
+            raise RuntimeError(f"one shard per group expected, got {sorted(shard_ids)}")
+        shard = shard_ids.pop()
+        records = [json.loads(r) for r in batch["record"]]
+        with memdex.Memory(shard_dir(self.root, shard), model=self.model, device=self.device,
+                           compact_every=None) as mem:
+            reports = mem.add(records)
+            tenants = mem.tenants()
+        written = sum(r["report"]["items_written"] for r in reports)
+        return {"shard": [shard], "records": [len(records)], "items_written": [written],
+                "tenants": [len(tenants)]}
+
+
+def build_shards(
+    input_path: str,
+    root: str,
+    shards: int,
+    fmt: str = "jsonl",
+    model: Optional[str] = None,
+    device: str = "auto",
+    concurrency: int = 2,
+    num_gpus: Optional[float] = None,
+) -> List[Dict[str, Any]]:
+    """Builds ``shards`` memdex stores under ``root`` from ``input_path`` with a Ray Data job
+    on the connected cluster (``ray.init`` first). ``num_gpus`` per writer actor: default 1
+    when the cluster has GPUs (with ``device="auto"`` the model then runs on CUDA if memdex
+    was built with it), else 0. Idempotent like ``memdex index``: sessions already stored are
+    skipped. Returns one row per shard: ``{shard, records, items_written, tenants}``, and
+    writes ``root/shards.json`` (the shard count the router needs)."""
+    import ray
+
+    if num_gpus is None:
+        num_gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    os.makedirs(root, exist_ok=True)
+    ds = ray.data.from_items(list(_records(input_path, fmt)))
+
+    def tag(batch: Dict[str, Any]) -> Dict[str, Any]:
+        batch["shard"] = [shard_of(t, shards) for t in batch["tenant"]]
+        return batch
+
+    out = (
+        ds.map_batches(tag, batch_format="numpy")
+        .groupby("shard")
+        .map_groups(
+            ShardWriter,
+            fn_constructor_args=(os.path.abspath(root), shards, model, device),
+            concurrency=concurrency,
+            num_gpus=num_gpus,
+            batch_format="numpy",
+        )
+        .take_all()
+    )
+    rows = sorted(
+        ({k: int(v) for k, v in r.items()} for r in out), key=lambda r: r["shard"]
+    )
+    with open(os.path.join(root, "shards.json"), "w") as f:
+        json.dump({"shards": shards, "hash": "blake2b-64 mod shards", "built": rows}, f, indent=1)
+    return rows
+
+
+# -- online: Ray Serve ----------------------------------------------------------------------
+
+
+class ShardReplica:
+    """Holds one shard's store open (its single writer) and answers its tenants."""
+
+    def __init__(self, path: str, model: Optional[str], device: str) -> None:
+        import memdex
+
+        self.mem = memdex.Memory(path, model=model, device=device)
+
+    def search(self, tenant: str, query: str, k: int = 10, date: Optional[str] = None,
+               recent_turns: Optional[List[str]] = None,
+               stages: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        hits = self.mem.search(tenant, query, k, date, recent_turns=recent_turns or (),
+                               **(stages or {}))
+        return [h.__dict__ for h in hits]
+
+    def add(self, sessions: Any, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
+        return self.mem.add(sessions, tenant)
+
+    def delete(self, tenant: str, session_id: Optional[str] = None,
+               item_id: Optional[int] = None) -> Dict[str, Any]:
+        return self.mem.delete(tenant, session_id, item_id)
+
+    def tenants(self) -> Dict[str, int]:
+        return self.mem.tenants()
+
+
+class Router:
+    """Routes each request to the replica holding its tenant's shard. HTTP: POST a JSON body
+    ``{"op": "search"|"add"|"delete", "tenant": ..., ...}`` (the ``ShardReplica`` method's
+    arguments); memdex errors answer ``{"error": {"type", "message"}}``."""
+
+    def __init__(self, *replicas: Any) -> None:
+        self.replicas = list(replicas)
+
+    def shard(self, tenant: str) -> int:
+        return shard_of(tenant, len(self.replicas))
+
+    async def call(self, op: str, tenant: str, **kwargs: Any) -> Any:
+        if op not in ("search", "add", "delete"):
+            raise ValueError(f"op must be search, add or delete, not {op!r}")
+        handle = self.replicas[self.shard(tenant)]
+        return await getattr(handle, op).remote(tenant=tenant, **kwargs)
+
+    async def __call__(self, request: Any) -> Any:
+        import memdex
+
+        try:
+            body = await request.json()
+            if not isinstance(body, dict) or not isinstance(body.get("tenant"), str):
+                raise memdex.InvalidInput("body: a JSON object with a string `tenant`")
+            op = body.pop("op", "search")
+            return {"shard": self.shard(body["tenant"]), "result": await self.call(op, **body)}
+        except (memdex.MemdexError, ValueError, TypeError) as e:
+            return {"error": {"type": type(e).__name__, "message": str(e)}}
+
+
+def serve_app(root: str, model: Optional[str] = None, device: str = "auto",
+              num_gpus: float = 0.0) -> Any:
+    """The Ray Serve application over the shards under ``root`` (``shards.json`` names their
+    count): ``serve.run(serve_app(root))``. Each shard is one deployment with one replica
+    (its store's only writer); the router may have many replicas."""
+    from ray import serve
+
+    with open(os.path.join(root, "shards.json")) as f:
+        shards = int(json.load(f)["shards"])
+    replica = serve.deployment(ShardReplica, num_replicas=1,
+                               ray_actor_options={"num_gpus": num_gpus, "num_cpus": 0.5})
+    router = serve.deployment(Router, ray_actor_options={"num_cpus": 0.25})
+    handles = [
+        replica.options(name=f"memdex-shard-{i:04d}").bind(
+            os.path.abspath(shard_dir(root, i)), model, device)
+        for i in range(shards)
+    ]
+    return router.bind(*handles)
