@@ -81,6 +81,7 @@ impl From<EngineError> for MemoryError {
             | EngineError::Embed(_)
             | EngineError::Store(_)
             | EngineError::Model { .. }
+            | EngineError::Structures(_)
             | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
         }
     }
