@@ -20,8 +20,8 @@ use crate::attention::{self, SeqInput};
 use crate::isa::Isa;
 use crate::math;
 use crate::matmul::{self, Act, Epilogue, PackedB};
-use crate::stage_timer::{self, Stage};
 use crate::skinny::{self, Rows};
+use crate::stage_timer::{self, Stage};
 
 /// A weight matrix `[n × k]` in the layouts the kernels in force read.
 struct Matrix {

@@ -39,5 +39,5 @@ pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles};
 pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
-pub use stage_timer::{take_stage_profile, PROFILE_ENV};
 pub use scorer::CandleScorer;
+pub use stage_timer::{take_stage_profile, PROFILE_ENV};
