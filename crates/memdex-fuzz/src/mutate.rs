@@ -519,6 +519,17 @@ fn to_json(v: &Value, rng: &mut Rng) -> Vec<u8> {
     .unwrap_or_default()
 }
 
+/// A word of the date and time-expression grammars.
+fn pick_word(rng: &mut Rng) -> &'static str {
+    let words = memdex_extract::time::TIME_WORDS;
+    let i = rng.below(words.len() + DATE_WORDS.len());
+    words
+        .get(i)
+        .or_else(|| DATE_WORDS.get(i - words.len()))
+        .copied()
+        .unwrap_or("x")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,15 +557,4 @@ mod tests {
         };
         assert_eq!(run(3), run(3));
     }
-}
-
-/// A word of the date and time-expression grammars.
-fn pick_word(rng: &mut Rng) -> &'static str {
-    let words = memdex_extract::time::TIME_WORDS;
-    let i = rng.below(words.len() + DATE_WORDS.len());
-    words
-        .get(i)
-        .or_else(|| DATE_WORDS.get(i - words.len()))
-        .copied()
-        .unwrap_or("x")
 }
