@@ -60,7 +60,7 @@ e2e_one() {
     --format longmemeval --granularity turn --store "$store" --json > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log" \
     && t1=$(date +%s.%N) \
     && "$MEMDEX" eval --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
-      --format longmemeval --facts true --preset default --store "$store" --json > "$WORK/eval-$sc-$d.json" 2>> "$OUT/e2e.log"; then
+      --format longmemeval --preset default --store "$store" --json > "$WORK/eval-$sc-$d.json" 2>> "$OUT/e2e.log"; then
     t2=$(date +%s.%N)
     "$PY" - "$WORK/index-$sc-$d.json" "$sc" "$d" "$t0" "$t1" "$t2" "$(du -sb "$store" | cut -f1)" \
       >> "$OUT/e2e.jsonl" <<'PY'

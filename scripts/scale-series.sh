@@ -29,7 +29,7 @@ for n in $sizes; do
     "$memdex" index --model "$model" --device "$device" --format longmemeval --granularity turn \
     --input "$work/in.json" --store "$work/store" --json > "$work/index.json" 2>> "$out/log"
   /usr/bin/time -f '%e %U %S %M' -o "$work/time-eval" \
-    "$memdex" eval --model "$model" --device "$device" --format longmemeval --facts true \
+    "$memdex" eval --model "$model" --device "$device" --format longmemeval \
     --preset default --input "$work/in.json" --store "$work/store" --json \
     > "$work/eval.json" 2>> "$out/log"
   python3 - "$work" "$n" "$profile" "$(du -sb "$work/store" | cut -f1)" "$(uptime)" \
