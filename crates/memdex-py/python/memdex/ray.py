@@ -98,6 +98,29 @@ class ShardWriter:
                 "tenants": [len(tenants)]}
 
 
+def _writer_pool(cpus: float, per_writer: float, shards: int,
+                 concurrency: Optional[int]) -> int:
+    """The writer pool's size: the requested one if it leaves at least one CPU for the
+    tasks feeding it, else ``ValueError``; by default the largest such pool (≤ ``shards``)."""
+    if per_writer <= 0:
+        raise ValueError(f"num_cpus per writer must be > 0, got {per_writer}")
+    room = int((cpus - 1.0) // per_writer)
+    if concurrency is None:
+        if room < 1:
+            raise ValueError(
+                f"the cluster has {cpus:g} CPUs: a writer needs {per_writer:g} and the shuffle "
+                "feeding the writers needs 1 more (lower num_cpus or add CPUs)")
+        return max(1, min(shards, room))
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be ≥ 1, got {concurrency}")
+    if concurrency > room:
+        raise ValueError(
+            f"{concurrency} writers × {per_writer:g} CPUs would take all of the cluster's "
+            f"{cpus:g} CPUs and leave none for the shuffle feeding them (the job would hang): "
+            f"use concurrency ≤ {max(room, 0)} or a smaller num_cpus")
+    return concurrency
+
+
 def build_shards(
     input_path: str,
     root: str,
@@ -105,19 +128,29 @@ def build_shards(
     fmt: str = "jsonl",
     model: Optional[str] = None,
     device: str = "auto",
-    concurrency: int = 2,
+    concurrency: Optional[int] = None,
     num_gpus: Optional[float] = None,
+    num_cpus: float = 1.0,
 ) -> List[Dict[str, Any]]:
     """Builds ``shards`` memdex stores under ``root`` from ``input_path`` with a Ray Data job
     on the connected cluster (``ray.init`` first). ``num_gpus`` per writer actor: default 1
     when the cluster has GPUs (with ``device="auto"`` the model then runs on CUDA if memdex
-    was built with it), else 0. Idempotent like ``memdex index``: sessions already stored are
-    skipped. Returns one row per shard: ``{shard, records, items_written, tenants}``, and
-    writes ``root/shards.json`` (the shard count the router needs)."""
+    was built with it), else 0. ``num_cpus`` per writer actor (default 1).
+
+    ``concurrency`` writer actors (default: as many as the cluster's CPUs allow after one CPU
+    is left for the tagging and shuffle tasks, at most ``shards``). The writers hold their
+    CPUs for the whole job, so a pool that takes every CPU would leave the shuffle feeding
+    them unschedulable and the job would hang: that is refused with ``ValueError``.
+
+    Idempotent like ``memdex index``: sessions already stored are skipped. Returns one row per
+    shard: ``{shard, records, items_written, tenants}``, and writes ``root/shards.json`` (the
+    shard count the router needs)."""
     import ray
 
+    resources = ray.cluster_resources()
     if num_gpus is None:
-        num_gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+        num_gpus = 1.0 if resources.get("GPU", 0) >= 1 else 0.0
+    concurrency = _writer_pool(resources.get("CPU", 0.0), num_cpus, shards, concurrency)
     os.makedirs(root, exist_ok=True)
     ds = ray.data.from_items(list(_records(input_path, fmt)))
 
@@ -133,6 +166,7 @@ def build_shards(
             fn_constructor_args=(os.path.abspath(root), shards, model, device),
             concurrency=concurrency,
             num_gpus=num_gpus,
+            num_cpus=num_cpus,
             batch_format="numpy",
         )
         .take_all()
@@ -201,7 +235,16 @@ class Router:
             op = body.pop("op", "search")
             return {"shard": self.shard(body["tenant"]), "result": await self.call(op, **body)}
         except (memdex.MemdexError, ValueError, TypeError) as e:
+            e = _cause(e)
             return {"error": {"type": type(e).__name__, "message": str(e)}}
+
+
+def _cause(e: BaseException) -> BaseException:
+    """The replica's own exception: an error raised in a replica reaches the router as Ray's
+    ``RayTaskError(NotFound)`` (a subclass of both, its message a remote traceback); its
+    ``cause`` is the memdex exception with memdex's message."""
+    cause = getattr(e, "cause", None)
+    return cause if isinstance(cause, BaseException) else e
 
 
 def serve_app(root: str, model: Optional[str] = None, device: str = "auto",
