@@ -268,6 +268,12 @@ impl MemTree {
             let Some(n) = self.nodes.get_mut(&v) else {
                 break;
             };
+            // Same content: its embedding stands, and the ancestors' inputs are unchanged
+            // (a node's content is a function of its children's), so the path stops here.
+            // A node still without an embedding (new) is embedded whatever its content.
+            if n.content == content && !n.embedding.is_empty() {
+                break;
+            }
             n.content = content;
             changes.touched.insert(v);
             if !changes.reembed.contains(&v) {
