@@ -6,51 +6,37 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
-use memdex_core::{Granularity, ModelInfo, OnError, Role, Session, TextKind, Turn};
-use memdex_embed::{EmbedError, Embeddings, Encoder};
+use memdex_core::{Granularity, OnError, Role, Session, TextKind, Turn};
+use memdex_embed::{EmbedError, Encoder};
 use memdex_engine::{index_sessions, IndexOptions};
 use memdex_ingest::{IngestError, ItemizeOptions, SessionSource};
 use memdex_store::{Extraction, Store, StoreWriter};
-use memdex_testkit::HashEncoder;
+use memdex_testkit::HookedEncoder;
 
-/// Counts embedded keys; fails every call from the `fail_from`-th on.
-#[derive(Debug)]
-struct Counting {
-    inner: HashEncoder,
+/// What the counting encoder saw.
+#[derive(Debug, Default)]
+struct Counts {
     calls: AtomicUsize,
     keys: AtomicUsize,
-    fail_from: usize,
 }
 
-impl Encoder for Counting {
-    fn info(&self) -> &ModelInfo {
-        self.inner.info()
-    }
-    fn device(&self) -> String {
-        "cpu".into()
-    }
-    fn backend(&self) -> &'static str {
-        "counting"
-    }
-    fn max_batch_tokens(&self) -> usize {
-        1024
-    }
-    fn embed_with_progress(
-        &self,
-        texts: &[&str],
-        kind: TextKind,
-        progress: &mut dyn FnMut(usize),
-    ) -> Result<Embeddings, EmbedError> {
-        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_from {
+/// Counts embedded keys; fails every call from the `fail_from`-th on.
+fn counting(fail_from: usize) -> (impl Encoder, Arc<Counts>) {
+    let counts = Arc::new(Counts::default());
+    let seen = counts.clone();
+    let enc = HookedEncoder::new(16, "counting", move |texts: &[&str], _kind: TextKind| {
+        if seen.calls.fetch_add(1, Ordering::SeqCst) + 1 >= fail_from {
             return Err(EmbedError::Tokenize {
                 index: 0,
                 message: "the encoder stopped".into(),
             });
         }
-        self.keys.fetch_add(texts.len(), Ordering::SeqCst);
-        self.inner.embed_with_progress(texts, kind, progress)
-    }
+        seen.keys.fetch_add(texts.len(), Ordering::SeqCst);
+        Ok(())
+    });
+    (enc, counts)
 }
 
 struct Sessions(std::vec::IntoIter<Session>);
@@ -97,7 +83,7 @@ fn history() -> (Vec<Session>, usize) {
 
 fn run(
     dir: &std::path::Path,
-    enc: &Counting,
+    enc: &dyn Encoder,
 ) -> Result<memdex_engine::IndexReport, memdex_engine::EngineError> {
     let mut w = StoreWriter::open_or_create_with(
         dir,
@@ -115,22 +101,13 @@ fn run(
     index_sessions(Sessions(history().0.into_iter()), &mut w, enc, &opts, &())
 }
 
-fn counting(fail_from: usize) -> Counting {
-    Counting {
-        inner: HashEncoder::new(16),
-        calls: AtomicUsize::new(0),
-        keys: AtomicUsize::new(0),
-        fail_from,
-    }
-}
-
 #[test]
 fn batches_in_flight_share_keys_and_a_rerun_resumes() {
     let (_, distinct) = history();
     // one run: batches cut at the first session boundary past 7 items (9 items each), 30
     // distinct keys among 120 items
     let tmp = tempfile::tempdir().unwrap();
-    let enc = counting(usize::MAX);
+    let (enc, counts) = counting(usize::MAX);
     let r = run(tmp.path(), &enc).unwrap();
     assert_eq!(r.items_written, 120);
     assert_eq!(r.segments_written, 14, "{r:?}");
@@ -138,13 +115,13 @@ fn batches_in_flight_share_keys_and_a_rerun_resumes() {
         r.keys_embedded as usize, distinct,
         "each distinct key once: {r:?}"
     );
-    assert_eq!(enc.keys.load(Ordering::SeqCst), distinct);
+    assert_eq!(counts.keys.load(Ordering::SeqCst), distinct);
     assert_eq!(r.keys_reused, 120 - distinct as u64);
     assert!(r.stages.embed >= 0.0 && r.stages.wall >= r.stages.write);
 
     // interrupted: the encoder stops at its 3rd batch; the batches before it are committed
     let tmp = tempfile::tempdir().unwrap();
-    let enc = counting(3);
+    let (enc, counts) = counting(3);
     let e = run(tmp.path(), &enc).unwrap_err();
     assert!(e.to_string().contains("the encoder stopped"), "{e}");
     let store = Store::open(tmp.path()).unwrap();
@@ -153,9 +130,9 @@ fn batches_in_flight_share_keys_and_a_rerun_resumes() {
         committed_rows > 0 && committed_rows < 120,
         "{committed_rows}"
     );
-    let first_keys = enc.keys.load(Ordering::SeqCst);
+    let first_keys = counts.keys.load(Ordering::SeqCst);
     // a re-run: the committed sessions are unchanged, their keys reused; all keys embedded once
-    let enc2 = counting(usize::MAX);
+    let (enc2, _) = counting(usize::MAX);
     let r2 = run(tmp.path(), &enc2).unwrap();
     assert!(r2.sessions_unchanged > 0, "{r2:?}");
     assert_eq!(Store::open(tmp.path()).unwrap().rows(), 120);

@@ -7,54 +7,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use memdex_core::{ModelInfo, Role, Session, TextKind, Turn};
-use memdex_embed::{EmbedError, Embeddings, Encoder};
+use memdex_core::{Role, Session, TextKind, Turn};
 use memdex_rank::{Query, RankOptions};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, Health, RuntimeError};
-use memdex_testkit::HashEncoder;
-
-/// Counts the passages it embeds; panics on a text saying `PANIC`; waits at a text saying
-/// `WAIT` until the gate opens.
-#[derive(Debug, Clone)]
-struct Probe {
-    inner: HashEncoder,
-    passages: Arc<AtomicUsize>,
-    gate: Arc<(Mutex<bool>, Condvar)>,
-}
-
-impl Encoder for Probe {
-    fn info(&self) -> &ModelInfo {
-        self.inner.info()
-    }
-    fn device(&self) -> String {
-        "cpu".into()
-    }
-    fn backend(&self) -> &'static str {
-        "probe"
-    }
-    fn max_batch_tokens(&self) -> usize {
-        1024
-    }
-    fn embed_with_progress(
-        &self,
-        texts: &[&str],
-        kind: TextKind,
-        progress: &mut dyn FnMut(usize),
-    ) -> Result<Embeddings, EmbedError> {
-        assert!(!texts.contains(&"PANIC"), "the probe was told to panic");
-        if texts.contains(&"WAIT") {
-            let (open, cv) = &*self.gate;
-            let mut g = open.lock().unwrap();
-            while !*g {
-                g = cv.wait(g).unwrap();
-            }
-        }
-        if kind == TextKind::Passage {
-            self.passages.fetch_add(texts.len(), Ordering::SeqCst);
-        }
-        self.inner.embed_with_progress(texts, kind, progress)
-    }
-}
+use memdex_testkit::HookedEncoder;
 
 fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
     Session {
@@ -78,14 +34,26 @@ fn start(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>) {
 
 type Gate = Arc<(Mutex<bool>, Condvar)>;
 
+/// An encoder that counts the passages it embeds, panics on a text saying `PANIC` and waits
+/// at a text saying `WAIT` until the gate opens.
 fn start_gated(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>, Gate) {
     let passages = Arc::new(AtomicUsize::new(0));
     let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
-    let probe = Probe {
-        inner: HashEncoder::new(32),
-        passages: passages.clone(),
-        gate: gate.clone(),
-    };
+    let (seen, wait) = (passages.clone(), gate.clone());
+    let probe = HookedEncoder::new(32, "probe", move |texts: &[&str], kind: TextKind| {
+        assert!(!texts.contains(&"PANIC"), "the probe was told to panic");
+        if texts.contains(&"WAIT") {
+            let (open, cv) = &*wait;
+            let mut g = open.lock().unwrap();
+            while !*g {
+                g = cv.wait(g).unwrap();
+            }
+        }
+        if kind == TextKind::Passage {
+            seen.fetch_add(texts.len(), Ordering::SeqCst);
+        }
+        Ok(())
+    });
     let opts = EngineOptions {
         compact_every: None,
         ..EngineOptions::default()

@@ -66,6 +66,67 @@ pub fn vectors(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| r.centered_f32()).collect()
 }
 
+/// A [`HashEncoder`] that runs `hook` on the texts of every call before embedding them: a
+/// test's probe (count, fail, block, panic) without re-implementing the encoder. `hook`'s
+/// error is the call's error; `max_batch_tokens` is the budget the pipeline batches by.
+#[derive(Clone)]
+pub struct HookedEncoder<F> {
+    pub inner: HashEncoder,
+    pub backend: &'static str,
+    pub max_batch_tokens: usize,
+    pub hook: F,
+}
+
+impl<F> HookedEncoder<F>
+where
+    F: Fn(&[&str], TextKind) -> Result<(), EmbedError> + Send,
+{
+    pub fn new(dim: usize, backend: &'static str, hook: F) -> Self {
+        HookedEncoder {
+            inner: HashEncoder::new(dim),
+            backend,
+            max_batch_tokens: 1024,
+            hook,
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for HookedEncoder<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookedEncoder")
+            .field("backend", &self.backend)
+            .field("dim", &self.inner.info.dim)
+            .finish()
+    }
+}
+
+impl<F> Encoder for HookedEncoder<F>
+where
+    F: Fn(&[&str], TextKind) -> Result<(), EmbedError> + Send,
+{
+    fn info(&self) -> &ModelInfo {
+        self.inner.info()
+    }
+    fn device(&self) -> String {
+        "cpu".into()
+    }
+    fn backend(&self) -> &'static str {
+        self.backend
+    }
+    fn max_batch_tokens(&self) -> usize {
+        self.max_batch_tokens
+    }
+    fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
+        (self.hook)(texts, kind)?;
+        self.inner.embed_with_progress(texts, kind, progress)
+    }
+}
+
 /// A deterministic bag-of-words encoder: each lower-cased word adds ±1 to a hashed
 /// coordinate, then the vector is L2-normalised. Texts sharing words get close vectors, so
 /// rankings are meaningful, and no model file is needed.
