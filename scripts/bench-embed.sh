@@ -10,6 +10,10 @@
 #      memdex through MEMDEX_CPU_ISA, PyTorch through ATEN_CPU_CAPABILITY,
 #      MKL_ENABLE_INSTRUCTIONS and ONEDNN_MAX_CPU_ISA. (candle's reference encoder keeps the
 #      gemm crate's own dispatch.) CANDLE=0 skips the candle reference encoder.
+#      ROUNDS (1): after the first round (both engines as above), ROUNDS − 1 more rounds of
+#      memdex fast-cpu then sentence-transformers, alternating, so that drift in the machine's
+#      speed (other load, clocks) hits both sides alike; prints each round's ratio and their
+#      median, the number to quote.
 # GFLOP/s: the encoder's useful arithmetic (no padding, `memdex bench embed`'s count) per
 # second of each engine, to hold against the CPU's peak.
 set -euo pipefail
@@ -57,6 +61,15 @@ echo "== sentence-transformers" >&2
 scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
   --max-length 256 --repeats "$repeats" --json > "$out/st.json"
 
+rounds="${ROUNDS:-1}"
+for r in $(seq 2 "$rounds"); do
+  echo "== round $r/$rounds: memdex, then sentence-transformers" >&2
+  RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --input "$texts" \
+    --repeats "$repeats" --json > "$out/memdex-r$r.json"
+  scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
+    --max-length 256 --repeats "$repeats" --json > "$out/st-r$r.json"
+done
+
 uptime > "$out/load-after.txt"
 
 python3 - "$out" "$isa" <<'PY'
@@ -82,5 +95,15 @@ for name, r in (("memdex fast-cpu", m), ("memdex candle", c), ("sentence-transfo
 print(f"ratio memdex fast-cpu / sentence-transformers: {m['tokens_per_s'] / s['tokens_per_s']:.2f}x")
 if c is not None:
     print(f"ratio memdex candle   / sentence-transformers: {c['tokens_per_s'] / s['tokens_per_s']:.2f}x")
+ratios = [m["tokens_per_s"] / s["tokens_per_s"]]
+r = 2
+while os.path.exists(os.path.join(d, f"memdex-r{r}.json")):
+    mr, sr = (json.load(open(os.path.join(d, f"{e}-r{r}.json"))) for e in ("memdex", "st"))
+    ratios.append(mr["tokens_per_s"] / sr["tokens_per_s"])
+    print(f"round {r}: memdex {mr['tokens_per_s']:.0f} tokens/s, sentence-transformers {sr['tokens_per_s']:.0f} tokens/s, ratio {ratios[-1]:.2f}x")
+    r += 1
+if len(ratios) > 1:
+    med = sorted(ratios)[len(ratios) // 2] if len(ratios) % 2 else sum(sorted(ratios)[len(ratios) // 2 - 1:len(ratios) // 2 + 1]) / 2
+    print(f"ratio over {len(ratios)} alternating rounds: median {med:.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
 PY
 echo "reports in $out" >&2
