@@ -2,7 +2,8 @@
 //!
 //! Targets ([`targets::TARGETS`]): the JSONL reader, the LongMemEval streaming scanner (and
 //! its truncation at every byte offset), the LoCoMo reader, session dates, event dates and
-//! facts of chat text, query time parsing, and the server's request bodies. Each starts from
+//! facts of chat text, TiM's rule thoughts and MemTree's aggregation of chat text, query time
+//! parsing, and the server's request bodies. Each starts from
 //! a seed corpus of valid inputs written in [`seeds`]; the [`driver`] mutates them
 //! structure-aware ([`mutate`]: JSON as trees, text as words) from a seeded generator, keeps
 //! inputs that behave in a new way, and reports panics.

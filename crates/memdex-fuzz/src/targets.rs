@@ -13,12 +13,15 @@ use chrono::{Datelike, NaiveDate};
 use memdex_core::{check_tenant_name, Granularity, Session};
 use memdex_engine::derive_item;
 use memdex_extract::{extract_events, invalid_dates, parse_query, FactExtractor, HeuristicFacts};
+use memdex_index::text::Analyzer;
 use memdex_ingest::{
     itemize, parse_date, parse_locomo, parse_locomo_date, IngestError, ItemizeOptions,
     JsonlOptions, JsonlSessions, LongMemEvalReader, SessionSource as _, MAX_YEAR, MIN_YEAR,
 };
 use memdex_rank::{contextual_query, format_ms, reading_context, RankOptions, Stages};
 use memdex_server::{bodies, ApiError, Limits};
+use memdex_structures::tree::aggregate;
+use memdex_structures::{Context, RuleThoughts, ThoughtExtractor, ThoughtInput};
 use serde_json::Value;
 
 use crate::mutate::Shape;
@@ -70,6 +73,12 @@ pub const TARGETS: &[Target] = &[
         name: "extract",
         shape: Shape::Text,
         run: extract,
+        seeds: seeds::texts,
+    },
+    Target {
+        name: "structures",
+        shape: Shape::Text,
+        run: structures,
         seeds: seeds::texts,
     },
     Target {
@@ -409,6 +418,52 @@ pub fn extract(data: &[u8]) -> u64 {
     .extract(&text, Some(anchor));
     sig.add(facts.len());
     sig.add(memdex_index::signals::importance(&text));
+    sig.done()
+}
+
+/// TiM's rule thoughts (each line a turn, pronouns resolved across lines, with and without
+/// third-person names) and MemTree's aggregation of the lines: no panic, bounded triples with
+/// non-empty parts, an aggregate within its byte budget.
+pub fn structures(data: &[u8]) -> u64 {
+    static ANALYZER: std::sync::OnceLock<Analyzer> = std::sync::OnceLock::new();
+    let mut sig = Sig::default();
+    let (anchor, text) = anchor_and_rest(data);
+    for names in [false, true] {
+        let x = RuleThoughts {
+            names,
+            ..RuleThoughts::default()
+        };
+        let mut context = Context::default();
+        for line in text.lines() {
+            let input = ThoughtInput {
+                text: line,
+                speaker: None,
+                anchor: Some(anchor),
+            };
+            let triples = x.extract(&input, &mut context);
+            assert!(triples.len() <= x.max_triples, "{triples:?}");
+            for t in &triples {
+                let parts = [&t.subject, &t.relation, &t.object];
+                assert!(parts.iter().all(|p| !p.trim().is_empty()), "{t:?}");
+                assert!(
+                    t.sentence().len() <= 3 * line.len() + 64,
+                    "{t:?} from {line:?}"
+                );
+                sig.add((
+                    format!("{:?}", t.polarity),
+                    t.functional,
+                    t.relation.len() % 7,
+                ));
+            }
+        }
+    }
+    let analyzer = ANALYZER.get_or_init(Analyzer::english);
+    let lines: Vec<&str> = text.lines().collect();
+    for budget in [1, 24, 400] {
+        let out = aggregate(&lines, budget, analyzer);
+        assert!(out.len() <= budget.max(3), "{budget}: {out:?}");
+        sig.add(out.len().min(budget) * 8 / budget.max(1));
+    }
     sig.done()
 }
 

@@ -66,6 +66,7 @@ short!(
     locomo,
     dates,
     extract,
+    structures,
     query,
     http_bodies
 );
@@ -82,6 +83,7 @@ fn every_target_has_a_short_pass_and_valid_seeds() {
             "locomo",
             "dates",
             "extract",
+            "structures",
             "query",
             "http_bodies"
         ]

@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use memdex_fuzz::{fuzz, minimize, target, Budget, Target, Watch, TARGETS};
 
+const USAGE: &str =
+    "usage: memdex-fuzz [--seconds N] [--seed S] [--target NAME]... [--out DIR] | --list\n\
+  fuzzes every target (or the named ones) for N seconds each; crashes, minimised, go to\n\
+  DIR/<target>/ (default target/fuzz-crashes); exit 1 on a crash, 2 on a hang";
+
 fn save(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let p = dir.join(name);
@@ -35,7 +40,11 @@ fn main() -> Result<()> {
                 }
                 return Ok(());
             }
-            other => bail!("unknown argument {other:?} (see the source's first line)"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
     let targets: Vec<&Target> = if names.is_empty() {
