@@ -66,9 +66,12 @@ e2e_one() {
       >> "$OUT/e2e.jsonl" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+e = json.load(open(sys.argv[1].replace("/index-", "/eval-")))
 t0, t1, t2 = map(float, sys.argv[4:7])
 r.update(scale=sys.argv[2], device=sys.argv[3], index_wall_s=t1 - t0, eval_wall_s=t2 - t1,
-         store_bytes=int(sys.argv[7]))
+         store_bytes=int(sys.argv[7]), eval_dense_scorer=e["config"].get("dense_scorer"),
+         eval_rank_seconds=e["config"]["run"]["rank_seconds"], eval_latency_ms=e["latency_ms"],
+         eval_session_recall_all_5=e["levels"]["session"]["recall_all@5"])
 print(json.dumps(r))
 PY
   else echo "{\"scale\": \"$sc\", \"device\": \"$d\", \"failed\": true}" >> "$OUT/e2e.jsonl"; fi

@@ -368,6 +368,11 @@ pub struct EvalArgs {
     pub rank: Stages,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Score the dense stage of all questions in batches of 256 on the model's device, every
+    /// tenant of a batch in one scorer call (segments resident in device memory): auto = on
+    /// when the model runs on CUDA; on with a CPU model runs candle's batched CPU products.
+    #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
+    pub device_scan: crate::cli_serve::DeviceScanArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -186,6 +186,80 @@ fn reports_record_every_stage() {
     assert!(forced["config"]["run"]["extraction"]["facts"].is_null());
 }
 
+/// `--device-scan on` scores every question's dense stage in batches through the model's
+/// device scorer (candle's batched products here on the CPU; CUDA on a GPU box) instead of
+/// one CPU call per question: the same rankings, the same metrics, and the report says which.
+#[test]
+fn batched_device_scan_ranks_as_the_cpu_scorer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let run = |scan: &str| -> (serde_json::Value, Vec<serde_json::Value>) {
+        let log = tmp.path().join(format!("{scan}.jsonl"));
+        let out = memdex(&[
+            "eval",
+            "--input",
+            locomo.to_str().unwrap(),
+            "--format",
+            "locomo",
+            "--preset",
+            "default",
+            "--device-scan",
+            scan,
+            "--json",
+            "--log",
+            log.to_str().unwrap(),
+        ]);
+        let lines = std::fs::read_to_string(&log).unwrap();
+        let lines = lines.lines().map(|l| serde_json::from_str(l).unwrap());
+        (
+            serde_json::from_slice(&out.stdout).unwrap(),
+            lines.collect(),
+        )
+    };
+    let (cpu, cpu_log) = run("off");
+    let (dev, dev_log) = run("on");
+    assert_eq!(cpu["config"]["dense_scorer"], "cpu");
+    assert_eq!(dev["config"]["dense_scorer"], "candle-cpu");
+    assert_eq!(cpu_log.len(), dev_log.len());
+    assert!(!cpu_log.is_empty());
+    for (a, b) in cpu_log.iter().zip(&dev_log) {
+        let top = |v: &serde_json::Value| -> Vec<(String, f64)> {
+            v["ranked"].as_array().unwrap()[..10.min(v["ranked"].as_array().unwrap().len())]
+                .iter()
+                .map(|r| {
+                    (
+                        r["id"].as_str().unwrap().to_string(),
+                        r["score"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let (ta, tb) = (top(a), top(b));
+        for ((ia, sa), (ib, sb)) in ta.iter().zip(&tb) {
+            assert!(
+                (sa - sb).abs() < 1e-4,
+                "{}: {ia} {sa} vs {ib} {sb}",
+                a["question_id"]
+            );
+            // ids may swap only between near-equal scores
+            assert!(
+                ia == ib || (sa - sb).abs() < 1e-4,
+                "{}: {ta:?} vs {tb:?}",
+                a["question_id"]
+            );
+        }
+    }
+    for (level, metrics) in cpu["levels"].as_object().unwrap() {
+        for (m, x) in metrics.as_object().unwrap() {
+            let y = dev["levels"][level][m].as_f64().unwrap();
+            assert!(
+                (x.as_f64().unwrap() - y).abs() <= 0.002,
+                "{level} {m}: {x} vs {y}"
+            );
+        }
+    }
+}
+
 #[test]
 fn synth_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();

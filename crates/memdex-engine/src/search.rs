@@ -85,4 +85,43 @@ impl Searcher {
         let dense = Dense::Scorer(self.scorer.as_ref());
         Ok(rank(&self.store, tenant, query, dense, opts, &self.cache)?)
     }
+
+    /// [`Self::rank`] with the dense scores computed already (by [`Self::dense_batch`]): one
+    /// per live row of the tenant, in timeline order.
+    pub fn rank_scored(
+        &self,
+        tenant: &str,
+        query: &Query<'_>,
+        dense: &[f32],
+        opts: &RankOptions,
+    ) -> Result<Ranking<'_>, EngineError> {
+        let dense = Dense::Scores(dense);
+        Ok(rank(&self.store, tenant, query, dense, opts, &self.cache)?)
+    }
+
+    /// Dense scores of a batch of queries, `(tenant, vector)` each, in one call of the scorer
+    /// (one launch sequence on a device): query `q`'s scores cover its tenant's live rows in
+    /// timeline order (none for a tenant the store does not hold).
+    pub fn dense_batch(&self, queries: &[(&str, &[f32])]) -> Result<Vec<Vec<f32>>, EngineError> {
+        let dim = self.store.dim();
+        let mut vectors = Vec::with_capacity(queries.len() * dim);
+        for (_, v) in queries {
+            if v.len() != dim {
+                return Err(memdex_rank::RankError::DenseMismatch {
+                    what: "query vector values",
+                    expected: dim,
+                    got: v.len(),
+                }
+                .into());
+            }
+            vectors.extend_from_slice(v);
+        }
+        let slices: Vec<_> = queries
+            .iter()
+            .map(|(t, _)| self.store.tenant_slices(t))
+            .collect();
+        let (blocks, runs) = memdex_rank::dense_batch_request(&self.store, &slices);
+        let scores = self.scorer.score(dim, &vectors, &blocks, &runs);
+        Ok(scores.map_err(memdex_rank::RankError::from)?)
+    }
 }

@@ -50,6 +50,9 @@ pub struct EvalConfig {
     /// The ranking pipeline, every stage and weight.
     pub rank: RankOptions,
     pub model: String,
+    /// Where the dense scores came from: the scorer's name (`cpu`: per question on the CPU;
+    /// a device scorer, e.g. `candle-cuda`: in batches of 256 questions).
+    pub dense_scorer: &'static str,
     /// How the run went (filled by the caller that read and indexed the input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
@@ -68,7 +71,8 @@ pub struct RunInfo {
 }
 
 /// Query latency percentiles (ms). `embed` is one query embedded alone (measured on up to 200
-/// questions); `rank` is scoring and ordering the tenant's items; `search` is their sum per
+/// questions); `rank` is scoring and ordering the tenant's items (with a batched scorer: its
+/// share of its batch's scoring call plus the ordering); `search` is their sum per
 /// question, i.e. what a `search` call costs after the model is loaded.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Latency {
@@ -275,12 +279,15 @@ pub fn evaluate_questions(
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
     let qvecs = searcher.encoder().embed(&queries, TextKind::Query)?;
     let mut tally = Tally::default();
+    let mut scan = Scan::default();
     for (qi, q) in questions.iter().enumerate() {
         if q.skip == Some(Skip::Abstention) {
             tally.skip(Skip::Abstention);
             continue;
         }
-        let Some(mut r) = rank_question(searcher, q, qvecs.row(qi), opts, &mut tally)? else {
+        let dense = scan.dense(searcher, questions, &qvecs, qi)?;
+        let vector = qvecs.row(qi);
+        let Some(mut r) = rank_question(searcher, q, vector, dense, opts, &mut tally)? else {
             tally.skip(Skip::EmptyHaystack);
             continue;
         };
@@ -341,6 +348,7 @@ pub fn evaluate_questions(
             ks: opts.ks.clone(),
             rank: opts.rank,
             model: searcher.encoder().info().name.clone(),
+            dense_scorer: searcher.scorer().name(),
             run: None,
         },
     })
@@ -348,10 +356,60 @@ pub fn evaluate_questions(
 
 /// Ranks one question's haystack (None: its tenant has no items), timing the query's
 /// embedding (first 200 questions) and the ranking.
+/// Questions scored together on a batched (device) scorer.
+const SCAN_BATCH: usize = 256;
+
+/// Dense scores of the current batch of questions when the searcher's scorer batches (a
+/// device): one scorer call per [`SCAN_BATCH`] questions, its time shared among them.
+#[derive(Default)]
+struct Scan {
+    /// First question of the batch, its questions' scores, and the call's ms per question.
+    start: usize,
+    scores: Vec<Option<Vec<f32>>>,
+    ms_each: f64,
+}
+
+impl Scan {
+    fn dense<'s>(
+        &'s mut self,
+        searcher: &Searcher,
+        questions: &[EvalQuestion],
+        qvecs: &memdex_embed::Embeddings,
+        qi: usize,
+    ) -> Result<Option<(&'s [f32], f64)>, EvalError> {
+        if !searcher.scorer().batched() {
+            return Ok(None);
+        }
+        if self.scores.is_empty() || qi >= self.start + self.scores.len() {
+            let t = Instant::now();
+            let end = (qi + SCAN_BATCH).min(questions.len());
+            let wanted: Vec<usize> = (qi..end)
+                .filter(|&i| questions[i].skip != Some(Skip::Abstention))
+                .collect();
+            let batch: Vec<(&str, &[f32])> = wanted
+                .iter()
+                .map(|&i| (questions[i].tenant.as_str(), qvecs.row(i)))
+                .collect();
+            let mut scored = searcher.dense_batch(&batch)?.into_iter();
+            self.start = qi;
+            self.scores = vec![None; end - qi];
+            for &i in &wanted {
+                self.scores[i - qi] = scored.next();
+            }
+            self.ms_each = t.elapsed().as_secs_f64() * 1e3 / wanted.len().max(1) as f64;
+        }
+        let s = self.scores.get(qi - self.start).and_then(Option::as_deref);
+        Ok(s.map(|s| (s, self.ms_each)))
+    }
+}
+
+/// Ranks one question's corpus: dense scores from `dense` (a batch's, with its share of the
+/// batch's time in ms) or from the searcher's scorer now.
 fn rank_question(
     searcher: &Searcher,
     q: &EvalQuestion,
     vector: &[f32],
+    dense: Option<(&[f32], f64)>,
     opts: &EvalOptions,
     tally: &mut Tally,
 ) -> Result<Option<Ranked>, EvalError> {
@@ -373,8 +431,14 @@ fn rank_question(
         vector,
         date_ms: q.question_date_ms,
     };
-    let ranked = searcher.rank(&q.tenant, &query, &opts.rank);
-    let rank_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (ranked, scan_ms) = match dense {
+        Some((scores, ms)) => (
+            searcher.rank_scored(&q.tenant, &query, scores, &opts.rank),
+            ms,
+        ),
+        None => (searcher.rank(&q.tenant, &query, &opts.rank), 0.0),
+    };
+    let rank_ms = t.elapsed().as_secs_f64() * 1e3 + scan_ms;
     times.rank.push(rank_ms);
     if let Some(e) = embed_ms {
         times.search.push(e + rank_ms);

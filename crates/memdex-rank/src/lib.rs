@@ -31,6 +31,8 @@ pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
     TimeMode, TimeStage, TreeStage,
 };
-pub use pipeline::{check_columns, dense_request, fit_to_store, rank, Dense, Query, Ranking};
+pub use pipeline::{
+    check_columns, dense_batch_request, dense_request, fit_to_store, rank, Dense, Query, Ranking,
+};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};

@@ -70,28 +70,40 @@ pub fn dense_request<'s>(
     store: &'s Store,
     slices: &[TenantSlice<'s>],
 ) -> (Vec<Block<'s>>, Vec<Run>) {
+    let (blocks, mut runs) = dense_batch_request(store, &[slices.to_vec()]);
+    (blocks, runs.pop().unwrap_or_default())
+}
+
+/// [`dense_request`] for a batch of queries, query `q` over `slices[q]` (its tenant's live
+/// rows): one block per segment touched by any query, shared, and each query's runs.
+pub fn dense_batch_request<'s>(
+    store: &'s Store,
+    slices: &[Vec<TenantSlice<'s>>],
+) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
     let mut blocks: Vec<Block<'s>> = Vec::new();
-    let mut index_of: Vec<(usize, usize)> = Vec::new();
-    let mut runs = Vec::with_capacity(slices.len());
-    for s in slices {
-        let block = match index_of.iter().find(|(seg, _)| *seg == s.index) {
-            Some(&(_, b)) => b,
-            None => {
-                blocks.push(Block {
-                    id: s.segment.meta().id,
-                    data: s.segment.embeddings(),
-                });
-                index_of.push((s.index, blocks.len() - 1));
-                blocks.len() - 1
-            }
-        };
-        runs.push(Run {
-            block,
-            start: s.start,
-            rows: s.rows,
-        });
-    }
-    debug_assert!(store.segments().len() >= blocks.len());
+    let mut block_of: Vec<Option<usize>> = vec![None; store.segments().len()];
+    let runs = slices
+        .iter()
+        .map(|query_slices| {
+            query_slices
+                .iter()
+                .map(|s| {
+                    let block = *block_of[s.index].get_or_insert_with(|| {
+                        blocks.push(Block {
+                            id: s.segment.meta().id,
+                            data: s.segment.embeddings(),
+                        });
+                        blocks.len() - 1
+                    });
+                    Run {
+                        block,
+                        start: s.start,
+                        rows: s.rows,
+                    }
+                })
+                .collect()
+        })
+        .collect();
     (blocks, runs)
 }
 

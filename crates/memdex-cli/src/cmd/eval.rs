@@ -3,6 +3,7 @@ use std::io::{BufWriter, Write};
 
 use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
+use memdex_embed::Encoder as _;
 use memdex_engine::Searcher;
 use memdex_eval::{
     evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
@@ -11,6 +12,7 @@ use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
 
 use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
+use crate::cli_serve::DeviceScanArg;
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -75,7 +77,16 @@ pub fn run(a: EvalArgs) -> Result<()> {
     drop(writer);
     let store = Store::open(&store_dir)?;
     let extraction = store.manifest().extraction.clone();
-    let searcher = Searcher::new(store, Box::new(embedder))?;
+    let scan = match a.device_scan {
+        DeviceScanArg::Auto => embedder.is_accelerator(),
+        DeviceScanArg::On => true,
+        DeviceScanArg::Off => false,
+    };
+    let searcher = match scan.then(|| embedder.device_scorer()).flatten() {
+        Some(scorer) => Searcher::with_scorer(store, Box::new(embedder), scorer)?,
+        None => Searcher::new(store, Box::new(embedder))?,
+    };
+    tracing::info!("dense scores: {}", searcher.scorer().name());
     let opts = EvalOptions {
         dataset,
         granularity,
