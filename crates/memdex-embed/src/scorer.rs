@@ -1,8 +1,8 @@
 //! Dense scoring on the model's device through candle: the searches of one model batch,
 //! whatever their tenants, are scored together — one matrix product per store segment the
 //! batch touches, then one gather of each query's own rows — and only those scores come back.
-//! Segments stay resident on the device by segment id (ids are never reused; committed
-//! segments never change) until `retain` drops the ones compaction retired.
+//! Segments stay resident on the device by segment id, in f16 on an accelerator (ids are never
+//! reused; committed segments never change) until `retain` drops the ones compaction retired.
 //!
 //! It runs on the thread that owns the encoder. With the CUDA build the products run on
 //! cuBLAS; on the CPU the same code runs through candle's CPU backend (what the tests check),
@@ -20,19 +20,35 @@ use crate::device_name;
 #[derive(Debug)]
 pub struct CandleScorer {
     device: Device,
+    /// What resident segments and the products are held in (scores come back as f32).
+    dtype: DType,
     name: &'static str,
     resident: Mutex<HashMap<u64, Tensor>>,
 }
 
 impl CandleScorer {
+    /// f16 on an accelerator (half the memory and bandwidth of the resident segments, tensor
+    /// cores for the products; scores within ~1e-3 of f32), f32 on the CPU.
     pub fn new(device: Device) -> CandleScorer {
-        let name = if device.is_cpu() {
-            "candle-cpu"
+        let dtype = if device.is_cpu() {
+            DType::F32
         } else {
-            "candle-device"
+            DType::F16
+        };
+        Self::with_dtype(device, dtype)
+    }
+
+    /// [`Self::new`] holding the segments in `dtype` (F32, F16 or BF16).
+    pub fn with_dtype(device: Device, dtype: DType) -> CandleScorer {
+        let name = match (device.is_cpu(), dtype) {
+            (true, DType::F32) => "candle-cpu",
+            (true, _) => "candle-cpu-half",
+            (false, DType::F32) => "candle-device-f32",
+            (false, _) => "candle-device",
         };
         CandleScorer {
             device,
+            dtype,
             name,
             resident: Mutex::new(HashMap::new()),
         }
@@ -60,7 +76,7 @@ impl CandleScorer {
             return Ok(m.clone());
         }
         let rows = block.data.len() / dim;
-        let m = Tensor::from_slice(block.data, (rows, dim), &self.device)?;
+        let m = Tensor::from_slice(block.data, (rows, dim), &self.device)?.to_dtype(self.dtype)?;
         self.lock().insert(block.id, m.clone());
         Ok(m)
     }
@@ -72,7 +88,8 @@ impl CandleScorer {
         blocks: &[Block<'_>],
         runs: &[Vec<Run>],
     ) -> candle_core::Result<Vec<Vec<f32>>> {
-        let q = Tensor::from_slice(queries, (runs.len(), dim), &self.device)?;
+        let q =
+            Tensor::from_slice(queries, (runs.len(), dim), &self.device)?.to_dtype(self.dtype)?;
         // per block: which (query, run) pairs read it
         let mut users: Vec<Vec<(usize, usize)>> = vec![Vec::new(); blocks.len()];
         for (qi, rs) in runs.iter().enumerate() {
@@ -199,5 +216,46 @@ mod tests {
         }
         scorer.retain(&[11]);
         assert_eq!(scorer.resident(), 1, "retired blocks are dropped");
+    }
+
+    /// The half-precision path a GPU takes (f16 segments and products, f32 scores), run by
+    /// candle's CPU backend: within f16's rounding of the f32 dot products of unit vectors.
+    #[test]
+    fn half_precision_products_stay_within_f16_rounding() {
+        let dim = 384;
+        let unit = |seed: usize, n: usize| -> Vec<f32> {
+            let mut v: Vec<f32> = (0..n * dim)
+                .map(|i| ((i * 31 + seed * 17) as f32 * 0.0137).sin())
+                .collect();
+            for row in v.chunks_mut(dim) {
+                let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+                row.iter_mut().for_each(|x| *x /= norm);
+            }
+            v
+        };
+        let data = unit(1, 200);
+        let blocks = [Block { id: 1, data: &data }];
+        let runs = vec![
+            vec![Run {
+                block: 0,
+                start: 0,
+                rows: 200,
+            }];
+            3
+        ];
+        let queries = unit(2, 3);
+        let want = CpuScorer.score(dim, &queries, &blocks, &runs).unwrap();
+        for dtype in [DType::F16, DType::BF16] {
+            let scorer = CandleScorer::with_dtype(Device::Cpu, dtype);
+            assert_eq!(scorer.name(), "candle-cpu-half");
+            let got = scorer.score(dim, &queries, &blocks, &runs).unwrap();
+            let tol = if dtype == DType::F16 { 2e-3 } else { 2e-2 };
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.len(), 200);
+                for (a, b) in g.iter().zip(w) {
+                    assert!((a - b).abs() < tol, "{dtype:?}: {a} vs {b}");
+                }
+            }
+        }
     }
 }
