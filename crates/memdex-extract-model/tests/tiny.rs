@@ -1,0 +1,241 @@
+//! The plumbing on a tiny random llama written here with candle's GGUF writer: the header
+//! and tokenizer are read, generation runs, and its (random) output falls back to the rules.
+//! Plus the real SmolLM2-135M when `scripts/fetch-model.sh smollm2` has fetched it.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use memdex_extract::{FactExtractor, HeuristicFacts};
+use memdex_extract_model::{ModelDevice, ModelError, ModelFacts, ModelOptions};
+
+const DIM: usize = 32;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HIDDEN: usize = 64;
+
+/// GPT-2's byte → printable character map.
+fn byte_chars() -> Vec<char> {
+    let mut printable: Vec<u32> = (b'!'..=b'~')
+        .chain(0xA1..=0xAC)
+        .chain(0xAE..=0xFF)
+        .map(u32::from)
+        .collect();
+    let mut out = vec!['\0'; 256];
+    let mut extra = 0;
+    for b in 0..256u32 {
+        let c = if printable.contains(&b) {
+            b
+        } else {
+            extra += 1;
+            255 + extra
+        };
+        out[b as usize] = char::from_u32(c).expect("valid");
+    }
+    printable.clear();
+    out
+}
+
+fn tokens() -> (Vec<String>, Vec<i32>, Vec<String>) {
+    let bc = byte_chars();
+    let mut toks: Vec<String> = bc.iter().map(|c| c.to_string()).collect();
+    let mut types = vec![1; toks.len()];
+    let (t, h, e) = (bc[b't' as usize], bc[b'h' as usize], bc[b'e' as usize]);
+    let merges = vec![format!("{t} {h}"), format!("{t}{h} {e}")];
+    toks.extend([format!("{t}{h}"), format!("{t}{h}{e}")]);
+    types.extend([1, 1]);
+    for s in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] {
+        toks.push(s.into());
+        types.push(3);
+    }
+    (toks, types, merges)
+}
+
+fn q(t: Tensor) -> QTensor {
+    QTensor::quantize(&t, GgmlDType::F32).expect("quantize")
+}
+
+fn rand(shape: &[usize]) -> Tensor {
+    Tensor::randn(0f32, 0.2, shape, &Device::Cpu).expect("randn")
+}
+
+/// Writes a one-layer llama with a byte-level vocabulary to `path`.
+fn write_tiny(path: &Path, arch: &str) {
+    let (toks, types, merges) = tokens();
+    let vocab = toks.len();
+    let u = |v: usize| Value::U32(v as u32);
+    let strs = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
+    let md: Vec<(&str, Value)> = vec![
+        ("general.architecture", Value::String(arch.into())),
+        ("llama.attention.head_count", u(HEADS)),
+        ("llama.attention.head_count_kv", u(KV_HEADS)),
+        ("llama.block_count", u(1)),
+        ("llama.embedding_length", u(DIM)),
+        ("llama.rope.dimension_count", u(DIM / HEADS)),
+        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        ("tokenizer.ggml.model", Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre", Value::String("smollm".into())),
+        ("tokenizer.ggml.tokens", strs(&toks)),
+        (
+            "tokenizer.ggml.token_type",
+            Value::Array(types.iter().map(|&t| Value::I32(t)).collect()),
+        ),
+        ("tokenizer.ggml.merges", strs(&merges)),
+        ("tokenizer.ggml.eos_token_id", u(vocab - 1)),
+    ];
+    let kv = DIM / HEADS * KV_HEADS;
+    let ones = Tensor::ones(DIM, candle_core::DType::F32, &Device::Cpu).expect("ones");
+    let tensors: Vec<(&str, QTensor)> = vec![
+        ("token_embd.weight", q(rand(&[vocab, DIM]))),
+        ("output_norm.weight", q(ones.clone())),
+        ("blk.0.attn_q.weight", q(rand(&[DIM, DIM]))),
+        ("blk.0.attn_k.weight", q(rand(&[kv, DIM]))),
+        ("blk.0.attn_v.weight", q(rand(&[kv, DIM]))),
+        ("blk.0.attn_output.weight", q(rand(&[DIM, DIM]))),
+        ("blk.0.ffn_gate.weight", q(rand(&[HIDDEN, DIM]))),
+        ("blk.0.ffn_up.weight", q(rand(&[HIDDEN, DIM]))),
+        ("blk.0.ffn_down.weight", q(rand(&[DIM, HIDDEN]))),
+        ("blk.0.attn_norm.weight", q(ones.clone())),
+        ("blk.0.ffn_norm.weight", q(ones)),
+    ];
+    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (*k, v)).collect();
+    let mut f = std::fs::File::create(path).expect("create");
+    gguf_file::write(&mut f, &md, &ts).expect("write gguf");
+}
+
+fn tiny(dir: &Path) -> PathBuf {
+    let p = dir.join("tiny.gguf");
+    write_tiny(&p, "llama");
+    p
+}
+
+#[test]
+fn the_gguf_tokenizer_round_trips_and_keeps_chatml_markers_whole() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (h, _) = memdex_extract_model::GgufHeader::open(&tiny(dir.path())).expect("open");
+    let tok = h.tokenizer().expect("tokenizer");
+    let text = "<|im_start|>user\nthe 42 café<|im_end|>";
+    let enc = tok.encode(text, false).expect("encode");
+    let ids = enc.get_ids();
+    let id = |t: &str| tok.token_to_id(t).expect(t);
+    assert_eq!(ids[0], id("<|im_start|>"));
+    assert_eq!(*ids.last().expect("ids"), id("<|im_end|>"));
+    assert!(ids.contains(&id("the")), "the merges apply: {ids:?}");
+    assert!(
+        ids.contains(&id("4")) && ids.contains(&id("2")),
+        "digits one by one"
+    );
+    assert_eq!(tok.decode(ids, false).expect("decode"), text);
+}
+
+#[test]
+fn a_random_model_runs_and_falls_back_to_the_rules() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let m = ModelFacts::load(&tiny(dir.path()), ModelOptions::default()).expect("load");
+    assert!(m.name().starts_with("model-v1:tiny.gguf@"), "{}", m.name());
+    assert!(m.batched());
+    let texts = ["Caroline: I adopted a dog last week.", "", "ok"];
+    let rules = HeuristicFacts::default();
+    let inputs: Vec<_> = texts.iter().map(|t| (*t, None)).collect();
+    let got = m.extract_batch(&inputs);
+    for (t, facts) in texts.iter().zip(&got) {
+        // random weights never write a grounded `a | b | c` line
+        assert_eq!(facts, &rules.extract(t, None), "{t:?}");
+    }
+    let s = m.stats();
+    assert_eq!((s.items, s.fallback_items, s.model_items), (3, 3, 0));
+    assert!(s.generated_tokens > 0, "{s:?}");
+    let x = m.run("Caroline: I adopted a dog.", None);
+    assert!(!x.from_model && x.raw.is_some());
+    // deterministic: greedy decoding from the same cache
+    assert_eq!(m.run("Caroline: I adopted a dog.", None), x);
+}
+
+#[test]
+fn wrong_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let missing = dir.path().join("nope.gguf");
+    let e = ModelFacts::load(&missing, ModelOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, ModelError::Io { .. }) && e.to_string().contains("nope.gguf"),
+        "{e}"
+    );
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello, not a model").expect("write");
+    let e = ModelFacts::load(&text, ModelOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, ModelError::NotGguf { .. }) && e.to_string().contains("notes.txt"),
+        "{e}"
+    );
+    let cut = dir.path().join("cut.gguf");
+    let bytes = std::fs::read(tiny(dir.path())).expect("read");
+    std::fs::write(&cut, &bytes[..bytes.len() / 3]).expect("write");
+    let e = ModelFacts::load(&cut, ModelOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("cut.gguf"), "{e}");
+    let qwen = dir.path().join("qwen.gguf");
+    write_tiny(&qwen, "qwen2");
+    let e = ModelFacts::load(&qwen, ModelOptions::default()).unwrap_err();
+    assert!(matches!(e, ModelError::Architecture { .. }), "{e}");
+    if !cfg!(feature = "cuda") {
+        let e = ModelFacts::load(
+            &tiny(dir.path()),
+            ModelOptions {
+                device: ModelDevice::Cuda,
+                requantize: true,
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(e, ModelError::NoCuda), "{e}");
+    }
+}
+
+/// The fetched SmolLM2 (`scripts/fetch-model.sh smollm2`), or None with the reason printed.
+fn smollm2() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "skipped: {} absent (scripts/fetch-model.sh smollm2)",
+            p.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn smollm2_extracts_grounded_facts_when_present() {
+    let Some(path) = smollm2() else { return };
+    let m = ModelFacts::load(&path, ModelOptions::default()).expect("load SmolLM2");
+    let turns = [
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: I ran a charity race for mental health last Saturday.",
+        "Caroline: I'm keen on counseling and working in mental health.",
+        "Melanie: Thanks!",
+    ];
+    for t in turns {
+        let x = m.run(t, None);
+        eprintln!(
+            "{t}\n  raw: {:?}\n  facts ({}): {:?}",
+            x.raw,
+            if x.from_model { "model" } else { "rules" },
+            x.facts
+        );
+        assert!(x.raw.is_some(), "generation ran");
+        if x.from_model {
+            for f in &x.facts {
+                assert!(
+                    memdex_extract_model::parse::parse_facts(&f.replacen(' ', " | ", 0), t).len()
+                        <= 1
+                );
+            }
+        }
+    }
+    let s = m.stats();
+    eprintln!("{s:?}");
+    assert_eq!(s.items, 4);
+    assert_eq!(s.errors, 0);
+}
