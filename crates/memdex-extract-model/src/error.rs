@@ -4,10 +4,10 @@ use std::path::PathBuf;
 /// fatal: that item falls back to the rules and is counted in [`crate::ModelStats`].
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("cannot read the extractor model {path}: {source}")]
+    #[error("cannot read the extractor model {path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path} is not a GGUF model file: {message}")]
     NotGguf { path: PathBuf, message: String },
@@ -23,10 +23,10 @@ pub enum ModelError {
     Architecture { path: PathBuf, arch: String },
     #[error("{path}: cannot build the tokenizer: {message}")]
     Tokenizer { path: PathBuf, message: String },
-    #[error("{path}: cannot load the weights: {source}")]
+    #[error("{path}: cannot load the weights: {cause}")]
     Weights {
         path: PathBuf,
-        source: candle_core::Error,
+        cause: candle_core::Error,
     },
     #[error(
         "CUDA was asked for but this build has no `cuda` feature (rebuild with --features cuda)"
@@ -34,9 +34,9 @@ pub enum ModelError {
     NoCuda,
     #[error("cannot open the CUDA device: {0}")]
     Cuda(candle_core::Error),
-    #[error("{path}: cannot run the few-shot prompt: {source}")]
+    #[error("{path}: cannot run the few-shot prompt: {cause}")]
     Prompt {
         path: PathBuf,
-        source: candle_core::Error,
+        cause: candle_core::Error,
     },
 }

@@ -54,9 +54,9 @@ impl Generator {
     ) -> Result<Self, ModelError> {
         let (tokenizer, stop) = tokens;
         let path = header.path;
-        let weights = |source| ModelError::Weights {
+        let weights = |cause| ModelError::Weights {
             path: path.clone(),
-            source,
+            cause,
         };
         let faster = if requantize && device.is_cpu() {
             requant::requantize(&header.content, reader).map_err(weights)?
@@ -75,7 +75,7 @@ impl Generator {
                 }
                 Ok(ids)
             })
-            .map_err(|source| ModelError::Prompt { path, source })?;
+            .map_err(|cause| ModelError::Prompt { path, cause })?;
         Ok(Generator {
             base,
             prefix_len: ids.len(),

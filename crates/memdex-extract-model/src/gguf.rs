@@ -29,9 +29,9 @@ impl GgufHeader {
     /// Opens `path` and reads its header (not the weights). A missing file, a file that is not
     /// GGUF, or a model family other than llama gives an error naming the file.
     pub fn open(path: &Path) -> Result<(GgufHeader, BufReader<File>), ModelError> {
-        let io = |source| ModelError::Io {
+        let io = |cause| ModelError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let mut reader = BufReader::new(File::open(path).map_err(io)?);
         let mut magic = [0u8; 4];

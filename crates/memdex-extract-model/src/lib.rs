@@ -208,9 +208,9 @@ impl FactExtractor for ModelFacts {
 }
 
 fn file_sha256(path: &Path) -> Result<String, ModelError> {
-    let io = |source| ModelError::Io {
+    let io = |cause| ModelError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let mut f = std::fs::File::open(path).map_err(io)?;
     let mut h = Sha256::new();

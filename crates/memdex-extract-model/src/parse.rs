@@ -1,16 +1,16 @@
 //! Parsing a small model's output into facts, trusting none of it: each line must be
-//! `subject | relation | object`, short, and grounded in the item's text (every word of the
-//! subject and object occurs in the text, up to inflection); a first-person subject becomes
-//! the speaker the text names (`Ann: I …`). Anything else is dropped; no valid line at all
-//! means the caller falls back to the rules.
+//! `subject | relation | object` (extra `|`s inside the object are tolerated), short, no
+//! question, and grounded in the item's text (every word but a few function words occurs in
+//! the text, up to inflection); a first-person subject becomes the speaker the text names
+//! (`Ann: I …`). Anything else is dropped; no valid line at all means the caller falls back
+//! to the rules.
 
 use std::collections::HashSet;
 
 /// At most this many facts per item.
 pub const MAX_FACTS: usize = 4;
-/// Longest accepted subject/object (words) and relation (words).
-const MAX_PART_WORDS: usize = 10;
-const MAX_RELATION_WORDS: usize = 5;
+/// Longest accepted subject or predicate (relation and object), in words.
+const MAX_PART_WORDS: usize = 16;
 /// Two words match when equal or sharing this many leading characters (`paint`/`painted`).
 const STEM_CHARS: usize = 5;
 
@@ -29,10 +29,13 @@ fn words(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// The speaker a turn names (`Ann: …` → `Ann`), if it does.
+/// The speaker a turn names (`Ann: …` → `Ann`; a round's `user: …` → `user`), if it does.
 pub fn speaker(text: &str) -> Option<&str> {
     let (head, _) = text.split_once(':')?;
     let head = head.trim();
+    if head == "user" {
+        return Some(head);
+    }
     let ok = !head.is_empty()
         && head.split_whitespace().count() <= 3
         && head.chars().next().is_some_and(char::is_uppercase)
@@ -77,7 +80,7 @@ impl Grounding {
 /// Words a fact may add without the text having them.
 const FUNCTION_WORDS: &[&str] = &[
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "and", "his", "her", "their",
-    "is", "was",
+    "is", "was", "are", "were", "be", "been", "has", "have", "had",
 ];
 
 const FIRST_PERSON: &[&str] = &["i", "me", "my", "myself", "user", "speaker"];
@@ -107,16 +110,15 @@ fn parse_line(line: &str, ground: &Grounding, who: Option<&str>) -> Option<Strin
         .trim_start_matches(|c: char| c == '-' || c == '*' || c == '•' || c.is_ascii_digit())
         .trim_start_matches(['.', ')'])
         .trim();
-    let parts: Vec<&str> = line.split('|').map(str::trim).collect();
-    let [subject, relation, object] = parts[..] else {
-        return None;
-    };
-    let rel_words = relation.split_whitespace().count();
-    let rel_ok = (1..=MAX_RELATION_WORDS).contains(&rel_words)
-        && relation
-            .chars()
-            .all(|c| c.is_alphabetic() || c == ' ' || c == '\'' || c == '-');
-    if !rel_ok || !ground.all(object) {
+    if line.contains('?') {
+        return None; // a question is no fact
+    }
+    // small models split the object over extra `|`s (`Jon | started | a | dance | studio`):
+    // everything after the subject is the predicate
+    let mut parts = line.split('|').map(str::trim).filter(|p| !p.is_empty());
+    let subject = parts.next()?;
+    let predicate = parts.collect::<Vec<_>>().join(" ");
+    if !line.contains('|') || predicate.split_whitespace().count() < 2 || !ground.all(&predicate) {
         return None;
     }
     let subject = if FIRST_PERSON.contains(&subject.to_lowercase().as_str()) {
@@ -126,7 +128,7 @@ fn parse_line(line: &str, ground: &Grounding, who: Option<&str>) -> Option<Strin
     } else {
         return None;
     };
-    Some(format!("{subject} {relation} {object}"))
+    Some(format!("{subject} {predicate}"))
 }
 
 #[cfg(test)]
@@ -148,6 +150,14 @@ mod tests {
                 "Caroline's sister loves hiking"
             ]
         );
+        let jon = "Jon: I'm starting a dance studio 'cause I'm passionate about dancing.";
+        assert_eq!(
+            parse_facts(
+                "Jon | started | a | dance | studio\nJon | is | passionate",
+                jon
+            ),
+            ["Jon started a dance studio", "Jon is passionate"]
+        );
     }
 
     #[test]
@@ -155,9 +165,9 @@ mod tests {
         let out = "Caroline | adopted | three kittens\n\
                    Caroline adopted puppies\n\
                    Caroline | adopted\n\
-                   Caroline | adopted | puppies | yesterday\n\
                    Caroline |  | puppies\n\
                    Caroline | 1234 | puppies\n\
+                   Caroline | adopted | puppies?\n\
                    Bob | adopted | puppies\n\
                    Caroline | likes | \n\
                    Caroline | likes | the a of\n\
@@ -198,5 +208,12 @@ mod tests {
         assert_eq!(speaker("note: this is lower case"), None);
         assert_eq!(speaker("A very long speaker name here: x"), None);
         assert_eq!(speaker("no colon"), None);
+        assert_eq!(
+            parse_facts(
+                "user | adopted | a dog",
+                "user: I adopted a dog!\nassistant: Nice."
+            ),
+            ["user adopted a dog"]
+        );
     }
 }

@@ -6,15 +6,18 @@
 pub const IM_START: &str = "<|im_start|>";
 pub const IM_END: &str = "<|im_end|>";
 
-/// The shared part: instructions and two worked examples (one with facts, one without),
+/// The shared part: instructions and three worked examples (two with facts, one without;
+/// names unlike the data's, so that copying an example is caught by the grounding check),
 /// ending where the item's user turn begins.
 pub const PROMPT_PREFIX: &str = "<|im_start|>system\n\
-Extract facts from the message. Write one fact per line as: subject | relation | object. \
-Use only words from the message. Write NONE if there is no fact.<|im_end|>\n\
-<|im_start|>user\nMelanie: I painted a sunset by the lake last week, and my son loves it.<|im_end|>\n\
-<|im_start|>assistant\nMelanie | painted | a sunset by the lake\n\
-Melanie's son | loves | the painting<|im_end|>\n\
-<|im_start|>user\nCaroline: Thanks, that sounds fun!<|im_end|>\n\
+You extract facts about people from chat messages. Write each fact on its own line as: \
+subject | relation | object. Copy the words of the message. \
+If the message states no fact, write NONE.<|im_end|>\n\
+<|im_start|>user\nPriya: I adopted a kitten last month and named her Mochi.<|im_end|>\n\
+<|im_start|>assistant\nPriya | adopted | a kitten\nPriya's kitten | is named | Mochi<|im_end|>\n\
+<|im_start|>user\nTom: We moved to Denver because I got a job at a bakery.<|im_end|>\n\
+<|im_start|>assistant\nTom | moved to | Denver\nTom | got a job at | a bakery<|im_end|>\n\
+<|im_start|>user\nPriya: Haha, that's so funny!<|im_end|>\n\
 <|im_start|>assistant\nNONE<|im_end|>\n\
 <|im_start|>user\n";
 
@@ -53,10 +56,10 @@ mod tests {
         );
         assert_eq!(
             p.matches(IM_START).count(),
-            7,
-            "system + 2×2 examples + user + assistant"
+            9,
+            "system + 3×2 examples + user + assistant"
         );
-        assert_eq!(p.matches(IM_END).count(), 6);
+        assert_eq!(p.matches(IM_END).count(), 8);
     }
 
     #[test]

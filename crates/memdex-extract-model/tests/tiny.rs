@@ -215,6 +215,7 @@ fn smollm2_extracts_grounded_facts_when_present() {
         "Melanie: I ran a charity race for mental health last Saturday.",
         "Caroline: I'm keen on counseling and working in mental health.",
         "Melanie: Thanks!",
+        "user: I finally adopted a dog yesterday! She's a beagle mix called Luna.\nassistant: Congratulations!",
     ];
     for t in turns {
         let x = m.run(t, None);
@@ -236,6 +237,6 @@ fn smollm2_extracts_grounded_facts_when_present() {
     }
     let s = m.stats();
     eprintln!("{s:?}");
-    assert_eq!(s.items, 4);
+    assert_eq!(s.items, 5);
     assert_eq!(s.errors, 0);
 }
