@@ -18,6 +18,8 @@ pub mod gguf;
 pub mod parse;
 pub mod prompt;
 pub mod requant;
+#[doc(hidden)]
+pub mod testing;
 
 use std::io::Read;
 use std::path::Path;
