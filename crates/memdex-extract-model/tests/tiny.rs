@@ -86,7 +86,7 @@ fn wrong_files_are_refused_naming_the_file() {
             &tiny(dir.path()),
             ModelOptions {
                 device: ModelDevice::Cuda,
-                requantize: true,
+                ..ModelOptions::default()
             },
         )
         .unwrap_err();
@@ -94,52 +94,51 @@ fn wrong_files_are_refused_naming_the_file() {
     }
 }
 
-/// The fetched SmolLM2 (`scripts/fetch-model.sh smollm2`), or None with the reason printed.
+/// The fetched SmolLM2 (`scripts/fetch-model.sh smollm2`), or None with the reason printed
+/// (a failure under `MEMDEX_REQUIRE_SMOLLM2=1`, as scripts/test.sh sets).
 fn smollm2() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
     if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!(
-            "skipped: {} absent (scripts/fetch-model.sh smollm2)",
-            p.display()
-        );
-        None
+        return Some(p);
     }
+    assert!(
+        std::env::var_os("MEMDEX_REQUIRE_SMOLLM2").is_none(),
+        "{} absent and MEMDEX_REQUIRE_SMOLLM2 set (scripts/fetch-model.sh smollm2)",
+        p.display()
+    );
+    eprintln!(
+        "skipped: {} absent (scripts/fetch-model.sh smollm2)",
+        p.display()
+    );
+    None
 }
 
 #[test]
 fn smollm2_extracts_grounded_facts_when_present() {
     let Some(path) = smollm2() else { return };
     let m = ModelFacts::load(&path, ModelOptions::default()).expect("load SmolLM2");
+    assert!(m
+        .name()
+        .starts_with("model-v1:SmolLM2-135M-Instruct.Q4_1.gguf@b179c9523d0e"));
     let turns = [
         "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
-        "Melanie: I ran a charity race for mental health last Saturday.",
-        "Caroline: I'm keen on counseling and working in mental health.",
+        "Jon: I'm starting a dance studio 'cause I'm passionate about dancing.",
         "Melanie: Thanks!",
-        "user: I finally adopted a dog yesterday! She's a beagle mix called Luna.\nassistant: Congratulations!",
     ];
     for t in turns {
         let x = m.run(t, None);
-        eprintln!(
-            "{t}\n  raw: {:?}\n  facts ({}): {:?}",
-            x.raw,
-            if x.from_model { "model" } else { "rules" },
-            x.facts
-        );
+        let from = if x.from_model { "model" } else { "rules" };
+        eprintln!("{t}\n  raw: {:?}\n  facts ({from}): {:?}", x.raw, x.facts);
         assert!(x.raw.is_some(), "generation ran");
-        if x.from_model {
-            for f in &x.facts {
-                assert!(
-                    memdex_extract_model::parse::parse_facts(&f.replacen(' ', " | ", 0), t).len()
-                        <= 1
-                );
-            }
+        if !x.from_model {
+            assert_eq!(x.facts, HeuristicFacts::default().extract(t, None));
         }
     }
     let s = m.stats();
     eprintln!("{s:?}");
-    assert_eq!(s.items, 5);
-    assert_eq!(s.errors, 0);
+    assert_eq!((s.items, s.errors), (3, 0));
+    // greedy decoding: on these plain first-person statements SmolLM2 writes at least one
+    // grounded triple (2 of 3 on the machine this was written on)
+    assert!(s.model_items >= 1, "{s:?}");
 }
