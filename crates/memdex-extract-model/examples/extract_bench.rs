@@ -2,7 +2,9 @@
 //! model fact.
 //!
 //! cargo run --release -p memdex-extract-model --example extract_bench -- \
-//!     MODEL.gguf locomo.json [TURNS=60] [--no-requantize] [--threads N] [--show K]
+//!     MODEL.gguf locomo.json [TURNS=60] [--no-requantize] [--show K]
+//!
+//! (RAYON_NUM_THREADS=1 on a busy machine: candle's kernels spin on a second thread.)
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -56,11 +58,6 @@ fn main() -> Result<()> {
     );
     let n: usize = args.get(2).map_or(Ok(60), |s| s.parse())?;
     let requantize = !args.iter().any(|a| a == "--no-requantize");
-    let threads: usize = args
-        .iter()
-        .position(|a| a == "--threads")
-        .and_then(|i| args.get(i + 1))
-        .map_or(Ok(1), |s| s.parse())?;
     let show: usize = args
         .iter()
         .position(|a| a == "--show")
@@ -72,7 +69,6 @@ fn main() -> Result<()> {
         &model,
         ModelOptions {
             requantize,
-            threads,
             ..ModelOptions::default()
         },
     )?;
@@ -103,7 +99,7 @@ fn main() -> Result<()> {
     println!(
         "{}",
         serde_json::json!({
-            "turns": texts.len(), "requantize": requantize, "threads": threads, "load_seconds": load_s,
+            "turns": texts.len(), "requantize": requantize, "rayon_threads": std::env::var("RAYON_NUM_THREADS").unwrap_or_default(), "load_seconds": load_s,
             "model_seconds": s.seconds, "turns_per_second": s.items as f64 / s.seconds,
             "generated_tokens": s.generated_tokens, "prompt_tokens": s.prompt_tokens,
             "generated_tokens_per_second": s.generated_tokens as f64 / s.seconds,

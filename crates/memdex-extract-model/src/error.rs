@@ -32,8 +32,6 @@ pub enum ModelError {
         "CUDA was asked for but this build has no `cuda` feature (rebuild with --features cuda)"
     )]
     NoCuda,
-    #[error("cannot start the extractor model's threads: {0}")]
-    Threads(String),
     #[error("cannot open the CUDA device: {0}")]
     Cuda(candle_core::Error),
     #[error("{path}: cannot run the few-shot prompt: {cause}")]

@@ -66,10 +66,6 @@ pub struct ModelOptions {
     /// On the CPU, requantize weight types candle has no SIMD kernel for (Q4_1, Q5_x) to
     /// Q8_0 at load time ([`requant`]); off runs the file's types as they are.
     pub requantize: bool,
-    /// CPU threads of the model's own pool (0: the global pool). One by default: the model
-    /// runs beside the embedder, and on a shared 2-core machine two threads were 10× slower
-    /// than one (docs/evaluation.md).
-    pub threads: usize,
 }
 
 impl Default for ModelOptions {
@@ -77,7 +73,6 @@ impl Default for ModelOptions {
         ModelOptions {
             device: ModelDevice::Cpu,
             requantize: true,
-            threads: 1,
         }
     }
 }
@@ -113,8 +108,6 @@ pub struct Extraction {
 pub struct ModelFacts {
     name: String,
     generator: Generator,
-    /// The model's thread pool (None: the global one).
-    pool: Option<rayon::ThreadPool>,
     rules: HeuristicFacts,
     stats: Mutex<ModelStats>,
 }
@@ -125,15 +118,6 @@ impl ModelFacts {
     pub fn load(path: &Path, opts: ModelOptions) -> Result<ModelFacts, ModelError> {
         let sha = file_sha256(path)?;
         let (header, mut reader) = GgufHeader::open(path)?;
-        let pool = (opts.threads > 0)
-            .then(|| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(opts.threads)
-                    .thread_name(|i| format!("memdex-extract-model-{i}"))
-                    .build()
-            })
-            .transpose()
-            .map_err(|e| ModelError::Threads(e.to_string()))?;
         let tokenizer = header.tokenizer()?;
         let missing = |t: &str| ModelError::Tokenizer {
             path: path.to_path_buf(),
@@ -151,25 +135,17 @@ impl ModelFacts {
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         );
-        let device = opts.device.open()?;
-        let load = || {
-            Generator::new(
-                header,
-                &mut reader,
-                (tokenizer, stop),
-                device,
-                opts.requantize,
-                prompt::PROMPT_PREFIX,
-            )
-        };
-        let generator = match &pool {
-            Some(p) => p.install(load)?,
-            None => load()?,
-        };
+        let generator = Generator::new(
+            header,
+            &mut reader,
+            (tokenizer, stop),
+            opts.device.open()?,
+            opts.requantize,
+            prompt::PROMPT_PREFIX,
+        )?;
         Ok(ModelFacts {
             name: format!("{PROMPT_VERSION}:{file}@{}", &sha[..12]),
             generator,
-            pool,
             rules: HeuristicFacts::default(),
             stats: Mutex::new(ModelStats::default()),
         })
@@ -182,12 +158,7 @@ impl ModelFacts {
     /// Extracts the facts of `text`: the model's grounded lines, else the rules'.
     pub fn run(&self, text: &str, anchor: Option<NaiveDate>) -> Extraction {
         let start = Instant::now();
-        let suffix = prompt::prompt_suffix(text);
-        let generate = || self.generator.generate(&suffix);
-        let result = match &self.pool {
-            Some(p) => p.install(generate),
-            None => generate(),
-        };
+        let result = self.generator.generate(&prompt::prompt_suffix(text));
         let seconds = start.elapsed().as_secs_f64();
         let (raw, facts) = match &result {
             Ok(g) => (Some(g.text.clone()), parse::parse_facts(&g.text, text)),
