@@ -27,6 +27,9 @@ pub struct Generator {
     /// Tokens that end the answer (`<|im_end|>`, the GGUF's end-of-sequence token).
     stop: Vec<u32>,
     device: Device,
+    /// True when weights were requantized to Q8_0 at load (the output then differs slightly
+    /// from the file's own types: part of the extractor's name).
+    pub requantized: bool,
 }
 
 /// One item's answer.
@@ -63,6 +66,7 @@ impl Generator {
         } else {
             None
         };
+        let requantized = faster.is_some();
         let mut base = match faster {
             Some((content, mut buf)) => ModelWeights::from_gguf(content, &mut buf, &device),
             None => ModelWeights::from_gguf(header.content, reader, &device),
@@ -82,6 +86,7 @@ impl Generator {
             tokenizer,
             stop,
             device,
+            requantized,
         })
     }
 

@@ -9,8 +9,9 @@
 //!
 //! An item whose output yields no valid fact (or whose generation fails) gets the rules'
 //! facts ([`HeuristicFacts`]); [`ModelStats`] counts both. The extractor's name records the
-//! file's sha256 and the prompt version, so a store built with one model is never extended
-//! with another's facts.
+//! prompt version, the file's sha256 and whether its weights were requantized
+//! (`model-v1:FILE@SHA12[+q8_0]`), so a store built with one model is never extended with
+//! another's facts.
 
 mod error;
 pub mod generate;
@@ -143,8 +144,9 @@ impl ModelFacts {
             opts.requantize,
             prompt::PROMPT_PREFIX,
         )?;
+        let q8 = if generator.requantized { "+q8_0" } else { "" };
         Ok(ModelFacts {
-            name: format!("{PROMPT_VERSION}:{file}@{}", &sha[..12]),
+            name: format!("{PROMPT_VERSION}:{file}@{}{q8}", &sha[..12]),
             generator,
             rules: HeuristicFacts::default(),
             stats: Mutex::new(ModelStats::default()),

@@ -38,6 +38,10 @@ fn a_random_model_runs_and_falls_back_to_the_rules() {
     let dir = tempfile::tempdir().expect("tmp");
     let m = ModelFacts::load(&tiny(dir.path()), ModelOptions::default()).expect("load");
     assert!(m.name().starts_with("model-v1:tiny.gguf@"), "{}", m.name());
+    assert!(
+        !m.name().ends_with("+q8_0"),
+        "f32 weights are not requantized"
+    );
     assert!(m.batched());
     let texts = ["Caroline: I adopted a dog last week.", "", "ok"];
     let rules = HeuristicFacts::default();
