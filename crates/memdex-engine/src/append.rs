@@ -19,7 +19,6 @@ use memdex_embed::Embeddings;
 use memdex_extract::invalid_dates;
 use memdex_ingest::{itemize, ItemizeOptions};
 use memdex_store::{session_hash, Derived, Store, StoreWriter};
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::batch::{write_batch, Batch, InFlight, KeySource};
@@ -198,11 +197,7 @@ impl AppendPipeline {
     /// Runs the extractors over a session's items and queues them.
     fn stage(&mut self, a: &mut Admitted, mut items: Vec<MemoryItem>) {
         let x = &self.extract;
-        let derived: Vec<Derived> = if self.parallel {
-            items.par_iter_mut().map(|it| x.derive(it)).collect()
-        } else {
-            items.iter_mut().map(|it| x.derive(it)).collect()
-        };
+        let derived = x.derive_all(&mut items, self.parallel);
         if x.events {
             a.with_events = derived.iter().filter(|d| !d.events.is_empty()).count();
             a.invalid_dates = items.iter().map(|it| invalid_dates(&it.value)).sum();

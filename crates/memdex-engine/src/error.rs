@@ -18,7 +18,11 @@ pub enum EngineError {
     SessionConflict { tenant: String, session_id: String },
     #[error("tenant {tenant:?}, session {session_id:?}: no text (every turn is blank); nothing to remember")]
     EmptySession { tenant: String, session_id: String },
-    #[error("the store expands keys with fact extractor {name:?}, which this build does not have")]
+    #[error(
+        "the store expands keys with fact extractor {name:?}, which is not loaded here (a model \
+         extractor: append with `memdex index --extractor model:PATH.gguf`; the server and the \
+         Python package cannot append to such a store)"
+    )]
     UnknownExtractor { name: String },
     #[error("the model failed: {message}")]
     Model { message: String },

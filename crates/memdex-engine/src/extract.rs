@@ -8,6 +8,8 @@ use memdex_extract::time::ms_day;
 use memdex_extract::{expand_key, extract_events, FactExtractor, HeuristicFacts};
 use memdex_store::{Derived, Extraction};
 
+use rayon::prelude::*;
+
 use crate::EngineError;
 
 /// What is extracted from each item at index time, as a user chooses it for a new store.
@@ -40,11 +42,14 @@ impl Default for ExtractOptions {
 impl ExtractOptions {
     /// The manifest record of these settings with the built-in extractor.
     pub fn extraction(&self) -> Extraction {
+        self.extraction_with(&HeuristicFacts::default())
+    }
+
+    /// The manifest record of these settings with `facts` as the fact extractor.
+    pub fn extraction_with(&self, facts: &dyn FactExtractor) -> Extraction {
         Extraction {
             events: self.events,
-            facts: self
-                .facts
-                .then(|| HeuristicFacts::default().name().to_string()),
+            facts: self.facts.then(|| facts.name().to_string()),
             neighbors: self.neighbors,
         }
     }
@@ -60,15 +65,25 @@ pub struct Extractors {
 impl Extractors {
     /// The built-in extractors named by `x` (a store's `extraction` record).
     pub fn for_store(x: &Extraction) -> Result<Extractors, EngineError> {
+        Self::for_store_with(x, None)
+    }
+
+    /// [`Self::for_store`] where the caller also has `model` (a model-based fact extractor,
+    /// built outside the engine): used when the store records its name. A store recording
+    /// an extractor neither is is refused by name.
+    pub fn for_store_with(
+        x: &Extraction,
+        model: Option<Arc<dyn FactExtractor>>,
+    ) -> Result<Extractors, EngineError> {
         let facts: Option<Arc<dyn FactExtractor>> = match &x.facts {
             None => None,
-            Some(name) => {
-                let heuristic = HeuristicFacts::default();
-                if name != heuristic.name() {
-                    return Err(EngineError::UnknownExtractor { name: name.clone() });
+            Some(name) => match model {
+                Some(m) if m.name() == name => Some(m),
+                _ if name == HeuristicFacts::default().name() => {
+                    Some(Arc::new(HeuristicFacts::default()))
                 }
-                Some(Arc::new(heuristic))
-            }
+                _ => return Err(EngineError::UnknownExtractor { name: name.clone() }),
+            },
         };
         Ok(Extractors {
             events: x.events,
@@ -79,6 +94,40 @@ impl Extractors {
     /// Extracts events and facts from `item` (expanding its key when facts are on).
     pub fn derive(&self, item: &mut MemoryItem) -> Derived {
         derive_item(item, self.events, self.facts.as_deref())
+    }
+
+    /// [`Self::derive`] over `items`, over the thread pool when `parallel`; a batched fact
+    /// extractor (a model) gets all the items in one call on this thread first.
+    pub fn derive_all(&self, items: &mut [MemoryItem], parallel: bool) -> Vec<Derived> {
+        let Some(f) = self.facts.as_deref().filter(|f| f.batched()) else {
+            return if parallel {
+                items.par_iter_mut().map(|it| self.derive(it)).collect()
+            } else {
+                items.iter_mut().map(|it| self.derive(it)).collect()
+            };
+        };
+        let inputs: Vec<(&str, _)> = items
+            .iter()
+            .map(|it| (it.value.as_str(), ms_day(it.timestamp_ms)))
+            .collect();
+        let facts = f.extract_batch(&inputs);
+        let mut found = facts.into_iter();
+        items
+            .iter_mut()
+            .map(|it| {
+                let mut d = derive_item(it, self.events, None);
+                expand(it, &mut d, found.next().unwrap_or_default());
+                d
+            })
+            .collect()
+    }
+}
+
+/// Prepends `found` to `item`'s key and keeps it in `d`.
+fn expand(item: &mut MemoryItem, d: &mut Derived, found: Vec<String>) {
+    if !found.is_empty() {
+        item.key = expand_key(&found, &item.key);
+        d.facts = found.join("\n");
     }
 }
 
@@ -98,10 +147,7 @@ pub fn derive_item(
     }
     if let Some(f) = facts {
         let found = f.extract(&item.value, anchor);
-        if !found.is_empty() {
-            item.key = expand_key(&found, &item.key);
-            d.facts = found.join("\n");
-        }
+        expand(item, &mut d, found);
     }
     d
 }
@@ -154,6 +200,58 @@ pub(crate) mod tests {
         );
         assert!(it.key.ends_with(&it.value), "value kept after the facts");
         assert_eq!(it.value, "Caroline: I went to a support group yesterday.");
+    }
+
+    /// A batched extractor that counts its batch calls and returns each text's first word.
+    #[derive(Debug, Default)]
+    struct FirstWord {
+        batches: std::sync::atomic::AtomicUsize,
+    }
+
+    impl FactExtractor for FirstWord {
+        fn name(&self) -> &str {
+            "first-word"
+        }
+        fn extract(&self, text: &str, _: Option<chrono::NaiveDate>) -> Vec<String> {
+            text.split_whitespace().take(1).map(String::from).collect()
+        }
+        fn batched(&self) -> bool {
+            true
+        }
+        fn extract_batch(&self, items: &[(&str, Option<chrono::NaiveDate>)]) -> Vec<Vec<String>> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            items.iter().map(|&(t, a)| self.extract(t, a)).collect()
+        }
+    }
+
+    #[test]
+    fn a_caller_model_is_used_when_the_store_names_it_and_gets_one_batch() {
+        let model = Arc::new(FirstWord::default());
+        let x = ExtractOptions::default().extraction_with(model.as_ref());
+        assert_eq!(x.facts.as_deref(), Some("first-word"));
+        assert!(Extractors::for_store(&x).is_err(), "not without the model");
+        let ex = Extractors::for_store_with(&x, Some(model.clone())).unwrap();
+        let mut items = vec![
+            item("Caroline: I went to a support group yesterday."),
+            item(""),
+            item("Mel: hi"),
+        ];
+        for parallel in [true, false] {
+            let mut its = items.clone();
+            let d = ex.derive_all(&mut its, parallel);
+            assert_eq!(d[0].facts, "Caroline:");
+            assert!(its[0].key.starts_with("Caroline:\n"), "{}", its[0].key);
+            assert_eq!(d[0].events.len(), 2, "events still extracted");
+            assert_eq!((d[1].facts.as_str(), its[1].key.as_str()), ("", ""));
+            assert_eq!(d[2].facts, "Mel:");
+        }
+        assert_eq!(model.batches.load(std::sync::atomic::Ordering::Relaxed), 2);
+        // the rules still resolve when the caller's model is another one
+        let rules = ExtractOptions::default().extraction();
+        let ex = Extractors::for_store_with(&rules, Some(model)).unwrap();
+        let d = ex.derive_all(&mut items, true);
+        assert!(d[0].facts.starts_with("Caroline went"), "{}", d[0].facts);
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod run;
 mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
-pub use load::{load_and_index, LoadOptions, LoadReport};
+pub use load::{load_and_index, load_and_index_with, LoadOptions, LoadReport};
 pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use run::{
     evaluate_questions, percentile, AltGold, EvalConfig, EvalOptions, EvalReport, Latency,

@@ -1,12 +1,14 @@
 //! Reading a benchmark file and indexing its sessions, keeping the questions.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Session};
 use memdex_embed::Encoder;
-use memdex_engine::{index_sessions, IndexOptions, IndexProgress, IndexReport};
+use memdex_engine::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
+use memdex_extract::FactExtractor;
 use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionSource};
-use memdex_store::StoreWriter;
+use memdex_store::{Store, StoreWriter};
 use serde::Serialize;
 
 use crate::dataset::{self, longmemeval_question, Dataset, EvalQuestion};
@@ -104,6 +106,21 @@ pub fn load_and_index(
     encoder: &dyn Encoder,
     progress: &dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
+    load_and_index_with(input, load, writer, encoder, None, progress)
+}
+
+/// [`load_and_index`] with the caller's fact extractor (a model), used when the store's
+/// manifest names it.
+pub fn load_and_index_with(
+    input: &Path,
+    load: &LoadOptions,
+    writer: &mut StoreWriter,
+    encoder: &dyn Encoder,
+    facts: Option<Arc<dyn FactExtractor>>,
+    progress: &dyn IndexProgress,
+) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
+    let store = Store::open(writer.dir())?;
+    let extract = Extractors::for_store_with(&store.manifest().extraction, facts)?;
     let LoadOptions {
         dataset,
         granularity,
@@ -128,7 +145,7 @@ pub fn load_and_index(
                 pending: Vec::new().into_iter(),
                 skipped: Vec::new(),
             };
-            index_sessions(source, writer, encoder, &opts, progress)?
+            index_sessions_with(source, writer, encoder, &opts, extract, progress)?
         }
         Dataset::Locomo => {
             let convs = read_locomo(input)?;
@@ -146,11 +163,12 @@ pub fn load_and_index(
             }
             let (sessions, qs) = dataset::locomo(&convs, granularity);
             questions = qs;
-            index_sessions(
+            index_sessions_with(
                 VecSessions(sessions.into_iter()),
                 writer,
                 encoder,
                 &opts,
+                extract,
                 progress,
             )?
         }

@@ -24,6 +24,17 @@ pub trait FactExtractor: Send + Sync + Debug {
     /// A stable name, recorded in the store's manifest.
     fn name(&self) -> &str;
     fn extract(&self, text: &str, anchor: Option<NaiveDate>) -> Vec<String>;
+
+    /// True when the extractor wants its items in one [`Self::extract_batch`] call on the
+    /// caller's thread (a model that owns a device), not spread over a thread pool.
+    fn batched(&self) -> bool {
+        false
+    }
+
+    /// The facts of each `(text, anchor)`, in order.
+    fn extract_batch(&self, items: &[(&str, Option<NaiveDate>)]) -> Vec<Vec<String>> {
+        items.iter().map(|&(t, a)| self.extract(t, a)).collect()
+    }
 }
 
 /// The key actually embedded: the facts, then the original key.

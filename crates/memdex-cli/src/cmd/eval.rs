@@ -6,7 +6,7 @@ use memdex_core::Granularity;
 use memdex_embed::Encoder as _;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
+    evaluate_questions, load_and_index_with, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
 };
 use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
@@ -49,12 +49,13 @@ pub fn run(a: EvalArgs) -> Result<()> {
     // `--preset default` evaluates a store as `memdex index` builds it by default (facts on)
     let facts = a.facts.unwrap_or(a.preset == Preset::Default);
     let extract = super::extract_options(&a.extract, facts);
+    let model = super::fact_model(&a.extract, facts)?;
     let mut writer = StoreWriter::open_or_create_with(
         &store_dir,
         embedder.info(),
         granularity,
         None,
-        &extract.extraction(),
+        &super::extraction(&extract, model.as_ref()),
     )?;
     let (thoughts, tree) = super::structure_configs(&a.structures);
     writer.enable_structures(thoughts, tree)?;
@@ -65,15 +66,17 @@ pub fn run(a: EvalArgs) -> Result<()> {
         on_error: a.on_error,
         flush_items: memdex_engine::DEFAULT_FLUSH_ITEMS,
     };
-    let (questions, load) = load_and_index(
+    let (questions, load) = load_and_index_with(
         &a.input,
         &load_opts,
         &mut writer,
         &embedder,
+        super::as_fact_extractor(&model),
         &Progress(pb.clone()),
     )
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
+    super::report_fact_model(&model);
     drop(writer);
     let store = Store::open(&store_dir)?;
     let extraction = store.manifest().extraction.clone();

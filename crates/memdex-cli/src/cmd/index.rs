@@ -2,8 +2,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use memdex_engine::{index_sessions, EngineError, IndexOptions, IndexProgress, IndexReport};
-use memdex_eval::{load_and_index, Dataset, LoadOptions};
+use memdex_engine::{
+    index_sessions_with, EngineError, Extractors, IndexOptions, IndexProgress, IndexReport,
+};
+use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
 use memdex_store::{LshMeta, Store, StoreWriter};
 use serde::Serialize;
@@ -90,12 +92,13 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
     let extract = super::extract_options(&a.extract, a.facts);
+    let model = super::fact_model(&a.extract, a.facts)?;
     let mut writer = StoreWriter::open_or_create_with(
         &a.store,
         embedder.info(),
         a.granularity,
         Some(source_hint),
-        &extract.extraction(),
+        &super::extraction(&extract, model.as_ref()),
     )?;
     if let (Some(buckets), Some(tables)) = (a.lsh_buckets, a.lsh_tables) {
         writer.enable_lsh(LshMeta {
@@ -126,7 +129,14 @@ pub fn run(a: IndexArgs) -> Result<()> {
             },
         )
         .map_err(EngineError::from)
-        .and_then(|source| index_sessions(source, &mut writer, &embedder, &opts, &bars))
+        .and_then(|source| {
+            let store = Store::open(writer.dir())?;
+            let x = Extractors::for_store_with(
+                &store.manifest().extraction,
+                super::as_fact_extractor(&model),
+            )?;
+            index_sessions_with(source, &mut writer, &embedder, &opts, x, &bars)
+        })
         .map_err(anyhow::Error::from),
         InputFormat::Longmemeval | InputFormat::Locomo => {
             let load = LoadOptions {
@@ -139,7 +149,8 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 on_error: a.on_error,
                 flush_items: opts.flush_items,
             };
-            load_and_index(&a.input, &load, &mut writer, &embedder, &bars)
+            let facts = super::as_fact_extractor(&model);
+            load_and_index_with(&a.input, &load, &mut writer, &embedder, facts, &bars)
                 .map(|(_, load)| {
                     for w in load.warnings.iter().take(5) {
                         eprintln!("warning: {w}");
@@ -150,6 +161,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
         }
     };
     bars.bar.finish_and_clear();
+    super::report_fact_model(&model);
     bars.sample_memory();
     let peak = bars.peak_anon_kb.load(Ordering::Relaxed);
     let peak_rss_anon_mb = (peak > 0).then(|| peak as f64 / 1024.0);

@@ -17,9 +17,17 @@ mod synth;
 use anyhow::{Context, Result};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 
-use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
+use std::sync::Arc;
+
+use crate::cli::{
+    BenchCommand, Cli, Command, ExtractArgs, ExtractorDevice, ExtractorSpec, ModelArgs,
+    StructureArgs,
+};
 use memdex_engine::ExtractOptions;
+use memdex_extract::FactExtractor;
+use memdex_extract_model::{ModelDevice, ModelFacts, ModelOptions};
 use memdex_rank::{RankOptions, Stages};
+use memdex_store::Extraction;
 
 pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
     ExtractOptions {
@@ -27,6 +35,59 @@ pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
         facts,
         neighbors: a.neighbors,
     }
+}
+
+/// The fact extractor model `--extractor model:PATH` names, loaded (None: the rules).
+pub fn fact_model(a: &ExtractArgs, facts: bool) -> Result<Option<Arc<ModelFacts>>> {
+    let ExtractorSpec::Model(path) = &a.extractor else {
+        return Ok(None);
+    };
+    if !facts {
+        anyhow::bail!("--extractor model:… extracts facts: it needs --facts true");
+    }
+    let device = match a.extractor_device {
+        ExtractorDevice::Cpu => ModelDevice::Cpu,
+        ExtractorDevice::Cuda => ModelDevice::Cuda,
+    };
+    let opts = ModelOptions {
+        device,
+        ..ModelOptions::default()
+    };
+    let m = ModelFacts::load(path, opts)
+        .with_context(|| format!("loading the extractor model {}", path.display()))?;
+    Ok(Some(Arc::new(m)))
+}
+
+/// The store's extraction record for `o`, with `model` as the fact extractor when given.
+pub fn extraction(o: &ExtractOptions, model: Option<&Arc<ModelFacts>>) -> Extraction {
+    match model {
+        Some(m) => o.extraction_with(m.as_ref()),
+        None => o.extraction(),
+    }
+}
+
+/// `model` as the engine takes it.
+pub fn as_fact_extractor(model: &Option<Arc<ModelFacts>>) -> Option<Arc<dyn FactExtractor>> {
+    model.clone().map(|m| m as Arc<dyn FactExtractor>)
+}
+
+/// One line on what the extractor model did (stderr), when there is one.
+pub fn report_fact_model(model: &Option<Arc<ModelFacts>>) {
+    let Some(m) = model else { return };
+    let s = m.stats();
+    eprintln!(
+        "extractor {}: {} items, {} with model facts, {} fell back to the rules ({} failed); \
+         {} tokens generated in {:.1}s ({:.2} items/s, {:.1} tokens/s)",
+        m.name(),
+        s.items,
+        s.model_items,
+        s.fallback_items,
+        s.errors,
+        s.generated_tokens,
+        s.seconds,
+        s.items as f64 / s.seconds.max(1e-9),
+        s.generated_tokens as f64 / s.seconds.max(1e-9)
+    );
 }
 
 /// The structures `a` asks for (None each when not asked).
