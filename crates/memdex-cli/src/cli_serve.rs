@@ -90,3 +90,14 @@ pub enum DeviceScanArg {
     On,
     Off,
 }
+
+impl DeviceScanArg {
+    /// The explicit choice (None: auto, decided by the model's device).
+    pub fn choice(self) -> Option<bool> {
+        match self {
+            DeviceScanArg::Auto => None,
+            DeviceScanArg::On => Some(true),
+            DeviceScanArg::Off => Some(false),
+        }
+    }
+}

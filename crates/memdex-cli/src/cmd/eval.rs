@@ -12,7 +12,6 @@ use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
 
 use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
-use crate::cli_serve::DeviceScanArg;
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -80,11 +79,10 @@ pub fn run(a: EvalArgs) -> Result<()> {
     drop(writer);
     let store = Store::open(&store_dir)?;
     let extraction = store.manifest().extraction.clone();
-    let scan = match a.device_scan {
-        DeviceScanArg::Auto => embedder.is_accelerator(),
-        DeviceScanArg::On => true,
-        DeviceScanArg::Off => false,
-    };
+    let scan = a
+        .device_scan
+        .choice()
+        .unwrap_or_else(|| embedder.is_accelerator());
     let searcher = match scan.then(|| embedder.device_scorer()).flatten() {
         Some(scorer) => Searcher::with_scorer(store, Box::new(embedder), scorer)?,
         None => Searcher::new(store, Box::new(embedder))?,

@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use memdex_memory::{EngineOptions, Memory};
-use memdex_store::Manifest;
 
 use crate::cli::ModelArgs;
 
@@ -31,14 +30,7 @@ pub fn run(a: McpArgs) -> Result<()> {
     if let Some(t) = &a.tenant {
         memdex_core::check_tenant_name(t).with_context(|| format!("--tenant {t:?}"))?;
     }
-    let stored_source = Manifest::load(&a.store).ok().and_then(|m| m.model_source);
-    let embedder = super::load_embedder(&a.model, stored_source.as_deref())?;
-    let source = embedder
-        .files()
-        .dir
-        .canonicalize()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| embedder.files().source.clone());
+    let (embedder, source) = super::load_serving_embedder(&a.model, &a.store)?;
     let opts = EngineOptions {
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source),

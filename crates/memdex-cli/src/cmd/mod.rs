@@ -17,6 +17,7 @@ mod synth;
 use anyhow::{Context, Result};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::cli::{
@@ -137,6 +138,23 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// Loads the model named by `--model`, else `fallback` (a store's recorded model) when it
 /// still resolves, else the default directory.
+/// The model for a long-running server over `store` (`serve`, `mcp`): `args`' model, else the
+/// one the store's manifest names, and the directory to record as the store's model source
+/// (canonical when it exists).
+pub fn load_serving_embedder(args: &ModelArgs, store: &Path) -> Result<(Embedder, String)> {
+    let stored = memdex_store::Manifest::load(store)
+        .ok()
+        .and_then(|m| m.model_source);
+    let embedder = load_embedder(args, stored.as_deref())?;
+    let source = embedder
+        .files()
+        .dir
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| embedder.files().source.clone());
+    Ok((embedder, source))
+}
+
 pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedder> {
     let spec = match (&args.model, fallback) {
         (Some(m), _) => m.clone(),

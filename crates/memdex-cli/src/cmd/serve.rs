@@ -40,24 +40,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
         },
     };
     config.check_bind(&a.addr)?;
-    let stored_source = Manifest::load(&a.store).ok().and_then(|m| m.model_source);
-    let embedder = super::load_embedder(&a.model, stored_source.as_deref())?;
-    let source_hint = embedder
-        .files()
-        .dir
-        .canonicalize()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| embedder.files().source.clone());
+    let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source_hint),
-        device_scan: match a.device_scan {
-            crate::cli_serve::DeviceScanArg::Auto => None,
-            crate::cli_serve::DeviceScanArg::On => Some(true),
-            crate::cli_serve::DeviceScanArg::Off => Some(false),
-        },
+        device_scan: a.device_scan.choice(),
         structures: super::structure_configs(&a.structures),
         ..EngineOptions::default()
     };
