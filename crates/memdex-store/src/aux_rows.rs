@@ -158,13 +158,29 @@ fn grouped<R>(rows: &[R], tenant: impl Fn(&R) -> &str) -> (Vec<&R>, Vec<AuxTenan
 
 type Batch = Option<(RecordBatch, Vec<AuxTenantRange>)>;
 
-fn check_dim(embeddings: impl Iterator<Item = usize>, dim: usize) -> Result<(), ArrowError> {
-    for (i, n) in embeddings.enumerate() {
+/// Every row's embedding is empty or `dim` finite values; `name` says which row failed.
+fn check_embeddings<R>(
+    rows: &[R],
+    dim: usize,
+    embedding: impl Fn(&R) -> &[f32],
+    name: impl Fn(&R) -> String,
+) -> Result<(), ArrowError> {
+    for (i, r) in rows.iter().enumerate() {
+        let n = embedding(r).len();
         if n != 0 && n != dim {
             return Err(ArrowError::InvalidArgumentError(format!(
                 "row {i}: embedding of {n} values; the store holds dimension {dim}"
             )));
         }
+    }
+    if let Some(r) = rows
+        .iter()
+        .find(|r| embedding(r).iter().any(|x| !x.is_finite()))
+    {
+        return Err(ArrowError::InvalidArgumentError(format!(
+            "{}: embedding not finite",
+            name(r)
+        )));
     }
     Ok(())
 }
@@ -208,16 +224,12 @@ pub(crate) fn thoughts_batch(rows: &[ThoughtRow], dim: usize) -> Result<Batch, A
     if rows.is_empty() {
         return Ok(None);
     }
-    check_dim(rows.iter().map(|r| r.embedding.len()), dim)?;
-    if let Some(r) = rows
-        .iter()
-        .find(|r| r.embedding.iter().any(|x| !x.is_finite()))
-    {
-        return Err(ArrowError::InvalidArgumentError(format!(
-            "thought {} of {:?}: embedding not finite",
-            r.thought, r.tenant
-        )));
-    }
+    check_embeddings(
+        rows,
+        dim,
+        |r| &r.embedding,
+        |r| format!("thought {} of {:?}", r.thought, r.tenant),
+    )?;
     let (rows, ranges) = grouped(rows, |r| r.tenant.as_str());
     let mut buckets = ListBuilder::new(UInt16Builder::new()).with_field(Arc::new(Field::new(
         "item",
@@ -261,16 +273,12 @@ pub(crate) fn tree_batch(rows: &[TreeRow], dim: usize) -> Result<Batch, ArrowErr
     if rows.is_empty() {
         return Ok(None);
     }
-    check_dim(rows.iter().map(|r| r.embedding.len()), dim)?;
-    if let Some(r) = rows
-        .iter()
-        .find(|r| r.embedding.iter().any(|x| !x.is_finite()))
-    {
-        return Err(ArrowError::InvalidArgumentError(format!(
-            "node {} of {:?}: embedding not finite",
-            r.node, r.tenant
-        )));
-    }
+    check_embeddings(
+        rows,
+        dim,
+        |r| &r.embedding,
+        |r| format!("node {} of {:?}", r.node, r.tenant),
+    )?;
     let (rows, ranges) = grouped(rows, |r| r.tenant.as_str());
     let columns: Vec<ArrayRef> = vec![
         Arc::new(strings(rows.iter().map(|r| r.tenant.as_str()))),
