@@ -4,11 +4,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use memdex_core::{Role, Session, TextKind, Turn};
-use memdex_rank::{Query, RankOptions};
+use memdex_rank::RankOptions;
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, Health, RuntimeError};
 use memdex_testkit::HookedEncoder;
 
@@ -66,30 +68,7 @@ fn start_gated(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>, Gate) {
 }
 
 fn search(e: &Engine, tenant: &str, text: &str) -> Vec<String> {
-    let view = e.view();
-    let emb = e
-        .embed_query(text.into(), tenant, &view)
-        .unwrap()
-        .blocking_recv()
-        .unwrap()
-        .unwrap();
-    let q = Query {
-        text,
-        vector: emb.vectors.row(0),
-        date_ms: None,
-    };
-    view.search(
-        tenant,
-        &q,
-        emb.dense.as_deref(),
-        e.cpu_scorer(),
-        10,
-        &RankOptions::dense(),
-    )
-    .unwrap()
-    .into_iter()
-    .map(|h| h.value)
-    .collect()
+    common::top_values(e, tenant, text, 10, &RankOptions::dense())
 }
 
 #[test]

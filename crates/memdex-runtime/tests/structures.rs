@@ -4,8 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use memdex_core::{Role, Session, Turn};
-use memdex_rank::{Query, RankOptions, ThoughtStage};
+use memdex_rank::{RankOptions, ThoughtStage};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions};
 use memdex_store::Store;
 use memdex_structures::{default_thoughts, default_tree, report};
@@ -47,23 +49,7 @@ fn append(e: &Engine, s: Session) {
 }
 
 fn top(e: &Engine, tenant: &str, text: &str, opts: &RankOptions) -> Vec<String> {
-    let view = e.view();
-    let emb = e
-        .embed_query(text.into(), tenant, &view)
-        .unwrap()
-        .blocking_recv()
-        .unwrap()
-        .unwrap();
-    let q = Query {
-        text,
-        vector: emb.vectors.row(0),
-        date_ms: None,
-    };
-    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), 5, opts)
-        .unwrap()
-        .into_iter()
-        .map(|h| h.value)
-        .collect()
+    common::top_values(e, tenant, text, 5, opts)
 }
 
 #[test]
