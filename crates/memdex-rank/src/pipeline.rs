@@ -70,7 +70,7 @@ pub fn dense_request<'s>(
     store: &'s Store,
     slices: &[TenantSlice<'s>],
 ) -> (Vec<Block<'s>>, Vec<Run>) {
-    let (blocks, mut runs) = dense_batch_request(store, &[slices.to_vec()]);
+    let (blocks, mut runs) = dense_batch_request(store, &[slices]);
     (blocks, runs.pop().unwrap_or_default())
 }
 
@@ -78,7 +78,7 @@ pub fn dense_request<'s>(
 /// rows): one block per segment touched by any query, shared, and each query's runs.
 pub fn dense_batch_request<'s>(
     store: &'s Store,
-    slices: &[Vec<TenantSlice<'s>>],
+    slices: &[&[TenantSlice<'s>]],
 ) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
     let mut blocks: Vec<Block<'s>> = Vec::new();
     let mut block_of: Vec<Option<usize>> = vec![None; store.segments().len()];
