@@ -14,6 +14,10 @@
 //! GPU box without Rust and reports each. They live in the library for that reason.
 #![allow(clippy::unwrap_used)]
 
+mod rank;
+
+pub use rank::{brute_rank_topk, rank_invalid_inputs_are_errors, rank_matches_reference};
+
 use memdex_index::fragrel::{relation_scores_reference, FragRel};
 use memdex_index::lsh::{Lsh, LshParams};
 
@@ -40,6 +44,11 @@ pub const ALL: &[(&str, Check)] = &[
         lsh_buckets_agree_and_keep_recall,
     ),
     ("invalid_inputs_are_errors", invalid_inputs_are_errors),
+    ("rank_matches_reference", rank_matches_reference),
+    (
+        "rank_invalid_inputs_are_errors",
+        rank_invalid_inputs_are_errors,
+    ),
 ];
 
 struct Rng(u64);

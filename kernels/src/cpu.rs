@@ -9,9 +9,11 @@
 
 use memdex_index::fragrel::{relation_scores, FragRel};
 
+use crate::rank::rank_topk_reference;
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
-    BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline, TopKResult, NO_ROW,
+    BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,
+    Timeline, TopKResult, NO_ROW,
 };
 
 /// The reference implementations (single-threaded, straightforward).
@@ -157,5 +159,16 @@ impl Kernels for Cpu {
             })
             .collect();
         Ok(collect(per_query, k))
+    }
+
+    fn rank_topk(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        rank_topk_reference(m, rows, queries, params, k)
     }
 }

@@ -13,10 +13,11 @@ use candle_core::cuda_backend::cudarc::driver::{
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::Device;
 
+use crate::rank::{check_rank, merge_lists, range_offsets};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
-    f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline,
-    TopKResult,
+    f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams,
+    RankQueries, RankRows, TimeRule, Timeline, TopKResult,
 };
 
 const THREADS: u32 = 256;
@@ -63,6 +64,25 @@ pub struct DeviceQueries {
 pub struct DeviceTimeline {
     pub positions: CudaSlice<u32>,
     pub groups: CudaSlice<u32>,
+}
+
+/// What the fused ranking reads per row, on the device (see [`RankRows`]).
+#[derive(Debug)]
+pub struct DeviceRankRows {
+    pub timeline: DeviceTimeline,
+    pub importance: CudaSlice<u8>,
+    pub alive: CudaSlice<u32>,
+}
+
+/// A batch's per-query inputs of the fused ranking on the device (see [`RankQueries`]).
+#[derive(Debug)]
+pub struct DeviceRankQueries {
+    pub queries: DeviceQueries,
+    pub sparse: CudaSlice<f32>,
+    pub flags: CudaSlice<u8>,
+    pub offsets: CudaSlice<u32>,
+    pub time_mode: CudaSlice<u32>,
+    pub time_factor: CudaSlice<f32>,
 }
 
 /// Top-k results still on the device.
@@ -159,6 +179,38 @@ impl Gpu {
         Ok(DeviceTimeline {
             positions: self.upload(t.positions)?,
             groups: self.upload(t.groups)?,
+        })
+    }
+
+    pub fn upload_rank_rows(&self, r: &RankRows<'_>) -> Result<DeviceRankRows, KernelError> {
+        Ok(DeviceRankRows {
+            timeline: self.upload_timeline(&r.timeline)?,
+            importance: self.upload(&nonempty(r.importance))?,
+            alive: self.upload(&nonempty(r.alive))?,
+        })
+    }
+
+    pub fn upload_rank_queries(
+        &self,
+        q: &RankQueries<'_>,
+    ) -> Result<DeviceRankQueries, KernelError> {
+        let (offsets, _) = range_offsets(q.ranges);
+        let (mode, factor): (Vec<u32>, Vec<f32>) = q
+            .time
+            .iter()
+            .map(|t| match t {
+                TimeRule::None => (0, 0.0),
+                TimeRule::Front => (1, 0.0),
+                TimeRule::Boost(b) => (2, *b),
+            })
+            .unzip();
+        Ok(DeviceRankQueries {
+            queries: self.upload_queries(q.vectors, q.ranges)?,
+            sparse: self.upload(&nonempty(q.sparse))?,
+            flags: self.upload(&nonempty(q.flags))?,
+            offsets: self.upload(&nonempty(&offsets))?,
+            time_mode: self.upload(&nonempty(&mode))?,
+            time_factor: self.upload(&nonempty(&factor))?,
         })
     }
 
@@ -356,6 +408,74 @@ impl Gpu {
         })
     }
 
+    /// The default ranking pipeline fused (see `cuda/rank.cu`): `2k` slots per query, merged
+    /// into `k` by the host ([`Kernels::rank_topk`]).
+    pub fn rank_topk_dev(
+        &self,
+        m: &DeviceMatrix,
+        rows: &DeviceRankRows,
+        q: &DeviceRankQueries,
+        p: &RankParams,
+        k: usize,
+    ) -> Result<DeviceTopK, KernelError> {
+        let f = self.cuda.get_or_load_custom_func(
+            width("memdex_rank_topk", m.dim),
+            "memdex_rank",
+            ptx::RANK,
+        )?;
+        let nq = q.queries.n;
+        let mut out_s = self.cuda.alloc_zeros::<f32>(nq * 2 * k)?;
+        let mut out_r = self.cuda.alloc_zeros::<u32>(nq * 2 * k)?;
+        if nq == 0 {
+            return Ok(DeviceTopK {
+                k: 2 * k,
+                scores: out_s,
+                rows: out_r,
+            });
+        }
+        let stride = q.queries.max_len.max(1);
+        let mut scratch = self.cuda.alloc_zeros::<f32>(nq * 3 * stride)?;
+        let (dim, k32, st) = (m.dim as u32, k as u32, stride as u32);
+        let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
+        let (use_fr, use_imp) = (
+            u32::from(p.fragrel.is_some()),
+            u32::from(p.importance.is_some()),
+        );
+        let w_imp = p.importance.unwrap_or(0.0);
+        let cfg = LaunchConfig {
+            grid_dim: (nq as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = f.builder();
+        b.arg(&m.data)
+            .arg(&dim)
+            .arg(&q.queries.vectors)
+            .arg(&q.queries.ranges);
+        b.arg(&rows.timeline.positions).arg(&rows.timeline.groups);
+        b.arg(&rows.importance).arg(&rows.alive);
+        b.arg(&q.sparse).arg(&q.flags).arg(&q.offsets);
+        b.arg(&q.time_mode).arg(&q.time_factor);
+        b.arg(&p.w_dense)
+            .arg(&p.w_sparse)
+            .arg(&use_fr)
+            .arg(&fr.alpha)
+            .arg(&fr.w);
+        b.arg(&use_imp).arg(&w_imp).arg(&k32);
+        b.arg(&mut scratch).arg(&st).arg(&mut out_s).arg(&mut out_r);
+        // SAFETY: argument order and types match memdex_rank_topk; per-row inputs hold one
+        // entry per matrix row (alive: one bit), sparse/flags one entry per range row at the
+        // queries' offsets (never read for an empty range), time rules and offsets one per
+        // query; scratch holds nq × 3 × stride floats with stride ≥ every range's length; the
+        // outputs nq × 2k slots.
+        unsafe { launch(b, cfg)? };
+        Ok(DeviceTopK {
+            k: 2 * k,
+            scores: out_s,
+            rows: out_r,
+        })
+    }
+
     fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
         Ok(TopKResult {
             k: r.k,
@@ -372,7 +492,19 @@ fn width(base: &str, dim: usize) -> &'static str {
         ("memdex_segmented_topk", true) => "memdex_segmented_topk_d512",
         ("memdex_segmented_topk", false) => "memdex_segmented_topk",
         ("memdex_fragrel_topk", true) => "memdex_fragrel_topk_d512",
+        ("memdex_rank_topk", true) => "memdex_rank_topk_d512",
+        ("memdex_rank_topk", false) => "memdex_rank_topk",
         _ => "memdex_fragrel_topk",
+    }
+}
+
+/// `v`, or one default value when it is empty (the device has no zero-length buffers; the
+/// kernels never read an empty input).
+fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
+    if v.is_empty() {
+        vec![T::default()]
+    } else {
+        v.to_vec()
     }
 }
 
@@ -441,5 +573,21 @@ impl Kernels for Gpu {
         let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
         let r = self.fragrel_topk_dev(&dm, &dt, &dq, dmask.as_ref(), k, params)?;
         self.to_host(&r)
+    }
+
+    fn rank_topk(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        check_rank(m, rows, queries, params, k)?;
+        let dm = self.upload_matrix(m)?;
+        let dr = self.upload_rank_rows(rows)?;
+        let dq = self.upload_rank_queries(queries)?;
+        let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
+        Ok(merge_lists(&r.scores, &r.rows, k))
     }
 }

@@ -9,9 +9,11 @@ pub mod checks;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod rank;
 mod types;
 
 pub use half::f16;
+pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };
@@ -82,6 +84,17 @@ pub trait Kernels {
         k: usize,
         params: FragRelParams,
     ) -> Result<TopKResult, KernelError>;
+
+    /// memdex's default ranking pipeline for a batch of queries, fused (semantics in
+    /// [`rank`]): the top `k` live rows of each query's range.
+    fn rank_topk(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError>;
 }
 
 /// Runs one test body on every device: always on the CPU reference (test `cpu_vs_brute_force`:
@@ -130,6 +143,7 @@ mod tests {
             super::ptx::LSH_PROJECT,
             super::ptx::SEGMENTED_TOPK,
             super::ptx::FRAGREL_ENV,
+            super::ptx::RANK,
         ];
         if super::ptx::AVAILABLE {
             assert!(super::ptx::SCALE.contains(".entry memdex_scale_f32"));
@@ -139,6 +153,8 @@ mod tests {
             assert!(all[1].contains(".entry memdex_topk_merge"));
             assert!(all[2].contains(".entry memdex_fragrel_topk("));
             assert!(all[2].contains(".entry memdex_fragrel_topk_d512"));
+            assert!(all[3].contains(".entry memdex_rank_topk("));
+            assert!(all[3].contains(".entry memdex_rank_topk_d512"));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }

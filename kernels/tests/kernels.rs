@@ -16,3 +16,8 @@ test_device!(
     lsh_buckets_agree_and_keep_recall
 );
 test_device!(invalid_inputs_are_errors, invalid_inputs_are_errors);
+test_device!(rank_matches_reference, rank_matches_reference);
+test_device!(
+    rank_invalid_inputs_are_errors,
+    rank_invalid_inputs_are_errors
+);

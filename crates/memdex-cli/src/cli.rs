@@ -417,6 +417,11 @@ pub struct EvalArgs {
     /// when the model runs on CUDA; on with a CPU model runs candle's batched CPU products.
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: crate::cli_serve::DeviceScanArg,
+    /// After the evaluation, rank the questions again through the fused kernel (batches of
+    /// 256, on the model's device; the kernels' CPU reference on the CPU) and report whether
+    /// its top-10 are the CPU pipeline's (`fused` in the report).
+    #[arg(long)]
+    pub fused_check: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -469,6 +474,34 @@ pub enum BenchCommand {
     /// Search latency in process on a built store: query embedding and ranking, timed apart,
     /// one query at a time over the store's tenants (what one client of `memdex serve` waits).
     Search(Box<BenchSearchArgs>),
+    /// The default ranking of batches of queries through the fused kernel (memdex-kernels'
+    /// `rank_topk`: the CPU reference, or CUDA) against the CPU pipeline: time per batch and
+    /// whether both return the same top-k.
+    Rank(Box<BenchRankArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRankArgs {
+    /// Store to search.
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Queries (distinct texts, tenants taken in turn).
+    #[arg(long, env = "MEMDEX_BENCH_QUERIES", default_value_t = 1024)]
+    pub queries: usize,
+    /// Queries per fused kernel call.
+    #[arg(long, default_value_t = 256)]
+    pub batch: usize,
+    /// Items returned per query (at most 128).
+    #[arg(long, env = "MEMDEX_K", default_value_t = 10)]
+    pub k: usize,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Ranking stages over the search default.
+    #[command(flatten)]
+    pub rank: Stages,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,11 @@ pub enum EngineError {
     UnknownExtractor { name: String },
     #[error("the model failed: {message}")]
     Model { message: String },
+    #[error("fused ranking on {device}: {source}")]
+    Kernel {
+        device: String,
+        source: memdex_kernels::KernelError,
+    },
     #[error("the query is empty")]
     EmptyQuery,
     #[error("invalid input: {message}")]

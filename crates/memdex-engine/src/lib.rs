@@ -7,6 +7,8 @@
 //!   committed segment per flush; idempotent.
 //! * [`Searcher`]: a store view, its encoder and a dense scorer → ranked items through
 //!   [`memdex_rank::rank`].
+//! * [`Searcher::search_fused`]: the default ranking of a batch of queries in one fused
+//!   kernel call (memdex-kernels' `rank_topk`: its CPU reference, or CUDA).
 //! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 //! * `structures`: after each commit and delete, the store's TiM thoughts and MemTree (when
 //!   it keeps them) are brought up to date ([`AppendPipeline::sync_structures`]).
@@ -15,6 +17,7 @@ mod append;
 mod batch;
 mod error;
 mod extract;
+mod fused;
 mod index;
 mod keys;
 pub mod lsh;
@@ -26,6 +29,7 @@ pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, 
 pub use batch::{write_batch, Batch, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
+pub use fused::{BatchHits, BatchQuery};
 pub use index::{
     index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport,
     DEFAULT_FLUSH_ITEMS,

@@ -48,6 +48,10 @@ impl Searcher {
         self.encoder.as_ref()
     }
 
+    pub(crate) fn cache(&self) -> &TenantCache {
+        &self.cache
+    }
+
     pub fn scorer(&self) -> &dyn DenseScorer {
         self.scorer.as_ref()
     }

@@ -3,12 +3,14 @@
 //! per-question log that `scripts/eval_crosscheck.py` recomputes independently.
 
 mod dataset;
+mod fused;
 mod load;
 pub mod metrics;
 mod run;
 mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
+pub use fused::{compare_batches, compare_fused, FusedAgreement, TIE as FUSED_TIE};
 pub use load::{load_and_index, load_and_index_with, LoadOptions, LoadReport};
 pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use run::{

@@ -39,6 +39,10 @@ pub struct EvalReport {
     /// Per-query latency on this machine, milliseconds.
     pub latency_ms: Latency,
     pub config: EvalConfig,
+    /// With `memdex eval --fused-check`: the fused ranking's top-10 against the CPU
+    /// pipeline's on these questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused: Option<crate::FusedAgreement>,
 }
 
 /// What was evaluated, recorded whole: two reports with the same config ran the same thing.
@@ -351,6 +355,7 @@ pub fn evaluate_questions(
             dense_scorer: searcher.scorer().name(),
             run: None,
         },
+        fused: None,
     })
 }
 

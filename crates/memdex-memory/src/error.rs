@@ -72,6 +72,7 @@ impl From<EngineError> for MemoryError {
                 MemoryError::NotFound(format!("tenant {tenant:?} has no memory"))
             }
             EngineError::Rank(RankError::MissingColumns { .. })
+            | EngineError::Rank(RankError::NotFused { .. })
             | EngineError::EmptyQuery
             | EngineError::EmptySession { .. }
             | EngineError::Invalid { .. }
@@ -82,6 +83,7 @@ impl From<EngineError> for MemoryError {
             | EngineError::Store(_)
             | EngineError::Model { .. }
             | EngineError::Structures(_)
+            | EngineError::Kernel { .. }
             | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
         }
     }

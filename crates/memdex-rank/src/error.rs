@@ -20,6 +20,9 @@ pub enum RankError {
         expected: usize,
         got: usize,
     },
+    /// The fused ranking (one kernel per batch) runs the default pipeline's stages only.
+    #[error("the fused ranking does not run {stage}; rank without it (the CPU pipeline)")]
+    NotFused { stage: &'static str },
     #[error(transparent)]
     Score(#[from] memdex_index::ScoreError),
     #[error(transparent)]

@@ -8,12 +8,15 @@
 //!   object and its OpenAPI schema (feature `openapi`) — validated once in [`Stages::apply`].
 //! * [`rank`]: first stage (dense, BM25, fusion; or a structure as retriever) → FragRel →
 //!   structure stages (TiM thoughts, MemTree) → signals → order → time stage.
+//! * [`FusedTenant`] and [`FusedParams`]: the CPU side of the fused default ranking (one
+//!   kernel per batch of queries, in memdex-kernels).
 //! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
 //! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
 
 mod cache;
 mod context;
 mod error;
+mod fused;
 mod hit;
 mod options;
 mod pipeline;
@@ -26,6 +29,7 @@ mod time;
 pub use cache::TenantCache;
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
+pub use fused::{FusedParams, FusedQuery, FusedTenant, FusedTime};
 pub use hit::SearchHit;
 pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,

@@ -21,21 +21,30 @@ pub(crate) fn first_stage(
     tenant: &str,
     cache: &TenantCache,
 ) -> Vec<f64> {
-    let sparse = || -> Vec<f64> {
-        let bm = cache.bm25(tenant, opts.bm25, slices);
-        match opts.bm25 {
-            Bm25Flavour::Official => bm.scores(text),
-            Bm25Flavour::Memdex => {
-                let terms = Analyzer::english().terms(text);
-                bm.scores_terms(terms.iter().map(String::as_str))
-            }
-        }
-    };
+    let sparse = || sparse_scores(slices, text, opts, tenant, cache);
     match opts.retriever {
         // the structures' retrievers are scored in `structures`; dense is their fallback
         Retriever::Dense | Retriever::Thoughts | Retriever::Tree => dense.to_vec(),
         Retriever::Bm25 => sparse(),
         Retriever::Hybrid => fuse(dense, &sparse(), opts),
+    }
+}
+
+/// BM25 scores of the tenant's live rows (timeline order) for `text`, in the options' flavour.
+pub(crate) fn sparse_scores(
+    slices: &[TenantSlice<'_>],
+    text: &str,
+    opts: &RankOptions,
+    tenant: &str,
+    cache: &TenantCache,
+) -> Vec<f64> {
+    let bm = cache.bm25(tenant, opts.bm25, slices);
+    match opts.bm25 {
+        Bm25Flavour::Official => bm.scores(text),
+        Bm25Flavour::Memdex => {
+            let terms = Analyzer::english().terms(text);
+            bm.scores_terms(terms.iter().map(String::as_str))
+        }
     }
 }
 

@@ -17,15 +17,25 @@ pub(crate) fn apply(
     scores: &mut [f64],
     order: &mut Vec<usize>,
 ) {
+    if let Some((flags, in_range)) = flags(slices, query, stage) {
+        prefer(&flags, in_range, stage, scores, order);
+    }
+}
+
+/// Which items the time stage prefers, one flag per live row in timeline order, and whether
+/// the query names a range (else it is a "when" question); None when the stage does nothing.
+pub(crate) fn flags(
+    slices: &[TenantSlice<'_>],
+    query: &Query<'_>,
+    stage: TimeStage,
+) -> Option<(Vec<bool>, bool)> {
     let newest = slices
         .iter()
         .flat_map(|s| s.timestamps())
         .copied()
         .max()
         .unwrap_or(0);
-    let Some(anchor) = ms_day(query.date_ms.unwrap_or(newest)) else {
-        return;
-    };
+    let anchor = ms_day(query.date_ms.unwrap_or(newest))?;
     let qt = parse_query(query.text, anchor);
     let flags: Vec<bool> = match qt.range {
         Some(r) => {
@@ -44,9 +54,9 @@ pub(crate) fn apply(
             .iter()
             .flat_map(|s| (0..s.rows).map(move |i| s.events(i).next().is_some()))
             .collect(),
-        None => return,
+        None => return None,
     };
-    prefer(&flags, qt.range.is_some(), stage, scores, order);
+    Some((flags, qt.range.is_some()))
 }
 
 /// Prefers the flagged items: with a range, `front` moves them ahead (stable: each group keeps

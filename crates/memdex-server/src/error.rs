@@ -98,7 +98,9 @@ impl From<EngineError> for ApiError {
             EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
                 ApiError::NotFound(format!("tenant {tenant:?} has no memory"))
             }
-            EngineError::Rank(RankError::MissingColumns { .. }) => ApiError::BadRequest(msg),
+            EngineError::Rank(RankError::MissingColumns { .. } | RankError::NotFused { .. }) => {
+                ApiError::BadRequest(msg)
+            }
             EngineError::SessionConflict { .. } => ApiError::Conflict(msg),
             EngineError::EmptyQuery
             | EngineError::EmptySession { .. }
@@ -109,6 +111,7 @@ impl From<EngineError> for ApiError {
             | EngineError::Store(_)
             | EngineError::Model { .. }
             | EngineError::Structures(_)
+            | EngineError::Kernel { .. }
             | EngineError::UnknownExtractor { .. } => internal(msg),
         }
     }

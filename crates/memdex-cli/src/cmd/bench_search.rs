@@ -97,7 +97,7 @@ const TOPICS: [&str; 24] = [
 ];
 
 /// The `i`-th query: distinct texts for the first 12 × 24 × 24 indices.
-fn query(i: usize) -> String {
+pub(super) fn query(i: usize) -> String {
     let t = TEMPLATES[i % TEMPLATES.len()];
     let a = TOPICS[(i / TEMPLATES.len()) % TOPICS.len()];
     let b = TOPICS[(i / (TEMPLATES.len() * TOPICS.len()) + i) % TOPICS.len()];

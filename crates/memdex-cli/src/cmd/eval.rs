@@ -6,7 +6,8 @@ use memdex_core::Granularity;
 use memdex_embed::Encoder as _;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    evaluate_questions, load_and_index_with, Dataset, EvalOptions, EvalReport, LoadOptions, RunInfo,
+    compare_fused, evaluate_questions, load_and_index_with, Dataset, EvalOptions, EvalReport,
+    FusedAgreement, LoadOptions, RunInfo,
 };
 use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
@@ -111,6 +112,14 @@ pub fn run(a: EvalArgs) -> Result<()> {
         log.as_mut().map(|w| w as &mut dyn Write),
     )?;
     let search_s = t.elapsed().as_secs_f64();
+    if a.fused_check {
+        let kernels = super::bench_rank::kernels(a.model.device)?;
+        let agreement = compare_fused(&searcher, kernels.as_ref(), &questions, &opts.rank)?;
+        if !a.json {
+            print_fused(&agreement);
+        }
+        report.fused = Some(agreement);
+    }
     if let Some(mut w) = log {
         w.flush()?;
     }
@@ -142,6 +151,23 @@ pub fn run(a: EvalArgs) -> Result<()> {
         search_s
     );
     Ok(())
+}
+
+fn print_fused(g: &FusedAgreement) {
+    println!(
+        "fused ranking on {}: top-{} of {} questions identical {}, near ties only {}, different {} \
+         (max score diff {:.1e}); per batch of {}: CPU pipeline {:.1} ms, fused {:.1} ms",
+        g.device,
+        g.k,
+        g.queries,
+        g.identical,
+        g.near_ties_only,
+        g.different,
+        g.max_score_diff,
+        g.batch,
+        g.cpu_ms_per_batch,
+        g.fused_ms_per_batch
+    );
 }
 
 fn print_table(r: &EvalReport, ks: &[usize]) {

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_lsh;
+mod bench_rank;
 mod bench_search;
 mod embed;
 mod eval;
@@ -126,6 +127,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Embed(a)) => bench::run(a),
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
         Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
+        Command::Bench(BenchCommand::Rank(a)) => bench_rank::run(*a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),

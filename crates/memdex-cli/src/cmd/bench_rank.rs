@@ -1,0 +1,121 @@
+//! `memdex bench rank`: the default ranking of batches of queries through the fused kernel
+//! (`Searcher::search_fused`: memdex-kernels' `rank_topk`, CPU reference or CUDA) against the
+//! CPU pipeline (`memdex_rank::rank`, one query at a time): time per batch on each side and
+//! whether they return the same top-k.
+
+use anyhow::{bail, Result};
+use memdex_core::{DeviceChoice, TextKind};
+use memdex_engine::{BatchQuery, Searcher};
+use memdex_eval::{compare_batches, FusedAgreement};
+use memdex_kernels::Kernels;
+use memdex_rank::{fit_to_store, Query, RankOptions};
+use memdex_store::Store;
+use serde::Serialize;
+
+use crate::cli::BenchRankArgs;
+use crate::output::print_json;
+
+#[derive(Serialize)]
+struct Report {
+    bench: &'static str,
+    store: String,
+    tenants: usize,
+    rows: u64,
+    /// CPU pipeline ÷ fused, per batch.
+    speedup: f64,
+    /// Device, batch, k, timings and the comparison of the top-k.
+    agreement: FusedAgreement,
+}
+
+/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`).
+pub(super) fn kernels(device: DeviceChoice) -> Result<Box<dyn Kernels>> {
+    match device {
+        DeviceChoice::Cpu => Ok(Box::new(memdex_kernels::cpu::Cpu)),
+        #[cfg(feature = "cuda")]
+        DeviceChoice::Cuda(n) => Ok(Box::new(memdex_kernels::gpu::Gpu::new(n)?)),
+        #[cfg(feature = "cuda")]
+        DeviceChoice::Auto => match memdex_kernels::gpu::Gpu::new(0) {
+            Ok(g) => Ok(Box::new(g)),
+            Err(e) => {
+                tracing::warn!("no CUDA device for the kernels ({e}); using the CPU reference");
+                Ok(Box::new(memdex_kernels::cpu::Cpu))
+            }
+        },
+        #[cfg(not(feature = "cuda"))]
+        DeviceChoice::Cuda(_) => bail!(
+            "--device {device}: this memdex was built without the `cuda` feature \
+             (scripts/build-cuda.sh builds one)"
+        ),
+        #[cfg(not(feature = "cuda"))]
+        DeviceChoice::Auto => {
+            tracing::info!("built without `cuda`: the kernels run their CPU reference");
+            Ok(Box::new(memdex_kernels::cpu::Cpu))
+        }
+    }
+}
+
+pub fn run(a: BenchRankArgs) -> Result<()> {
+    if a.queries == 0 || a.batch == 0 || a.k == 0 {
+        bail!("--queries, --batch and --k must be at least 1");
+    }
+    let store = Store::open(&a.store)?;
+    let tenants: Vec<String> = store.tenants().keys().map(|t| t.to_string()).collect();
+    if tenants.is_empty() {
+        bail!("{}: the store has no items", a.store.display());
+    }
+    let rows = store.rows();
+    let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
+    let searcher = Searcher::new(store, Box::new(embedder))?;
+    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
+    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
+    // the kernels run where the model does (`--device`: the CPU reference on the CPU)
+    let kernels = kernels(a.model.device)?;
+
+    let texts: Vec<String> = (0..a.queries).map(super::bench_search::query).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = searcher.encoder().embed(&refs, TextKind::Query)?;
+    let batch: Vec<BatchQuery<'_>> = (0..a.queries)
+        .map(|i| BatchQuery {
+            tenant: &tenants[i % tenants.len()],
+            query: Query {
+                text: &texts[i],
+                vector: vectors.row(i),
+                date_ms: None,
+            },
+        })
+        .collect();
+    // warm-up, untimed: the per-tenant caches, the device's modules
+    searcher.search_fused(
+        kernels.as_ref(),
+        &batch[..a.batch.min(batch.len())],
+        a.k,
+        &opts,
+    )?;
+
+    let agreement = compare_batches(&searcher, kernels.as_ref(), &batch, a.k, a.batch, &opts)?;
+    let r = Report {
+        bench: "rank",
+        store: a.store.display().to_string(),
+        tenants: tenants.len(),
+        rows,
+        speedup: agreement.cpu_ms_per_batch / agreement.fused_ms_per_batch.max(1e-9),
+        agreement,
+    };
+    if a.json {
+        return print_json(&r);
+    }
+    let g = &r.agreement;
+    println!(
+        "memdex rank bench: {} queries in batches of {} over {} tenants, {} rows; fused on {}",
+        g.queries, g.batch, r.tenants, r.rows, g.device
+    );
+    println!(
+        "per batch: CPU pipeline {:.2} ms, fused {:.2} ms ({:.2}x)",
+        g.cpu_ms_per_batch, g.fused_ms_per_batch, r.speedup
+    );
+    println!(
+        "top-{}: identical {}, near ties only {}, different {} (max score diff {:.2e})",
+        g.k, g.identical, g.near_ties_only, g.different, g.max_score_diff
+    );
+    Ok(())
+}

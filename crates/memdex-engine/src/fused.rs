@@ -1,0 +1,201 @@
+//! The default ranking of a batch of queries in one fused kernel call (memdex-kernels'
+//! `rank_topk`: dense cosine, hybrid fusion, FragRel, importance, time stage and top-k per
+//! query; the CPU reference on the CPU, memdex's CUDA kernel on a GPU). The CPU computes
+//! what needs the text (BM25 scores, the time stage's flags); each tenant's live rows are
+//! gathered once per batch, tenant-contiguous, so the kernel reads one range per query.
+
+use std::collections::HashMap;
+
+use memdex_kernels::{
+    f16, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows, TimeRule,
+    Timeline, NO_ROW,
+};
+use memdex_rank::{
+    FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions, SearchHit,
+};
+
+use crate::{EngineError, Searcher};
+
+/// One query of a batch.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchQuery<'a> {
+    pub tenant: &'a str,
+    pub query: Query<'a>,
+}
+
+/// Per query of a batch: its hits, or why it has none (an unknown tenant).
+pub type BatchHits = Vec<Result<Vec<SearchHit>, EngineError>>;
+
+/// The batch's rows and per-query inputs, host-side.
+#[derive(Default)]
+struct Gathered {
+    embeddings: Vec<f16>,
+    positions: Vec<u32>,
+    groups: Vec<u32>,
+    importance: Vec<u8>,
+    vectors: Vec<f32>,
+    ranges: Vec<[u32; 2]>,
+    sparse: Vec<f32>,
+    flags: Vec<u8>,
+    time: Vec<TimeRule>,
+}
+
+impl Searcher {
+    /// The top `k` hits of every query of `queries` under `opts` (which the fused kernel must
+    /// support: [`FusedParams::from_options`]) through `kernels`, in one kernel call.
+    pub fn search_fused(
+        &self,
+        kernels: &dyn Kernels,
+        queries: &[BatchQuery<'_>],
+        k: usize,
+        opts: &RankOptions,
+    ) -> Result<BatchHits, EngineError> {
+        let params = FusedParams::from_options(opts)?;
+        let dim = self.store().dim();
+        let mut tenants: Vec<FusedTenant<'_>> = Vec::new();
+        let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
+        let mut out: BatchHits = Vec::with_capacity(queries.len());
+        let mut g = Gathered::default();
+        let mut asked: Vec<(usize, usize)> = Vec::new(); // (query, tenant)
+        for (qi, bq) in queries.iter().enumerate() {
+            if bq.query.vector.len() != dim {
+                return Err(RankError::DenseMismatch {
+                    what: "query vector values",
+                    expected: dim,
+                    got: bq.query.vector.len(),
+                }
+                .into());
+            }
+            let slot = match index.get(bq.tenant) {
+                Some(s) => *s,
+                None => {
+                    let s = match FusedTenant::gather(self.store(), bq.tenant, opts, self.cache()) {
+                        Ok(t) => {
+                            g.add_rows(&t);
+                            tenants.push(t);
+                            Some(tenants.len() - 1)
+                        }
+                        Err(RankError::UnknownTenant { .. }) => None,
+                        Err(e) => return Err(e.into()),
+                    };
+                    index.insert(bq.tenant, s);
+                    s
+                }
+            };
+            out.push(Ok(Vec::new()));
+            match slot {
+                Some(t) => asked.push((qi, t)),
+                None => out[qi] = Err(self.unknown_tenant(bq.tenant).into()),
+            }
+        }
+        let starts = tenant_starts(&tenants);
+        for &(qi, t) in &asked {
+            let q = tenants[t].query(&queries[qi].query, opts, self.cache());
+            g.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
+        }
+        let top = g.run(kernels, dim, &params, k)?;
+        for (j, &(qi, t)) in asked.iter().enumerate() {
+            let ranked: Vec<(f32, usize)> = top
+                .hits(j)
+                .into_iter()
+                .filter(|&(_, r)| r != NO_ROW)
+                .map(|(s, r)| (s, r as usize - starts[t]))
+                .collect();
+            out[qi] = Ok(tenants[t].hits(&ranked));
+        }
+        Ok(out)
+    }
+
+    fn unknown_tenant(&self, tenant: &str) -> RankError {
+        RankError::UnknownTenant {
+            tenant: tenant.to_string(),
+            store: self.store().dir().display().to_string(),
+        }
+    }
+}
+
+fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
+    tenants
+        .iter()
+        .scan(0, |acc, t| {
+            let s = *acc;
+            *acc += t.rows();
+            Some(s)
+        })
+        .collect()
+}
+
+impl Gathered {
+    fn add_rows(&mut self, t: &FusedTenant<'_>) {
+        self.embeddings
+            .extend(t.embeddings.iter().map(|&x| f16::from_f32(x)));
+        // groups stay distinct across tenants: a tenant's first group never continues the
+        // previous tenant's last (ranges never span tenants, this only keeps the data honest)
+        let base = self.groups.last().map_or(0, |&g| g.saturating_add(1));
+        self.groups
+            .extend(t.groups.iter().map(|&g| g.saturating_add(base)));
+        self.positions.extend_from_slice(&t.positions);
+        self.importance.extend_from_slice(&t.importance);
+    }
+
+    fn add_query(&mut self, vector: &[f32], start: usize, rows: usize, q: FusedQuery) {
+        self.vectors.extend_from_slice(vector);
+        self.ranges.push([start as u32, (start + rows) as u32]);
+        self.sparse.extend(q.sparse);
+        self.flags.extend(q.flags);
+        self.time.push(match q.time {
+            FusedTime::None => TimeRule::None,
+            FusedTime::Front => TimeRule::Front,
+            FusedTime::Boost(b) => TimeRule::Boost(b as f32),
+        });
+    }
+
+    fn run(
+        &self,
+        kernels: &dyn Kernels,
+        dim: usize,
+        p: &FusedParams,
+        k: usize,
+    ) -> Result<memdex_kernels::TopKResult, EngineError> {
+        let alive = RankRows::all_alive(self.positions.len());
+        let rows = RankRows {
+            timeline: Timeline {
+                positions: &self.positions,
+                groups: &self.groups,
+            },
+            importance: &self.importance,
+            alive: &alive,
+        };
+        let queries = RankQueries {
+            vectors: &self.vectors,
+            ranges: &self.ranges,
+            sparse: &self.sparse,
+            flags: &self.flags,
+            time: &self.time,
+        };
+        let params = RankParams {
+            w_dense: p.w_dense as f32,
+            w_sparse: p.w_sparse as f32,
+            // the scope is in the groups (FusedTenant::gather)
+            fragrel: p.fragrel.map(|(alpha, w, _scope)| FragRelParams {
+                alpha: alpha as f32,
+                w: w as f32,
+            }),
+            importance: p.importance.map(|w| w as f32),
+        };
+        let m = Matrix {
+            dim,
+            data: &self.embeddings,
+        };
+        kernels
+            .rank_topk(&m, &rows, &queries, &params, k)
+            .map_err(|source| match source {
+                // shapes are built here, so what is invalid is the caller's k or weights
+                KernelError::Invalid(message) => EngineError::Invalid { message },
+                source => EngineError::Kernel {
+                    device: kernels.device(),
+                    source,
+                },
+            })
+    }
+}

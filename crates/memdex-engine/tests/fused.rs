@@ -1,0 +1,190 @@
+//! The fused default ranking (`Searcher::search_fused`, memdex-kernels' `rank_topk` on its CPU
+//! reference) against the CPU pipeline (`Searcher::rank`): the same top-10 for every query
+//! (order swaps only between near-equal scores), unknown tenants answered per query, and the
+//! options the kernel does not run refused by name.
+
+#![allow(clippy::unwrap_used)]
+
+use memdex_core::{Granularity, Role, Session, TextKind, Turn};
+use memdex_embed::Encoder;
+use memdex_engine::{AppendPipeline, BatchQuery, EngineError, Searcher};
+use memdex_ingest::ItemizeOptions;
+use memdex_kernels::cpu::Cpu;
+use memdex_rank::{Query, RankError, RankOptions, Retriever};
+use memdex_store::{Extraction, Store, StoreWriter};
+use memdex_testkit::HashEncoder;
+
+const DIM: usize = 32;
+const DAY: i64 = 86_400_000;
+
+const WORDS: [&str; 16] = [
+    "dog",
+    "guitar",
+    "marathon",
+    "sister",
+    "garden",
+    "trip",
+    "piano",
+    "doctor",
+    "camera",
+    "recipe",
+    "bike",
+    "interview",
+    "painting",
+    "apartment",
+    "yoga",
+    "movie",
+];
+
+/// Tenant `t`'s sessions: 12 sessions of 5 turns, a week apart, some naming dates.
+fn sessions(t: usize) -> Vec<Session> {
+    (0..12)
+        .map(|s| Session {
+            tenant: format!("tenant-{t}"),
+            session_id: format!("t{t}-s{s}"),
+            timestamp_ms: 1_683_540_000_000 + (s as i64) * 7 * DAY,
+            turns: (0..5)
+                .map(|i| {
+                    let (a, b) = (WORDS[(t + s + i) % 16], WORDS[(3 * s + i * 5 + t) % 16]);
+                    let date = if i == 2 { " on May 20, 2023" } else { "" };
+                    Turn {
+                        role: if i % 2 == 0 {
+                            Role::User
+                        } else {
+                            Role::Assistant
+                        },
+                        content: format!("we talked about my {a} and the {b}{date}, turn {i}"),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn store(dir: &std::path::Path) -> Searcher {
+    let enc = HashEncoder::new(DIM);
+    let x = Extraction {
+        events: true,
+        ..Extraction::default()
+    };
+    let mut w =
+        StoreWriter::open_or_create_with(dir, enc.info(), Granularity::Turn, None, &x).unwrap();
+    let mut p = AppendPipeline::new(
+        Store::open(dir).unwrap(),
+        ItemizeOptions::new(Granularity::Turn),
+        false,
+    )
+    .unwrap();
+    for t in 0..4 {
+        p.admit(&sessions(t)).unwrap();
+    }
+    let mut embed =
+        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+    p.commit(&mut w, &mut embed).unwrap();
+    Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
+}
+
+const QUERIES: [&str; 6] = [
+    "what did I say about my dog?",
+    "when did we talk about the guitar?",
+    "which trip did I mention last month?",
+    "the piano and the camera",
+    "what happened on May 20, 2023?",
+    "tell me about yoga",
+];
+
+#[test]
+fn fused_ranking_returns_the_cpu_pipelines_top_10() {
+    let tmp = tempfile::tempdir().unwrap();
+    let searcher = store(tmp.path());
+    let vectors = HashEncoder::new(DIM)
+        .embed(&QUERIES, TextKind::Query)
+        .unwrap();
+    let date = Some(1_683_540_000_000 + 80 * DAY);
+    let tenants = ["tenant-0", "tenant-1", "tenant-2", "tenant-3", "nobody"];
+    let batch: Vec<BatchQuery<'_>> = (0..20)
+        .map(|i| BatchQuery {
+            tenant: tenants[i % tenants.len()],
+            query: Query {
+                text: QUERIES[i % QUERIES.len()],
+                vector: vectors.row(i % QUERIES.len()),
+                date_ms: date,
+            },
+        })
+        .collect();
+    let opts = RankOptions::default();
+    let fused = searcher.search_fused(&Cpu, &batch, 10, &opts).unwrap();
+    let no_time = RankOptions {
+        time: None,
+        ..RankOptions::default()
+    };
+    let mut time_mattered = 0;
+    for (q, got) in batch.iter().zip(fused) {
+        let Ok(ranking) = searcher.rank(q.tenant, &q.query, &opts) else {
+            assert!(
+                matches!(got, Err(EngineError::Rank(RankError::UnknownTenant { .. }))),
+                "{got:?}"
+            );
+            continue;
+        };
+        let (want, got) = (ranking.hits(10), got.unwrap());
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.score - w.score).abs() < 1e-3 * (1.0 + w.score.abs()),
+                "{}: {} vs {}",
+                q.query.text,
+                g.score,
+                w.score
+            );
+            assert!(g.item_id == w.item_id || (g.score - w.score).abs() < 1e-3);
+            assert_eq!((g.rank, &g.tenant), (w.rank, &w.tenant));
+        }
+        let plain = searcher
+            .rank(q.tenant, &q.query, &no_time)
+            .unwrap()
+            .hits(10);
+        let ids = |h: &[memdex_rank::SearchHit]| h.iter().map(|x| x.item_id).collect::<Vec<_>>();
+        time_mattered += usize::from(ids(&plain) != ids(&want));
+    }
+    assert!(
+        time_mattered > 0,
+        "no query's top 10 depended on the time stage"
+    );
+}
+
+#[test]
+fn options_the_kernel_does_not_run_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let searcher = store(tmp.path());
+    let v = vec![0.1f32; DIM];
+    let q = [BatchQuery {
+        tenant: "tenant-0",
+        query: Query {
+            text: "dog",
+            vector: &v,
+            date_ms: None,
+        },
+    }];
+    let dense = RankOptions {
+        retriever: Retriever::Dense,
+        ..RankOptions::default()
+    };
+    let e = searcher.search_fused(&Cpu, &q, 10, &dense).unwrap_err();
+    assert!(e.to_string().contains("retriever other than hybrid"), "{e}");
+    let e = searcher
+        .search_fused(&Cpu, &q, 500, &RankOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("k 500"), "{e}");
+    let short = [BatchQuery {
+        query: Query {
+            vector: &v[..3],
+            ..q[0].query
+        },
+        ..q[0]
+    }];
+    let e = searcher
+        .search_fused(&Cpu, &short, 10, &RankOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("query vector values"), "{e}");
+}

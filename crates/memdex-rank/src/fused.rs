@@ -1,0 +1,189 @@
+//! The CPU side of the fused default ranking (memdex-kernels' `rank_topk`, one kernel per batch
+//! of queries on a device): which options it can run ([`FusedParams::from_options`]), each
+//! tenant's live rows gathered once ([`FusedTenant`]: embeddings, timeline, importance) and
+//! each query's CPU-computed inputs ([`FusedTenant::query`]: BM25 scores, time-stage flags).
+//! The stages it stands for are [`crate::rank`]'s with the same options; the kernels' CPU
+//! reference states them exactly.
+
+use memdex_store::{ItemRef, Store, TenantSlice};
+
+use crate::cache::TenantCache;
+use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode};
+use crate::pipeline::{check_columns, Query};
+use crate::{score, time, RankError, SearchHit};
+
+/// The pipeline's weights, for options the fused kernel can run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusedParams {
+    pub w_dense: f64,
+    pub w_sparse: f64,
+    /// FragRel's (α, w) and whether its scope is the session (else the whole history).
+    pub fragrel: Option<(f64, f64, FragRelScope)>,
+    pub importance: Option<f64>,
+}
+
+impl FusedParams {
+    /// The fused weights of `opts`, or which stage the kernel does not run (then rank with
+    /// [`crate::rank`]).
+    pub fn from_options(opts: &RankOptions) -> Result<FusedParams, RankError> {
+        let unsupported = |stage: &'static str| Err(RankError::NotFused { stage });
+        if opts.retriever != Retriever::Hybrid {
+            return unsupported("a retriever other than hybrid");
+        }
+        if opts.fusion != Fusion::MinMax {
+            return unsupported("RRF fusion");
+        }
+        if opts.semantic.is_some() {
+            return unsupported("FragRel's semantic relation");
+        }
+        if opts.recency.is_some() {
+            return unsupported("recency");
+        }
+        if opts.thoughts.is_some_and(|t| t.weight > 0.0)
+            || opts.tree.is_some_and(|t| t.weight > 0.0)
+        {
+            return unsupported("the TiM thought and MemTree stages");
+        }
+        Ok(FusedParams {
+            w_dense: opts.weights.0,
+            w_sparse: opts.weights.1,
+            fragrel: opts.fragrel.map(|f| (f.alpha, f.w, f.scope)),
+            importance: opts.importance,
+        })
+    }
+}
+
+/// How the time stage treats one query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FusedTime {
+    None,
+    /// Flagged rows first.
+    Front,
+    /// Flagged rows' scores × (1 + factor).
+    Boost(f64),
+}
+
+/// One query's inputs computed on the CPU, one entry per live row of its tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedQuery {
+    pub sparse: Vec<f32>,
+    pub flags: Vec<u8>,
+    pub time: FusedTime,
+}
+
+/// One tenant's live rows in timeline order, as the fused kernel reads them.
+#[derive(Debug)]
+pub struct FusedTenant<'s> {
+    name: String,
+    slices: Vec<TenantSlice<'s>>,
+    starts: Vec<usize>,
+    /// `rows × dim`, f32 as stored (normalised).
+    pub embeddings: Vec<f32>,
+    pub positions: Vec<u32>,
+    /// FragRel scope groups (runs of one session, or one group for the whole history).
+    pub groups: Vec<u32>,
+    pub importance: Vec<u8>,
+}
+
+impl<'s> FusedTenant<'s> {
+    /// Gathers `tenant`'s live rows of `store` (refused like [`crate::rank`]: unknown tenant,
+    /// columns the options need but the store lacks).
+    pub fn gather(
+        store: &'s Store,
+        tenant: &str,
+        opts: &RankOptions,
+        cache: &TenantCache,
+    ) -> Result<FusedTenant<'s>, RankError> {
+        check_columns(store, opts)?;
+        let slices = store.tenant_slices(tenant);
+        if slices.is_empty() {
+            return Err(RankError::UnknownTenant {
+                tenant: tenant.to_string(),
+                store: store.dir().display().to_string(),
+            });
+        }
+        let (dim, mut n) = (store.dim(), 0);
+        let mut starts = Vec::with_capacity(slices.len());
+        let mut embeddings = Vec::new();
+        for s in &slices {
+            starts.push(n);
+            n += s.rows;
+            embeddings.extend_from_slice(s.embeddings(dim));
+        }
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let positions = slices
+            .iter()
+            .flat_map(|s| s.positions())
+            .map(|&p| narrow(p))
+            .collect();
+        let groups = match opts.fragrel.map(|f| f.scope) {
+            Some(FragRelScope::Session) => cache
+                .groups(tenant, &slices)
+                .iter()
+                .map(|&g| narrow(g))
+                .collect(),
+            _ => vec![0; n],
+        };
+        Ok(FusedTenant {
+            name: tenant.to_string(),
+            importance: cache.importance(tenant, &slices).to_vec(),
+            slices,
+            starts,
+            embeddings,
+            positions,
+            groups,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Live rows.
+    pub fn rows(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// The item at timeline index `i` (< [`Self::rows`]).
+    pub fn item(&self, i: usize) -> ItemRef<'s> {
+        let s = self.starts.partition_point(|&st| st <= i) - 1;
+        self.slices[s].item(i - self.starts[s])
+    }
+
+    /// Hits from the kernel's `(score, timeline index)` pairs, best first.
+    pub fn hits(&self, ranked: &[(f32, usize)]) -> Vec<SearchHit> {
+        ranked
+            .iter()
+            .enumerate()
+            .map(|(r, &(score, i))| SearchHit::new(r + 1, score, self.item(i)))
+            .collect()
+    }
+
+    /// A query's BM25 scores and time-stage flags over these rows.
+    pub fn query(&self, query: &Query<'_>, opts: &RankOptions, cache: &TenantCache) -> FusedQuery {
+        let sparse = score::sparse_scores(&self.slices, query.text, opts, &self.name, cache)
+            .into_iter()
+            .map(|s| s as f32)
+            .collect();
+        let stage = opts.time.and_then(|stage| {
+            time::flags(&self.slices, query, stage)
+                .map(|(flags, in_range)| (stage, flags, in_range))
+        });
+        let (flags, time) = match stage {
+            None => (vec![0; self.rows()], FusedTime::None),
+            Some((stage, flags, in_range)) => {
+                let rule = match (in_range, stage.mode) {
+                    (true, TimeMode::Front) => FusedTime::Front,
+                    (true, TimeMode::Boost(b)) => FusedTime::Boost(b),
+                    (false, _) => FusedTime::Boost(stage.when_boost),
+                };
+                (flags.into_iter().map(u8::from).collect(), rule)
+            }
+        };
+        FusedQuery {
+            sparse,
+            flags,
+            time,
+        }
+    }
+}

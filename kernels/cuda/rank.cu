@@ -1,0 +1,272 @@
+// memdex's default ranking pipeline fused, one block per query (grid = nq, 256 threads): dense
+// cosine -> hybrid min-max fusion with the CPU's BM25 scores -> FragRel environment along the
+// timeline -> importance -> time stage -> top-k, over the live rows of the query's range. The
+// semantics are the CPU reference's (kernels/src/rank.rs, = memdex_rank::rank's defaults);
+// dense scores never leave the block's scratch.
+//
+// Dead rows (alive bit clear) take no part: min/max and the selection skip them, and in the
+// FragRel scans they pass the decay on but add neither score nor weight, so the environment
+// of a live row is the one over live rows only (w^(p_j - p_i) factors through them).
+//
+// Output: 2k slots per query. With the time stage's `front` and some live row flagged, the
+// first k are the flagged rows' top-k and the last k the others'; otherwise the first k are
+// the top-k and the last k are empty. The host concatenates and keeps k.
+//
+// scratch: nq x 3 x stride floats (stride >= longest range). sparse / flags: one entry per
+// row of each range, ranges concatenated; offsets[q] is where query q's entries start.
+// time_mode: 0 none, 1 front, 2 boost (time_factor).
+#include "common.cuh"
+
+#define RK_THREADS (MEMDEX_WARPS * 32)
+
+#define RK_PARAMS                                                                            \
+    const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,         \
+        const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ positions,         \
+        const uint32_t *__restrict__ groups, const uint8_t *__restrict__ importance,         \
+        const uint32_t *__restrict__ alive, const float *__restrict__ sparse,                \
+        const uint8_t *__restrict__ flags, const uint32_t *__restrict__ offsets,             \
+        const uint32_t *__restrict__ time_mode, const float *__restrict__ time_factor,       \
+        float w_dense, float w_sparse, uint32_t fragrel, float alpha, float w,               \
+        uint32_t use_importance, float w_importance, uint32_t k, float *__restrict__ scratch, \
+        uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r
+#define RK_ARGS                                                                              \
+    emb, dim, queries, ranges, positions, groups, importance, alive, sparse, flags, offsets, \
+        time_mode, time_factor, w_dense, w_sparse, fragrel, alpha, w, use_importance,        \
+        w_importance, k, scratch, stride, out_s, out_r
+
+__device__ __forceinline__ bool rk_live(const uint32_t* __restrict__ alive, uint32_t row) {
+    return (alive[row / 32] >> (row % 32)) & 1u;
+}
+
+// Block-wide minima (even slots) and maxima (odd slots) of four values; every thread gets them.
+// NaN is ignored, as f64::min/max ignore it on the CPU.
+__device__ __forceinline__ void rk_block_min_max(float v[4], float (*sh)[MEMDEX_WARPS]) {
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float x = __shfl_xor_sync(0xffffffffu, v[j], o);
+            v[j] = (j % 2 == 0) ? fminf(v[j], x) : fmaxf(v[j], x);
+        }
+        if (lane == 0) sh[j][warp] = v[j];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r = sh[j][0];
+        for (int x = 1; x < MEMDEX_WARPS; ++x) r = (j % 2 == 0) ? fminf(r, sh[j][x]) : fmaxf(r, sh[j][x]);
+        v[j] = r;
+    }
+    __syncthreads();
+}
+
+// (x - lo) / (hi - lo), or 0 when the span is not positive (constant, empty or NaN).
+__device__ __forceinline__ float rk_min_max(float x, float lo, float hi) {
+    const float span = hi - lo;
+    return span > 0.f ? (x - lo) / span : 0.f;
+}
+
+// One selection pass over the live rows whose flag matches `want` (2: any), into out (k slots).
+__device__ __forceinline__ void rk_select(float (*ls)[MEMDEX_MAX_K], uint32_t (*lr)[MEMDEX_MAX_K],
+                                          const float* fin, const uint32_t* __restrict__ alive,
+                                          const uint8_t* __restrict__ qflags, uint32_t start,
+                                          uint32_t n, uint32_t want, uint32_t k, float* out_s,
+                                          uint32_t* out_r) {
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    memdex_lists_init(ls, lr);
+    __syncthreads();
+    for (uint32_t base = warp * 32; base < n; base += MEMDEX_WARPS * 32) {
+        const uint32_t i = base + lane;
+        const bool ok = i < n && rk_live(alive, start + i) &&
+                        (want == 2 || (uint32_t)(qflags[i] != 0) == want);
+        const float v = ok ? memdex_sanitize(fin[i]) : -INFINITY;
+        const uint32_t okmask = __ballot_sync(0xffffffffu, ok);
+        for (uint32_t src = 0; src < 32; ++src) {
+            const float vs = __shfl_sync(0xffffffffu, v, src);
+            if (lane == 0 && ((okmask >> src) & 1u))
+                memdex_list_insert(ls[warp], lr[warp], k, vs, start + base + src);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) memdex_lists_merge(ls, lr, k, out_s, out_r);
+    __syncthreads();
+}
+
+template <int C>
+__device__ __forceinline__ void rank_topk(RK_PARAMS) {
+    __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
+    __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
+    __shared__ float ca[RK_THREADS], cn[RK_THREADS], cz[RK_THREADS];  // chunk maps, then carries
+    __shared__ float red[4][MEMDEX_WARPS];
+    const uint32_t qi = blockIdx.x, tid = threadIdx.x;
+    const uint32_t warp = tid / 32, lane = tid % 32;
+    const uint32_t start = ranges[2 * qi], end = ranges[2 * qi + 1];
+    const uint32_t n = end > start ? end - start : 0;
+    const float* qsparse = sparse + offsets[qi];
+    const uint8_t* qflags = flags + offsets[qi];
+    float* s = scratch + (uint64_t)qi * 3 * stride;  // dense, then fused
+    float* fn = s + stride;                           // forward numerator, then the final score
+    float* fz = fn + stride;                          // forward denominator
+    auto live = [&](uint32_t i) { return rk_live(alive, start + i); };
+
+    // 1. dense cosines (warp per row)
+    {
+        MemdexQuery<C> q;
+        memdex_load_query<C>(queries + (uint64_t)qi * dim, dim, q);
+        for (uint32_t i = warp; i < n; i += MEMDEX_WARPS) {
+            const float c = memdex_row_cosine<C>(emb, dim, start + i, q);
+            if (lane == 0) s[i] = c;
+        }
+    }
+    __syncthreads();
+
+    // 2. hybrid: min-max of dense and sparse over live rows, then the weighted sum
+    {
+        float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+        for (uint32_t i = tid; i < n; i += RK_THREADS) {
+            if (!live(i)) continue;
+            v[0] = fminf(v[0], s[i]); v[1] = fmaxf(v[1], s[i]);
+            v[2] = fminf(v[2], qsparse[i]); v[3] = fmaxf(v[3], qsparse[i]);
+        }
+        rk_block_min_max(v, red);
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            s[i] = live(i) ? w_dense * rk_min_max(s[i], v[0], v[1]) +
+                                 w_sparse * rk_min_max(qsparse[i], v[2], v[3])
+                           : 0.f;
+    }
+    __syncthreads();
+
+    // 3. FragRel (see fragrel_env.cu), live rows only; without it the fused score is final
+    const uint32_t per = (n + RK_THREADS - 1) / RK_THREADS;
+    const uint32_t lo = min(n, tid * per), hi = min(n, (tid + 1) * per);
+    if (!fragrel) {
+        for (uint32_t i = lo; i < hi; ++i) fn[i] = s[i];
+    } else {
+        auto decay = [&](uint32_t i) -> float {
+            if (i == 0 || i >= n) return 0.f;
+            const uint32_t a = start + i - 1, b = start + i;
+            if (groups[a] != groups[b]) return 0.f;
+            const uint32_t d = positions[b] > positions[a] ? positions[b] - positions[a] : 0;
+            return powf(w, (float)d);
+        };
+        // contribution of row j to its neighbours' sums: (score, weight), zero when dead
+        auto val = [&](uint32_t j) -> float { return live(j) ? s[j] : 0.f; };
+        auto one = [&](uint32_t j) -> float { return live(j) ? 1.f : 0.f; };
+        {  // forward: F_i = d_i (F_{i-1} + s_{i-1})
+            float a = 1.f, bn = 0.f, bz = 0.f;
+            for (uint32_t i = lo; i < hi; ++i) {
+                const float d = decay(i);
+                a *= d;
+                bn = d * (bn + (i > 0 ? val(i - 1) : 0.f));
+                bz = d * (bz + (i > 0 ? one(i - 1) : 0.f));
+            }
+            ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            float xn = 0.f, xz = 0.f;
+            for (uint32_t t = 0; t < RK_THREADS; ++t) {
+                const float a = ca[t], bn = cn[t], bz = cz[t];
+                cn[t] = xn; cz[t] = xz;
+                xn = a * xn + bn;
+                xz = a * xz + bz;
+            }
+        }
+        __syncthreads();
+        {
+            float xn = cn[tid], xz = cz[tid];
+            for (uint32_t i = lo; i < hi; ++i) {
+                const float d = decay(i);
+                xn = d * (xn + (i > 0 ? val(i - 1) : 0.f));
+                xz = d * (xz + (i > 0 ? one(i - 1) : 0.f));
+                fn[i] = xn;
+                fz[i] = xz;
+            }
+        }
+        __syncthreads();
+        {  // backward: B_i = d_{i+1} (B_{i+1} + s_{i+1})
+            float a = 1.f, bn = 0.f, bz = 0.f;
+            for (uint32_t i = hi; i-- > lo;) {
+                const float d = decay(i + 1);
+                a *= d;
+                bn = d * (bn + (i + 1 < n ? val(i + 1) : 0.f));
+                bz = d * (bz + (i + 1 < n ? one(i + 1) : 0.f));
+            }
+            ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            float xn = 0.f, xz = 0.f;
+            for (uint32_t t = RK_THREADS; t-- > 0;) {
+                const float a = ca[t], bn = cn[t], bz = cz[t];
+                cn[t] = xn; cz[t] = xz;
+                xn = a * xn + bn;
+                xz = a * xz + bz;
+            }
+        }
+        __syncthreads();
+        {
+            float xn = cn[tid], xz = cz[tid];
+            for (uint32_t i = hi; i-- > lo;) {
+                const float d = decay(i + 1);
+                xn = d * (xn + (i + 1 < n ? val(i + 1) : 0.f));
+                xz = d * (xz + (i + 1 < n ? one(i + 1) : 0.f));
+                const float num = fn[i] + xn, den = fz[i] + xz;
+                fn[i] = s[i] + alpha * (den > 0.f ? num / den : 0.f);
+            }
+        }
+    }
+    __syncthreads();
+
+    // 4. importance: shift a negative minimum up, then scale
+    if (use_importance) {
+        float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            if (live(i)) v[0] = fminf(v[0], fn[i]);
+        rk_block_min_max(v, red);
+        const float shift = v[0] < 0.f ? v[0] : 0.f;
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            fn[i] = (fn[i] - shift) * (1.f + w_importance * log10f((float)importance[start + i]));
+    }
+    __syncthreads();
+
+    // 5. time stage: only when some live row is flagged
+    const uint32_t mode = time_mode[qi];
+    bool flagged = false;
+    for (uint32_t i = tid; i < n && mode != 0; i += RK_THREADS) flagged |= live(i) && qflags[i] != 0;
+    const bool any = __syncthreads_or(flagged) != 0;
+    if (any && mode == 2) {
+        float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            if (live(i)) v[0] = fminf(v[0], fn[i]);
+        rk_block_min_max(v, red);
+        const float shift = fminf(v[0], 0.f);
+        const float b = time_factor[qi];
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            fn[i] = (fn[i] - shift) * (qflags[i] != 0 ? 1.f + b : 1.f);
+        __syncthreads();
+    }
+
+    // 6. selection: flagged rows first under `front`, else one list
+    float* os = out_s + (uint64_t)qi * 2 * k;
+    uint32_t* orow = out_r + (uint64_t)qi * 2 * k;
+    if (any && mode == 1) {
+        rk_select(ls, lr, fn, alive, qflags, start, n, 1, k, os, orow);
+        rk_select(ls, lr, fn, alive, qflags, start, n, 0, k, os + k, orow + k);
+    } else {
+        rk_select(ls, lr, fn, alive, qflags, start, n, 2, k, os, orow);
+        for (uint32_t j = tid; j < k; j += RK_THREADS) {
+            os[k + j] = -INFINITY;
+            orow[k + j] = MEMDEX_NO_ROW;
+        }
+    }
+}
+
+// dim <= 1024 and dim <= 512 widths (see segmented_topk.cu)
+extern "C" __global__ void __launch_bounds__(RK_THREADS) memdex_rank_topk(RK_PARAMS) {
+    rank_topk<4>(RK_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(RK_THREADS) memdex_rank_topk_d512(RK_PARAMS) {
+    rank_topk<2>(RK_ARGS);
+}

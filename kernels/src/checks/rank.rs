@@ -1,0 +1,282 @@
+//! Checks of the fused default ranking (`rank_topk`) against a brute force written here:
+//! f64 cosines, min-max, FragRel's O(N²) definition over the live rows, then importance, the
+//! time stage and a full sort.
+
+use memdex_index::fragrel::{relation_scores_reference, FragRel};
+
+use super::{against_cpu_kernels, assert_close, brute_cosine, random_unit, timeline, to_f16, Rng};
+use crate::cpu::Cpu;
+use crate::{
+    range_offsets, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,
+    TimeRule, Timeline, TopKResult, NO_ROW,
+};
+
+fn min_max(v: &[f64]) -> Vec<f64> {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = hi - lo;
+    v.iter()
+        .map(|x| if span > 0.0 { (x - lo) / span } else { 0.0 })
+        .collect()
+}
+
+/// One query's final scores over `live` (rows in timeline order).
+fn brute_scores(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    vector: &[f32],
+    live: &[usize],
+    sparse: &[f64],
+    p: &RankParams,
+) -> Vec<f64> {
+    let dense: Vec<f64> = live
+        .iter()
+        .map(|&r| brute_cosine(vector, m.row(r)))
+        .collect();
+    let (d, sp) = (min_max(&dense), min_max(sparse));
+    let mut s: Vec<f64> = d
+        .iter()
+        .zip(&sp)
+        .map(|(a, b)| f64::from(p.w_dense) * a + f64::from(p.w_sparse) * b)
+        .collect();
+    if let Some(fr) = p.fragrel {
+        let t = &rows.timeline;
+        let pos: Vec<u64> = live.iter().map(|&r| u64::from(t.positions[r])).collect();
+        let grp: Vec<u64> = live.iter().map(|&r| u64::from(t.groups[r])).collect();
+        let fr = FragRel {
+            alpha: f64::from(fr.alpha),
+            w: f64::from(fr.w),
+        };
+        s = relation_scores_reference(&s, &pos, &grp, fr);
+    }
+    if let Some(w) = p.importance {
+        let lo = s.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+        for (v, &r) in s.iter_mut().zip(live) {
+            *v = (*v - lo) * (1.0 + f64::from(w) * f64::from(rows.importance[r]).log10());
+        }
+    }
+    s
+}
+
+/// `rank_topk` by brute force.
+pub fn brute_rank_topk(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    k: usize,
+) -> TopKResult {
+    let (offsets, _) = range_offsets(q.ranges);
+    let (mut scores, mut out_rows) = (Vec::new(), Vec::new());
+    for (qi, &[a, b]) in q.ranges.iter().enumerate() {
+        let (a, b, off) = (a as usize, b as usize, offsets[qi] as usize);
+        let live: Vec<usize> = (a..b).filter(|&r| rows.live(r)).collect();
+        let sparse: Vec<f64> = live
+            .iter()
+            .map(|&r| f64::from(q.sparse[off + r - a]))
+            .collect();
+        let flag: Vec<bool> = live.iter().map(|&r| q.flags[off + r - a] != 0).collect();
+        let vector = &q.vectors[qi * m.dim..][..m.dim];
+        let mut s = brute_scores(m, rows, vector, &live, &sparse, p);
+        let any = flag.iter().any(|&f| f);
+        if let (true, TimeRule::Boost(boost)) = (any, q.time[qi]) {
+            let lo = s.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+            for (v, &f) in s.iter_mut().zip(&flag) {
+                *v = (*v - lo) * if f { 1.0 + f64::from(boost) } else { 1.0 };
+            }
+        }
+        let front = any && q.time[qi] == TimeRule::Front;
+        let mut idx: Vec<usize> = (0..live.len()).collect();
+        idx.sort_by(|&x, &y| {
+            let first = |i: usize| front && flag[i];
+            first(y)
+                .cmp(&first(x))
+                .then(s[y].total_cmp(&s[x]))
+                .then(x.cmp(&y))
+        });
+        let hits = idx.iter().take(k).map(|&i| (s[i] as f32, live[i] as u32));
+        let hits: Vec<(f32, u32)> = hits.collect();
+        let pad = k - hits.len();
+        scores.extend(hits.iter().map(|h| h.0));
+        out_rows.extend(hits.iter().map(|h| h.1));
+        scores.extend(std::iter::repeat_n(f32::NEG_INFINITY, pad));
+        out_rows.extend(std::iter::repeat_n(NO_ROW, pad));
+    }
+    TopKResult {
+        k,
+        scores,
+        rows: out_rows,
+    }
+}
+
+/// Per-row inputs: ~10 % dead rows, importance 1..=10.
+fn rank_rows(rows: usize, seed: u64) -> (Vec<u8>, Vec<u32>) {
+    let mut rng = Rng(seed);
+    let importance = (0..rows).map(|_| 1 + rng.below(10) as u8).collect();
+    let mut alive = RankRows::all_alive(rows);
+    for r in 0..rows {
+        if rng.below(10) == 0 {
+            alive[r / 32] &= !(1 << (r % 32));
+        }
+    }
+    (importance, alive)
+}
+
+/// Per range row: BM25-like sparse scores (mostly 0) and ~5 % flagged rows.
+fn range_inputs(total: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
+    let mut rng = Rng(seed);
+    let sparse = (0..total)
+        .map(|_| match rng.below(6) {
+            0 => (rng.unit() + 0.5) * 12.0,
+            _ => 0.0,
+        })
+        .collect();
+    let flags = (0..total).map(|_| u8::from(rng.below(20) == 0)).collect();
+    (sparse, flags)
+}
+
+const DEFAULTS: RankParams = RankParams {
+    w_dense: 0.5,
+    w_sparse: 0.5,
+    fragrel: Some(FragRelParams { alpha: 0.5, w: 0.8 }),
+    importance: Some(0.3),
+};
+
+/// A check (see the module docs).
+pub fn rank_matches_reference(k: &dyn Kernels) {
+    for dim in [64, 384, 640] {
+        rank_matches_reference_at(k, dim);
+    }
+}
+
+fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
+    let n = 3000usize;
+    let data = to_f16(&random_unit(n, dim, 21));
+    let m = Matrix { dim, data: &data };
+    let (positions, groups) = timeline(n, 22);
+    let (importance, alive) = rank_rows(n, 23);
+    let rows = RankRows {
+        timeline: Timeline {
+            positions: &positions,
+            groups: &groups,
+        },
+        importance: &importance,
+        alive: &alive,
+    };
+    let ranges = super::ranges_for(n as u32);
+    let vectors = random_unit(ranges.len(), dim, 24);
+    let (_, total) = range_offsets(&ranges);
+    let (sparse, flags) = range_inputs(total, 25);
+    let rules = [TimeRule::None, TimeRule::Front, TimeRule::Boost(0.2)];
+    let time: Vec<TimeRule> = (0..ranges.len()).map(|i| rules[i % 3]).collect();
+    let q = RankQueries {
+        vectors: &vectors,
+        ranges: &ranges,
+        sparse: &sparse,
+        flags: &flags,
+        time: &time,
+    };
+    let variants = [
+        DEFAULTS,
+        RankParams {
+            fragrel: None,
+            importance: None,
+            ..DEFAULTS
+        },
+        RankParams {
+            w_dense: 0.7,
+            w_sparse: 0.3,
+            fragrel: Some(FragRelParams { alpha: 1.0, w: 0.3 }),
+            importance: None,
+        },
+    ];
+    for p in variants {
+        for topk in [10, 64] {
+            let got = k.rank_topk(&m, &rows, &q, &p, topk).unwrap();
+            let want = brute_rank_topk(&m, &rows, &q, &p, topk);
+            let what = format!("{} rank dim {dim} k {topk} {p:?}", k.device());
+            assert_close(&got, &want, 1e-4, &format!("{what} vs brute force"));
+            if against_cpu_kernels(k) {
+                let cpu = Cpu.rank_topk(&m, &rows, &q, &p, topk).unwrap();
+                assert_close(&got, &cpu, 1e-4, &format!("{what} vs CPU"));
+            }
+            check_properties_live(&got, &ranges, &rows);
+        }
+    }
+    // every time rule met flagged rows somewhere, and `front` really moved rows
+    let got = k.rank_topk(&m, &rows, &q, &DEFAULTS, 10).unwrap();
+    let plain_time = vec![TimeRule::None; ranges.len()];
+    let plain = RankQueries {
+        time: &plain_time,
+        ..q
+    };
+    let base = k.rank_topk(&m, &rows, &plain, &DEFAULTS, 10).unwrap();
+    assert_ne!(got.rows, base.rows, "the time stage changed nothing");
+}
+
+/// Filled slots and only live rows of the range (the order is not plain under `front`).
+fn check_properties_live(r: &TopKResult, ranges: &[[u32; 2]], rows: &RankRows<'_>) {
+    for (q, &[a, b]) in ranges.iter().enumerate() {
+        let live = (a..b).filter(|&x| rows.live(x as usize)).count();
+        let hits = r.hits(q);
+        assert_eq!(hits.len(), live.min(r.k), "query {q}: slots filled");
+        assert!(hits
+            .iter()
+            .all(|&(_, x)| x >= a && x < b && rows.live(x as usize)));
+    }
+}
+
+/// A check (see the module docs).
+pub fn rank_invalid_inputs_are_errors(k: &dyn Kernels) {
+    let n = 40usize;
+    let data = to_f16(&random_unit(n, 8, 26));
+    let m = Matrix {
+        dim: 8,
+        data: &data,
+    };
+    let (positions, groups) = timeline(n, 27);
+    let (importance, alive) = rank_rows(n, 28);
+    let rows = RankRows {
+        timeline: Timeline {
+            positions: &positions,
+            groups: &groups,
+        },
+        importance: &importance,
+        alive: &alive,
+    };
+    let ranges = [[0u32, 30], [10, 40]];
+    let vectors = random_unit(2, 8, 29);
+    let (sparse, flags) = (vec![0f32; 60], vec![0u8; 60]);
+    let time = [TimeRule::None, TimeRule::Front];
+    let ok = RankQueries {
+        vectors: &vectors,
+        ranges: &ranges,
+        sparse: &sparse,
+        flags: &flags,
+        time: &time,
+    };
+    assert!(k.rank_topk(&m, &rows, &ok, &DEFAULTS, 5).is_ok());
+    let short = RankQueries {
+        sparse: &sparse[..59],
+        ..ok
+    };
+    let nan = [TimeRule::None, TimeRule::Boost(f32::NAN)];
+    let bad_boost = RankQueries { time: &nan, ..ok };
+    let few_words = RankRows {
+        alive: &alive[..1],
+        ..rows
+    };
+    let bad_weight = RankParams {
+        w_sparse: f32::INFINITY,
+        ..DEFAULTS
+    };
+    for e in [
+        k.rank_topk(&m, &rows, &short, &DEFAULTS, 5),
+        k.rank_topk(&m, &rows, &bad_boost, &DEFAULTS, 5),
+        k.rank_topk(&m, &few_words, &ok, &DEFAULTS, 5),
+        k.rank_topk(&m, &rows, &ok, &bad_weight, 5),
+        k.rank_topk(&m, &rows, &ok, &DEFAULTS, 0),
+    ] {
+        assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
+    }
+}

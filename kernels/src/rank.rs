@@ -1,0 +1,286 @@
+//! The default ranking pipeline fused into one kernel per batch (`memdex_rank_topk`): its
+//! inputs, their validation, and the CPU reference ([`rank_topk_reference`]).
+//!
+//! Semantics (those of `memdex_rank::rank` with the default options, restricted to the live
+//! rows of each query's range, in timeline order):
+//! 1. dense `d` = cosine of the query with each row ([`crate::cpu::cosine`]);
+//! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the live rows; a
+//!    constant or empty column normalises to 0);
+//! 3. FragRel: `e = f + α · env(f)` along the timeline (dead rows take no part: the decay runs
+//!    through them, they add neither score nor weight);
+//! 4. importance `w_i`: shift by the minimum when it is negative, then `e · (1 + w_i ·
+//!    log10(importance))`;
+//! 5. time stage, when some live row is flagged: `Front` puts flagged rows first (each group
+//!    in score order), `Boost(b)` rescales `(e − min(min e, 0)) · (1 + b)` for flagged rows;
+//! 6. top-k: score descending, then row ascending (flagged rows first under `Front`).
+
+use memdex_index::fragrel::{relation_scores, FragRel};
+use memdex_index::fusion::hybrid;
+
+use crate::cpu::{cosine, select};
+use crate::types::{check_scan, check_timeline};
+use crate::{FragRelParams, KernelError, Matrix, Timeline, TopKResult, NO_ROW};
+
+/// What the rows carry besides their embedding (one entry per matrix row).
+#[derive(Debug, Clone, Copy)]
+pub struct RankRows<'a> {
+    pub timeline: Timeline<'a>,
+    /// Importance 1..=10 (read when [`RankParams::importance`] is set).
+    pub importance: &'a [u8],
+    /// Live rows: bit `r % 32` of word `r / 32` (`ceil(rows / 32)` words).
+    pub alive: &'a [u32],
+}
+
+impl RankRows<'_> {
+    pub fn live(&self, r: usize) -> bool {
+        self.alive[r / 32] >> (r % 32) & 1 == 1
+    }
+
+    /// An all-live bitmap for `rows` rows.
+    pub fn all_alive(rows: usize) -> Vec<u32> {
+        let mut bits = vec![u32::MAX; rows.div_ceil(32)];
+        if let Some(last) = bits.last_mut().filter(|_| !rows.is_multiple_of(32)) {
+            *last = (1u32 << (rows % 32)) - 1;
+        }
+        bits
+    }
+}
+
+/// The time stage of one query (computed on the CPU from its text and date).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeRule {
+    None,
+    /// Flagged rows first.
+    Front,
+    /// Flagged rows' scores × (1 + factor), after shifting negatives up.
+    Boost(f32),
+}
+
+/// Per query: its vector and range, and what the CPU computed for it.
+#[derive(Debug, Clone, Copy)]
+pub struct RankQueries<'a> {
+    /// `nq × dim`.
+    pub vectors: &'a [f32],
+    pub ranges: &'a [[u32; 2]],
+    /// BM25 contributions, one per row of each range, the ranges concatenated in query order
+    /// (see [`range_offsets`]).
+    pub sparse: &'a [f32],
+    /// Time-stage flags (0 or 1), laid out as `sparse`.
+    pub flags: &'a [u8],
+    pub time: &'a [TimeRule],
+}
+
+/// The pipeline's weights (the batch shares them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankParams {
+    pub w_dense: f32,
+    pub w_sparse: f32,
+    pub fragrel: Option<FragRelParams>,
+    pub importance: Option<f32>,
+}
+
+/// Where each query's entries start in [`RankQueries::sparse`] and `flags` (and the total).
+pub fn range_offsets(ranges: &[[u32; 2]]) -> (Vec<u32>, usize) {
+    let mut offsets = Vec::with_capacity(ranges.len());
+    let mut total = 0usize;
+    for [a, b] in ranges {
+        offsets.push(total as u32);
+        total += b.saturating_sub(*a) as usize;
+    }
+    (offsets, total)
+}
+
+fn invalid(msg: String) -> KernelError {
+    KernelError::Invalid(msg)
+}
+
+/// Checks every shape of a fused ranking call; returns the number of queries.
+pub(crate) fn check_rank(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    k: usize,
+) -> Result<usize, KernelError> {
+    let nq = check_scan(m, q.vectors, q.ranges, None, k)?;
+    let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
+    check_timeline(m, &rows.timeline, fr)?;
+    let n = m.rows();
+    if rows.importance.len() != n || rows.alive.len() != n.div_ceil(32) {
+        return Err(invalid(format!(
+            "{} importance values and {} alive words for {n} rows",
+            rows.importance.len(),
+            rows.alive.len()
+        )));
+    }
+    let (_, total) = range_offsets(q.ranges);
+    if q.sparse.len() != total || q.flags.len() != total || q.time.len() != nq {
+        return Err(invalid(format!(
+            "{} sparse values, {} flags and {} time rules for {nq} ranges of {total} rows",
+            q.sparse.len(),
+            q.flags.len(),
+            q.time.len()
+        )));
+    }
+    if total > u32::MAX as usize {
+        return Err(invalid(format!("{total} range rows exceed u32")));
+    }
+    let bad_boost = q
+        .time
+        .iter()
+        .any(|t| matches!(t, TimeRule::Boost(b) if !b.is_finite()));
+    let weights = [p.w_dense, p.w_sparse, p.importance.unwrap_or(0.0)];
+    if bad_boost || weights.iter().any(|w| !w.is_finite()) {
+        return Err(invalid(format!(
+            "non-finite weight in {p:?} or a time boost"
+        )));
+    }
+    Ok(nq)
+}
+
+/// Merges a kernel's two lists per query (`2k` slots: flagged rows' list first when the
+/// time stage put them in front, else the only list) into `k` slots per query.
+pub fn merge_lists(scores: &[f32], rows: &[u32], k: usize) -> TopKResult {
+    let nq = rows.len() / (2 * k);
+    let (mut out_s, mut out_r) = (Vec::with_capacity(nq * k), Vec::with_capacity(nq * k));
+    for q in 0..nq {
+        let (s, r) = (&scores[q * 2 * k..][..2 * k], &rows[q * 2 * k..][..2 * k]);
+        let filled = s.iter().zip(r).filter(|(_, &r)| r != NO_ROW).take(k);
+        let before = out_r.len();
+        for (&s, &r) in filled {
+            out_s.push(s);
+            out_r.push(r);
+        }
+        let pad = k - (out_r.len() - before);
+        out_s.extend(std::iter::repeat_n(f32::NEG_INFINITY, pad));
+        out_r.extend(std::iter::repeat_n(NO_ROW, pad));
+    }
+    TopKResult {
+        k,
+        scores: out_s,
+        rows: out_r,
+    }
+}
+
+/// The CPU reference (see the module docs): f64 stages from `memdex-index` over each query's
+/// live rows.
+pub fn rank_topk_reference(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    k: usize,
+) -> Result<TopKResult, KernelError> {
+    check_rank(m, rows, q, p, k)?;
+    let (offsets, _) = range_offsets(q.ranges);
+    let mut out = TopKResult {
+        k,
+        scores: Vec::new(),
+        rows: Vec::new(),
+    };
+    for (qi, &[a, b]) in q.ranges.iter().enumerate() {
+        let vector = &q.vectors[qi * m.dim..][..m.dim];
+        let off = offsets[qi] as usize;
+        let live: Vec<usize> = (a as usize..b as usize).filter(|&r| rows.live(r)).collect();
+        let at = |r: usize| off + r - a as usize;
+        let dense: Vec<f64> = live
+            .iter()
+            .map(|&r| f64::from(cosine(vector, m.row(r))))
+            .collect();
+        let sparse: Vec<f64> = live.iter().map(|&r| f64::from(q.sparse[at(r)])).collect();
+        let flags: Vec<bool> = live.iter().map(|&r| q.flags[at(r)] != 0).collect();
+        let mut s = hybrid(&dense, &sparse, f64::from(p.w_dense), f64::from(p.w_sparse));
+        if let Some(fr) = p.fragrel {
+            let t = &rows.timeline;
+            let pos: Vec<u64> = live.iter().map(|&r| u64::from(t.positions[r])).collect();
+            let grp: Vec<u64> = live.iter().map(|&r| u64::from(t.groups[r])).collect();
+            let fr = FragRel {
+                alpha: f64::from(fr.alpha),
+                w: f64::from(fr.w),
+            };
+            s = relation_scores(&s, &pos, &grp, fr);
+        }
+        if let Some(w) = p.importance {
+            shift_negatives(&mut s, f64::INFINITY);
+            for (v, &r) in s.iter_mut().zip(&live) {
+                *v *= 1.0 + f64::from(w) * f64::from(rows.importance[r]).log10();
+            }
+        }
+        let any = flags.iter().any(|&f| f);
+        let front = any && q.time[qi] == TimeRule::Front;
+        if let (true, TimeRule::Boost(b)) = (any, q.time[qi]) {
+            shift_negatives(&mut s, 0.0);
+            for (v, &f) in s.iter_mut().zip(&flags) {
+                if f {
+                    *v *= 1.0 + f64::from(b);
+                }
+            }
+        }
+        let cands = |flagged: Option<bool>| -> Vec<(f32, u32)> {
+            let keep = |i: usize| flagged.is_none_or(|want| flags[i] == want);
+            let c = (0..live.len())
+                .filter(|&i| keep(i))
+                .map(|i| (s[i] as f32, live[i] as u32))
+                .collect();
+            select(c, k)
+        };
+        let (first, second) = if front {
+            (cands(Some(true)), cands(Some(false)))
+        } else {
+            (cands(None), Vec::new())
+        };
+        let mut hits: Vec<(f32, u32)> = first
+            .into_iter()
+            .chain(second)
+            .filter(|h| h.1 != NO_ROW)
+            .collect();
+        hits.truncate(k);
+        hits.resize(k, (f32::NEG_INFINITY, NO_ROW));
+        let (s, r): (Vec<f32>, Vec<u32>) = hits.into_iter().unzip();
+        out.scores.extend(s);
+        out.rows.extend(r);
+    }
+    Ok(out)
+}
+
+/// Subtracts `min(min s, cap)` from every score when that is negative (the pipeline's shift
+/// before a multiplicative stage: `cap` ∞ shifts only negative minima, 0 as the time stage's
+/// boost does).
+fn shift_negatives(s: &mut [f64], cap: f64) {
+    let lo = s.iter().copied().fold(f64::INFINITY, f64::min).min(cap);
+    if lo < 0.0 {
+        s.iter_mut().for_each(|v| *v -= lo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_lists_merge_flagged_first_and_pad() {
+        let e = (f32::NEG_INFINITY, NO_ROW);
+        // query 0: flagged [3], others [1, 2]; query 1: one list [7, 8]
+        let slots = [
+            (0.2, 3),
+            e,
+            e,
+            (0.9, 1),
+            (0.5, 2),
+            e,
+            (0.8, 7),
+            (0.1, 8),
+            e,
+            e,
+            e,
+            e,
+        ];
+        let (s, r): (Vec<f32>, Vec<u32>) = slots.into_iter().unzip();
+        let m = merge_lists(&s, &r, 3);
+        assert_eq!(m.rows, [3, 1, 2, 7, 8, NO_ROW]);
+        assert_eq!(m.scores[..3], [0.2, 0.9, 0.5]);
+        assert_eq!(RankRows::all_alive(33), [u32::MAX, 1]);
+        assert_eq!(RankRows::all_alive(64), [u32::MAX, u32::MAX]);
+        assert_eq!(range_offsets(&[[5, 9], [3, 3], [0, 2]]), (vec![0, 4, 4], 6));
+    }
+}
