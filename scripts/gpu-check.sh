@@ -2,7 +2,7 @@
 # Runs ON the GPU box, from the pack that scripts/build-cuda.sh wrote (dist/gpu, carried to the
 # box): parity, kernel tests and benchmarks of memdex's CUDA build, reports under $OUT.
 #
-#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan e2e serve
+#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan rank e2e serve
 #                                                    (all = every stage; default all)
 # Each stage fits one 10-minute device call; run them in separate calls if needed (each call
 # unpacks again into $WORK, a fresh temp dir unless set). Every stage writes $OUT/STAGE.log
@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 WORK=${WORK:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 STAGES=("$@")
-[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels embed scan e2e serve)
+[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels embed scan rank e2e serve)
 SUMMARY=$OUT/summary.txt
 verdict() { echo "$1: $2" | tee -a "$SUMMARY"; }
 
@@ -235,6 +235,30 @@ PY
     cat "$OUT/e2e.jsonl" >&2
     grep -q failed "$OUT/e2e.jsonl" && verdict e2e "FAIL (see e2e.log)" \
       || verdict e2e "ok ($(tr '\n' ' ' < "$OUT/e2e.jsonl" | head -c 300)...)"
+    ;;
+  rank)
+    # The fused default ranking (memdex_rank_topk, one launch per batch) against the CPU
+    # pipeline: LoCoMo dev's questions (eval --fused-check) and 4,096 template queries in
+    # batches of 256 (bench rank). Pass: >= 99 % of top-10s identical or near ties only.
+    # The per-batch times of both sides are the "fused >= 20x the CPU pipeline" ratio.
+    {
+      "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" --input "$WORK/data/locomo-dev.json" \
+        --format locomo --preset default --store "$WORK/rank-store" --fused-check --json \
+        > "$OUT/rank-eval.json"
+      "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
+        --queries 4096 --batch 256 --json > "$OUT/rank-bench.json"
+    } 2> "$OUT/rank.log"
+    if "$PY" - "$OUT/rank-eval.json" "$OUT/rank-bench.json" > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["fused"]
+be = json.load(open(sys.argv[2]))
+out = {"eval": ev, "bench": be}
+json.dump(out, sys.stdout)
+bad = [g for g in (ev, be["agreement"]) if g["different"] > 0.01 * max(g["queries"], 1)]
+sys.exit(1 if bad else 0)
+PY
+    then verdict rank "ok (eval: $(python3 -c "import json;g=json.load(open('$OUT/rank.json'))['eval'];print(g['identical'],'/',g['queries'],'identical, cpu',round(g['cpu_ms_per_batch'],1),'ms vs fused',round(g['fused_ms_per_batch'],1),'ms per batch')"))"
+    else verdict rank "FAIL (see rank.log, rank.json)"; fi
     ;;
   serve)
     # device scan: `memdex serve` with searches of each model batch scored together on the
