@@ -52,6 +52,12 @@ pub struct ServeArgs {
     /// auto = on when the model runs on CUDA.
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: DeviceScanArg,
+    /// Rank searches whole on the model thread through memdex's fused kernel (the default
+    /// pipeline in one `rank_topk` call per model batch): auto = on when the model runs on
+    /// CUDA; on with a CPU model runs the kernel's single-threaded CPU reference (a check,
+    /// slower than the CPU pipeline). Searches with other stages are ranked as before.
+    #[arg(long, env = "MEMDEX_FUSED_RANK", value_enum, default_value = "auto")]
+    pub fused_rank: DeviceScanArg,
     /// Async worker threads (HTTP); the model and the writer have a thread each besides.
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,

@@ -8,11 +8,13 @@ use std::collections::HashMap;
 
 use memdex_kernels::{
     f16, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows, TimeRule,
-    Timeline, NO_ROW,
+    Timeline,
 };
 use memdex_rank::{
     FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions, SearchHit,
+    TenantCache,
 };
+use memdex_store::Store;
 
 use crate::{EngineError, Searcher};
 
@@ -50,68 +52,79 @@ impl Searcher {
         k: usize,
         opts: &RankOptions,
     ) -> Result<BatchHits, EngineError> {
-        let params = FusedParams::from_options(opts)?;
-        let dim = self.store().dim();
-        let mut tenants: Vec<FusedTenant<'_>> = Vec::new();
-        let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
-        let mut out: BatchHits = Vec::with_capacity(queries.len());
-        let mut g = Gathered::default();
-        let mut asked: Vec<(usize, usize)> = Vec::new(); // (query, tenant)
-        for (qi, bq) in queries.iter().enumerate() {
-            if bq.query.vector.len() != dim {
-                return Err(RankError::DenseMismatch {
-                    what: "query vector values",
-                    expected: dim,
-                    got: bq.query.vector.len(),
-                }
-                .into());
-            }
-            let slot = match index.get(bq.tenant) {
-                Some(s) => *s,
-                None => {
-                    let s = match FusedTenant::gather(self.store(), bq.tenant, opts, self.cache()) {
-                        Ok(t) => {
-                            g.add_rows(&t);
-                            tenants.push(t);
-                            Some(tenants.len() - 1)
-                        }
-                        Err(RankError::UnknownTenant { .. }) => None,
-                        Err(e) => return Err(e.into()),
-                    };
-                    index.insert(bq.tenant, s);
-                    s
-                }
-            };
-            out.push(Ok(Vec::new()));
-            match slot {
-                Some(t) => asked.push((qi, t)),
-                None => out[qi] = Err(self.unknown_tenant(bq.tenant).into()),
-            }
-        }
-        let starts = tenant_starts(&tenants);
-        for &(qi, t) in &asked {
-            let q = tenants[t].query(&queries[qi].query, opts, self.cache());
-            g.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
-        }
-        let top = g.run(kernels, dim, &params, k)?;
-        for (j, &(qi, t)) in asked.iter().enumerate() {
-            let ranked: Vec<(f32, usize)> = top
-                .hits(j)
-                .into_iter()
-                .filter(|&(_, r)| r != NO_ROW)
-                .map(|(s, r)| (s, r as usize - starts[t]))
-                .collect();
-            out[qi] = Ok(tenants[t].hits(&ranked));
-        }
-        Ok(out)
+        rank_fused(self.store(), self.cache(), kernels, queries, k, opts)
     }
+}
 
-    fn unknown_tenant(&self, tenant: &str) -> RankError {
-        RankError::UnknownTenant {
-            tenant: tenant.to_string(),
-            store: self.store().dir().display().to_string(),
+/// [`Searcher::search_fused`] over any store view and its ranking caches (the serving
+/// runtime's views).
+pub fn rank_fused(
+    store: &Store,
+    cache: &TenantCache,
+    kernels: &dyn Kernels,
+    queries: &[BatchQuery<'_>],
+    k: usize,
+    opts: &RankOptions,
+) -> Result<BatchHits, EngineError> {
+    let params = FusedParams::from_options(opts)?;
+    let dim = store.dim();
+    let mut tenants: Vec<FusedTenant<'_>> = Vec::new();
+    let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
+    let mut out: BatchHits = Vec::with_capacity(queries.len());
+    let mut g = Gathered::default();
+    let mut asked: Vec<(usize, usize)> = Vec::new(); // (query, tenant)
+    for (qi, bq) in queries.iter().enumerate() {
+        if bq.query.vector.len() != dim {
+            return Err(RankError::DenseMismatch {
+                what: "query vector values",
+                expected: dim,
+                got: bq.query.vector.len(),
+            }
+            .into());
+        }
+        let slot = match index.get(bq.tenant) {
+            Some(s) => *s,
+            None => {
+                let s = match FusedTenant::gather(store, bq.tenant, opts, cache) {
+                    Ok(t) => {
+                        g.add_rows(&t);
+                        tenants.push(t);
+                        Some(tenants.len() - 1)
+                    }
+                    Err(RankError::UnknownTenant { .. }) => None,
+                    Err(e) => return Err(e.into()),
+                };
+                index.insert(bq.tenant, s);
+                s
+            }
+        };
+        match slot {
+            Some(t) => {
+                asked.push((qi, t));
+                out.push(Ok(Vec::new()));
+            }
+            None => out.push(Err(RankError::UnknownTenant {
+                tenant: bq.tenant.to_string(),
+                store: store.dir().display().to_string(),
+            }
+            .into())),
         }
     }
+    let starts = tenant_starts(&tenants);
+    for &(qi, t) in &asked {
+        let q = tenants[t].query(&queries[qi].query, opts, cache);
+        g.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
+    }
+    let top = g.run(kernels, dim, &params, k)?;
+    for (j, &(qi, t)) in asked.iter().enumerate() {
+        let ranked: Vec<(f32, usize)> = top
+            .hits(j)
+            .into_iter()
+            .map(|(s, r)| (s, r as usize - starts[t]))
+            .collect();
+        out[qi] = Ok(tenants[t].hits(&ranked));
+    }
+    Ok(out)
 }
 
 fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {

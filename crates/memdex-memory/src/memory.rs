@@ -14,7 +14,9 @@ use memdex_ingest::{parse_date, SessionLimits};
 use memdex_rank::{
     contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages,
 };
-use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, Ticket};
+use memdex_runtime::{
+    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, SearchAsk, Ticket,
+};
 use memdex_store::{CompactReport, Manifest};
 use serde::Serialize;
 
@@ -254,20 +256,31 @@ impl Memory {
             )));
         }
         let searched = contextual_query(&req.query, &req.recent_turns);
-        let emb = wait(self.engine.embed_query(searched.clone(), tenant, &view)?)?;
+        let ask = SearchAsk {
+            date_ms: Some(date_ms),
+            k: req.k,
+            opts,
+        };
+        let mut emb = wait(
+            self.engine
+                .search_query(searched.clone(), tenant, &view, ask)?,
+        )?;
         let q = Query {
             text: &searched,
             vector: emb.vectors.row(0),
             date_ms: Some(date_ms),
         };
-        let hits = view.search(
-            tenant,
-            &q,
-            emb.dense.as_deref(),
-            self.engine.cpu_scorer(),
-            req.k,
-            &opts,
-        )?;
+        let hits = match emb.hits.take() {
+            Some(hits) => hits,
+            None => view.search(
+                tenant,
+                &q,
+                emb.dense.as_deref(),
+                self.engine.cpu_scorer(),
+                req.k,
+                &opts,
+            )?,
+        };
         Ok(SearchAnswer {
             tenant: tenant.to_string(),
             query: req.query.clone(),

@@ -13,9 +13,11 @@ use memdex_embed::Encoder;
 use memdex_engine::{AppendPipeline, ExtractOptions};
 use memdex_index::{CpuScorer, DenseScorer};
 use memdex_ingest::ItemizeOptions;
+use memdex_rank::{FusedParams, RankOptions};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
+use crate::fused::{FusedAsk, FusedKernels};
 use crate::model::{model_loop, EmbedJob, Embedded, ScanRequest};
 use crate::stats::EngineStats;
 use crate::view::View;
@@ -43,6 +45,10 @@ pub struct EngineOptions {
     /// Score searches' dense stage on the model's device, all searches of a model batch
     /// together whatever their tenants. None: only when the model runs on an accelerator.
     pub device_scan: Option<bool>,
+    /// Rank searches whole on the model thread through these kernels (memdex-kernels'
+    /// fused `rank_topk`: CUDA in practice), one call per group of a model batch, when their
+    /// options are ones the kernel runs and `k` ≤ 128. None: rank on the request threads.
+    pub fused: Option<FusedKernels>,
     /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
     /// that keeps none yet; a store that keeps them maintains them either way.
     pub structures: (
@@ -63,9 +69,18 @@ impl Default for EngineOptions {
             compact: CompactOptions::default(),
             model_source: None,
             device_scan: None,
+            fused: None,
             structures: (None, None),
         }
     }
+}
+
+/// What a search asks besides its text and tenant ([`Engine::search_query`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SearchAsk {
+    pub date_ms: Option<i64>,
+    pub k: usize,
+    pub opts: RankOptions,
 }
 
 /// What a caller waits on: the answer of the model or writer thread.
@@ -97,6 +112,8 @@ struct Inner {
     threads: Mutex<Threads>,
     stats: Arc<EngineStats>,
     device_scan: bool,
+    /// Where the fused ranking runs, if searches are ranked on the model thread.
+    fused: Option<String>,
     /// Scores searches where they are ranked when the device does not.
     cpu: CpuScorer,
 }
@@ -155,11 +172,13 @@ impl Engine {
             None
         };
         let device_scan = scorer.is_some();
+        let fused = opts.fused.clone();
+        let fused_device = fused.as_ref().map(|f| f.0.device());
         let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
         let model = {
             let (stats, budget) = (stats.clone(), opts.token_budget);
             spawn("memdex-model")
-                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, scorer))
+                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, scorer, fused))
                 .map_err(|e| internal(format!("cannot start the model thread: {e}")))?
         };
         let state = WriterState {
@@ -188,6 +207,7 @@ impl Engine {
                 }),
                 stats,
                 device_scan,
+                fused: fused_device,
                 cpu: CpuScorer,
             }),
         })
@@ -222,6 +242,12 @@ impl Engine {
     /// Whether searches' dense stage runs on the model's device.
     pub fn device_scan(&self) -> bool {
         self.inner.device_scan
+    }
+
+    /// Where searches are ranked whole on the model thread (the fused kernels' device), if
+    /// they are.
+    pub fn fused_ranking(&self) -> Option<&str> {
+        self.inner.fused.as_deref()
     }
 
     /// The scorer for searches whose dense scores did not come back from the device.
@@ -266,6 +292,33 @@ impl Engine {
         let scan = self.inner.device_scan.then(|| ScanRequest {
             view: view.clone(),
             tenant: tenant.to_string(),
+            fused: None,
+        });
+        self.queue(vec![text], TextKind::Query, scan)
+    }
+
+    /// [`Self::embed_query`] for a search that the model thread may rank whole: with fused
+    /// kernels, options they run and `k` ≤ 128 the answer carries the hits
+    /// ([`Embedded::hits`]); otherwise (or if the fused ranking failed) it carries what
+    /// `embed_query` does and the caller ranks.
+    pub fn search_query(
+        &self,
+        text: String,
+        tenant: &str,
+        view: &Arc<View>,
+        search: SearchAsk,
+    ) -> Result<Ticket<Embedded>, RuntimeError> {
+        let fused = self.inner.fused.is_some()
+            && search.k <= memdex_kernels::MAX_K
+            && FusedParams::from_options(&search.opts).is_ok();
+        let scan = (self.inner.device_scan || fused).then(|| ScanRequest {
+            view: view.clone(),
+            tenant: tenant.to_string(),
+            fused: fused.then_some(FusedAsk {
+                date_ms: search.date_ms,
+                k: search.k,
+                opts: search.opts,
+            }),
         });
         self.queue(vec![text], TextKind::Query, scan)
     }

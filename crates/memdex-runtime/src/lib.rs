@@ -21,13 +21,15 @@
 mod delete;
 mod engine;
 mod error;
+mod fused;
 mod model;
 mod stats;
 mod view;
 mod writer;
 
-pub use engine::{Engine, EngineOptions, Health, Ticket};
+pub use engine::{Engine, EngineOptions, Health, SearchAsk, Ticket};
 pub use error::RuntimeError;
+pub use fused::FusedKernels;
 pub use model::Embedded;
 pub use stats::{EngineStats, BATCH_BUCKETS};
 pub use view::{StoreSummary, View};

@@ -12,8 +12,11 @@ use std::sync::Arc;
 use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
 use memdex_index::{Block, DenseScorer, Run};
+use memdex_kernels::Kernels;
+use memdex_rank::SearchHit;
 use tokio::sync::oneshot;
 
+use crate::fused::{fused_group, FusedAsk, FusedKernels};
 use crate::stats::EngineStats;
 use crate::view::View;
 use crate::RuntimeError;
@@ -36,6 +39,8 @@ pub(crate) struct EmbedJob {
 pub(crate) struct ScanRequest {
     pub view: Arc<View>,
     pub tenant: String,
+    /// Rank the search whole through the fused kernels (when the engine has them).
+    pub fused: Option<FusedAsk>,
 }
 
 /// What the model thread answers: the vectors, and for a search scored on the device the
@@ -44,6 +49,8 @@ pub(crate) struct ScanRequest {
 pub struct Embedded {
     pub vectors: Embeddings,
     pub dense: Option<Vec<f32>>,
+    /// A search ranked whole by the fused kernels: its top `k`.
+    pub hits: Option<Vec<SearchHit>>,
 }
 
 /// The model thread's loop; returns when every sender is gone.
@@ -53,6 +60,7 @@ pub(crate) fn model_loop(
     budget: usize,
     stats: &EngineStats,
     scorer: Option<Box<dyn DenseScorer>>,
+    fused: Option<FusedKernels>,
 ) {
     let max_len = encoder.info().max_length.max(1);
     let estimate =
@@ -75,15 +83,26 @@ pub(crate) fn model_loop(
         jobs.retain(|j| !j.reply.is_closed());
         let (queries, passages): (Vec<_>, Vec<_>) =
             jobs.into_iter().partition(|j| j.kind == TextKind::Query);
-        embed_group(
-            encoder.as_ref(),
-            queries,
-            TextKind::Query,
-            stats,
-            scorer.as_deref(),
-        );
-        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, None);
+        let rankers = Rankers {
+            scorer: scorer.as_deref(),
+            fused: fused.as_ref().map(|f| &*f.0 as &dyn Kernels),
+        };
+        embed_group(encoder.as_ref(), queries, TextKind::Query, stats, rankers);
+        let none = Rankers {
+            scorer: None,
+            fused: None,
+        };
+        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, none);
     }
+}
+
+/// What the model thread does with a batch's search queries besides embedding them.
+#[derive(Clone, Copy)]
+struct Rankers<'a> {
+    /// Dense scores on the device (the device scan).
+    scorer: Option<&'a dyn DenseScorer>,
+    /// The whole ranking in one kernel call (the fused ranking).
+    fused: Option<&'a dyn Kernels>,
 }
 
 fn embed_group(
@@ -91,7 +110,7 @@ fn embed_group(
     group: Vec<EmbedJob>,
     kind: TextKind,
     stats: &EngineStats,
-    scorer: Option<&dyn DenseScorer>,
+    rankers: Rankers<'_>,
 ) {
     if group.is_empty() {
         return;
@@ -128,8 +147,13 @@ fn embed_group(
             return;
         }
     };
-    let mut dense = match scorer {
-        Some(scorer) => scan_group(scorer, &group, &e, stats),
+    let mut hits = match rankers.fused {
+        Some(kernels) => fused_group(kernels, &group, &e, stats),
+        None => vec![None; group.len()],
+    };
+    let ranked: Vec<bool> = hits.iter().map(Option::is_some).collect();
+    let mut dense = match rankers.scorer {
+        Some(scorer) => scan_group(scorer, &group, &e, stats, &ranked),
         None => vec![None; group.len()],
     };
     let dim = e.dim;
@@ -145,20 +169,23 @@ fn embed_group(
         let _ = j.reply.send(Ok(Embedded {
             vectors: rows,
             dense: dense[i].take(),
+            hits: hits[i].take(),
         }));
     }
 }
 
-/// Dense scores of the group's searches (jobs with a scan request), by job index; None for
-/// the others, or for all when the device fails (the ranking then scores on the CPU).
+/// Dense scores of the group's searches (jobs with a scan request that are not `ranked`
+/// already), by job index; None for the others, or for all when the device fails (the
+/// ranking then scores on the CPU).
 fn scan_group(
     scorer: &dyn DenseScorer,
     group: &[EmbedJob],
     e: &Embeddings,
     stats: &EngineStats,
+    ranked: &[bool],
 ) -> Vec<Option<Vec<f32>>> {
     let mut out = vec![None; group.len()];
-    let batch = ScanBatch::new(group, e);
+    let batch = ScanBatch::new(group, e, ranked);
     if batch.which.is_empty() {
         return out;
     }
@@ -211,7 +238,7 @@ struct ScanBatch<'a> {
 }
 
 impl<'a> ScanBatch<'a> {
-    fn new(group: &'a [EmbedJob], e: &Embeddings) -> ScanBatch<'a> {
+    fn new(group: &'a [EmbedJob], e: &Embeddings, ranked: &[bool]) -> ScanBatch<'a> {
         let mut batch = ScanBatch {
             which: Vec::new(),
             queries: Vec::new(),
@@ -221,7 +248,7 @@ impl<'a> ScanBatch<'a> {
         let mut block_of: HashMap<u64, usize> = HashMap::new();
         let mut off = 0;
         for (i, j) in group.iter().enumerate() {
-            if let (Some(r), 1) = (&j.scan, j.texts.len()) {
+            if let (Some(r), 1, false) = (&j.scan, j.texts.len(), ranked[i]) {
                 let view: &'a View = &r.view;
                 let runs = view
                     .store()

@@ -18,6 +18,10 @@ pub struct EngineStats {
     /// Model batches whose searches were scored on the device, and those searches.
     pub scan_batches: AtomicU64,
     pub scan_queries: AtomicU64,
+    /// Fused ranking calls (memdex-kernels' `rank_topk`, one per group of a model batch) and
+    /// the searches they answered whole.
+    pub fused_batches: AtomicU64,
+    pub fused_queries: AtomicU64,
     /// Panics the model and writer threads recovered from (each failed its batch or round).
     pub panics: AtomicU64,
 }

@@ -55,6 +55,10 @@ impl View {
         &self.store
     }
 
+    pub(crate) fn cache(&self) -> &TenantCache {
+        &self.cache
+    }
+
     /// Whether `tenant` has live items.
     pub fn has_tenant(&self, tenant: &str) -> bool {
         !self.store.tenant_slices(tenant).is_empty()

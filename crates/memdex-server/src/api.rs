@@ -12,7 +12,7 @@ use base64::Engine as _;
 use memdex_core::TextKind;
 use memdex_ingest::SessionIn;
 use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, Stages};
-use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, Ticket};
+use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, SearchAsk, Ticket};
 use memdex_store::CompactReport;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -155,18 +155,31 @@ pub async fn search(
     let searched = contextual_query(&req.query, &req.recent_turns);
     // with the device scan the dense scores come back with the query vector, computed with
     // the other searches of the model batch
-    let emb = wait(st.engine.embed_query(searched.clone(), &tenant, &view)?).await?;
+    // with fused kernels the model thread may rank it whole (hits come back)
+    let ask = SearchAsk {
+        date_ms: Some(date_ms),
+        k,
+        opts,
+    };
+    let mut emb = wait(
+        st.engine
+            .search_query(searched.clone(), &tenant, &view, ask)?,
+    )
+    .await?;
     let (t2, s2, engine) = (tenant.clone(), searched.clone(), st.engine.clone());
-    let hits = tokio::task::spawn_blocking(move || {
-        let q = Query {
-            text: &s2,
-            vector: emb.vectors.row(0),
-            date_ms: Some(date_ms),
-        };
-        view.search(&t2, &q, emb.dense.as_deref(), engine.cpu_scorer(), k, &opts)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??;
+    let hits = match emb.hits.take() {
+        Some(hits) => hits,
+        None => tokio::task::spawn_blocking(move || {
+            let q = Query {
+                text: &s2,
+                vector: emb.vectors.row(0),
+                date_ms: Some(date_ms),
+            };
+            view.search(&t2, &q, emb.dense.as_deref(), engine.cpu_scorer(), k, &opts)
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??,
+    };
     if req.context {
         return Ok(Json(reading_context(&req.query, date_ms, &hits)));
     }

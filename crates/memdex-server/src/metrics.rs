@@ -220,6 +220,18 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
         "Searches scored on the model's device (all tenants of a batch in one pass).",
         st.scan_queries.load(Ordering::Relaxed),
     );
+    counter(
+        out,
+        "memdex_fused_rank_batches_total",
+        "Fused ranking calls on the model thread (one per group of a model batch).",
+        st.fused_batches.load(Ordering::Relaxed),
+    );
+    counter(
+        out,
+        "memdex_fused_rank_queries_total",
+        "Searches ranked whole by the fused kernel.",
+        st.fused_queries.load(Ordering::Relaxed),
+    );
     let view = engine.view();
     let s = view.summary();
     gauge(out, "memdex_store_rows", "Live rows in the store.", s.rows);

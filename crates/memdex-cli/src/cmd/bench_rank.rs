@@ -4,10 +4,9 @@
 //! whether they return the same top-k.
 
 use anyhow::{bail, Result};
-use memdex_core::{DeviceChoice, TextKind};
+use memdex_core::TextKind;
 use memdex_engine::{BatchQuery, Searcher};
 use memdex_eval::{compare_batches, FusedAgreement};
-use memdex_kernels::Kernels;
 use memdex_rank::{fit_to_store, Query, RankOptions};
 use memdex_store::Store;
 use serde::Serialize;
@@ -27,33 +26,6 @@ struct Report {
     agreement: FusedAgreement,
 }
 
-/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`).
-pub(super) fn kernels(device: DeviceChoice) -> Result<Box<dyn Kernels>> {
-    match device {
-        DeviceChoice::Cpu => Ok(Box::new(memdex_kernels::cpu::Cpu)),
-        #[cfg(feature = "cuda")]
-        DeviceChoice::Cuda(n) => Ok(Box::new(memdex_kernels::gpu::Gpu::new(n)?)),
-        #[cfg(feature = "cuda")]
-        DeviceChoice::Auto => match memdex_kernels::gpu::Gpu::new(0) {
-            Ok(g) => Ok(Box::new(g)),
-            Err(e) => {
-                tracing::warn!("no CUDA device for the kernels ({e}); using the CPU reference");
-                Ok(Box::new(memdex_kernels::cpu::Cpu))
-            }
-        },
-        #[cfg(not(feature = "cuda"))]
-        DeviceChoice::Cuda(_) => bail!(
-            "--device {device}: this memdex was built without the `cuda` feature \
-             (scripts/build-cuda.sh builds one)"
-        ),
-        #[cfg(not(feature = "cuda"))]
-        DeviceChoice::Auto => {
-            tracing::info!("built without `cuda`: the kernels run their CPU reference");
-            Ok(Box::new(memdex_kernels::cpu::Cpu))
-        }
-    }
-}
-
 pub fn run(a: BenchRankArgs) -> Result<()> {
     if a.queries == 0 || a.batch == 0 || a.k == 0 {
         bail!("--queries, --batch and --k must be at least 1");
@@ -69,7 +41,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
     fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
     // the kernels run where the model does (`--device`: the CPU reference on the CPU)
-    let kernels = kernels(a.model.device)?;
+    let kernels = super::load_kernels(a.model.device)?;
 
     let texts: Vec<String> = (0..a.queries).map(super::bench_search::query).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();

@@ -113,7 +113,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     )?;
     let search_s = t.elapsed().as_secs_f64();
     if a.fused_check {
-        let kernels = super::bench_rank::kernels(a.model.device)?;
+        let kernels = super::load_kernels(a.model.device)?;
         let agreement = compare_fused(&searcher, kernels.as_ref(), &questions, &opts.rank)?;
         if !a.json {
             print_fused(&agreement);

@@ -15,8 +15,10 @@ mod serve;
 mod structures;
 mod synth;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use memdex_core::DeviceChoice;
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
+use memdex_kernels::Kernels;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -193,4 +195,31 @@ pub fn rank_options(stages: &Stages, base: RankOptions) -> anyhow::Result<RankOp
     stages
         .apply(base, &|field| format!("--{}", field.replace('_', "-")))
         .map_err(anyhow::Error::from)
+}
+
+/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`).
+pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Send + Sync>> {
+    match device {
+        DeviceChoice::Cpu => Ok(Box::new(memdex_kernels::cpu::Cpu)),
+        #[cfg(feature = "cuda")]
+        DeviceChoice::Cuda(n) => Ok(Box::new(memdex_kernels::gpu::Gpu::new(n)?)),
+        #[cfg(feature = "cuda")]
+        DeviceChoice::Auto => match memdex_kernels::gpu::Gpu::new(0) {
+            Ok(g) => Ok(Box::new(g)),
+            Err(e) => {
+                tracing::warn!("no CUDA device for the kernels ({e}); using the CPU reference");
+                Ok(Box::new(memdex_kernels::cpu::Cpu))
+            }
+        },
+        #[cfg(not(feature = "cuda"))]
+        DeviceChoice::Cuda(_) => bail!(
+            "--device {device}: this memdex was built without the `cuda` feature \
+             (scripts/build-cuda.sh builds one)"
+        ),
+        #[cfg(not(feature = "cuda"))]
+        DeviceChoice::Auto => {
+            tracing::info!("built without `cuda`: the kernels run their CPU reference");
+            Ok(Box::new(memdex_kernels::cpu::Cpu))
+        }
+    }
 }

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use memdex_runtime::{Engine, EngineOptions};
+use memdex_embed::Encoder as _;
+use memdex_runtime::{Engine, EngineOptions, FusedKernels};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};
 
@@ -41,12 +42,18 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     config.check_bind(&a.addr)?;
     let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
+    let fused = fused_kernels(
+        a.fused_rank.choice(),
+        a.model.device,
+        embedder.is_accelerator(),
+    )?;
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source_hint),
         device_scan: a.device_scan.choice(),
+        fused,
         structures: super::structure_configs(&a.structures),
         ..EngineOptions::default()
     };
@@ -70,6 +77,28 @@ pub fn run(a: ServeArgs) -> Result<()> {
         memdex_server::serve(listener, engine, config, shutdown_signal()).await?;
         anyhow::Ok(())
     })
+}
+
+/// The kernels searches are ranked through on the model thread: `choice` None (auto) = when
+/// the model runs on an accelerator and memdex's CUDA kernels load there.
+fn fused_kernels(
+    choice: Option<bool>,
+    device: memdex_core::DeviceChoice,
+    accelerator: bool,
+) -> Result<Option<FusedKernels>> {
+    if !choice.unwrap_or(accelerator) {
+        return Ok(None);
+    }
+    let kernels = super::load_kernels(device)?;
+    if choice.is_none() && kernels.device() == "cpu" {
+        tracing::info!("fused ranking off: no CUDA kernels here (the CPU pipeline ranks)");
+        return Ok(None);
+    }
+    tracing::info!(
+        "searches ranked by the fused kernel on {}",
+        kernels.device()
+    );
+    Ok(Some(FusedKernels(std::sync::Arc::from(kernels))))
 }
 
 /// SIGTERM or Ctrl-C.
