@@ -15,7 +15,7 @@ mod serve;
 mod structures;
 mod synth;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use memdex_core::DeviceChoice;
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 use memdex_kernels::Kernels;
@@ -212,7 +212,7 @@ pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Sen
             }
         },
         #[cfg(not(feature = "cuda"))]
-        DeviceChoice::Cuda(_) => bail!(
+        DeviceChoice::Cuda(_) => anyhow::bail!(
             "--device {device}: this memdex was built without the `cuda` feature \
              (scripts/build-cuda.sh builds one)"
         ),
