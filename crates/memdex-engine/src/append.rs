@@ -238,7 +238,7 @@ impl AppendPipeline {
         let emb = batch.embed(embed, self.keys.store().dim());
         let embed_seconds = t.elapsed().as_secs_f64();
         let sessions = batch.sessions.clone();
-        let result = emb.and_then(|emb| write_batch(writer, &mut self.keys, batch, emb));
+        let result = emb.and_then(|emb| write_batch(writer, &mut self.keys, batch, emb, None));
         match result {
             Ok(mut c) => {
                 c.embed_seconds = embed_seconds;

@@ -10,6 +10,8 @@ use memdex_index::text::Analyzer;
 use memdex_store::{Derived, StoreWriter};
 use rayon::prelude::*;
 
+use memdex_kernels::Kernels;
+
 use crate::append::{Committed, EmbedFn};
 use crate::keys::KeyCache;
 use crate::vectors::derive_from_vectors;
@@ -88,12 +90,14 @@ impl Batch {
 
 /// Writes `batch` with the fresh keys' vectors `emb` as one segment: stored and earlier keys'
 /// vectors and terms copied through `keys` (the writer's view, refreshed after the commit),
-/// fresh keys' terms analysed, neighbours and bucket ids derived.
+/// fresh keys' terms analysed, neighbours and bucket ids derived (bucket ids on `accel`'s
+/// device when given).
 pub fn write_batch(
     writer: &mut StoreWriter,
     keys: &mut KeyCache,
     batch: Batch,
     emb: Embeddings,
+    accel: Option<&dyn Kernels>,
 ) -> Result<Committed, EngineError> {
     let Batch {
         items,
@@ -130,7 +134,7 @@ pub fn write_batch(
             }
         }
     }
-    derive_from_vectors(keys.store(), writer, &items, &data, &mut derived);
+    derive_from_vectors(keys.store(), writer, &items, &data, &mut derived, accel);
     let first_id = writer.manifest().next_item_id();
     let report = writer.append_derived(&items, &data, &derived)?;
     keys.refresh_or_mark_stale();

@@ -18,6 +18,17 @@ use memdex_store::Store;
 
 use crate::{EngineError, Searcher};
 
+/// memdex's kernels on some device, shared between threads (the fused ranking on the serving
+/// model thread, TiM bucket ids at index time).
+#[derive(Clone)]
+pub struct KernelHandle(pub std::sync::Arc<dyn Kernels + Send + Sync>);
+
+impl std::fmt::Debug for KernelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelHandle({})", self.0.device())
+    }
+}
+
 /// One query of a batch.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchQuery<'a> {

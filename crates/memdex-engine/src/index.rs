@@ -37,7 +37,7 @@ use memdex_structures::SyncReport;
 pub const DEFAULT_FLUSH_ITEMS: usize = 20_000;
 
 /// How an index run behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct IndexOptions {
     pub itemize: ItemizeOptions,
     /// `abort`: stop at the first bad record or conflicting session; every session before it
@@ -46,6 +46,9 @@ pub struct IndexOptions {
     /// Items per segment: pending items are cut into a batch once this many collect (always
     /// at a session boundary). Bounds memory and the work a crash can lose.
     pub flush_items: usize,
+    /// memdex's kernels on a device (CUDA): TiM bucket ids of a hashing store are computed
+    /// there (`lsh_project`). None: on the CPU.
+    pub accel: Option<crate::KernelHandle>,
 }
 
 /// Callbacks for progress display, called from the stages' threads.
@@ -143,7 +146,8 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     let (emb_tx, emb_rx) = sync_channel::<(Cut, Embeddings)>(1);
     let (prep, embed, write) = std::thread::scope(|sc| {
         let prep = sc.spawn(|| prepare(source, pipeline, opts, cut_tx, progress));
-        let write = sc.spawn(|| write_stage(writer, writer_keys, emb_rx, progress));
+        let write =
+            sc.spawn(|| write_stage(writer, writer_keys, emb_rx, progress, opts.accel.as_ref()));
         let embed = embed_stage(encoder, dim, cut_rx, emb_tx, progress);
         (join(prep), embed, join(write))
     });
@@ -326,11 +330,13 @@ fn write_stage(
     mut keys: KeyCache,
     rx: Receiver<(Cut, Embeddings)>,
     progress: &dyn IndexProgress,
+    accel: Option<&crate::KernelHandle>,
 ) -> (IndexReport, Option<EngineError>) {
     let mut r = IndexReport::default();
     for (cut, emb) in rx {
         let t = Instant::now();
-        let c = match write_batch(writer, &mut keys, cut.batch, emb) {
+        let kernels = accel.map(|a| &*a.0 as &dyn memdex_kernels::Kernels);
+        let c = match write_batch(writer, &mut keys, cut.batch, emb, kernels) {
             Ok(c) => c,
             Err(e) => return (r, Some(e)),
         };

@@ -4,18 +4,22 @@
 use std::collections::HashMap;
 
 use memdex_core::MemoryItem;
+use memdex_kernels::Kernels;
 use memdex_store::{Derived, Store, StoreWriter};
 use rayon::prelude::*;
 
 /// Fills what needs the items' vectors, as the store's manifest asks: FragRel semantic
 /// neighbours (`extraction.neighbors > 0`) and TiM bucket ids (`lsh`). Shared by
 /// [`index_sessions`] and the server's writer thread.
+/// `accel`: memdex's kernels on a device compute the bucket ids (`lsh_project`), else the
+/// CPU does.
 pub(crate) fn derive_from_vectors(
     store: &Store,
     writer: &StoreWriter,
     items: &[MemoryItem],
     data: &[f32],
     derived: &mut [Derived],
+    accel: Option<&dyn Kernels>,
 ) {
     let manifest = writer.manifest();
     let m = manifest.extraction.neighbors;
@@ -29,10 +33,30 @@ pub(crate) fn derive_from_vectors(
         }
     }
     if let Some(meta) = manifest.lsh {
-        let ids = crate::lsh::bucket_ids(&crate::lsh::projections(&meta), data);
+        let lsh = crate::lsh::projections(&meta);
+        let ids = match accel {
+            Some(k) => device_bucket_ids(k, &lsh, data),
+            None => crate::lsh::bucket_ids(&lsh, data),
+        };
         let t = meta.tables as usize;
         for (d, ids) in derived.iter_mut().zip(ids.chunks_exact(t)) {
             d.lsh = ids.to_vec();
+        }
+    }
+}
+
+/// Bucket ids through the kernels' `lsh_project` (argmax over `[xR ; −xR]`, as
+/// [`crate::lsh::bucket_ids`] up to summation order); the CPU's when the device fails.
+fn device_bucket_ids(k: &dyn Kernels, lsh: &memdex_index::lsh::Lsh, data: &[f32]) -> Vec<u16> {
+    let p = lsh.params();
+    match k.lsh_project(data, lsh.dim(), lsh.projection(), p.tables, p.buckets) {
+        Ok(ids) => ids.into_iter().map(|b| b as u16).collect(),
+        Err(e) => {
+            tracing::warn!(
+                "bucket ids on {} failed, computing them here: {e}",
+                k.device()
+            );
+            crate::lsh::bucket_ids(lsh, data)
         }
     }
 }

@@ -97,6 +97,7 @@ fn run(
         itemize: ItemizeOptions::new(Granularity::Turn),
         on_error: OnError::Abort,
         flush_items: 7,
+        accel: None,
     };
     index_sessions(Sessions(history().0.into_iter()), &mut w, enc, &opts, &())
 }

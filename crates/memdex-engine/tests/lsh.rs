@@ -88,3 +88,135 @@ fn missing_ids_are_scanned_exactly_and_full_probing_is_exact() {
     assert_eq!(full.scanned, 800);
     assert_eq!(rows_of(&full), exact);
 }
+
+struct Sessions(std::vec::IntoIter<memdex_core::Session>);
+
+impl Iterator for Sessions {
+    type Item = Result<memdex_core::Session, memdex_ingest::IngestError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(Ok)
+    }
+}
+
+impl memdex_ingest::SessionSource for Sessions {
+    fn skipped(&self) -> &[memdex_ingest::IngestError] {
+        &[]
+    }
+}
+
+/// Bucket ids of a hashing store's rows, as `memdex index` writes them with `accel`.
+fn indexed_ids(accel: Option<memdex_engine::KernelHandle>) -> Vec<u16> {
+    use memdex_embed::Encoder;
+    let tmp = tempfile::tempdir().unwrap();
+    let enc = memdex_testkit::HashEncoder::new(32);
+    let mut w =
+        StoreWriter::open_or_create(tmp.path(), enc.info(), Granularity::Turn, None).unwrap();
+    w.enable_lsh(LshMeta {
+        seed: 7,
+        buckets: 64,
+        tables: 4,
+        dim: 32,
+    })
+    .unwrap();
+    let sessions: Vec<memdex_core::Session> = (0..40)
+        .map(|s| memdex_core::Session {
+            tenant: format!("t{}", s % 3),
+            session_id: format!("s{s}"),
+            timestamp_ms: 0,
+            turns: (0..5)
+                .map(|i| memdex_core::Turn {
+                    role: Role::User,
+                    content: format!("turn {i} of session {s} about topic {}", (s * 7 + i) % 13),
+                })
+                .collect(),
+        })
+        .collect();
+    let opts = memdex_engine::IndexOptions {
+        itemize: memdex_ingest::ItemizeOptions::new(Granularity::Turn),
+        on_error: memdex_core::OnError::Abort,
+        flush_items: 60,
+        accel,
+    };
+    memdex_engine::index_sessions(Sessions(sessions.into_iter()), &mut w, &enc, &opts, &())
+        .unwrap();
+    drop(w);
+    let store = Store::open(tmp.path()).unwrap();
+    let mut ids = Vec::new();
+    for t in ["t0", "t1", "t2"] {
+        for s in store.tenant_slices(t) {
+            ids.extend_from_slice(s.lsh_buckets().unwrap().0);
+        }
+    }
+    ids
+}
+
+/// The CPU reference kernels, counting the rows `lsh_project` hashed.
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl memdex_kernels::Kernels for Counting {
+    fn device(&self) -> String {
+        "counting".into()
+    }
+    fn lsh_project(
+        &self,
+        x: &[f32],
+        dim: usize,
+        proj: &[f32],
+        tables: usize,
+        buckets: usize,
+    ) -> Result<Vec<u32>, memdex_kernels::KernelError> {
+        let rows = x.len() / dim;
+        self.0.fetch_add(rows, std::sync::atomic::Ordering::SeqCst);
+        memdex_kernels::cpu::Cpu.lsh_project(x, dim, proj, tables, buckets)
+    }
+    fn segmented_topk(
+        &self,
+        _: &memdex_kernels::Matrix<'_>,
+        _: &[f32],
+        _: &[[u32; 2]],
+        _: Option<&memdex_kernels::BucketMask<'_>>,
+        _: usize,
+    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
+        unreachable!("indexing only hashes")
+    }
+    fn fragrel_topk(
+        &self,
+        _: &memdex_kernels::Matrix<'_>,
+        _: &memdex_kernels::Timeline<'_>,
+        _: &[f32],
+        _: &[[u32; 2]],
+        _: Option<&memdex_kernels::BucketMask<'_>>,
+        _: usize,
+        _: memdex_kernels::FragRelParams,
+    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
+        unreachable!("indexing only hashes")
+    }
+    fn rank_topk(
+        &self,
+        _: &memdex_kernels::Matrix<'_>,
+        _: &memdex_kernels::RankRows<'_>,
+        _: &memdex_kernels::RankQueries<'_>,
+        _: &memdex_kernels::RankParams,
+        _: usize,
+    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
+        unreachable!("indexing only hashes")
+    }
+}
+
+#[test]
+fn bucket_ids_from_the_kernels_agree_with_the_cpus() {
+    let cpu = indexed_ids(None);
+    let counting = std::sync::Arc::new(Counting::default());
+    let dev = indexed_ids(Some(memdex_engine::KernelHandle(counting.clone())));
+    assert_eq!(cpu.len(), 200 * 4);
+    let hashed = counting.0.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(hashed, 200, "every row hashed by the kernels");
+    let same = cpu.iter().zip(&dev).filter(|(a, b)| a == b).count();
+    // the same argmax up to summation order: near-equal projections may pick another bucket
+    assert!(
+        same as f64 >= 0.99 * cpu.len() as f64,
+        "{same} of {} ids agree",
+        cpu.len()
+    );
+}

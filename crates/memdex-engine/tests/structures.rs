@@ -349,6 +349,7 @@ fn batch_index_builds_the_structures_of_the_append_path() {
         itemize: ItemizeOptions::new(Granularity::Turn),
         on_error: memdex_core::OnError::Abort,
         flush_items: 5,
+        accel: None,
     };
     let enc = HashEncoder::new(DIM);
     let r = memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())

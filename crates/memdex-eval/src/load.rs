@@ -131,6 +131,7 @@ pub fn load_and_index_with(
         itemize: dataset::benchmark_itemize(granularity),
         on_error,
         flush_items,
+        accel: None,
     };
     let mut questions = Vec::new();
     let mut warnings = Vec::new();

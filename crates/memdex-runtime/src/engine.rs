@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, ExtractOptions};
+use memdex_engine::{AppendPipeline, ExtractOptions, KernelHandle};
 use memdex_index::{CpuScorer, DenseScorer};
 use memdex_ingest::ItemizeOptions;
 use memdex_rank::{FusedParams, RankOptions};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
-use crate::fused::{FusedAsk, FusedKernels};
+use crate::fused::FusedAsk;
 use crate::model::{model_loop, EmbedJob, Embedded, ScanRequest};
 use crate::stats::EngineStats;
 use crate::view::View;
@@ -48,7 +48,7 @@ pub struct EngineOptions {
     /// Rank searches whole on the model thread through these kernels (memdex-kernels'
     /// fused `rank_topk`: CUDA in practice), one call per group of a model batch, when their
     /// options are ones the kernel runs and `k` ≤ 128. None: rank on the request threads.
-    pub fused: Option<FusedKernels>,
+    pub fused: Option<KernelHandle>,
     /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
     /// that keeps none yet; a store that keeps them maintains them either way.
     pub structures: (

@@ -18,16 +18,6 @@ use crate::model::EmbedJob;
 use crate::stats::EngineStats;
 use crate::view::View;
 
-/// The kernels the model thread ranks through (shared, so engine options stay cloneable).
-#[derive(Clone)]
-pub struct FusedKernels(pub Arc<dyn Kernels + Send + Sync>);
-
-impl std::fmt::Debug for FusedKernels {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FusedKernels({})", self.0.device())
-    }
-}
-
 /// What a search asks of the fused ranking besides its query and tenant.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FusedAsk {

@@ -29,7 +29,6 @@ mod writer;
 
 pub use engine::{Engine, EngineOptions, Health, SearchAsk, Ticket};
 pub use error::RuntimeError;
-pub use fused::FusedKernels;
 pub use model::Embedded;
 pub use stats::{EngineStats, BATCH_BUCKETS};
 pub use view::{StoreSummary, View};

@@ -16,10 +16,11 @@ use memdex_kernels::Kernels;
 use memdex_rank::SearchHit;
 use tokio::sync::oneshot;
 
-use crate::fused::{fused_group, FusedAsk, FusedKernels};
+use crate::fused::{fused_group, FusedAsk};
 use crate::stats::EngineStats;
 use crate::view::View;
 use crate::RuntimeError;
+use memdex_engine::KernelHandle;
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, RuntimeError>>;
 
@@ -60,7 +61,7 @@ pub(crate) fn model_loop(
     budget: usize,
     stats: &EngineStats,
     scorer: Option<Box<dyn DenseScorer>>,
-    fused: Option<FusedKernels>,
+    fused: Option<KernelHandle>,
 ) {
     let max_len = encoder.info().max_length.max(1);
     let estimate =

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use memdex_core::{Role, Session, Turn};
+use memdex_engine::KernelHandle;
 use memdex_kernels::cpu::Cpu;
 use memdex_rank::{Query, RankOptions, Retriever, SearchHit};
-use memdex_runtime::{DeleteTarget, Engine, EngineOptions, FusedKernels, SearchAsk};
+use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
 use memdex_testkit::HashEncoder;
 
 const DAY: i64 = 86_400_000;
@@ -45,7 +46,7 @@ fn sessions(tenant: &str, n: usize) -> Vec<Session> {
 fn start(dir: &std::path::Path) -> Engine {
     let opts = EngineOptions {
         compact_every: None,
-        fused: Some(FusedKernels(Arc::new(Cpu))),
+        fused: Some(KernelHandle(Arc::new(Cpu))),
         ..EngineOptions::default()
     };
     let e = Engine::start(dir, Box::new(HashEncoder::new(32)), opts).unwrap();

@@ -2,8 +2,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use memdex_embed::Encoder as _;
 use memdex_engine::{
     index_sessions_with, EngineError, Extractors, IndexOptions, IndexProgress, IndexReport,
+    KernelHandle,
 };
 use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
@@ -114,10 +116,22 @@ pub fn run(a: IndexArgs) -> Result<()> {
     if let Some(k) = a.key_roles {
         itemize.key_roles = k;
     }
+    // a hashing store on a CUDA model: bucket ids from memdex's lsh_project kernel there
+    let hashes = writer.manifest().lsh.is_some();
+    let accel = if hashes && embedder.is_accelerator() {
+        let k = super::load_kernels(a.model.device)?;
+        (k.device() != "cpu").then(|| KernelHandle(std::sync::Arc::from(k)))
+    } else {
+        None
+    };
+    if let Some(k) = &accel {
+        tracing::info!("TiM bucket ids computed on {}", k.0.device());
+    }
     let opts = IndexOptions {
         itemize,
         on_error: a.on_error,
         flush_items: a.flush_items.max(1),
+        accel,
     };
     let bars = Bars::new();
     let result = match a.format {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use memdex_embed::Encoder as _;
-use memdex_runtime::{Engine, EngineOptions, FusedKernels};
+use memdex_engine::KernelHandle;
+use memdex_runtime::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};
 
@@ -85,7 +86,7 @@ fn fused_kernels(
     choice: Option<bool>,
     device: memdex_core::DeviceChoice,
     accelerator: bool,
-) -> Result<Option<FusedKernels>> {
+) -> Result<Option<KernelHandle>> {
     if !choice.unwrap_or(accelerator) {
         return Ok(None);
     }
@@ -98,7 +99,7 @@ fn fused_kernels(
         "searches ranked by the fused kernel on {}",
         kernels.device()
     );
-    Ok(Some(FusedKernels(std::sync::Arc::from(kernels))))
+    Ok(Some(KernelHandle(std::sync::Arc::from(kernels))))
 }
 
 /// SIGTERM or Ctrl-C.
