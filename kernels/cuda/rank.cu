@@ -11,6 +11,9 @@
 // Output: 2k slots per query. With the time stage's `front` and some live row flagged, the
 // first k are the flagged rows' top-k and the last k the others'; otherwise the first k are
 // the top-k and the last k are empty. The host concatenates and keeps k.
+// With out_all (not null) there is no selection: every range row's final score is written
+// there at the query's offset (dead rows -inf; `front` is left to the host, which has the
+// flags), for callers that need the whole order (evaluation metrics).
 //
 // scratch: nq x 3 x stride floats (stride >= longest range). sparse / flags: one entry per
 // row of each range, ranges concatenated; offsets[q] is where query q's entries start.
@@ -28,11 +31,12 @@
         const uint32_t *__restrict__ time_mode, const float *__restrict__ time_factor,       \
         float w_dense, float w_sparse, uint32_t fragrel, float alpha, float w,               \
         uint32_t use_importance, float w_importance, uint32_t k, float *__restrict__ scratch, \
-        uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r
+        uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r,            \
+        float *__restrict__ out_all
 #define RK_ARGS                                                                              \
     emb, dim, queries, ranges, positions, groups, importance, alive, sparse, flags, offsets, \
         time_mode, time_factor, w_dense, w_sparse, fragrel, alpha, w, use_importance,        \
-        w_importance, k, scratch, stride, out_s, out_r
+        w_importance, k, scratch, stride, out_s, out_r, out_all
 
 __device__ __forceinline__ bool rk_live(const uint32_t* __restrict__ alive, uint32_t row) {
     return (alive[row / 32] >> (row % 32)) & 1u;
@@ -248,7 +252,14 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
         __syncthreads();
     }
 
-    // 6. selection: flagged rows first under `front`, else one list
+    // 6. every score (the host orders them), or the selection: flagged rows first under
+    // `front`, else one list
+    if (out_all != nullptr) {
+        float* o = out_all + offsets[qi];
+        for (uint32_t i = tid; i < n; i += RK_THREADS)
+            o[i] = live(i) ? memdex_sanitize(fn[i]) : -INFINITY;
+        return;
+    }
     float* os = out_s + (uint64_t)qi * 2 * k;
     uint32_t* orow = out_r + (uint64_t)qi * 2 * k;
     if (any && mode == 1) {

@@ -9,7 +9,7 @@
 
 use memdex_index::fragrel::{relation_scores, FragRel};
 
-use crate::rank::rank_topk_reference;
+use crate::rank::{rank_scores_reference, rank_topk_reference};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,
@@ -170,5 +170,15 @@ impl Kernels for Cpu {
         k: usize,
     ) -> Result<TopKResult, KernelError> {
         rank_topk_reference(m, rows, queries, params, k)
+    }
+
+    fn rank_scores(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError> {
+        rank_scores_reference(m, rows, queries, params)
     }
 }

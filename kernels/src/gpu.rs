@@ -418,21 +418,50 @@ impl Gpu {
         p: &RankParams,
         k: usize,
     ) -> Result<DeviceTopK, KernelError> {
+        let nq = q.queries.n;
+        let mut out_s = self.cuda.alloc_zeros::<f32>((nq * 2 * k).max(1))?;
+        let mut out_r = self.cuda.alloc_zeros::<u32>((nq * 2 * k).max(1))?;
+        self.rank_launch(m, rows, q, p, k, RankOut::TopK(&mut out_s, &mut out_r))?;
+        Ok(DeviceTopK {
+            k: 2 * k,
+            scores: out_s,
+            rows: out_r,
+        })
+    }
+
+    /// Every range row's final score under the fused pipeline (`total` = the ranges' rows;
+    /// dead rows −∞; the time stage's `front` left to the caller).
+    pub fn rank_scores_dev(
+        &self,
+        m: &DeviceMatrix,
+        rows: &DeviceRankRows,
+        q: &DeviceRankQueries,
+        p: &RankParams,
+        total: usize,
+    ) -> Result<CudaSlice<f32>, KernelError> {
+        let mut out = self.cuda.alloc_zeros::<f32>(total.max(1))?;
+        self.rank_launch(m, rows, q, p, 1, RankOut::All(&mut out))?;
+        Ok(out)
+    }
+
+    fn rank_launch(
+        &self,
+        m: &DeviceMatrix,
+        rows: &DeviceRankRows,
+        q: &DeviceRankQueries,
+        p: &RankParams,
+        k: usize,
+        out: RankOut<'_>,
+    ) -> Result<(), KernelError> {
+        let nq = q.queries.n;
+        if nq == 0 {
+            return Ok(());
+        }
         let f = self.cuda.get_or_load_custom_func(
             width("memdex_rank_topk", m.dim),
             "memdex_rank",
             ptx::RANK,
         )?;
-        let nq = q.queries.n;
-        let mut out_s = self.cuda.alloc_zeros::<f32>(nq * 2 * k)?;
-        let mut out_r = self.cuda.alloc_zeros::<u32>(nq * 2 * k)?;
-        if nq == 0 {
-            return Ok(DeviceTopK {
-                k: 2 * k,
-                scores: out_s,
-                rows: out_r,
-            });
-        }
         let stride = q.queries.max_len.max(1);
         let mut scratch = self.cuda.alloc_zeros::<f32>(nq * 3 * stride)?;
         let (dim, k32, st) = (m.dim as u32, k as u32, stride as u32);
@@ -442,6 +471,7 @@ impl Gpu {
             u32::from(p.importance.is_some()),
         );
         let w_imp = p.importance.unwrap_or(0.0);
+        let null = 0u64;
         let cfg = LaunchConfig {
             grid_dim: (nq as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
@@ -462,18 +492,18 @@ impl Gpu {
             .arg(&fr.alpha)
             .arg(&fr.w);
         b.arg(&use_imp).arg(&w_imp).arg(&k32);
-        b.arg(&mut scratch).arg(&st).arg(&mut out_s).arg(&mut out_r);
+        b.arg(&mut scratch).arg(&st);
+        match out {
+            RankOut::TopK(s, r) => b.arg(s).arg(r).arg(&null),
+            RankOut::All(all) => b.arg(&null).arg(&null).arg(all),
+        };
         // SAFETY: argument order and types match memdex_rank_topk; per-row inputs hold one
         // entry per matrix row (alive: one bit), sparse/flags one entry per range row at the
         // queries' offsets (never read for an empty range), time rules and offsets one per
         // query; scratch holds nq × 3 × stride floats with stride ≥ every range's length; the
-        // outputs nq × 2k slots.
-        unsafe { launch(b, cfg)? };
-        Ok(DeviceTopK {
-            k: 2 * k,
-            scores: out_s,
-            rows: out_r,
-        })
+        // top-k outputs nq × 2k slots, or (out_all) one float per range row at the offsets;
+        // the kernel writes only the outputs it is given (null pointers are never written).
+        unsafe { launch(b, cfg) }
     }
 
     fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
@@ -496,6 +526,12 @@ fn width(base: &str, dim: usize) -> &'static str {
         ("memdex_rank_topk", false) => "memdex_rank_topk",
         _ => "memdex_fragrel_topk",
     }
+}
+
+/// Where the fused ranking writes: the top-k lists, or every row's score.
+enum RankOut<'a> {
+    TopK(&'a mut CudaSlice<f32>, &'a mut CudaSlice<u32>),
+    All(&'a mut CudaSlice<f32>),
 }
 
 /// `v`, or one default value when it is empty (the device has no zero-length buffers; the
@@ -589,5 +625,22 @@ impl Kernels for Gpu {
         let dq = self.upload_rank_queries(queries)?;
         let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
         Ok(merge_lists(&r.scores, &r.rows, k))
+    }
+
+    fn rank_scores(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError> {
+        check_rank(m, rows, queries, params, 1)?;
+        let (_, total) = range_offsets(queries.ranges);
+        let dm = self.upload_matrix(m)?;
+        let dr = self.upload_rank_rows(rows)?;
+        let dq = self.upload_rank_queries(queries)?;
+        let mut all = self.download(&self.rank_scores_dev(&dm, &dr, &dq, params, total)?)?;
+        all.truncate(total);
+        Ok(all)
     }
 }

@@ -95,6 +95,18 @@ pub trait Kernels {
         params: &RankParams,
         k: usize,
     ) -> Result<TopKResult, KernelError>;
+
+    /// [`Kernels::rank_topk`] without the selection: every row of each query's range gets its
+    /// final score (the ranges concatenated as in [`range_offsets`]; dead rows −∞). The time
+    /// stage's `front` rule is left to the caller (it orders flagged rows first); `boost` is
+    /// applied. For callers that need the whole order (evaluation metrics).
+    fn rank_scores(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError>;
 }
 
 /// Runs one test body on every device: always on the CPU reference (test `cpu_vs_brute_force`:

@@ -162,8 +162,71 @@ pub fn merge_lists(scores: &[f32], rows: &[u32], k: usize) -> TopKResult {
     }
 }
 
-/// The CPU reference (see the module docs): f64 stages from `memdex-index` over each query's
-/// live rows.
+/// One query's final scores over the live rows of its range, before the selection.
+struct Scored {
+    /// Live rows (matrix rows), timeline order.
+    live: Vec<usize>,
+    scores: Vec<f64>,
+    flags: Vec<bool>,
+    /// The time stage puts flagged rows first.
+    front: bool,
+}
+
+/// Stages 1–5 of the module docs for query `qi` (its entries at `off` in sparse and flags).
+fn score_query(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    qi: usize,
+    off: usize,
+) -> Scored {
+    let [a, b] = q.ranges[qi];
+    let vector = &q.vectors[qi * m.dim..][..m.dim];
+    let live: Vec<usize> = (a as usize..b as usize).filter(|&r| rows.live(r)).collect();
+    let at = |r: usize| off + r - a as usize;
+    let dense: Vec<f64> = live
+        .iter()
+        .map(|&r| f64::from(cosine(vector, m.row(r))))
+        .collect();
+    let sparse: Vec<f64> = live.iter().map(|&r| f64::from(q.sparse[at(r)])).collect();
+    let flags: Vec<bool> = live.iter().map(|&r| q.flags[at(r)] != 0).collect();
+    let mut s = hybrid(&dense, &sparse, f64::from(p.w_dense), f64::from(p.w_sparse));
+    if let Some(fr) = p.fragrel {
+        let t = &rows.timeline;
+        let pos: Vec<u64> = live.iter().map(|&r| u64::from(t.positions[r])).collect();
+        let grp: Vec<u64> = live.iter().map(|&r| u64::from(t.groups[r])).collect();
+        let fr = FragRel {
+            alpha: f64::from(fr.alpha),
+            w: f64::from(fr.w),
+        };
+        s = relation_scores(&s, &pos, &grp, fr);
+    }
+    if let Some(w) = p.importance {
+        shift_negatives(&mut s, f64::INFINITY);
+        for (v, &r) in s.iter_mut().zip(&live) {
+            *v *= 1.0 + f64::from(w) * f64::from(rows.importance[r]).log10();
+        }
+    }
+    let any = flags.iter().any(|&f| f);
+    if let (true, TimeRule::Boost(b)) = (any, q.time[qi]) {
+        shift_negatives(&mut s, 0.0);
+        for (v, &f) in s.iter_mut().zip(&flags) {
+            if f {
+                *v *= 1.0 + f64::from(b);
+            }
+        }
+    }
+    Scored {
+        live,
+        scores: s,
+        flags,
+        front: any && q.time[qi] == TimeRule::Front,
+    }
+}
+
+/// The CPU reference of `rank_topk` (see the module docs): f64 stages from `memdex-index`
+/// over each query's live rows.
 pub fn rank_topk_reference(
     m: &Matrix<'_>,
     rows: &RankRows<'_>,
@@ -178,53 +241,17 @@ pub fn rank_topk_reference(
         scores: Vec::new(),
         rows: Vec::new(),
     };
-    for (qi, &[a, b]) in q.ranges.iter().enumerate() {
-        let vector = &q.vectors[qi * m.dim..][..m.dim];
-        let off = offsets[qi] as usize;
-        let live: Vec<usize> = (a as usize..b as usize).filter(|&r| rows.live(r)).collect();
-        let at = |r: usize| off + r - a as usize;
-        let dense: Vec<f64> = live
-            .iter()
-            .map(|&r| f64::from(cosine(vector, m.row(r))))
-            .collect();
-        let sparse: Vec<f64> = live.iter().map(|&r| f64::from(q.sparse[at(r)])).collect();
-        let flags: Vec<bool> = live.iter().map(|&r| q.flags[at(r)] != 0).collect();
-        let mut s = hybrid(&dense, &sparse, f64::from(p.w_dense), f64::from(p.w_sparse));
-        if let Some(fr) = p.fragrel {
-            let t = &rows.timeline;
-            let pos: Vec<u64> = live.iter().map(|&r| u64::from(t.positions[r])).collect();
-            let grp: Vec<u64> = live.iter().map(|&r| u64::from(t.groups[r])).collect();
-            let fr = FragRel {
-                alpha: f64::from(fr.alpha),
-                w: f64::from(fr.w),
-            };
-            s = relation_scores(&s, &pos, &grp, fr);
-        }
-        if let Some(w) = p.importance {
-            shift_negatives(&mut s, f64::INFINITY);
-            for (v, &r) in s.iter_mut().zip(&live) {
-                *v *= 1.0 + f64::from(w) * f64::from(rows.importance[r]).log10();
-            }
-        }
-        let any = flags.iter().any(|&f| f);
-        let front = any && q.time[qi] == TimeRule::Front;
-        if let (true, TimeRule::Boost(b)) = (any, q.time[qi]) {
-            shift_negatives(&mut s, 0.0);
-            for (v, &f) in s.iter_mut().zip(&flags) {
-                if f {
-                    *v *= 1.0 + f64::from(b);
-                }
-            }
-        }
+    for (qi, &off) in offsets.iter().enumerate() {
+        let sc = score_query(m, rows, q, p, qi, off as usize);
         let cands = |flagged: Option<bool>| -> Vec<(f32, u32)> {
-            let keep = |i: usize| flagged.is_none_or(|want| flags[i] == want);
-            let c = (0..live.len())
+            let keep = |i: usize| flagged.is_none_or(|want| sc.flags[i] == want);
+            let c = (0..sc.live.len())
                 .filter(|&i| keep(i))
-                .map(|i| (s[i] as f32, live[i] as u32))
+                .map(|i| (sc.scores[i] as f32, sc.live[i] as u32))
                 .collect();
             select(c, k)
         };
-        let (first, second) = if front {
+        let (first, second) = if sc.front {
             (cands(Some(true)), cands(Some(false)))
         } else {
             (cands(None), Vec::new())
@@ -239,6 +266,30 @@ pub fn rank_topk_reference(
         let (s, r): (Vec<f32>, Vec<u32>) = hits.into_iter().unzip();
         out.scores.extend(s);
         out.rows.extend(r);
+    }
+    Ok(out)
+}
+
+/// The CPU reference of `rank_scores`: every range row's final score (dead rows −∞).
+pub fn rank_scores_reference(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+) -> Result<Vec<f32>, KernelError> {
+    check_rank(m, rows, q, p, 1)?;
+    let (offsets, total) = range_offsets(q.ranges);
+    let mut out = vec![f32::NEG_INFINITY; total];
+    for (qi, &[a, _]) in q.ranges.iter().enumerate() {
+        let off = offsets[qi] as usize;
+        let sc = score_query(m, rows, q, p, qi, off);
+        for (&r, &v) in sc.live.iter().zip(&sc.scores) {
+            out[off + r - a as usize] = if v.is_nan() {
+                f32::NEG_INFINITY
+            } else {
+                v as f32
+            };
+        }
     }
     Ok(out)
 }

@@ -417,6 +417,12 @@ pub struct EvalArgs {
     /// when the model runs on CUDA; on with a CPU model runs candle's batched CPU products.
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: crate::cli_serve::DeviceScanArg,
+    /// Rank every question through memdex's fused kernel (the default pipeline in one call
+    /// per batch of 256 questions, every row's final score): auto = on when the model runs on
+    /// CUDA and the ranking options are ones the kernel runs; on with a CPU model runs the
+    /// kernel's CPU reference (a check: slower than the CPU pipeline).
+    #[arg(long, env = "MEMDEX_FUSED_RANK", value_enum, default_value = "auto")]
+    pub fused_rank: crate::cli_serve::DeviceScanArg,
     /// After the evaluation, rank the questions again through the fused kernel (batches of
     /// 256, on the model's device; the kernels' CPU reference on the CPU) and report whether
     /// its top-10 are the CPU pipeline's (`fused` in the report).

@@ -261,6 +261,64 @@ fn batched_device_scan_ranks_as_the_cpu_scorer() {
 }
 
 #[test]
+fn fused_ranking_evaluates_as_the_cpu_pipeline() {
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "eval",
+            "--input",
+            locomo.to_str().unwrap(),
+            "--format",
+            "locomo",
+            "--preset",
+            "default",
+            "--device",
+            "cpu",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_slice(&memdex(&args).stdout).unwrap()
+    };
+    let cpu = run(&["--fused-rank", "off"]);
+    let fused = run(&["--fused-rank", "on", "--fused-check"]);
+    assert!(cpu["config"].get("fused_ranking").is_none());
+    assert_eq!(fused["config"]["fused_ranking"], "cpu");
+    assert_eq!(cpu["questions"], fused["questions"]);
+    // the top-10 check: the fused kernel's reference against the CPU pipeline, per question
+    let check = &fused["fused"];
+    assert!(check["queries"].as_u64().unwrap() > 0);
+    assert_eq!(check["different"], 0, "{check}");
+    for (level, metrics) in cpu["levels"].as_object().unwrap() {
+        for (m, x) in metrics.as_object().unwrap() {
+            let y = fused["levels"][level][m].as_f64().unwrap();
+            assert!(
+                (x.as_f64().unwrap() - y).abs() <= 0.002,
+                "{level} {m}: {x} vs {y}"
+            );
+        }
+    }
+    // options the kernel does not run are refused by name when asked for
+    let out = memdex_testkit::memdex(
+        env!("CARGO_BIN_EXE_memdex"),
+        &[
+            "eval",
+            "--input",
+            locomo.to_str().unwrap(),
+            "--format",
+            "locomo",
+            "--preset",
+            "dense",
+            "--device",
+            "cpu",
+            "--fused-rank",
+            "on",
+        ],
+    );
+    let err = memdex_testkit::fails(&out);
+    assert!(err.contains("retriever other than hybrid"), "{err}");
+}
+
+#[test]
 fn synth_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();
     let a = tmp.path().join("a.json");

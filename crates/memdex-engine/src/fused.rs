@@ -14,7 +14,7 @@ use memdex_rank::{
     FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions, SearchHit,
     TenantCache,
 };
-use memdex_store::Store;
+use memdex_store::{ItemRef, Store};
 
 use crate::{EngineError, Searcher};
 
@@ -65,6 +65,16 @@ impl Searcher {
     ) -> Result<BatchHits, EngineError> {
         rank_fused(self.store(), self.cache(), kernels, queries, k, opts)
     }
+
+    /// Every query's whole ranking through the fused kernel ([`rank_fused_all`]).
+    pub fn rank_fused_all(
+        &self,
+        kernels: &dyn Kernels,
+        queries: &[BatchQuery<'_>],
+        opts: &RankOptions,
+    ) -> Result<Vec<Result<FusedRanking<'_>, EngineError>>, EngineError> {
+        rank_fused_all(self.store(), self.cache(), kernels, queries, opts)
+    }
 }
 
 /// [`Searcher::search_fused`] over any store view and its ranking caches (the serving
@@ -77,65 +87,152 @@ pub fn rank_fused(
     k: usize,
     opts: &RankOptions,
 ) -> Result<BatchHits, EngineError> {
-    let params = FusedParams::from_options(opts)?;
-    let dim = store.dim();
-    let mut tenants: Vec<FusedTenant<'_>> = Vec::new();
-    let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
-    let mut out: BatchHits = Vec::with_capacity(queries.len());
-    let mut g = Gathered::default();
-    let mut asked: Vec<(usize, usize)> = Vec::new(); // (query, tenant)
-    for (qi, bq) in queries.iter().enumerate() {
-        if bq.query.vector.len() != dim {
-            return Err(RankError::DenseMismatch {
-                what: "query vector values",
-                expected: dim,
-                got: bq.query.vector.len(),
-            }
-            .into());
-        }
-        let slot = match index.get(bq.tenant) {
-            Some(s) => *s,
-            None => {
-                let s = match FusedTenant::gather(store, bq.tenant, opts, cache) {
-                    Ok(t) => {
-                        g.add_rows(&t);
-                        tenants.push(t);
-                        Some(tenants.len() - 1)
-                    }
-                    Err(RankError::UnknownTenant { .. }) => None,
-                    Err(e) => return Err(e.into()),
-                };
-                index.insert(bq.tenant, s);
-                s
-            }
-        };
-        match slot {
-            Some(t) => {
-                asked.push((qi, t));
-                out.push(Ok(Vec::new()));
-            }
-            None => out.push(Err(RankError::UnknownTenant {
-                tenant: bq.tenant.to_string(),
-                store: store.dir().display().to_string(),
-            }
-            .into())),
-        }
-    }
-    let starts = tenant_starts(&tenants);
-    for &(qi, t) in &asked {
-        let q = tenants[t].query(&queries[qi].query, opts, cache);
-        g.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
-    }
-    let top = g.run(kernels, dim, &params, k)?;
-    for (j, &(qi, t)) in asked.iter().enumerate() {
+    let p = Prepared::new(store, cache, queries, opts)?;
+    let top = p.gathered.run(kernels, store.dim(), &p.params, k)?;
+    let mut out = p.unknown;
+    for (j, &(qi, t)) in p.asked.iter().enumerate() {
         let ranked: Vec<(f32, usize)> = top
             .hits(j)
             .into_iter()
-            .map(|(s, r)| (s, r as usize - starts[t]))
+            .map(|(s, r)| (s, r as usize - p.starts[t]))
             .collect();
-        out[qi] = Ok(tenants[t].hits(&ranked));
+        out[qi] = Ok(p.tenants[t].hits(&ranked));
     }
     Ok(out)
+}
+
+/// One query's whole ranking from the fused kernel: its tenant's live items in timeline
+/// order, their final scores, and the order (best first; the time stage's `front` applied).
+#[derive(Debug)]
+pub struct FusedRanking<'s> {
+    pub items: Vec<ItemRef<'s>>,
+    pub scores: Vec<f64>,
+    pub order: Vec<usize>,
+}
+
+/// Every query's whole ranking through `kernels.rank_scores` (one kernel call): what
+/// evaluation metrics need, which read every item's position. Per query as [`rank_fused`].
+pub fn rank_fused_all<'s>(
+    store: &'s Store,
+    cache: &TenantCache,
+    kernels: &dyn Kernels,
+    queries: &[BatchQuery<'_>],
+    opts: &RankOptions,
+) -> Result<Vec<Result<FusedRanking<'s>, EngineError>>, EngineError> {
+    let p = Prepared::new(store, cache, queries, opts)?;
+    let all = p.gathered.run_scores(kernels, store.dim(), &p.params)?;
+    let mut out: Vec<Result<FusedRanking<'s>, EngineError>> = p
+        .unknown
+        .into_iter()
+        .map(|r| {
+            r.map(|_| FusedRanking {
+                items: Vec::new(),
+                scores: Vec::new(),
+                order: Vec::new(),
+            })
+        })
+        .collect();
+    let mut off = 0;
+    for (j, &(qi, t)) in p.asked.iter().enumerate() {
+        let tenant = &p.tenants[t];
+        let n = tenant.rows();
+        let scores: Vec<f64> = all[off..off + n].iter().map(|&v| f64::from(v)).collect();
+        let mut order = memdex_index::fusion::rank_desc(&scores);
+        let flags = &p.gathered.flags[off..off + n];
+        if p.gathered.time[j] == TimeRule::Front && flags.iter().any(|&f| f != 0) {
+            // stable: flagged items first, each group in score order (as the CPU pipeline)
+            let (mut front, back): (Vec<usize>, Vec<usize>) =
+                order.iter().partition(|&&i| flags[i] != 0);
+            front.extend(back);
+            order = front;
+        }
+        off += n;
+        out[qi] = Ok(FusedRanking {
+            items: (0..n).map(|i| tenant.item(i)).collect(),
+            scores,
+            order,
+        });
+    }
+    Ok(out)
+}
+
+/// A batch gathered for the kernel: its tenants' rows once each, its queries' inputs.
+struct Prepared<'s> {
+    params: FusedParams,
+    tenants: Vec<FusedTenant<'s>>,
+    starts: Vec<usize>,
+    gathered: Gathered,
+    /// (query, tenant) of every query whose tenant the store holds, in batch order.
+    asked: Vec<(usize, usize)>,
+    /// Per query: the unknown-tenant error, or a placeholder to fill.
+    unknown: BatchHits,
+}
+
+impl<'s> Prepared<'s> {
+    fn new(
+        store: &'s Store,
+        cache: &TenantCache,
+        queries: &[BatchQuery<'_>],
+        opts: &RankOptions,
+    ) -> Result<Prepared<'s>, EngineError> {
+        let params = FusedParams::from_options(opts)?;
+        let dim = store.dim();
+        let mut tenants: Vec<FusedTenant<'s>> = Vec::new();
+        let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
+        let mut unknown: BatchHits = Vec::with_capacity(queries.len());
+        let mut gathered = Gathered::default();
+        let mut asked: Vec<(usize, usize)> = Vec::new();
+        for (qi, bq) in queries.iter().enumerate() {
+            if bq.query.vector.len() != dim {
+                return Err(RankError::DenseMismatch {
+                    what: "query vector values",
+                    expected: dim,
+                    got: bq.query.vector.len(),
+                }
+                .into());
+            }
+            let slot = match index.get(bq.tenant) {
+                Some(s) => *s,
+                None => {
+                    let s = match FusedTenant::gather(store, bq.tenant, opts, cache) {
+                        Ok(t) => {
+                            gathered.add_rows(&t);
+                            tenants.push(t);
+                            Some(tenants.len() - 1)
+                        }
+                        Err(RankError::UnknownTenant { .. }) => None,
+                        Err(e) => return Err(e.into()),
+                    };
+                    index.insert(bq.tenant, s);
+                    s
+                }
+            };
+            match slot {
+                Some(t) => {
+                    asked.push((qi, t));
+                    unknown.push(Ok(Vec::new()));
+                }
+                None => unknown.push(Err(RankError::UnknownTenant {
+                    tenant: bq.tenant.to_string(),
+                    store: store.dir().display().to_string(),
+                }
+                .into())),
+            }
+        }
+        let starts = tenant_starts(&tenants);
+        for &(qi, t) in &asked {
+            let q = tenants[t].query(&queries[qi].query, opts, cache);
+            gathered.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
+        }
+        Ok(Prepared {
+            params,
+            tenants,
+            starts,
+            gathered,
+            asked,
+            unknown,
+        })
+    }
 }
 
 fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
@@ -181,6 +278,35 @@ impl Gathered {
         p: &FusedParams,
         k: usize,
     ) -> Result<memdex_kernels::TopKResult, EngineError> {
+        self.call(kernels, dim, p, |m, rows, q, params| {
+            kernels.rank_topk(m, rows, q, params, k)
+        })
+    }
+
+    fn run_scores(
+        &self,
+        kernels: &dyn Kernels,
+        dim: usize,
+        p: &FusedParams,
+    ) -> Result<Vec<f32>, EngineError> {
+        self.call(kernels, dim, p, |m, rows, q, params| {
+            kernels.rank_scores(m, rows, q, params)
+        })
+    }
+
+    /// Calls `f` with the batch as the kernels take it.
+    fn call<T>(
+        &self,
+        kernels: &dyn Kernels,
+        dim: usize,
+        p: &FusedParams,
+        f: impl FnOnce(
+            &Matrix<'_>,
+            &RankRows<'_>,
+            &RankQueries<'_>,
+            &RankParams,
+        ) -> Result<T, KernelError>,
+    ) -> Result<T, EngineError> {
         let alive = RankRows::all_alive(self.positions.len());
         let rows = RankRows {
             timeline: Timeline {
@@ -211,15 +337,13 @@ impl Gathered {
             dim,
             data: &self.embeddings,
         };
-        kernels
-            .rank_topk(&m, &rows, &queries, &params, k)
-            .map_err(|source| match source {
-                // shapes are built here, so what is invalid is the caller's k or weights
-                KernelError::Invalid(message) => EngineError::Invalid { message },
-                source => EngineError::Kernel {
-                    device: kernels.device(),
-                    source,
-                },
-            })
+        f(&m, &rows, &queries, &params).map_err(|source| match source {
+            // shapes are built here, so what is invalid is the caller's k or weights
+            KernelError::Invalid(message) => EngineError::Invalid { message },
+            source => EngineError::Kernel {
+                device: kernels.device(),
+                source,
+            },
+        })
     }
 }

@@ -29,7 +29,7 @@ pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, 
 pub use batch::{write_batch, Batch, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
-pub use fused::{rank_fused, BatchHits, BatchQuery, KernelHandle};
+pub use fused::{rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle};
 pub use index::{
     index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport,
     DEFAULT_FLUSH_ITEMS,

@@ -202,6 +202,15 @@ impl memdex_kernels::Kernels for Counting {
     ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
         unreachable!("indexing only hashes")
     }
+    fn rank_scores(
+        &self,
+        _: &memdex_kernels::Matrix<'_>,
+        _: &memdex_kernels::RankRows<'_>,
+        _: &memdex_kernels::RankQueries<'_>,
+        _: &memdex_kernels::RankParams,
+    ) -> Result<Vec<f32>, memdex_kernels::KernelError> {
+        unreachable!("indexing only hashes")
+    }
 }
 
 #[test]

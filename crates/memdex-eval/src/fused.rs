@@ -6,11 +6,13 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use memdex_core::TextKind;
-use memdex_engine::{BatchQuery, EngineError, Searcher};
+use memdex_embed::Embeddings;
+use memdex_engine::{BatchQuery, EngineError, FusedRanking, Searcher};
 use memdex_kernels::Kernels;
 use memdex_rank::{Query, RankError, RankOptions, SearchHit};
 use serde::Serialize;
 
+use crate::run::{EvalOptions, Ranked, SCAN_BATCH};
 use crate::{EvalError, EvalQuestion, Skip};
 
 /// Scores closer than this count as a tie (the kernel scores f16 rows in f32 arithmetic).
@@ -141,4 +143,92 @@ pub fn compare_fused(
         })
         .collect();
     compare_batches(searcher, kernels, &batch, 10, 256, opts)
+}
+
+/// The current batch's whole rankings from the fused kernel (`Searcher::rank_fused_all`): one
+/// kernel call per [`SCAN_BATCH`] questions, its time shared among them.
+#[derive(Default)]
+pub(crate) struct FusedScan {
+    /// First question of the batch; per question of the batch its ranking (None: abstention
+    /// or a tenant without items).
+    start: usize,
+    ranked: Vec<Option<Ranked>>,
+    ms_each: f64,
+}
+
+impl FusedScan {
+    /// Question `qi`'s ranking (None: its tenant has no items) and its share of the batch's
+    /// time in ms, ranking the next batch first when `qi` is past this one.
+    pub(crate) fn take(
+        &mut self,
+        searcher: &Searcher,
+        kernels: &dyn Kernels,
+        questions: &[EvalQuestion],
+        qvecs: &Embeddings,
+        qi: usize,
+        opts: &EvalOptions,
+    ) -> Result<(Option<Ranked>, f64), EvalError> {
+        if self.ranked.is_empty() || qi >= self.start + self.ranked.len() {
+            self.rank_batch(searcher, kernels, questions, qvecs, qi, opts)?;
+        }
+        let r = self.ranked.get_mut(qi - self.start).and_then(Option::take);
+        Ok((r, self.ms_each))
+    }
+
+    fn rank_batch(
+        &mut self,
+        searcher: &Searcher,
+        kernels: &dyn Kernels,
+        questions: &[EvalQuestion],
+        qvecs: &Embeddings,
+        qi: usize,
+        opts: &EvalOptions,
+    ) -> Result<(), EvalError> {
+        let t = Instant::now();
+        let end = (qi + SCAN_BATCH).min(questions.len());
+        let wanted: Vec<usize> = (qi..end)
+            .filter(|&i| questions[i].skip != Some(Skip::Abstention))
+            .collect();
+        let batch: Vec<BatchQuery<'_>> = wanted
+            .iter()
+            .map(|&i| BatchQuery {
+                tenant: &questions[i].tenant,
+                query: Query {
+                    text: &questions[i].query,
+                    vector: qvecs.row(i),
+                    date_ms: questions[i].question_date_ms,
+                },
+            })
+            .collect();
+        let rankings = searcher.rank_fused_all(kernels, &batch, &opts.rank)?;
+        self.start = qi;
+        self.ranked = (qi..end).map(|_| None).collect();
+        for (&i, r) in wanted.iter().zip(rankings) {
+            self.ranked[i - qi] = match r {
+                Ok(r) => Some(ranked(r, opts)),
+                Err(EngineError::Rank(RankError::UnknownTenant { .. })) => None,
+                Err(e) => return Err(e.into()),
+            };
+        }
+        self.ms_each = t.elapsed().as_secs_f64() * 1e3 / wanted.len().max(1) as f64;
+        Ok(())
+    }
+}
+
+/// A fused ranking as the metrics read it: corpus ids in timeline order, scores, order.
+fn ranked(r: FusedRanking<'_>, opts: &EvalOptions) -> Ranked {
+    let raw_ids: Vec<String> = r
+        .items
+        .iter()
+        .map(|it| {
+            opts.dataset
+                .base_id(opts.granularity, it.session_id, it.turn)
+        })
+        .collect();
+    Ranked {
+        ids: raw_ids.clone(),
+        raw_ids,
+        scores: r.scores,
+        order: r.order,
+    }
 }

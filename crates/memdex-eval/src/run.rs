@@ -9,7 +9,10 @@ use memdex_engine::{EngineError, Searcher};
 use memdex_rank::{Query, RankError, RankOptions, Retriever};
 use serde::Serialize;
 
+use memdex_kernels::Kernels;
+
 use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
+use crate::fused::FusedScan;
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
 use crate::EvalError;
 
@@ -57,6 +60,10 @@ pub struct EvalConfig {
     /// Where the dense scores came from: the scorer's name (`cpu`: per question on the CPU;
     /// a device scorer, e.g. `candle-cuda`: in batches of 256 questions).
     pub dense_scorer: &'static str,
+    /// Where the fused kernel ranked every question (`cpu`: its reference; `cuda:N`), when it
+    /// did (then `dense_scorer` was not used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused_ranking: Option<String>,
     /// How the run went (filled by the caller that read and indexed the input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
@@ -157,13 +164,13 @@ struct LogLine<'a> {
 }
 
 /// One question's ranking as corpus ids, with its gold.
-struct Ranked {
+pub(crate) struct Ranked {
     /// Corpus ids in timeline order, after the official renaming.
-    ids: Vec<String>,
+    pub ids: Vec<String>,
     /// The same before renaming (the alternative gold's turn → session rule reads them).
-    raw_ids: Vec<String>,
-    scores: Vec<f64>,
-    order: Vec<usize>,
+    pub raw_ids: Vec<String>,
+    pub scores: Vec<f64>,
+    pub order: Vec<usize>,
 }
 
 impl Ranked {
@@ -278,20 +285,43 @@ pub fn evaluate_questions(
     searcher: &Searcher,
     questions: &[EvalQuestion],
     opts: &EvalOptions,
+    log: Option<&mut dyn Write>,
+) -> Result<EvalReport, EvalError> {
+    evaluate_questions_with(searcher, questions, opts, log, None)
+}
+
+/// [`evaluate_questions`], ranking through memdex's fused kernel when `kernels` is given:
+/// every question's whole ranking from one `rank_scores` call per batch of 256 questions
+/// (the CPU reference on the CPU; CUDA on a GPU). The options must be ones the kernel runs.
+pub fn evaluate_questions_with(
+    searcher: &Searcher,
+    questions: &[EvalQuestion],
+    opts: &EvalOptions,
     mut log: Option<&mut dyn Write>,
+    kernels: Option<&dyn Kernels>,
 ) -> Result<EvalReport, EvalError> {
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
     let qvecs = searcher.encoder().embed(&queries, TextKind::Query)?;
     let mut tally = Tally::default();
     let mut scan = Scan::default();
+    let mut fused = FusedScan::default();
     for (qi, q) in questions.iter().enumerate() {
         if q.skip == Some(Skip::Abstention) {
             tally.skip(Skip::Abstention);
             continue;
         }
-        let dense = scan.dense(searcher, questions, &qvecs, qi)?;
+        let pre = match kernels {
+            Some(k) => {
+                let (r, ms) = fused.take(searcher, k, questions, &qvecs, qi, opts)?;
+                Pre::Ranked(r, ms)
+            }
+            None => match scan.dense(searcher, questions, &qvecs, qi)? {
+                Some((scores, ms)) => Pre::Dense(scores, ms),
+                None => Pre::None,
+            },
+        };
         let vector = qvecs.row(qi);
-        let Some(mut r) = rank_question(searcher, q, vector, dense, opts, &mut tally)? else {
+        let Some(mut r) = rank_question(searcher, q, vector, pre, opts, &mut tally)? else {
             tally.skip(Skip::EmptyHaystack);
             continue;
         };
@@ -353,6 +383,7 @@ pub fn evaluate_questions(
             rank: opts.rank,
             model: searcher.encoder().info().name.clone(),
             dense_scorer: searcher.scorer().name(),
+            fused_ranking: kernels.map(|k| k.device()),
             run: None,
         },
         fused: None,
@@ -361,8 +392,8 @@ pub fn evaluate_questions(
 
 /// Ranks one question's haystack (None: its tenant has no items), timing the query's
 /// embedding (first 200 questions) and the ranking.
-/// Questions scored together on a batched (device) scorer.
-const SCAN_BATCH: usize = 256;
+/// Questions scored together on a batched (device) scorer or the fused kernel.
+pub(crate) const SCAN_BATCH: usize = 256;
 
 /// Dense scores of the current batch of questions when the searcher's scorer batches (a
 /// device): one scorer call per [`SCAN_BATCH`] questions, its time shared among them.
@@ -408,13 +439,23 @@ impl Scan {
     }
 }
 
-/// Ranks one question's corpus: dense scores from `dense` (a batch's, with its share of the
-/// batch's time in ms) or from the searcher's scorer now.
+/// What was computed for a question before its ranking, with its share of the batch's time
+/// (ms).
+enum Pre<'a> {
+    None,
+    /// Dense scores from a batch's device scan.
+    Dense(&'a [f32], f64),
+    /// The whole ranking from the fused kernel (None: its tenant has no items).
+    Ranked(Option<Ranked>, f64),
+}
+
+/// Ranks one question's corpus: whole from the fused kernel, with dense scores from a
+/// batch's scan, or with the searcher's scorer now.
 fn rank_question(
     searcher: &Searcher,
     q: &EvalQuestion,
     vector: &[f32],
-    dense: Option<(&[f32], f64)>,
+    pre: Pre<'_>,
     opts: &EvalOptions,
     tally: &mut Tally,
 ) -> Result<Option<Ranked>, EvalError> {
@@ -436,12 +477,20 @@ fn rank_question(
         vector,
         date_ms: q.question_date_ms,
     };
-    let (ranked, scan_ms) = match dense {
-        Some((scores, ms)) => (
+    let (ranked, scan_ms) = match pre {
+        Pre::Ranked(r, ms) => {
+            let rank_ms = t.elapsed().as_secs_f64() * 1e3 + ms;
+            times.rank.push(rank_ms);
+            if let Some(e) = embed_ms {
+                times.search.push(e + rank_ms);
+            }
+            return Ok(r);
+        }
+        Pre::Dense(scores, ms) => (
             searcher.rank_scored(&q.tenant, &query, scores, &opts.rank),
             ms,
         ),
-        None => (searcher.rank(&q.tenant, &query, &opts.rank), 0.0),
+        Pre::None => (searcher.rank(&q.tenant, &query, &opts.rank), 0.0),
     };
     let rank_ms = t.elapsed().as_secs_f64() * 1e3 + scan_ms;
     times.rank.push(rank_ms);

@@ -58,6 +58,37 @@ fn brute_scores(
     s
 }
 
+/// One query by brute force: its live rows, their final scores, flags, and whether flagged
+/// rows go first.
+fn brute_query(
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    qi: usize,
+    off: usize,
+) -> (Vec<usize>, Vec<f64>, Vec<bool>, bool) {
+    let [a, b] = q.ranges[qi];
+    let (a, b) = (a as usize, b as usize);
+    let live: Vec<usize> = (a..b).filter(|&r| rows.live(r)).collect();
+    let sparse: Vec<f64> = live
+        .iter()
+        .map(|&r| f64::from(q.sparse[off + r - a]))
+        .collect();
+    let flag: Vec<bool> = live.iter().map(|&r| q.flags[off + r - a] != 0).collect();
+    let vector = &q.vectors[qi * m.dim..][..m.dim];
+    let mut s = brute_scores(m, rows, vector, &live, &sparse, p);
+    let any = flag.iter().any(|&f| f);
+    if let (true, TimeRule::Boost(boost)) = (any, q.time[qi]) {
+        let lo = s.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+        for (v, &f) in s.iter_mut().zip(&flag) {
+            *v = (*v - lo) * if f { 1.0 + f64::from(boost) } else { 1.0 };
+        }
+    }
+    let front = any && q.time[qi] == TimeRule::Front;
+    (live, s, flag, front)
+}
+
 /// `rank_topk` by brute force.
 pub fn brute_rank_topk(
     m: &Matrix<'_>,
@@ -68,24 +99,8 @@ pub fn brute_rank_topk(
 ) -> TopKResult {
     let (offsets, _) = range_offsets(q.ranges);
     let (mut scores, mut out_rows) = (Vec::new(), Vec::new());
-    for (qi, &[a, b]) in q.ranges.iter().enumerate() {
-        let (a, b, off) = (a as usize, b as usize, offsets[qi] as usize);
-        let live: Vec<usize> = (a..b).filter(|&r| rows.live(r)).collect();
-        let sparse: Vec<f64> = live
-            .iter()
-            .map(|&r| f64::from(q.sparse[off + r - a]))
-            .collect();
-        let flag: Vec<bool> = live.iter().map(|&r| q.flags[off + r - a] != 0).collect();
-        let vector = &q.vectors[qi * m.dim..][..m.dim];
-        let mut s = brute_scores(m, rows, vector, &live, &sparse, p);
-        let any = flag.iter().any(|&f| f);
-        if let (true, TimeRule::Boost(boost)) = (any, q.time[qi]) {
-            let lo = s.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
-            for (v, &f) in s.iter_mut().zip(&flag) {
-                *v = (*v - lo) * if f { 1.0 + f64::from(boost) } else { 1.0 };
-            }
-        }
-        let front = any && q.time[qi] == TimeRule::Front;
+    for (qi, &off) in offsets.iter().enumerate() {
+        let (live, s, flag, front) = brute_query(m, rows, q, p, qi, off as usize);
         let mut idx: Vec<usize> = (0..live.len()).collect();
         idx.sort_by(|&x, &y| {
             let first = |i: usize| front && flag[i];
@@ -191,6 +206,7 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
         },
     ];
     for p in variants {
+        rank_scores_match(k, &m, &rows, &q, &p);
         for topk in [10, 64] {
             let got = k.rank_topk(&m, &rows, &q, &p, topk).unwrap();
             let want = brute_rank_topk(&m, &rows, &q, &p, topk);
@@ -212,6 +228,36 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
     };
     let base = k.rank_topk(&m, &rows, &plain, &DEFAULTS, 10).unwrap();
     assert_ne!(got.rows, base.rows, "the time stage changed nothing");
+}
+
+/// `rank_scores`: every live row's final score within 1e-4 of the brute force's, dead rows −∞.
+fn rank_scores_match(
+    k: &dyn Kernels,
+    m: &Matrix<'_>,
+    rows: &RankRows<'_>,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+) {
+    let got = k.rank_scores(m, rows, q, p).unwrap();
+    let (offsets, total) = range_offsets(q.ranges);
+    assert_eq!(got.len(), total);
+    for (qi, &off) in offsets.iter().enumerate() {
+        let (off, a) = (off as usize, q.ranges[qi][0] as usize);
+        let (live, s, _, _) = brute_query(m, rows, q, p, qi, off);
+        let mut want = vec![f32::NEG_INFINITY; (q.ranges[qi][1] as usize).saturating_sub(a)];
+        for (&r, &v) in live.iter().zip(&s) {
+            want[r - a] = v as f32;
+        }
+        for (i, (g, w)) in got[off..off + want.len()].iter().zip(&want).enumerate() {
+            let ok = (g == w) || (g - w).abs() <= 1e-4;
+            assert!(
+                ok,
+                "{} scores query {qi} row {}: {g} vs {w} ({p:?})",
+                k.device(),
+                a + i
+            );
+        }
+    }
 }
 
 /// Filled slots and only live rows of the range (the order is not plain under `front`).

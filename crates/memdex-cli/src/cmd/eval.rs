@@ -6,7 +6,7 @@ use memdex_core::Granularity;
 use memdex_embed::Encoder as _;
 use memdex_engine::Searcher;
 use memdex_eval::{
-    compare_fused, evaluate_questions, load_and_index_with, Dataset, EvalOptions, EvalReport,
+    compare_fused, evaluate_questions_with, load_and_index_with, Dataset, EvalOptions, EvalReport,
     FusedAgreement, LoadOptions, RunInfo,
 };
 use memdex_rank::Preset;
@@ -105,11 +105,19 @@ pub fn run(a: EvalArgs) -> Result<()> {
         None => None,
     };
     let t = std::time::Instant::now();
-    let mut report = evaluate_questions(
+    let fusable = memdex_rank::FusedParams::from_options(&opts.rank);
+    let choice = a.fused_rank.choice();
+    if let (Some(true), Err(e)) = (choice, &fusable) {
+        bail!("--fused-rank on: {e}");
+    }
+    let accelerator = searcher.encoder().is_accelerator() && fusable.is_ok();
+    let fused = super::fused_kernels(choice, a.model.device, accelerator)?;
+    let mut report = evaluate_questions_with(
         &searcher,
         &questions,
         &opts,
         log.as_mut().map(|w| w as &mut dyn Write),
+        fused.as_deref().map(|k| k as &dyn memdex_kernels::Kernels),
     )?;
     let search_s = t.elapsed().as_secs_f64();
     if a.fused_check {

@@ -223,3 +223,23 @@ pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Sen
         }
     }
 }
+
+/// The kernels to rank through (`--fused-rank`): `choice` None (auto) = when the model runs
+/// on an accelerator and memdex's CUDA kernels load there; on = the model device's kernels
+/// (the CPU reference on the CPU).
+pub(crate) fn fused_kernels(
+    choice: Option<bool>,
+    device: DeviceChoice,
+    accelerator: bool,
+) -> Result<Option<Box<dyn Kernels + Send + Sync>>> {
+    if !choice.unwrap_or(accelerator) {
+        return Ok(None);
+    }
+    let kernels = load_kernels(device)?;
+    if choice.is_none() && kernels.device() == "cpu" {
+        tracing::info!("fused ranking off: no CUDA kernels here (the CPU pipeline ranks)");
+        return Ok(None);
+    }
+    tracing::info!("ranking through the fused kernel on {}", kernels.device());
+    Ok(Some(kernels))
+}

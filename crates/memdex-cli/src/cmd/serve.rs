@@ -43,11 +43,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     config.check_bind(&a.addr)?;
     let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
-    let fused = fused_kernels(
-        a.fused_rank.choice(),
-        a.model.device,
-        embedder.is_accelerator(),
-    )?;
+    let accelerator = embedder.is_accelerator();
+    let fused = super::fused_kernels(a.fused_rank.choice(), a.model.device, accelerator)?
+        .map(|k| KernelHandle(std::sync::Arc::from(k)));
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,
@@ -78,28 +76,6 @@ pub fn run(a: ServeArgs) -> Result<()> {
         memdex_server::serve(listener, engine, config, shutdown_signal()).await?;
         anyhow::Ok(())
     })
-}
-
-/// The kernels searches are ranked through on the model thread: `choice` None (auto) = when
-/// the model runs on an accelerator and memdex's CUDA kernels load there.
-fn fused_kernels(
-    choice: Option<bool>,
-    device: memdex_core::DeviceChoice,
-    accelerator: bool,
-) -> Result<Option<KernelHandle>> {
-    if !choice.unwrap_or(accelerator) {
-        return Ok(None);
-    }
-    let kernels = super::load_kernels(device)?;
-    if choice.is_none() && kernels.device() == "cpu" {
-        tracing::info!("fused ranking off: no CUDA kernels here (the CPU pipeline ranks)");
-        return Ok(None);
-    }
-    tracing::info!(
-        "searches ranked by the fused kernel on {}",
-        kernels.device()
-    );
-    Ok(Some(KernelHandle(std::sync::Arc::from(kernels))))
 }
 
 /// SIGTERM or Ctrl-C.
