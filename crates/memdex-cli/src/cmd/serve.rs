@@ -43,8 +43,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     config.check_bind(&a.addr)?;
     let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
-    let accelerator = embedder.is_accelerator();
-    let fused = super::fused_kernels(a.fused_rank.choice(), a.model.device, accelerator)?
+    // auto = off in serving for now: each fused call gathers and uploads its tenants' rows,
+    // which at 5,000-row tenants costs more per batch than the resident device scan
+    let choice = a.fused_rank.choice().or(Some(false));
+    let fused = super::fused_kernels(choice, a.model.device, embedder.is_accelerator())?
         .map(|k| KernelHandle(std::sync::Arc::from(k)));
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
