@@ -27,12 +27,20 @@ pub(crate) struct FusedAsk {
 }
 
 /// One group: searches of the same view with the same `k` and options.
-struct Group {
+struct Group<'a> {
     view: Arc<View>,
     k: usize,
     opts: RankOptions,
-    /// (job index, row of the job's query in the batch's embeddings)
-    jobs: Vec<(usize, usize)>,
+    jobs: Vec<Member<'a>>,
+}
+
+/// One search of a group.
+struct Member<'a> {
+    /// Index of its job in the model batch, and of its query's row in the embeddings.
+    job: usize,
+    row: usize,
+    tenant: &'a str,
+    date_ms: Option<i64>,
 }
 
 /// Hits of the batch's searches that asked for the fused ranking, by job index (None: rank it
@@ -48,21 +56,13 @@ pub(crate) fn fused_group(
         let batch: Vec<BatchQuery<'_>> = g
             .jobs
             .iter()
-            .map(|&(j, row)| {
-                let job = &group[j];
-                let (scan, ask) = job
-                    .scan
-                    .as_ref()
-                    .and_then(|s| s.fused.map(|a| (s, a)))
-                    .expect("grouped jobs ask for the fused ranking");
-                BatchQuery {
-                    tenant: &scan.tenant,
-                    query: Query {
-                        text: &job.texts[0],
-                        vector: e.row(row),
-                        date_ms: ask.date_ms,
-                    },
-                }
+            .map(|m| BatchQuery {
+                tenant: m.tenant,
+                query: Query {
+                    text: &group[m.job].texts[0],
+                    vector: e.row(m.row),
+                    date_ms: m.date_ms,
+                },
             })
             .collect();
         let ranked = catch_unwind(AssertUnwindSafe(|| {
@@ -78,10 +78,10 @@ pub(crate) fn fused_group(
         match ranked {
             Ok(Ok(hits)) => {
                 stats.fused_batches.fetch_add(1, Ordering::Relaxed);
-                for (&(j, _), h) in g.jobs.iter().zip(hits) {
+                for (m, h) in g.jobs.iter().zip(hits) {
                     if let Ok(h) = h {
                         stats.fused_queries.fetch_add(1, Ordering::Relaxed);
-                        out[j] = Some(h);
+                        out[m.job] = Some(h);
                     }
                 }
             }
@@ -101,22 +101,28 @@ pub(crate) fn fused_group(
 }
 
 /// The batch's fused searches grouped by view, `k` and options.
-fn groups(group: &[EmbedJob]) -> Vec<Group> {
-    let mut out: Vec<Group> = Vec::new();
+fn groups(group: &[EmbedJob]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group<'_>> = Vec::new();
     let mut row = 0;
     for (j, job) in group.iter().enumerate() {
         if let (Some(scan), 1) = (&job.scan, job.texts.len()) {
             if let Some(ask) = scan.fused {
-                let same = |g: &&mut Group| {
+                let member = Member {
+                    job: j,
+                    row,
+                    tenant: &scan.tenant,
+                    date_ms: ask.date_ms,
+                };
+                let same = |g: &&mut Group<'_>| {
                     Arc::ptr_eq(&g.view, &scan.view) && g.k == ask.k && g.opts == ask.opts
                 };
                 match out.iter_mut().find(same) {
-                    Some(g) => g.jobs.push((j, row)),
+                    Some(g) => g.jobs.push(member),
                     None => out.push(Group {
                         view: scan.view.clone(),
                         k: ask.k,
                         opts: ask.opts,
-                        jobs: vec![(j, row)],
+                        jobs: vec![member],
                     }),
                 }
             }
