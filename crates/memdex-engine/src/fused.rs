@@ -248,8 +248,10 @@ fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
 
 impl Gathered {
     fn add_rows(&mut self, t: &FusedTenant<'_>) {
-        self.embeddings
-            .extend(t.embeddings.iter().map(|&x| f16::from_f32(x)));
+        for run in t.embeddings() {
+            self.embeddings
+                .extend(run.iter().map(|&x| f16::from_f32(x)));
+        }
         // groups stay distinct across tenants: a tenant's first group never continues the
         // previous tenant's last (ranges never span tenants, this only keeps the data honest)
         let base = self.groups.last().map_or(0, |&g| g.saturating_add(1));

@@ -77,8 +77,7 @@ pub struct FusedTenant<'s> {
     name: String,
     slices: Vec<TenantSlice<'s>>,
     starts: Vec<usize>,
-    /// `rows × dim`, f32 as stored (normalised).
-    pub embeddings: Vec<f32>,
+    dim: usize,
     pub positions: Vec<u32>,
     /// FragRel scope groups (runs of one session, or one group for the whole history).
     pub groups: Vec<u32>,
@@ -104,11 +103,9 @@ impl<'s> FusedTenant<'s> {
         }
         let (dim, mut n) = (store.dim(), 0);
         let mut starts = Vec::with_capacity(slices.len());
-        let mut embeddings = Vec::new();
         for s in &slices {
             starts.push(n);
             n += s.rows;
-            embeddings.extend_from_slice(s.embeddings(dim));
         }
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let positions = slices
@@ -129,7 +126,7 @@ impl<'s> FusedTenant<'s> {
             importance: cache.importance(tenant, &slices).to_vec(),
             slices,
             starts,
-            embeddings,
+            dim,
             positions,
             groups,
         })
@@ -137,6 +134,12 @@ impl<'s> FusedTenant<'s> {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The rows' embeddings (f32 as stored, normalised), run by run in timeline order,
+    /// borrowed from the store's mapping.
+    pub fn embeddings(&self) -> impl Iterator<Item = &'s [f32]> + '_ {
+        self.slices.iter().map(|s| s.embeddings(self.dim))
     }
 
     /// Live rows.
