@@ -15,6 +15,7 @@
 //      environment always uses every row of the range).
 // scratch: nq × 3 × stride floats (stride >= longest range); positions/groups: N u32 each.
 #include "common.cuh"
+#include "fragrel.cuh"
 
 #define FR_THREADS (MEMDEX_WARPS * 32)
 
@@ -54,88 +55,9 @@ __device__ __forceinline__ void fragrel_topk(FR_PARAMS) {
     }
     __syncthreads();
 
-    const uint32_t per = (n + FR_THREADS - 1) / FR_THREADS;
-    const uint32_t lo = min(n, tid * per), hi = min(n, (tid + 1) * per);
-    // decay of the step between timeline items i-1 and i (0 across groups and before item 0)
-    auto decay = [&](uint32_t i) -> float {
-        if (i == 0 || i >= n) return 0.f;
-        const uint32_t a = start + i - 1, b = start + i;
-        if (groups[a] != groups[b]) return 0.f;
-        const uint32_t d = positions[b] > positions[a] ? positions[b] - positions[a] : 0;
-        return powf(w, (float)d);
-    };
-
-    // 2a. forward: F_i = d_i * (F_{i-1} + s_{i-1}); chunk map F_{lo-1} -> F_{hi-1}
-    {
-        float a = 1.f, bn = 0.f, bz = 0.f;
-        for (uint32_t i = lo; i < hi; ++i) {
-            const float d = decay(i);
-            const float sp = i > 0 ? s[i - 1] : 0.f;
-            a *= d;
-            bn = d * (bn + sp);
-            bz = d * (bz + 1.f);
-        }
-        ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
-    }
-    __syncthreads();
-    if (tid == 0) {  // carries: value entering each chunk
-        float xn = 0.f, xz = 0.f;
-        for (uint32_t t = 0; t < FR_THREADS; ++t) {
-            const float a = ca[t], bn = cn[t], bz = cz[t];
-            cn[t] = xn; cz[t] = xz;
-            xn = a * xn + bn;
-            xz = a * xz + bz;
-        }
-    }
-    __syncthreads();
-    {
-        float xn = cn[tid], xz = cz[tid];
-        for (uint32_t i = lo; i < hi; ++i) {
-            const float d = decay(i);
-            const float sp = i > 0 ? s[i - 1] : 0.f;
-            xn = d * (xn + sp);
-            xz = d * (xz + 1.f);
-            fn[i] = xn;
-            fz[i] = xz;
-        }
-    }
-    __syncthreads();
-
-    // 2b. backward: B_i = d_{i+1} * (B_{i+1} + s_{i+1}); chunk map B_{hi} -> B_{lo}
-    {
-        float a = 1.f, bn = 0.f, bz = 0.f;
-        for (uint32_t i = hi; i-- > lo;) {
-            const float d = decay(i + 1);
-            const float sn = i + 1 < n ? s[i + 1] : 0.f;
-            a *= d;
-            bn = d * (bn + sn);
-            bz = d * (bz + 1.f);
-        }
-        ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
-    }
-    __syncthreads();
-    if (tid == 0) {
-        float xn = 0.f, xz = 0.f;
-        for (uint32_t t = FR_THREADS; t-- > 0;) {
-            const float a = ca[t], bn = cn[t], bz = cz[t];
-            cn[t] = xn; cz[t] = xz;
-            xn = a * xn + bn;
-            xz = a * xz + bz;
-        }
-    }
-    __syncthreads();
-    {
-        float xn = cn[tid], xz = cz[tid];
-        for (uint32_t i = hi; i-- > lo;) {
-            const float d = decay(i + 1);
-            const float sn = i + 1 < n ? s[i + 1] : 0.f;
-            xn = d * (xn + sn);
-            xz = d * (xz + 1.f);
-            const float num = fn[i] + xn, den = fz[i] + xz;
-            fn[i] = s[i] + alpha * (den > 0.f ? num / den : 0.f);
-        }
-    }
-    __syncthreads();
+    // 2. s + alpha * env into fn (fragrel.cuh; every row of the range takes part)
+    memdex_fragrel_env<FR_THREADS>(s, fn, fz, n, start, positions, groups, nullptr, alpha, w, ca,
+                                   cn, cz);
 
     // 3. top-k of the final scores; lanes take consecutive rows, lane 0 inserts them in order
     const uint32_t* qmask = query_masks ? query_masks + (uint64_t)qi * tables * words : nullptr;

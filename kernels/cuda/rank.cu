@@ -19,6 +19,7 @@
 // row of each range, ranges concatenated; offsets[q] is where query q's entries start.
 // time_mode: 0 none, 1 front, 2 boost (time_factor).
 #include "common.cuh"
+#include "fragrel.cuh"
 
 #define RK_THREADS (MEMDEX_WARPS * 32)
 
@@ -37,10 +38,6 @@
     emb, dim, queries, ranges, positions, groups, importance, alive, sparse, flags, offsets, \
         time_mode, time_factor, w_dense, w_sparse, fragrel, alpha, w, use_importance,        \
         w_importance, k, scratch, stride, out_s, out_r, out_all
-
-__device__ __forceinline__ bool rk_live(const uint32_t* __restrict__ alive, uint32_t row) {
-    return (alive[row / 32] >> (row % 32)) & 1u;
-}
 
 // Block-wide minima (even slots) and maxima (odd slots) of four values; every thread gets them.
 // NaN is ignored, as f64::min/max ignore it on the CPU.
@@ -82,7 +79,7 @@ __device__ __forceinline__ void rk_select(float (*ls)[MEMDEX_MAX_K], uint32_t (*
     __syncthreads();
     for (uint32_t base = warp * 32; base < n; base += MEMDEX_WARPS * 32) {
         const uint32_t i = base + lane;
-        const bool ok = i < n && rk_live(alive, start + i) &&
+        const bool ok = i < n && memdex_live(alive, start + i) &&
                         (want == 2 || (uint32_t)(qflags[i] != 0) == want);
         const float v = ok ? memdex_sanitize(fin[i]) : -INFINITY;
         const uint32_t okmask = __ballot_sync(0xffffffffu, ok);
@@ -112,7 +109,7 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     float* s = scratch + (uint64_t)qi * 3 * stride;  // dense, then fused
     float* fn = s + stride;                           // forward numerator, then the final score
     float* fz = fn + stride;                          // forward denominator
-    auto live = [&](uint32_t i) { return rk_live(alive, start + i); };
+    auto live = [&](uint32_t i) { return memdex_live(alive, start + i); };
 
     // 1. dense cosines (warp per row)
     {
@@ -141,87 +138,14 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     }
     __syncthreads();
 
-    // 3. FragRel (see fragrel_env.cu), live rows only; without it the fused score is final
-    const uint32_t per = (n + RK_THREADS - 1) / RK_THREADS;
-    const uint32_t lo = min(n, tid * per), hi = min(n, (tid + 1) * per);
-    if (!fragrel) {
-        for (uint32_t i = lo; i < hi; ++i) fn[i] = s[i];
+    // 3. FragRel (fragrel.cuh) over the live rows; without it the fused score is final
+    if (fragrel) {
+        memdex_fragrel_env<RK_THREADS>(s, fn, fz, n, start, positions, groups, alive, alpha, w,
+                                       ca, cn, cz);
     } else {
-        auto decay = [&](uint32_t i) -> float {
-            if (i == 0 || i >= n) return 0.f;
-            const uint32_t a = start + i - 1, b = start + i;
-            if (groups[a] != groups[b]) return 0.f;
-            const uint32_t d = positions[b] > positions[a] ? positions[b] - positions[a] : 0;
-            return powf(w, (float)d);
-        };
-        // contribution of row j to its neighbours' sums: (score, weight), zero when dead
-        auto val = [&](uint32_t j) -> float { return live(j) ? s[j] : 0.f; };
-        auto one = [&](uint32_t j) -> float { return live(j) ? 1.f : 0.f; };
-        {  // forward: F_i = d_i (F_{i-1} + s_{i-1})
-            float a = 1.f, bn = 0.f, bz = 0.f;
-            for (uint32_t i = lo; i < hi; ++i) {
-                const float d = decay(i);
-                a *= d;
-                bn = d * (bn + (i > 0 ? val(i - 1) : 0.f));
-                bz = d * (bz + (i > 0 ? one(i - 1) : 0.f));
-            }
-            ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
-        }
+        for (uint32_t i = tid; i < n; i += RK_THREADS) fn[i] = s[i];
         __syncthreads();
-        if (tid == 0) {
-            float xn = 0.f, xz = 0.f;
-            for (uint32_t t = 0; t < RK_THREADS; ++t) {
-                const float a = ca[t], bn = cn[t], bz = cz[t];
-                cn[t] = xn; cz[t] = xz;
-                xn = a * xn + bn;
-                xz = a * xz + bz;
-            }
-        }
-        __syncthreads();
-        {
-            float xn = cn[tid], xz = cz[tid];
-            for (uint32_t i = lo; i < hi; ++i) {
-                const float d = decay(i);
-                xn = d * (xn + (i > 0 ? val(i - 1) : 0.f));
-                xz = d * (xz + (i > 0 ? one(i - 1) : 0.f));
-                fn[i] = xn;
-                fz[i] = xz;
-            }
-        }
-        __syncthreads();
-        {  // backward: B_i = d_{i+1} (B_{i+1} + s_{i+1})
-            float a = 1.f, bn = 0.f, bz = 0.f;
-            for (uint32_t i = hi; i-- > lo;) {
-                const float d = decay(i + 1);
-                a *= d;
-                bn = d * (bn + (i + 1 < n ? val(i + 1) : 0.f));
-                bz = d * (bz + (i + 1 < n ? one(i + 1) : 0.f));
-            }
-            ca[tid] = a; cn[tid] = bn; cz[tid] = bz;
-        }
-        __syncthreads();
-        if (tid == 0) {
-            float xn = 0.f, xz = 0.f;
-            for (uint32_t t = RK_THREADS; t-- > 0;) {
-                const float a = ca[t], bn = cn[t], bz = cz[t];
-                cn[t] = xn; cz[t] = xz;
-                xn = a * xn + bn;
-                xz = a * xz + bz;
-            }
-        }
-        __syncthreads();
-        {
-            float xn = cn[tid], xz = cz[tid];
-            for (uint32_t i = hi; i-- > lo;) {
-                const float d = decay(i + 1);
-                xn = d * (xn + (i + 1 < n ? val(i + 1) : 0.f));
-                xz = d * (xz + (i + 1 < n ? one(i + 1) : 0.f));
-                const float num = fn[i] + xn, den = fz[i] + xz;
-                fn[i] = s[i] + alpha * (den > 0.f ? num / den : 0.f);
-            }
-        }
     }
-    __syncthreads();
 
     // 4. importance: shift a negative minimum up, then scale
     if (use_importance) {

@@ -142,26 +142,42 @@ fn locomo_fixture_counts_and_skips() {
     );
 }
 
+/// `memdex eval --json` on the LoCoMo fixture (`--preset default` unless `extra` names one).
+fn eval_locomo_mini(extra: &[&str]) -> serde_json::Value {
+    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
+    let mut args = vec![
+        "eval",
+        "--input",
+        locomo.to_str().unwrap(),
+        "--format",
+        "locomo",
+        "--json",
+    ];
+    if !extra.contains(&"--preset") {
+        args.extend_from_slice(&["--preset", "default"]);
+    }
+    args.extend_from_slice(extra);
+    serde_json::from_slice(&memdex(&args).stdout).unwrap()
+}
+
+/// Every metric of report `b` within 0.002 of report `a`'s.
+fn assert_metrics_close(a: &serde_json::Value, b: &serde_json::Value) {
+    for (level, metrics) in a["levels"].as_object().unwrap() {
+        for (m, x) in metrics.as_object().unwrap() {
+            let y = b["levels"][level][m].as_f64().unwrap();
+            assert!(
+                (x.as_f64().unwrap() - y).abs() <= 0.002,
+                "{level} {m}: {x} vs {y}"
+            );
+        }
+    }
+}
+
 /// The report records the whole ranking configuration: two runs that differ in one stage
 /// (here the time stage, which the old hand-built config left out) record different configs.
 #[test]
 fn reports_record_every_stage() {
-    let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
-    let run = |extra: &[&str]| -> serde_json::Value {
-        let mut args = vec![
-            "eval",
-            "--input",
-            locomo.to_str().unwrap(),
-            "--format",
-            "locomo",
-            "--json",
-        ];
-        if !extra.contains(&"--preset") {
-            args.extend_from_slice(&["--preset", "default"]);
-        }
-        args.extend_from_slice(extra);
-        serde_json::from_slice(&memdex(&args).stdout).unwrap()
-    };
+    let run = eval_locomo_mini;
     let front = run(&[]);
     let off = run(&["--time", "off"]);
     let rank = &front["config"]["rank"];
@@ -249,38 +265,14 @@ fn batched_device_scan_ranks_as_the_cpu_scorer() {
             );
         }
     }
-    for (level, metrics) in cpu["levels"].as_object().unwrap() {
-        for (m, x) in metrics.as_object().unwrap() {
-            let y = dev["levels"][level][m].as_f64().unwrap();
-            assert!(
-                (x.as_f64().unwrap() - y).abs() <= 0.002,
-                "{level} {m}: {x} vs {y}"
-            );
-        }
-    }
+    assert_metrics_close(&cpu, &dev);
 }
 
 #[test]
 fn fused_ranking_evaluates_as_the_cpu_pipeline() {
     let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
-    let run = |extra: &[&str]| -> serde_json::Value {
-        let mut args = vec![
-            "eval",
-            "--input",
-            locomo.to_str().unwrap(),
-            "--format",
-            "locomo",
-            "--preset",
-            "default",
-            "--device",
-            "cpu",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        serde_json::from_slice(&memdex(&args).stdout).unwrap()
-    };
-    let cpu = run(&["--fused-rank", "off"]);
-    let fused = run(&["--fused-rank", "on", "--fused-check"]);
+    let cpu = eval_locomo_mini(&["--device", "cpu", "--fused-rank", "off"]);
+    let fused = eval_locomo_mini(&["--device", "cpu", "--fused-rank", "on", "--fused-check"]);
     assert!(cpu["config"].get("fused_ranking").is_none());
     assert_eq!(fused["config"]["fused_ranking"], "cpu");
     assert_eq!(cpu["questions"], fused["questions"]);
@@ -288,15 +280,7 @@ fn fused_ranking_evaluates_as_the_cpu_pipeline() {
     let check = &fused["fused"];
     assert!(check["queries"].as_u64().unwrap() > 0);
     assert_eq!(check["different"], 0, "{check}");
-    for (level, metrics) in cpu["levels"].as_object().unwrap() {
-        for (m, x) in metrics.as_object().unwrap() {
-            let y = fused["levels"][level][m].as_f64().unwrap();
-            assert!(
-                (x.as_f64().unwrap() - y).abs() <= 0.002,
-                "{level} {m}: {x} vs {y}"
-            );
-        }
-    }
+    assert_metrics_close(&cpu, &fused);
     // options the kernel does not run are refused by name when asked for
     let out = memdex_testkit::memdex(
         env!("CARGO_BIN_EXE_memdex"),

@@ -11,8 +11,8 @@ use memdex_kernels::{
     Timeline,
 };
 use memdex_rank::{
-    FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions, SearchHit,
-    TenantCache,
+    flagged_first, FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions,
+    SearchHit, TenantCache,
 };
 use memdex_store::{ItemRef, Store};
 
@@ -140,11 +140,7 @@ pub fn rank_fused_all<'s>(
         let mut order = memdex_index::fusion::rank_desc(&scores);
         let flags = &p.gathered.flags[off..off + n];
         if p.gathered.time[j] == TimeRule::Front && flags.iter().any(|&f| f != 0) {
-            // stable: flagged items first, each group in score order (as the CPU pipeline)
-            let (mut front, back): (Vec<usize>, Vec<usize>) =
-                order.iter().partition(|&&i| flags[i] != 0);
-            front.extend(back);
-            order = front;
+            flagged_first(&mut order, |i| flags[i] != 0);
         }
         off += n;
         out[qi] = Ok(FusedRanking {

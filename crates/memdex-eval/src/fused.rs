@@ -12,7 +12,7 @@ use memdex_kernels::Kernels;
 use memdex_rank::{Query, RankError, RankOptions, SearchHit};
 use serde::Serialize;
 
-use crate::run::{EvalOptions, Ranked, SCAN_BATCH};
+use crate::run::{batch_window, EvalOptions, Ranked};
 use crate::{EvalError, EvalQuestion, Skip};
 
 /// Scores closer than this count as a tie (the kernel scores f16 rows in f32 arithmetic).
@@ -142,11 +142,11 @@ pub fn compare_fused(
             },
         })
         .collect();
-    compare_batches(searcher, kernels, &batch, 10, 256, opts)
+    compare_batches(searcher, kernels, &batch, 10, crate::run::SCAN_BATCH, opts)
 }
 
 /// The current batch's whole rankings from the fused kernel (`Searcher::rank_fused_all`): one
-/// kernel call per [`SCAN_BATCH`] questions, its time shared among them.
+/// kernel call per [`crate::run::SCAN_BATCH`] questions, its time shared among them.
 #[derive(Default)]
 pub(crate) struct FusedScan {
     /// First question of the batch; per question of the batch its ranking (None: abstention
@@ -185,10 +185,7 @@ impl FusedScan {
         opts: &EvalOptions,
     ) -> Result<(), EvalError> {
         let t = Instant::now();
-        let end = (qi + SCAN_BATCH).min(questions.len());
-        let wanted: Vec<usize> = (qi..end)
-            .filter(|&i| questions[i].skip != Some(Skip::Abstention))
-            .collect();
+        let (end, wanted) = batch_window(questions, qi);
         let batch: Vec<BatchQuery<'_>> = wanted
             .iter()
             .map(|&i| BatchQuery {

@@ -395,6 +395,16 @@ pub fn evaluate_questions_with(
 /// Questions scored together on a batched (device) scorer or the fused kernel.
 pub(crate) const SCAN_BATCH: usize = 256;
 
+/// The batch of questions starting at `qi`: where it ends, and the questions in it that are
+/// ranked (abstentions are not).
+pub(crate) fn batch_window(questions: &[EvalQuestion], qi: usize) -> (usize, Vec<usize>) {
+    let end = (qi + SCAN_BATCH).min(questions.len());
+    let wanted = (qi..end)
+        .filter(|&i| questions[i].skip != Some(Skip::Abstention))
+        .collect();
+    (end, wanted)
+}
+
 /// Dense scores of the current batch of questions when the searcher's scorer batches (a
 /// device): one scorer call per [`SCAN_BATCH`] questions, its time shared among them.
 #[derive(Default)]
@@ -418,10 +428,7 @@ impl Scan {
         }
         if self.scores.is_empty() || qi >= self.start + self.scores.len() {
             let t = Instant::now();
-            let end = (qi + SCAN_BATCH).min(questions.len());
-            let wanted: Vec<usize> = (qi..end)
-                .filter(|&i| questions[i].skip != Some(Skip::Abstention))
-                .collect();
+            let (end, wanted) = batch_window(questions, qi);
             let batch: Vec<(&str, &[f32])> = wanted
                 .iter()
                 .map(|&i| (questions[i].tenant.as_str(), qvecs.row(i)))

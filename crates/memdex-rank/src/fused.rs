@@ -5,11 +5,11 @@
 //! The stages it stands for are [`crate::rank`]'s with the same options; the kernels' CPU
 //! reference states them exactly.
 
-use memdex_store::{ItemRef, Store, TenantSlice};
+use memdex_store::{ItemRef, Store};
 
 use crate::cache::TenantCache;
 use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode};
-use crate::pipeline::{check_columns, Query};
+use crate::pipeline::{check_columns, Query, TenantRows};
 use crate::{score, time, RankError, SearchHit};
 
 /// The pipeline's weights, for options the fused kernel can run.
@@ -75,13 +75,13 @@ pub struct FusedQuery {
 #[derive(Debug)]
 pub struct FusedTenant<'s> {
     name: String,
-    slices: Vec<TenantSlice<'s>>,
-    starts: Vec<usize>,
+    rows: TenantRows<'s>,
     dim: usize,
     pub positions: Vec<u32>,
     /// FragRel scope groups (runs of one session, or one group for the whole history).
     pub groups: Vec<u32>,
-    pub importance: Vec<u8>,
+    /// The tenant cache's importance values (shared, not copied).
+    pub importance: std::sync::Arc<Vec<u8>>,
 }
 
 impl<'s> FusedTenant<'s> {
@@ -101,12 +101,7 @@ impl<'s> FusedTenant<'s> {
                 store: store.dir().display().to_string(),
             });
         }
-        let (dim, mut n) = (store.dim(), 0);
-        let mut starts = Vec::with_capacity(slices.len());
-        for s in &slices {
-            starts.push(n);
-            n += s.rows;
-        }
+        let n: usize = slices.iter().map(|s| s.rows).sum();
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let positions = slices
             .iter()
@@ -123,10 +118,9 @@ impl<'s> FusedTenant<'s> {
         };
         Ok(FusedTenant {
             name: tenant.to_string(),
-            importance: cache.importance(tenant, &slices).to_vec(),
-            slices,
-            starts,
-            dim,
+            importance: cache.importance(tenant, &slices),
+            rows: TenantRows::new(slices),
+            dim: store.dim(),
             positions,
             groups,
         })
@@ -139,18 +133,17 @@ impl<'s> FusedTenant<'s> {
     /// The rows' embeddings (f32 as stored, normalised), run by run in timeline order,
     /// borrowed from the store's mapping.
     pub fn embeddings(&self) -> impl Iterator<Item = &'s [f32]> + '_ {
-        self.slices.iter().map(|s| s.embeddings(self.dim))
+        self.rows.slices.iter().map(|s| s.embeddings(self.dim))
     }
 
     /// Live rows.
     pub fn rows(&self) -> usize {
-        self.positions.len()
+        self.rows.len()
     }
 
     /// The item at timeline index `i` (< [`Self::rows`]).
     pub fn item(&self, i: usize) -> ItemRef<'s> {
-        let s = self.starts.partition_point(|&st| st <= i) - 1;
-        self.slices[s].item(i - self.starts[s])
+        self.rows.item(i)
     }
 
     /// Hits from the kernel's `(score, timeline index)` pairs, best first.
@@ -164,12 +157,12 @@ impl<'s> FusedTenant<'s> {
 
     /// A query's BM25 scores and time-stage flags over these rows.
     pub fn query(&self, query: &Query<'_>, opts: &RankOptions, cache: &TenantCache) -> FusedQuery {
-        let sparse = score::sparse_scores(&self.slices, query.text, opts, &self.name, cache)
+        let sparse = score::sparse_scores(&self.rows.slices, query.text, opts, &self.name, cache)
             .into_iter()
             .map(|s| s as f32)
             .collect();
         let stage = opts.time.and_then(|stage| {
-            time::flags(&self.slices, query, stage)
+            time::flags(&self.rows.slices, query, stage)
                 .map(|(flags, in_range)| (stage, flags, in_range))
         });
         let (flags, time) = match stage {

@@ -26,6 +26,8 @@ mod stages;
 mod structures;
 mod time;
 
+pub use time::flagged_first;
+
 pub use cache::TenantCache;
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;

@@ -30,11 +30,44 @@ pub enum Dense<'a> {
     Scores(&'a [f32]),
 }
 
+/// A tenant's live rows in timeline order: its slices and where each starts.
+#[derive(Debug)]
+pub(crate) struct TenantRows<'s> {
+    pub slices: Vec<TenantSlice<'s>>,
+    starts: Vec<usize>,
+    rows: usize,
+}
+
+impl<'s> TenantRows<'s> {
+    pub fn new(slices: Vec<TenantSlice<'s>>) -> TenantRows<'s> {
+        let mut starts = Vec::with_capacity(slices.len());
+        let mut rows = 0;
+        for s in &slices {
+            starts.push(rows);
+            rows += s.rows;
+        }
+        TenantRows {
+            slices,
+            starts,
+            rows,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// The item at timeline index `i` (< [`Self::len`]).
+    pub fn item(&self, i: usize) -> ItemRef<'s> {
+        let s = self.starts.partition_point(|&st| st <= i) - 1;
+        self.slices[s].item(i - self.starts[s])
+    }
+}
+
 /// A tenant's items with their final scores; `order` lists timeline indices best first.
 #[derive(Debug)]
 pub struct Ranking<'s> {
-    slices: Vec<TenantSlice<'s>>,
-    starts: Vec<usize>,
+    rows: TenantRows<'s>,
     pub scores: Vec<f64>,
     pub order: Vec<usize>,
 }
@@ -50,8 +83,7 @@ impl<'s> Ranking<'s> {
 
     /// The item at timeline index `i`.
     pub fn item(&self, i: usize) -> ItemRef<'s> {
-        let s = self.starts.partition_point(|&st| st <= i) - 1;
-        self.slices[s].item(i - self.starts[s])
+        self.rows.item(i)
     }
 
     /// The best `k` items as hits.
@@ -124,30 +156,26 @@ pub fn rank<'s>(
             store: store.dir().display().to_string(),
         });
     }
-    let mut starts = Vec::with_capacity(slices.len());
-    let mut n = 0;
-    for s in &slices {
-        starts.push(n);
-        n += s.rows;
-    }
+    let rows = TenantRows::new(slices);
+    let (slices, n) = (rows.slices.as_slice(), rows.len());
     let dense_scores = match opts.retriever {
         Retriever::Bm25 => Vec::new(),
-        _ => dense_scores(store, &slices, query, dense, n)?,
+        _ => dense_scores(store, slices, query, dense, n)?,
     };
-    let found = crate::structures::retrieve(store, tenant, &slices, query, opts, cache)?;
+    let found = crate::structures::retrieve(store, tenant, slices, query, opts, cache)?;
     let mut scores = match (&found, opts.retriever) {
         (Some(f), Retriever::Thoughts | Retriever::Tree) => {
             crate::structures::first_stage(f, &dense_scores, opts)
         }
-        _ => first_stage(&slices, query.text, &dense_scores, opts, tenant, cache),
+        _ => first_stage(slices, query.text, &dense_scores, opts, tenant, cache),
     };
     if opts.fragrel.is_some() || opts.semantic.is_some() {
         let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
         let groups = opts.fragrel.map(|f| match f.scope {
-            FragRelScope::Session => cache.groups(tenant, &slices),
+            FragRelScope::Session => cache.groups(tenant, slices),
             FragRelScope::History => std::sync::Arc::new(vec![0; n]),
         });
-        let adjacency = opts.semantic.map(|_| cache.semantic(tenant, &slices));
+        let adjacency = opts.semantic.map(|_| cache.semantic(tenant, slices));
         let env = Environment {
             positions: &positions,
             groups: groups.as_deref().map(Vec::as_slice),
@@ -164,7 +192,7 @@ pub fn rank<'s>(
             .flat_map(|s| s.timestamps())
             .copied()
             .collect();
-        let importance = opts.importance.map(|_| cache.importance(tenant, &slices));
+        let importance = opts.importance.map(|_| cache.importance(tenant, slices));
         let input = Signals {
             times: &times,
             importance: importance.as_deref().map(Vec::as_slice),
@@ -177,11 +205,10 @@ pub fn rank<'s>(
     }
     let mut order = memdex_index::fusion::rank_desc(&scores);
     if let Some(stage) = opts.time {
-        time::apply(&slices, query, stage, &mut scores, &mut order);
+        time::apply(slices, query, stage, &mut scores, &mut order);
     }
     Ok(Ranking {
-        slices,
-        starts,
+        rows,
         scores,
         order,
     })

@@ -59,6 +59,13 @@ pub(crate) fn flags(
     Some((flags, qt.range.is_some()))
 }
 
+/// The time stage's `front` rule: flagged items first, stably (each group keeps its order).
+pub fn flagged_first(order: &mut Vec<usize>, flagged: impl Fn(usize) -> bool) {
+    let (mut front, back): (Vec<usize>, Vec<usize>) = order.iter().partition(|&&i| flagged(i));
+    front.extend(back);
+    *order = front;
+}
+
 /// Prefers the flagged items: with a range, `front` moves them ahead (stable: each group keeps
 /// its score order) and `boost` multiplies their scores; without one (a "when" question) the
 /// `when_boost` applies.
@@ -74,11 +81,7 @@ fn prefer(
     }
     let boost = match (in_range, stage.mode) {
         (true, TimeMode::Front) => {
-            // stable: in-range items first, each group in score order
-            let (mut front, back): (Vec<usize>, Vec<usize>) =
-                order.iter().partition(|&&i| flags[i]);
-            front.extend(back);
-            *order = front;
+            flagged_first(order, |i| flags[i]);
             return;
         }
         (true, TimeMode::Boost(b)) => b,

@@ -5,12 +5,12 @@
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
-use memdex_engine::{BatchQuery, Searcher};
+use memdex_engine::BatchQuery;
 use memdex_eval::{compare_batches, FusedAgreement};
-use memdex_rank::{fit_to_store, Query, RankOptions};
-use memdex_store::Store;
+use memdex_rank::Query;
 use serde::Serialize;
 
+use super::bench_search::Bench;
 use crate::cli::BenchRankArgs;
 use crate::output::print_json;
 
@@ -30,16 +30,12 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     if a.queries == 0 || a.batch == 0 || a.k == 0 {
         bail!("--queries, --batch and --k must be at least 1");
     }
-    let store = Store::open(&a.store)?;
-    let tenants: Vec<String> = store.tenants().keys().map(|t| t.to_string()).collect();
-    if tenants.is_empty() {
-        bail!("{}: the store has no items", a.store.display());
-    }
-    let rows = store.rows();
-    let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let searcher = Searcher::new(store, Box::new(embedder))?;
-    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
-    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
+    let Bench {
+        searcher,
+        tenants,
+        rows,
+        opts,
+    } = Bench::open(&a.store, &a.model, &a.rank)?;
     // the kernels run where the model does (`--device`: the CPU reference on the CPU)
     let kernels = super::load_kernels(a.model.device)?;
 

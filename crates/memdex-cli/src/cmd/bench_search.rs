@@ -1,17 +1,18 @@
 //! `memdex bench search`: the latency one client of `memdex serve` waits for, without HTTP —
 //! query embedding and ranking timed apart, one query at a time, tenants taken in turn.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
 use memdex_engine::Searcher;
 use memdex_eval::percentile;
-use memdex_rank::{fit_to_store, Query, RankOptions};
+use memdex_rank::{fit_to_store, Query, RankOptions, Stages};
 use memdex_store::Store;
 use serde::Serialize;
 
-use crate::cli::BenchSearchArgs;
+use crate::cli::{BenchSearchArgs, ModelArgs};
 use crate::output::print_json;
 
 /// Latency percentiles of one stage, in milliseconds.
@@ -104,20 +105,46 @@ pub(super) fn query(i: usize) -> String {
     t.replacen("{}", a, 1).replacen("{}", b, 1)
 }
 
+/// A store to benchmark searches on: its searcher (the store's own model), its tenants, live
+/// rows and the ranking options (the search defaults with the user's stages, fitted).
+pub(super) struct Bench {
+    pub searcher: Searcher,
+    pub tenants: Vec<String>,
+    pub rows: u64,
+    pub opts: RankOptions,
+}
+
+impl Bench {
+    pub fn open(store: &Path, model: &ModelArgs, rank: &Stages) -> Result<Bench> {
+        let s = Store::open(store)?;
+        let tenants: Vec<String> = s.tenants().keys().map(|t| t.to_string()).collect();
+        if tenants.is_empty() {
+            bail!("{}: the store has no items", store.display());
+        }
+        let rows = s.rows();
+        let embedder = super::load_embedder(model, s.manifest().model_source.as_deref())?;
+        let searcher = Searcher::new(s, Box::new(embedder))?;
+        let mut opts = super::rank_options(rank, RankOptions::default())?;
+        fit_to_store(&mut opts, rank.time.is_some(), searcher.store());
+        Ok(Bench {
+            searcher,
+            tenants,
+            rows,
+            opts,
+        })
+    }
+}
+
 pub fn run(a: BenchSearchArgs) -> Result<()> {
     if a.queries == 0 || a.k == 0 {
         bail!("--queries and --k must be at least 1");
     }
-    let store = Store::open(&a.store)?;
-    let tenants: Vec<String> = store.tenants().keys().map(|t| t.to_string()).collect();
-    if tenants.is_empty() {
-        bail!("{}: the store has no items", a.store.display());
-    }
-    let rows = store.rows();
-    let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let searcher = Searcher::new(store, Box::new(embedder))?;
-    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
-    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
+    let Bench {
+        searcher,
+        tenants,
+        rows,
+        opts,
+    } = Bench::open(&a.store, &a.model, &a.rank)?;
 
     let run_one = |i: usize, tenant: &str| -> Result<(f64, f64, usize)> {
         let text = query(i);
