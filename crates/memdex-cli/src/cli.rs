@@ -185,6 +185,11 @@ pub struct IndexArgs {
     /// What one memory item covers: session, round or turn.
     #[arg(long, env = "MEMDEX_GRANULARITY", default_value = "round")]
     pub granularity: Granularity,
+    /// Store layout, fixed when the store is created: `shared` (each distinct item content
+    /// stored once, rows reference it; the default) or `inline` (every row holds its own copy,
+    /// format 3). Default: the existing store's, or shared for a new one.
+    #[arg(long, env = "MEMDEX_LAYOUT")]
+    pub layout: Option<memdex_store::Layout>,
     /// Whose words form the embedded key: user or all (default: user for round/session, all
     /// for turn).
     #[arg(long, env = "MEMDEX_KEY_ROLES")]

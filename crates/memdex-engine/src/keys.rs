@@ -53,10 +53,10 @@ impl KeyCache {
     pub fn get(&self, key: &str) -> Option<(&[f32], Vec<String>)> {
         let &(id, row) = self.rows.get(&memdex_core::content_hash(key.as_bytes()))?;
         let seg = &self.store.segments()[*self.index.get(&id)?];
-        let (row, dim) = (row as usize, self.store.dim());
+        let row = row as usize;
         (seg.key(row) == key).then(|| {
             let terms = seg.terms(row).map(str::to_string).collect();
-            (&seg.embeddings()[row * dim..(row + 1) * dim], terms)
+            (seg.embedding(row), terms)
         })
     }
 

@@ -54,7 +54,6 @@ pub fn lsh_top_k(
 ) -> Option<LshSearch> {
     let meta = store.manifest().lsh?;
     let tables = meta.tables as usize;
-    let dim = store.dim();
     let words = (meta.buckets as usize).div_ceil(64);
     let mut wanted = vec![0u64; tables * words];
     for t in 0..tables {
@@ -65,7 +64,6 @@ pub fn lsh_top_k(
     let mut top = TopK::new(k);
     let (mut scanned, mut total) = (0, 0);
     for (block, slice) in store.tenant_slices(tenant).iter().enumerate() {
-        let emb = slice.embeddings(dim);
         total += slice.rows;
         let ids = slice.lsh_buckets().filter(|&(_, t)| t == tables);
         for r in 0..slice.rows {
@@ -78,7 +76,7 @@ pub fn lsh_top_k(
             if hit {
                 scanned += 1;
                 top.push(Hit {
-                    score: dot(query, &emb[r * dim..(r + 1) * dim]),
+                    score: dot(query, slice.embedding(r)),
                     block: block as u32,
                     row: r as u32,
                 });

@@ -125,7 +125,7 @@ impl Searcher {
             .map(|(t, _)| self.store.tenant_slices(t))
             .collect();
         let slices: Vec<&[_]> = slices.iter().map(Vec::as_slice).collect();
-        let (blocks, runs) = memdex_rank::dense_batch_request(&self.store, &slices);
+        let (blocks, runs) = memdex_rank::dense_batch_request(&slices);
         let scores = self.scorer.score(dim, &vectors, &blocks, &runs);
         Ok(scores.map_err(memdex_rank::RankError::from)?)
     }

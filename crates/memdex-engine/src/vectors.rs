@@ -87,7 +87,17 @@ pub(crate) fn neighbors(
             .iter()
             .flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied())
             .collect();
-        let mut blocks: Vec<&[f32]> = slices.iter().map(|s| s.embeddings(dim)).collect();
+        // one block per run of stored vectors, with the slice and slice row it starts at
+        let mut blocks: Vec<&[f32]> = Vec::new();
+        let mut origin: Vec<(usize, usize)> = Vec::new();
+        for (si, s) in slices.iter().enumerate() {
+            let mut first = 0;
+            for run in s.vector_runs() {
+                blocks.push(run.data(dim));
+                origin.push((si, first));
+                first += run.rows;
+            }
+        }
         blocks.push(&fresh);
         let found: Vec<Vec<(u64, f32)>> = rows
             .par_iter()
@@ -96,8 +106,8 @@ pub(crate) fn neighbors(
                     .into_iter()
                     .map(|h| {
                         let (b, r) = (h.block as usize, h.row as usize);
-                        let pos = match slices.get(b) {
-                            Some(s) => s.positions()[r],
+                        let pos = match origin.get(b) {
+                            Some(&(si, first)) => slices[si].positions()[first + r],
                             None => position[rows[r]],
                         };
                         (pos, h.score.max(0.0))

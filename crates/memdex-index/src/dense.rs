@@ -10,11 +10,12 @@ use rayon::prelude::*;
 
 use crate::dot;
 
-/// One block of stored vectors: a store segment's embedding column, row-major.
+/// One block of stored vectors, row-major: a store segment's embedding column (inline
+/// layout) or a content file's (shared layout).
 #[derive(Debug, Clone, Copy)]
 pub struct Block<'a> {
-    /// Stable identity of the block (a segment id, never reused): device scorers keep a
-    /// resident copy under it.
+    /// Stable identity of the block (a segment or content file id, never reused): device
+    /// scorers keep a resident copy under it.
     pub id: u64,
     pub data: &'a [f32],
 }

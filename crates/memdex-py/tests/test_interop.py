@@ -1,5 +1,6 @@
-"""A store's segments (each append may write its own) are plain Arrow IPC files: pyarrow, polars and DuckDB open them and read
-the embedding column, and it holds exactly what the store's model gives for each row's key.
+"""A store's files are plain Arrow IPC: pyarrow, polars and DuckDB open them. In the default (shared) layout a segment holds
+the rows and references each row's content (key, value, terms, embedding) in a content file by `content_ref`; a join
+gives every row its key and embedding, which hold exactly what the store's model gives for the key.
 Each reader is skipped with a notice when not installed, unless MEMDEX_REQUIRE_PYARROW=1 (CI)
 makes a missing one a failure."""
 
@@ -24,11 +25,13 @@ SESSIONS = [
 def store(mem):
     mem.add(SESSIONS)
     with open(os.path.join(mem.store, "manifest.json")) as f:
-        live = [s["file"] for s in json.load(f)["segments"]]
-    segs = [os.path.join(mem.store, "segments", f) for f in live]
-    assert segs and all(os.path.exists(s) for s in segs), segs
-    assert sorted(glob.glob(os.path.join(mem.store, "segments", "*.arrow"))) == sorted(segs)
-    return mem, segs
+        m = json.load(f)
+    assert m["layout"] == "shared"
+    segs = [os.path.join(mem.store, "segments", s["file"]) for s in m["segments"]]
+    cnts = [os.path.join(mem.store, "segments", c["file"]) for c in m["contents"]]
+    assert segs and cnts and all(os.path.exists(s) for s in segs + cnts), (segs, cnts)
+    assert sorted(glob.glob(os.path.join(mem.store, "segments", "*.arrow"))) == sorted(segs + cnts)
+    return mem, segs, cnts
 
 
 def check(mem, keys, emb):
@@ -41,9 +44,15 @@ def test_pyarrow_memory_maps_a_segment(store):
     pa = require("pyarrow")
     import pyarrow.ipc as ipc
 
-    mem, segs = store
-    t = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)
-    assert t.num_rows == 6
+    mem, segs, cnts = store
+    rows = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)
+    contents = pa.concat_tables(ipc.open_file(pa.memory_map(c)).read_all() for c in cnts)
+    assert rows.num_rows == 6 and contents.num_rows == 6
+    # the join, columnar: each row's content by position (Acero's join takes no list columns)
+    import pyarrow.compute as pc
+    t = contents.take(pc.index_in(rows["content_ref"], value_set=contents["content_ref"]))
+    assert t.num_rows == 6 and t.column("key").null_count == 0
+    t = t.append_column("tenant", rows["tenant"])
     assert t.schema.field("embedding").type == pa.list_(pa.field("item", pa.float32(), False), mem.dim)
     assert set(t.column("tenant").to_pylist()) == {"alice", "bob"}
     flat = t.column("embedding").combine_chunks().flatten().to_numpy()
@@ -52,8 +61,9 @@ def test_pyarrow_memory_maps_a_segment(store):
 
 def test_polars_reads_a_segment(store):
     pl = require("polars")
-    mem, segs = store
-    df = pl.concat([pl.read_ipc(s) for s in segs])
+    mem, segs, cnts = store
+    rows = pl.concat([pl.read_ipc(s) for s in segs])
+    df = rows.join(pl.concat([pl.read_ipc(c) for c in cnts]), on="content_ref")
     assert df.schema["embedding"] == pl.Array(pl.Float32, mem.dim)
     assert df.filter(pl.col("tenant") == "bob").height == 3
     check(mem, df["key"].to_list(), df["embedding"].to_numpy())
@@ -64,12 +74,15 @@ def test_duckdb_queries_a_segment(store):
     pa = require("pyarrow")
     import pyarrow.ipc as ipc
 
-    mem, segs = store
+    mem, segs, cnts = store
     # DuckDB has no built-in Arrow IPC file reader (that is an extension it would download):
-    # it scans the memory-mapped pyarrow table in place
-    seg = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)
+    # it scans the memory-mapped pyarrow tables in place
+    rows = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)
+    contents = pa.concat_tables(ipc.open_file(pa.memory_map(c)).read_all() for c in cnts)
     con = duckdb.connect()
-    con.register("seg", seg)
+    con.register("seg_rows", rows)
+    con.register("contents", contents)
+    con.execute("create view seg as select * from seg_rows join contents using (content_ref)")
     assert con.execute("select typeof(embedding) from seg limit 1").fetchone()[0] == f"FLOAT[{mem.dim}]"
     rows = con.execute(
         "select key, embedding from seg where tenant = 'alice' order by position"

@@ -151,12 +151,11 @@ impl TenantCache {
         let mut touched = 0f64;
         for s in slices {
             // one read per 4 KiB page
-            touched += s
-                .embeddings(dim)
-                .iter()
-                .step_by(1024)
-                .map(|&v| f64::from(v))
-                .sum::<f64>();
+            for run in s.vector_runs() {
+                touched += (run.data(dim).iter().step_by(1024))
+                    .map(|&v| f64::from(v))
+                    .sum::<f64>();
+            }
             touched += s
                 .positions()
                 .iter()

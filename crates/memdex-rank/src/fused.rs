@@ -133,7 +133,9 @@ impl<'s> FusedTenant<'s> {
     /// The rows' embeddings (f32 as stored, normalised), run by run in timeline order,
     /// borrowed from the store's mapping.
     pub fn embeddings(&self) -> impl Iterator<Item = &'s [f32]> + '_ {
-        self.rows.slices.iter().map(|s| s.embeddings(self.dim))
+        (self.rows.slices.iter())
+            .flat_map(|s| s.vector_runs())
+            .map(|r| r.data(self.dim))
     }
 
     /// Live rows.

@@ -3,6 +3,8 @@
 //! stages (TiM thoughts, MemTree) → recency and importance → order → time stage. Each stage
 //! is a function of plain score vectors in `score`, `structures` and `time`.
 
+use std::collections::HashMap;
+
 use memdex_index::{Block, DenseScorer, Run};
 use memdex_store::{ItemRef, Store, TenantSlice};
 
@@ -97,45 +99,37 @@ impl<'s> Ranking<'s> {
     }
 }
 
-/// The blocks and runs a dense scorer reads for `slices` (one block per segment touched).
-pub fn dense_request<'s>(
-    store: &'s Store,
-    slices: &[TenantSlice<'s>],
-) -> (Vec<Block<'s>>, Vec<Run>) {
-    let (blocks, mut runs) = dense_batch_request(store, &[slices]);
+/// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
+/// a segment's own vectors, or a content file's).
+pub fn dense_request<'s>(slices: &[TenantSlice<'s>]) -> (Vec<Block<'s>>, Vec<Run>) {
+    let (blocks, mut runs) = dense_batch_request(&[slices]);
     (blocks, runs.pop().unwrap_or_default())
 }
 
 /// [`dense_request`] for a batch of queries, query `q` over `slices[q]` (its tenant's live
-/// rows): one block per segment touched by any query, shared, and each query's runs.
-pub fn dense_batch_request<'s>(
-    store: &'s Store,
-    slices: &[&[TenantSlice<'s>]],
-) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
+/// rows): one block per vector block touched by any query, shared, and each query's runs.
+pub fn dense_batch_request<'s>(slices: &[&[TenantSlice<'s>]]) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
     let mut blocks: Vec<Block<'s>> = Vec::new();
-    let mut block_of: Vec<Option<usize>> = vec![None; store.segments().len()];
-    let runs = slices
-        .iter()
-        .map(|query_slices| {
-            query_slices
-                .iter()
-                .map(|s| {
-                    let block = *block_of[s.index].get_or_insert_with(|| {
-                        blocks.push(Block {
-                            id: s.segment.meta().id,
-                            data: s.segment.embeddings(),
-                        });
-                        blocks.len() - 1
-                    });
-                    Run {
-                        block,
-                        start: s.start,
-                        rows: s.rows,
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let mut block_of: HashMap<u64, usize> = HashMap::new();
+    let mut runs = Vec::with_capacity(slices.len());
+    for query_slices in slices {
+        let mut mine = Vec::new();
+        for v in query_slices.iter().flat_map(|s| s.vector_runs()) {
+            let block = *block_of.entry(v.block.id).or_insert_with(|| {
+                blocks.push(Block {
+                    id: v.block.id,
+                    data: v.block.data,
+                });
+                blocks.len() - 1
+            });
+            mine.push(Run {
+                block,
+                start: v.start,
+                rows: v.rows,
+            });
+        }
+        runs.push(mine);
+    }
     (blocks, runs)
 }
 
@@ -231,7 +225,7 @@ fn dense_scores(
                     got: query.vector.len(),
                 });
             }
-            let (blocks, runs) = dense_request(store, slices);
+            let (blocks, runs) = dense_request(slices);
             scorer
                 .score(store.dim(), query.vector, &blocks, &[runs])?
                 .pop()

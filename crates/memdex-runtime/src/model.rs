@@ -192,12 +192,7 @@ fn scan_group(
     }
     // segments the newest view no longer has were compacted away: drop their copies
     if let Some(newest) = batch.newest() {
-        let live: Vec<u64> = newest
-            .store()
-            .segments()
-            .iter()
-            .map(|s| s.meta().id)
-            .collect();
+        let live: Vec<u64> = newest.store().vector_block_ids();
         scorer.retain(&live);
     }
     let scored = catch_unwind(AssertUnwindSafe(|| {
@@ -227,15 +222,16 @@ fn scan_group(
     out
 }
 
-/// A group's searches as one scoring request: blocks shared by segment id across views
-/// (segment ids are never reused, segments never change).
+/// A group's searches as one scoring request: blocks shared by vector block id across views
+/// (block ids are never reused, blocks never change).
 struct ScanBatch<'a> {
     /// Job index of each search.
     which: Vec<usize>,
     queries: Vec<f32>,
     runs: Vec<Vec<Run>>,
-    /// (view, segment index) of each block.
-    sources: Vec<(&'a View, usize)>,
+    blocks: Vec<Block<'a>>,
+    /// The view of each search.
+    views: Vec<&'a View>,
 }
 
 impl<'a> ScanBatch<'a> {
@@ -244,33 +240,35 @@ impl<'a> ScanBatch<'a> {
             which: Vec::new(),
             queries: Vec::new(),
             runs: Vec::new(),
-            sources: Vec::new(),
+            blocks: Vec::new(),
+            views: Vec::new(),
         };
         let mut block_of: HashMap<u64, usize> = HashMap::new();
         let mut off = 0;
         for (i, j) in group.iter().enumerate() {
             if let (Some(r), 1, false) = (&j.scan, j.texts.len(), ranked[i]) {
                 let view: &'a View = &r.view;
-                let runs = view
-                    .store()
-                    .tenant_slices(&r.tenant)
-                    .iter()
-                    .map(|s| {
-                        let id = s.segment.meta().id;
-                        let block = *block_of.entry(id).or_insert_with(|| {
-                            batch.sources.push((view, s.index));
-                            batch.sources.len() - 1
+                let mut runs = Vec::new();
+                for v in
+                    (view.store().tenant_slices(&r.tenant).iter()).flat_map(|s| s.vector_runs())
+                {
+                    let block = *block_of.entry(v.block.id).or_insert_with(|| {
+                        batch.blocks.push(Block {
+                            id: v.block.id,
+                            data: v.block.data,
                         });
-                        Run {
-                            block,
-                            start: s.start,
-                            rows: s.rows,
-                        }
-                    })
-                    .collect();
+                        batch.blocks.len() - 1
+                    });
+                    runs.push(Run {
+                        block,
+                        start: v.start,
+                        rows: v.rows,
+                    });
+                }
                 batch.queries.extend_from_slice(e.row(off));
                 batch.runs.push(runs);
                 batch.which.push(i);
+                batch.views.push(view);
             }
             off += j.texts.len();
         }
@@ -278,23 +276,14 @@ impl<'a> ScanBatch<'a> {
     }
 
     fn blocks(&self) -> Vec<Block<'a>> {
-        self.sources
-            .iter()
-            .map(|&(view, i)| {
-                let seg = &view.store().segments()[i];
-                Block {
-                    id: seg.meta().id,
-                    data: seg.embeddings(),
-                }
-            })
-            .collect()
+        self.blocks.clone()
     }
 
     /// The view of the newest store version among the batch's searches.
     fn newest(&self) -> Option<&'a View> {
-        self.sources
+        self.views
             .iter()
-            .map(|&(v, _)| v)
+            .copied()
             .max_by_key(|v| v.store().manifest().version)
     }
 }

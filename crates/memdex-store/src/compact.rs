@@ -7,20 +7,18 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs;
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{BooleanArray, RecordBatch, UInt32Array};
-use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
-use arrow_ipc::MetadataVersion;
 use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use arrow_select::take::take_record_batch;
 
+use crate::contents::{write_batch_file, ContentFile};
 use crate::error::StoreError;
-use crate::manifest::{sync_dir, write_durably, SegmentMeta, TenantRange, SEGMENTS_DIR};
-use crate::schema::{COL_ITEM_ID, COL_POSITION, COL_TENANT};
+use crate::manifest::{sync_dir, ContentMeta, Layout, SegmentMeta, TenantRange, SEGMENTS_DIR};
+use crate::schema::{columns, COL_ITEM_ID, COL_POSITION, COL_TENANT};
 use crate::segment::Segment;
 use crate::store::Store;
 use crate::writer::StoreWriter;
@@ -50,6 +48,8 @@ pub struct CompactReport {
     pub segments_after: usize,
     pub segments_rewritten: usize,
     pub rows_removed: u64,
+    /// Shared layout: contents no remaining row references, removed with their files' rewrite.
+    pub contents_removed: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub manifest_version: u64,
@@ -83,7 +83,7 @@ impl StoreWriter {
         let deleted: HashSet<u64> = self.manifest.deleted.iter().copied().collect();
         let mut report = CompactReport {
             segments_before: store.segments().len(),
-            bytes_before: self.manifest.segments.iter().map(|s| s.bytes).sum(),
+            bytes_before: self.manifest.bytes(),
             ..CompactReport::default()
         };
         let has_deleted = |seg: &Segment| {
@@ -176,6 +176,24 @@ impl StoreWriter {
         next.deleted = (self.manifest.deleted.iter().copied())
             .filter(|id| untouched.contains(id))
             .collect();
+        let mut old_contents: Vec<String> = Vec::new();
+        if next.layout == Layout::Shared {
+            let remaining = remaining_refs(&store, &rewritten, &deleted);
+            let mut ids = next_seg_id;
+            match compact_contents(&store, &remaining, opts, &seg_dir, &mut ids) {
+                Ok(c) => {
+                    written.extend(c.written);
+                    old_contents = c.retired;
+                    report.contents_removed = c.removed;
+                    next.contents = c.metas;
+                    next.next_segment_id = ids;
+                }
+                Err(e) => {
+                    remove_files(&seg_dir, &written);
+                    return Err(e);
+                }
+            }
+        }
         sync_dir(&seg_dir)?;
         let saved =
             crate::failpoint::hit("compact-before-manifest").and_then(|()| next.save(&self.dir));
@@ -188,15 +206,14 @@ impl StoreWriter {
         // manifest naming unlinked files
         self.manifest = next;
         report.segments_after = self.manifest.segments.len();
-        report.bytes_after = self.manifest.segments.iter().map(|s| s.bytes).sum();
+        report.bytes_after = self.manifest.bytes();
         report.manifest_version = self.manifest.version;
         if let Err(e) = crate::failpoint::hit("compact-before-cleanup") {
             tracing::warn!("compaction committed; {e}");
         }
-        let old_files: Vec<String> = runs
-            .iter()
-            .flatten()
+        let old_files: Vec<String> = (runs.iter().flatten())
             .map(|&i| store.segments()[i].meta().file.clone())
+            .chain(old_contents)
             .collect();
         drop(store);
         for f in old_files {
@@ -213,6 +230,124 @@ impl StoreWriter {
         }
         Ok(report)
     }
+}
+
+/// `content_ref` of every row that stays in a segment file: all rows of segments compaction
+/// leaves alone, the live rows of those it rewrites.
+fn remaining_refs(
+    store: &Store,
+    rewritten: &HashSet<usize>,
+    deleted: &HashSet<u64>,
+) -> HashSet<u64> {
+    let mut out = HashSet::new();
+    for (i, seg) in store.segments().iter().enumerate() {
+        let refs = seg.batch().column_by_name(columns::CONTENT_REF);
+        let Some(refs) = refs.map(|c| c.as_primitive::<UInt64Type>().values()) else {
+            continue;
+        };
+        let ids = seg.item_ids();
+        let keep = |r: usize| !rewritten.contains(&i) || !deleted.contains(&ids[r]);
+        out.extend((0..refs.len()).filter(|&r| keep(r)).map(|r| refs[r]));
+    }
+    out
+}
+
+/// What compacting the content files did.
+struct ContentCompaction {
+    /// The content files of the new version, in order.
+    metas: Vec<ContentMeta>,
+    /// Files written (removed again if the compaction does not commit).
+    written: Vec<String>,
+    /// Files the new version no longer names.
+    retired: Vec<String>,
+    removed: u64,
+}
+
+/// Rewrites content files holding contents no remaining row references (their bytes go)
+/// and merges small ones, as segments are: runs of neighbouring files, order kept, so the
+/// contents a session stored together stay consecutive.
+fn compact_contents(
+    store: &Store,
+    remaining: &HashSet<u64>,
+    opts: &CompactOptions,
+    seg_dir: &std::path::Path,
+    next_id: &mut u64,
+) -> Result<ContentCompaction, StoreError> {
+    let files = store.contents().files();
+    let garbage = |f: &ContentFile| f.hashes().iter().any(|h| !remaining.contains(h));
+    let mut out = ContentCompaction {
+        metas: Vec::new(),
+        written: Vec::new(),
+        retired: Vec::new(),
+        removed: 0,
+    };
+    let mut run: Vec<&ContentFile> = Vec::new();
+    let mut run_rows = 0u64;
+    for f in files {
+        let rows = f.rows() as u64;
+        let wanted = rows < opts.small_rows || garbage(f);
+        if !wanted || run_rows + rows > opts.max_rows {
+            flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)?;
+            run_rows = 0;
+        }
+        if wanted {
+            run.push(f);
+            run_rows += rows;
+        } else {
+            out.metas.push(f.meta().clone());
+        }
+    }
+    flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)?;
+    Ok(out)
+}
+
+/// Writes `run` (emptied) as one content file of its referenced rows; a single file with no
+/// garbage is kept as it is.
+fn flush_contents(
+    run: &mut Vec<&ContentFile>,
+    remaining: &HashSet<u64>,
+    seg_dir: &std::path::Path,
+    next_id: &mut u64,
+    out: &mut ContentCompaction,
+) -> Result<(), StoreError> {
+    let files = std::mem::take(run);
+    let clean = |f: &ContentFile| f.hashes().iter().all(|h| remaining.contains(h));
+    match files.as_slice() {
+        [] => return Ok(()),
+        [only] if clean(only) => {
+            out.metas.push(only.meta().clone());
+            return Ok(());
+        }
+        _ => {}
+    }
+    let err = |f: &ContentFile, source| StoreError::Arrow {
+        path: f.path().to_path_buf(),
+        source,
+    };
+    let mut batches = Vec::with_capacity(files.len());
+    for f in &files {
+        let keep: BooleanArray = (f.hashes().iter())
+            .map(|h| Some(remaining.contains(h)))
+            .collect();
+        out.removed += keep.false_count() as u64;
+        batches.push(filter_record_batch(f.batch(), &keep).map_err(|e| err(f, e))?);
+        out.retired.push(f.meta().file.clone());
+    }
+    let merged =
+        concat_batches(&files[0].batch().schema(), &batches).map_err(|e| err(files[0], e))?;
+    if merged.num_rows() > 0 {
+        let file = format!("cnt-{:08}.arrow", *next_id);
+        let bytes = write_batch_file(seg_dir, &file, &merged)?;
+        out.written.push(file.clone());
+        out.metas.push(ContentMeta {
+            id: *next_id,
+            file,
+            rows: merged.num_rows() as u64,
+            bytes,
+        });
+        *next_id += 1;
+    }
+    Ok(())
 }
 
 /// One run of segments rewritten as one file without deleted rows (None: nothing left), and
@@ -283,21 +418,7 @@ fn write_batch(
     batch: &RecordBatch,
 ) -> Result<SegmentMeta, StoreError> {
     let file = format!("seg-{id:08}.arrow");
-    let path = dir.join(&file);
-    let arrow_err = |source| StoreError::Arrow {
-        path: path.clone(),
-        source,
-    };
-    let schema = Arc::new(batch.schema().as_ref().clone());
-    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
-    let mut bytes = Vec::new();
-    {
-        let mut w =
-            FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
-        w.write(batch).map_err(arrow_err)?;
-        w.finish().map_err(arrow_err)?;
-    }
-    write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
+    let bytes = write_batch_file(dir, &file, batch)?;
     let tenants_col = batch.column(COL_TENANT).as_string::<i32>();
     let positions = batch.column(COL_POSITION).as_primitive::<UInt64Type>();
     let ids = batch.column(COL_ITEM_ID).as_primitive::<UInt64Type>();
@@ -321,7 +442,7 @@ fn write_batch(
         id,
         file,
         rows: batch.num_rows() as u64,
-        bytes: bytes.len() as u64,
+        bytes,
         min_item_id: ids.values().iter().copied().min().unwrap_or(0),
         max_item_id: ids.values().iter().copied().max().unwrap_or(0),
         tenants,

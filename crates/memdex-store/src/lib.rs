@@ -6,6 +6,7 @@
 //! DIR/manifest.json             versioned list of committed segments (atomically replaced)
 //! DIR/LOCK                      held by the one writer
 //! DIR/segments/seg-NNNNNNNN.arrow   immutable Arrow IPC files, one record batch each
+//! DIR/segments/cnt-NNNNNNNN.arrow   shared layout: each distinct content once (see `contents`)
 //! DIR/structures/aux-NNNNNNNN.arrow derived structures (thoughts, tree), when enabled
 //! ```
 //!
@@ -15,10 +16,15 @@
 //! Reads go [`Store`] → mmap of each segment → zero-copy Arrow arrays (see `mmap`).
 //!
 //! Inside a segment rows are grouped by tenant and ordered by position in the tenant's
-//! history, so a tenant's embeddings are contiguous `&[f32]` slices.
+//! history. In the inline layout (format 3) every row holds its own key, value, terms and
+//! vector, so a tenant's vectors are one contiguous `&[f32]` per segment; in the shared layout
+//! (format 4, the default) rows reference content files by `content_ref` and a tenant's vectors
+//! are runs of consecutive content rows ([`VectorRun`]), one per stretch of its history first
+//! stored together.
 
 mod aux_rows;
 mod compact;
+mod contents;
 mod error;
 mod failpoint;
 mod live;
@@ -34,15 +40,19 @@ mod writer;
 
 pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
 pub use compact::{CompactOptions, CompactReport};
+pub use contents::{ContentFile, Contents};
 pub use error::StoreError;
 pub use live::AliveBits;
 pub use lsh_column::{LshMeta, LSH_BUCKETS};
-pub use manifest::{Extraction, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION};
-pub use schema::columns;
-pub use segment::{Derived, ItemRef, Segment};
+pub use manifest::{
+    ContentMeta, Extraction, Layout, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION,
+    FORMAT_VERSION_SHARED,
+};
+pub use schema::{columns, content_ref};
+pub use segment::{Derived, ItemRef, Segment, VectorBlock, VectorRun};
 pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
 pub use structures::{
     AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
 };
-pub use writer::{AppendReport, StoreWriter};
+pub use writer::{AppendReport, StoreSpec, StoreWriter};

@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{io, StoreError};
 
-/// On-disk format version this build reads and writes.
+/// On-disk format version of a store whose rows hold their own content (the inline layout).
 pub const FORMAT_VERSION: u32 = 3;
+/// Format version of a store whose rows reference shared content files (the shared layout):
+/// builds that read only version 3 refuse it by name instead of misreading its segments.
+pub const FORMAT_VERSION_SHARED: u32 = 4;
 
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const SEGMENTS_DIR: &str = "segments";
@@ -29,6 +32,14 @@ pub struct Manifest {
     #[serde(default)]
     pub extraction: Extraction,
     pub segments: Vec<SegmentMeta>,
+    /// Where rows keep their content (fixed at creation). Absent in older manifests (=
+    /// inline).
+    #[serde(default = "Layout::absent")]
+    pub layout: Layout,
+    /// The shared layout's content files (`cnt-N.arrow`): each distinct item content (key,
+    /// value, terms, vector) once, referenced by the rows' `content_hash`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contents: Vec<ContentMeta>,
     /// Tombstones: ids of deleted items whose rows are still in segment files, ascending.
     /// Readers skip them; compaction rewrites their segments without them and drops the ids
     /// here. Absent in older manifests (= none).
@@ -66,6 +77,68 @@ pub struct Extraction {
     /// FragRel semantic neighbours stored per item (0: none).
     #[serde(default)]
     pub neighbors: usize,
+}
+
+/// How a store keeps item content (key, value, terms, vector).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Every row holds its own copy (format 3): one self-contained Arrow file per segment.
+    Inline,
+    /// Each distinct content once, in content files; rows reference it by `content_hash`
+    /// (format 4). Tenants that share sessions share their bytes.
+    #[default]
+    Shared,
+}
+
+impl Layout {
+    /// The layout of a manifest that names none: written before layouts existed.
+    fn absent() -> Layout {
+        Layout::Inline
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Layout::Inline => "inline",
+            Layout::Shared => "shared",
+        }
+    }
+
+    /// The manifest format version a store of this layout is written with.
+    pub fn format_version(&self) -> u32 {
+        match self {
+            Layout::Inline => FORMAT_VERSION,
+            Layout::Shared => FORMAT_VERSION_SHARED,
+        }
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "inline" => Ok(Layout::Inline),
+            "shared" => Ok(Layout::Shared),
+            other => Err(format!("unknown store layout {other:?} (inline or shared)")),
+        }
+    }
+}
+
+/// One committed content file of the shared layout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentMeta {
+    /// From the segments' id sequence: no segment or content file ever shares an id.
+    pub id: u64,
+    /// File name inside `segments/`.
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
 }
 
 /// One committed segment file.
@@ -117,11 +190,11 @@ impl Manifest {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        if v.format_version != FORMAT_VERSION {
+        if v.format_version != FORMAT_VERSION && v.format_version != FORMAT_VERSION_SHARED {
             return Err(StoreError::FormatVersion {
                 path,
                 found: v.format_version,
-                supported: FORMAT_VERSION,
+                supported: FORMAT_VERSION_SHARED,
             });
         }
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
@@ -142,7 +215,7 @@ impl Manifest {
         let mut files = std::collections::HashSet::new();
         for s in &self.segments {
             let seg = format!("segment {} ({:?})", s.id, s.file);
-            if !is_segment_file_name(&s.file) {
+            if !is_file_name(&s.file, "seg-") {
                 return Err(format!("{seg}: file name must be seg-<digits>.arrow"));
             }
             if !ids.insert(s.id) || !files.insert(s.file.as_str()) {
@@ -173,6 +246,7 @@ impl Manifest {
                 ));
             }
         }
+        self.validate_contents(&ids, &mut files)?;
         if self.deleted.windows(2).any(|w| w[0] >= w[1]) {
             return Err("deleted item ids are not ascending".into());
         }
@@ -182,12 +256,50 @@ impl Manifest {
         }
     }
 
+    /// Content files: only in a shared store, named `cnt-<digits>.arrow`, ids and files unique
+    /// among segments and content files alike.
+    fn validate_contents<'a>(
+        &'a self,
+        ids: &std::collections::HashSet<u64>,
+        files: &mut std::collections::HashSet<&'a str>,
+    ) -> Result<(), String> {
+        if self.format_version != self.layout.format_version() {
+            return Err(format!(
+                "format version {} does not match the {} layout (version {})",
+                self.format_version,
+                self.layout,
+                self.layout.format_version()
+            ));
+        }
+        if self.layout == Layout::Inline && !self.contents.is_empty() {
+            return Err("an inline store lists content files".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for c in &self.contents {
+            let what = format!("content file {} ({:?})", c.id, c.file);
+            if !is_file_name(&c.file, "cnt-") {
+                return Err(format!("{what}: file name must be cnt-<digits>.arrow"));
+            }
+            if ids.contains(&c.id) || !seen.insert(c.id) || !files.insert(c.file.as_str()) {
+                return Err(format!("{what}: id or file listed twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every file the manifest names inside `segments/` (segments, then content files).
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        (self.segments.iter().map(|s| s.file.as_str()))
+            .chain(self.contents.iter().map(|c| c.file.as_str()))
+    }
+
     /// The id the next new segment takes (and, in the manifest that names it, the next one
     /// after it).
     pub fn next_segment_id(&self) -> u64 {
         self.segments
             .iter()
             .map(|s| s.id + 1)
+            .chain(self.contents.iter().map(|c| c.id + 1))
             .max()
             .unwrap_or(1)
             .max(self.next_segment_id)
@@ -218,11 +330,18 @@ impl Manifest {
     pub fn rows(&self) -> u64 {
         self.segments.iter().map(|s| s.rows).sum()
     }
+
+    /// Bytes of every segment and content file.
+    pub fn bytes(&self) -> u64 {
+        let segments: u64 = self.segments.iter().map(|s| s.bytes).sum();
+        segments + self.contents.iter().map(|c| c.bytes).sum::<u64>()
+    }
 }
 
-/// `seg-<digits>.arrow`: the only names the writer gives, so no path separator or `..`.
-fn is_segment_file_name(name: &str) -> bool {
-    name.strip_prefix("seg-")
+/// `seg-<digits>.arrow` / `cnt-<digits>.arrow`: the only names the writer gives, so no path
+/// separator or `..`.
+fn is_file_name(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
         .and_then(|r| r.strip_suffix(".arrow"))
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -19,8 +19,9 @@ use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
 use arrow_ipc::MetadataVersion;
 use memdex_core::{MemoryItem, Role};
 
+use crate::contents::{ContentFile, Loc, SharedContents};
 use crate::error::StoreError;
-use crate::manifest::{write_durably, SegmentMeta, TenantRange};
+use crate::manifest::{write_durably, Layout, SegmentMeta, TenantRange};
 use crate::mmap::map_file;
 use crate::schema::*;
 
@@ -56,6 +57,7 @@ pub(crate) fn write_segment(
     dir: &Path,
     id: u64,
     dim: usize,
+    layout: Layout,
     rows: &[Row<'_>],
     metadata: HashMap<String, String>,
 ) -> Result<SegmentMeta, StoreError> {
@@ -67,13 +69,18 @@ pub(crate) fn write_segment(
     };
     let lsh_tables = rows.first().map_or(0, |r| r.lsh.len());
     let schema = match lsh_tables {
-        0 => segment_schema(dim, metadata),
-        t => crate::lsh_column::with_column(segment_schema(dim, metadata), t),
+        0 => segment_schema(dim, layout, metadata),
+        t => crate::lsh_column::with_column(segment_schema(dim, layout, metadata), t),
     };
     let schema = Arc::new(schema);
-    let mut emb = Vec::with_capacity(rows.len() * dim);
-    for r in rows {
-        emb.extend_from_slice(r.embedding);
+    // the rows whose content this file holds (a shared segment's columns for them are dropped)
+    let own: &[Row<'_>] = if layout == Layout::Inline { rows } else { &[] };
+    let mut emb = Vec::new();
+    if layout == Layout::Inline {
+        emb.reserve(rows.len() * dim);
+        for r in rows {
+            emb.extend_from_slice(r.embedding);
+        }
     }
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from_iter_values(
@@ -99,20 +106,22 @@ pub(crate) fn write_segment(
             rows.iter().map(|r| r.item.role.as_str()),
         )),
         Arc::new(LargeStringArray::from_iter_values(
-            rows.iter().map(|r| r.item.value.as_str()),
+            own.iter().map(|r| r.item.value.as_str()),
         )),
         Arc::new(LargeStringArray::from_iter_values(
-            rows.iter().map(|r| r.item.key.as_str()),
+            own.iter().map(|r| r.item.key.as_str()),
         )),
-        Arc::new(
+        Arc::new(if layout == Layout::Inline {
             FixedSizeListArray::try_new(
                 embedding_item_field(),
                 dim as i32,
                 Arc::new(Float32Array::from(emb)),
                 None,
             )
-            .map_err(arrow_err)?,
-        ),
+            .map_err(arrow_err)?
+        } else {
+            FixedSizeListArray::new_null(embedding_item_field(), dim as i32, 0)
+        }),
         Arc::new(UInt64Array::from_iter_values(
             rows.iter().map(|r| r.item.content_hash),
         )),
@@ -120,7 +129,7 @@ pub(crate) fn write_segment(
             rows.iter()
                 .map(|r| memdex_core::content_hash(r.item.key.as_bytes())),
         )),
-        Arc::new(terms_array(rows)),
+        Arc::new(terms_array(own)),
         Arc::new(events_array(rows)),
         Arc::new(LargeStringArray::from_iter_values(
             rows.iter().map(|r| r.derived.facts.as_str()),
@@ -128,7 +137,16 @@ pub(crate) fn write_segment(
         Arc::new(neighbors_array(rows)),
         Arc::new(neighbor_weights_array(rows)),
     ];
-    let mut columns = columns;
+    // a shared segment leaves its content columns to the content files and references them
+    let mut columns: Vec<ArrayRef> = (columns.into_iter().enumerate())
+        .filter(|(i, _)| layout == Layout::Inline || !CONTENT_COLUMNS.contains(i))
+        .map(|(_, c)| c)
+        .collect();
+    if layout == Layout::Shared {
+        columns.push(Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| content_ref(&r.item.key, &r.item.value)),
+        )));
+    }
     if lsh_tables > 0 {
         let ids: Vec<u16> = rows.iter().flat_map(|r| r.lsh.iter().copied()).collect();
         columns.push(Arc::new(
@@ -136,15 +154,7 @@ pub(crate) fn write_segment(
         ));
     }
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
-    // 64-byte alignment: every buffer in the mmap is SIMD-aligned and read in place.
-    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5).map_err(arrow_err)?;
-    let mut bytes = Vec::new();
-    {
-        let mut w =
-            FileWriter::try_new_with_options(&mut bytes, &schema, opts).map_err(arrow_err)?;
-        w.write(&batch).map_err(arrow_err)?;
-        w.finish().map_err(arrow_err)?;
-    }
+    let bytes = encode_batch(&batch).map_err(arrow_err)?;
     write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
 
     let mut tenants: Vec<TenantRange> = Vec::new();
@@ -171,6 +181,18 @@ pub(crate) fn write_segment(
         max_item_id: rows.iter().map(|r| r.item_id).max().unwrap_or(0),
         tenants,
     })
+}
+
+/// One record batch as Arrow IPC file bytes, every buffer 64-byte aligned (SIMD-aligned and
+/// read in place from the mapping).
+pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, arrow_schema::ArrowError> {
+    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5)?;
+    let mut bytes = Vec::new();
+    let mut w = FileWriter::try_new_with_options(&mut bytes, &batch.schema(), opts)?;
+    w.write(batch)?;
+    w.finish()?;
+    drop(w);
+    Ok(bytes)
 }
 
 fn terms_array(rows: &[Row<'_>]) -> ListArray {
@@ -215,7 +237,8 @@ fn neighbor_weights_array(rows: &[Row<'_>]) -> ListArray {
     b.finish()
 }
 
-/// An open, memory-mapped segment. Column accessors borrow straight from the mapping.
+/// An open, memory-mapped segment. Column accessors borrow straight from the mapping; a
+/// shared-layout segment's content accessors borrow from the content files it references.
 #[derive(Debug, Clone)]
 pub struct Segment {
     meta: SegmentMeta,
@@ -224,6 +247,43 @@ pub struct Segment {
     dim: usize,
     /// The optional LSH bucket column: (column index, tables).
     lsh: Option<(usize, usize)>,
+    /// Column index of each inline `COL_*` in this file.
+    cols: [usize; COLUMNS],
+    body: Body,
+}
+
+/// Where a segment's rows keep their content.
+#[derive(Debug, Clone)]
+enum Body {
+    Inline,
+    /// Each row's content, resolved through `content_hash` at open.
+    Shared {
+        contents: SharedContents,
+        locs: Arc<[Loc]>,
+    },
+}
+
+/// A matrix of stored vectors, row-major: a segment's own column (inline layout) or a
+/// content file's (shared layout). Ids are unique across both and never reused.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorBlock<'a> {
+    pub id: u64,
+    pub data: &'a [f32],
+}
+
+/// Consecutive rows of one [`VectorBlock`].
+#[derive(Debug, Clone, Copy)]
+pub struct VectorRun<'a> {
+    pub block: VectorBlock<'a>,
+    pub start: usize,
+    pub rows: usize,
+}
+
+impl<'a> VectorRun<'a> {
+    /// This run's vectors, `rows × dim`.
+    pub fn data(&self, dim: usize) -> &'a [f32] {
+        &self.block.data[self.start * dim..(self.start + self.rows) * dim]
+    }
 }
 
 /// One stored item, borrowed from a segment.
@@ -244,7 +304,13 @@ pub struct ItemRef<'a> {
 
 impl Segment {
     /// Maps and validates a committed segment against its manifest entry.
-    pub(crate) fn open(dir: &Path, meta: &SegmentMeta, dim: usize) -> Result<Segment, StoreError> {
+    pub(crate) fn open(
+        dir: &Path,
+        meta: &SegmentMeta,
+        dim: usize,
+        layout: Layout,
+        contents: &SharedContents,
+    ) -> Result<Segment, StoreError> {
         let path = dir.join(&meta.file);
         let bad = |message: String| StoreError::Segment {
             path: path.clone(),
@@ -259,7 +325,7 @@ impl Segment {
             )));
         }
         let batch = decode_single_batch(&buffer).map_err(bad)?;
-        let expected = segment_schema(dim, HashMap::new());
+        let expected = segment_schema(dim, layout, HashMap::new());
         let lsh = crate::lsh_column::find(&batch);
         let expected = match lsh {
             Some((_, tables)) => crate::lsh_column::with_column(expected, tables),
@@ -286,13 +352,61 @@ impl Segment {
             batch,
             dim,
             lsh,
+            cols: column_map(layout),
+            body: Body::Inline,
         };
-        match seg.check_against_manifest() {
-            Ok(()) => Ok(seg),
-            Err(message) => Err(StoreError::Segment {
+        let checked = seg.check_against_manifest();
+        let seg = match (checked, layout) {
+            (Ok(()), Layout::Inline) => Ok(seg),
+            (Ok(()), Layout::Shared) => seg.resolved(contents),
+            (Err(message), _) => Err(StoreError::Segment {
                 path: seg.path,
                 message,
             }),
+        };
+        seg
+    }
+
+    /// This shared segment with every row's content located in `contents`; a row whose
+    /// content no file holds is an error naming the row.
+    pub(crate) fn resolved(mut self, contents: &SharedContents) -> Result<Segment, StoreError> {
+        let hashes = self.u64_column(COL_CONTENT_REF);
+        let mut locs = Vec::with_capacity(hashes.len());
+        for (row, &h) in hashes.iter().enumerate() {
+            match contents.get(h) {
+                Some(loc) => locs.push(loc),
+                None => {
+                    return Err(StoreError::Segment {
+                        path: self.path,
+                        message: format!(
+                            "row {row} references content {h:016x}, which no content file holds"
+                        ),
+                    })
+                }
+            }
+        }
+        self.body = Body::Shared {
+            contents: contents.clone(),
+            locs: locs.into(),
+        };
+        Ok(self)
+    }
+
+    /// The content file and row holding `row`'s content (shared layout).
+    fn content(&self, row: usize) -> Option<(&ContentFile, usize)> {
+        match &self.body {
+            Body::Inline => None,
+            Body::Shared { contents, locs } => {
+                let loc = locs[row];
+                Some((contents.file(loc), loc.row as usize))
+            }
+        }
+    }
+
+    pub fn layout(&self) -> Layout {
+        match self.body {
+            Body::Inline => Layout::Inline,
+            Body::Shared { .. } => Layout::Shared,
         }
     }
 
@@ -301,7 +415,7 @@ impl Segment {
     /// entry's bounds. (The manifest's own shape — ranges tiling the rows — is checked when it
     /// is loaded.)
     fn check_against_manifest(&self) -> Result<(), String> {
-        let tenants = self.batch.column(COL_TENANT).as_string::<i32>();
+        let tenants = self.col(COL_TENANT).as_string::<i32>();
         let positions = self.positions();
         for t in &self.meta.tenants {
             let (start, end) = (t.start as usize, (t.start + t.rows) as usize);
@@ -357,9 +471,71 @@ impl Segment {
         &self.batch
     }
 
-    /// All embeddings, row-major `rows × dim`, borrowed from the mapping.
-    pub fn embeddings(&self) -> &[f32] {
-        let list = self.batch.column(COL_EMBEDDING).as_fixed_size_list();
+    /// The vector of `row`, borrowed from the mapping.
+    pub fn embedding(&self, row: usize) -> &[f32] {
+        let dim = self.dim;
+        match self.content(row) {
+            None => &self.inline_embeddings()[row * dim..(row + 1) * dim],
+            Some((f, r)) => &f.embeddings()[r * dim..(r + 1) * dim],
+        }
+    }
+
+    /// The vectors of rows `start..start + rows` as runs of consecutive block rows, in row
+    /// order: one run for an inline segment; for a shared one, a run per stretch of rows
+    /// whose contents lie consecutively in one content file (a session's turns, typically).
+    pub fn vector_runs(&self, start: usize, rows: usize) -> Vec<VectorRun<'_>> {
+        let (contents, locs) = match &self.body {
+            Body::Inline => {
+                let block = VectorBlock {
+                    id: self.meta.id,
+                    data: self.inline_embeddings(),
+                };
+                return vec![VectorRun { block, start, rows }];
+            }
+            Body::Shared { contents, locs } => (contents, &locs[start..start + rows]),
+        };
+        let mut out: Vec<VectorRun<'_>> = Vec::new();
+        let mut prev: Option<Loc> = None;
+        for &loc in locs {
+            let extends = prev.is_some_and(|p| p.file == loc.file && p.row + 1 == loc.row);
+            match out.last_mut() {
+                Some(run) if extends => run.rows += 1,
+                _ => {
+                    let f = contents.file(loc);
+                    out.push(VectorRun {
+                        block: VectorBlock {
+                            id: f.meta().id,
+                            data: f.embeddings(),
+                        },
+                        start: loc.row as usize,
+                        rows: 1,
+                    });
+                }
+            }
+            prev = Some(loc);
+        }
+        out
+    }
+
+    /// Every vector block this segment's rows read (its own, or the content files it
+    /// references), by id.
+    pub fn vector_blocks(&self) -> Vec<VectorBlock<'_>> {
+        match &self.body {
+            Body::Inline => vec![VectorBlock {
+                id: self.meta.id,
+                data: self.inline_embeddings(),
+            }],
+            Body::Shared { contents, .. } => (contents.files().iter())
+                .map(|f| VectorBlock {
+                    id: f.meta().id,
+                    data: f.embeddings(),
+                })
+                .collect(),
+        }
+    }
+
+    fn inline_embeddings(&self) -> &[f32] {
+        let list = self.col(COL_EMBEDDING).as_fixed_size_list();
         let values = list.values().as_primitive::<Float32Type>().values();
         &values[list.offset() * self.dim..(list.offset() + list.len()) * self.dim]
     }
@@ -377,7 +553,10 @@ impl Segment {
 
     /// The analysed key terms of `row` (empty for items stored without terms).
     pub fn terms(&self, row: usize) -> impl Iterator<Item = &str> + '_ {
-        let list = self.batch.column(COL_TERMS).as_list::<i32>();
+        let (list, row) = match self.content(row) {
+            None => (self.col(COL_TERMS).as_list::<i32>(), row),
+            Some((f, r)) => (f.batch().column(CNT_TERMS).as_list::<i32>(), r),
+        };
         let offsets = list.value_offsets();
         let values = list.values().as_string::<i32>();
         (offsets[row] as usize..offsets[row + 1] as usize).map(move |i| values.value(i))
@@ -385,7 +564,7 @@ impl Segment {
 
     /// Event dates of `row` as `(start_ms, end_ms)` pairs.
     pub fn events(&self, row: usize) -> impl Iterator<Item = (i64, i64)> + '_ {
-        let list = self.batch.column(COL_EVENTS).as_list::<i32>();
+        let list = self.col(COL_EVENTS).as_list::<i32>();
         let offsets = list.value_offsets();
         let values = list.values().as_primitive::<Int64Type>().values();
         values[offsets[row] as usize..offsets[row + 1] as usize]
@@ -395,8 +574,8 @@ impl Segment {
 
     /// FragRel semantic neighbours of `row`: (tenant position, weight).
     pub fn neighbors(&self, row: usize) -> impl Iterator<Item = (u64, f32)> + '_ {
-        let pos = self.batch.column(COL_NEIGHBORS).as_list::<i32>();
-        let w = self.batch.column(COL_NEIGHBOR_WEIGHTS).as_list::<i32>();
+        let pos = self.col(COL_NEIGHBORS).as_list::<i32>();
+        let w = self.col(COL_NEIGHBOR_WEIGHTS).as_list::<i32>();
         let (po, wo) = (pos.value_offsets(), w.value_offsets());
         let pv = &pos.values().as_primitive::<UInt64Type>().values()
             [po[row] as usize..po[row + 1] as usize];
@@ -407,7 +586,7 @@ impl Segment {
 
     /// Facts extracted for `row` (empty when none).
     pub fn facts(&self, row: usize) -> &str {
-        self.batch.column(COL_FACTS).as_string::<i64>().value(row)
+        self.col(COL_FACTS).as_string::<i64>().value(row)
     }
 
     pub fn item_ids(&self) -> &[u64] {
@@ -421,43 +600,54 @@ impl Segment {
 
     /// Session start of each row, ms since the epoch.
     pub fn timestamps(&self) -> &[i64] {
-        self.batch
-            .column(COL_TIMESTAMP)
+        self.col(COL_TIMESTAMP)
             .as_primitive::<TimestampMillisecondType>()
             .values()
     }
 
     pub fn session_id(&self, row: usize) -> &str {
-        self.batch
-            .column(COL_SESSION_ID)
-            .as_string::<i32>()
-            .value(row)
+        self.col(COL_SESSION_ID).as_string::<i32>().value(row)
     }
 
     pub fn key(&self, row: usize) -> &str {
-        self.batch.column(COL_KEY).as_string::<i64>().value(row)
+        match self.content(row) {
+            None => self.col(COL_KEY).as_string::<i64>().value(row),
+            Some((f, r)) => f.key(r),
+        }
+    }
+
+    /// The returned text of `row`.
+    pub fn value(&self, row: usize) -> &str {
+        match self.content(row) {
+            None => self.col(COL_VALUE).as_string::<i64>().value(row),
+            Some((f, r)) => f.value(r),
+        }
+    }
+
+    /// The column at inline index `col` (`COL_*`), wherever this file's layout puts it.
+    fn col(&self, col: usize) -> &ArrayRef {
+        self.batch.column(self.cols[col])
     }
 
     fn u64_column(&self, col: usize) -> &[u64] {
-        self.batch.column(col).as_primitive::<UInt64Type>().values()
+        self.col(col).as_primitive::<UInt64Type>().values()
     }
 
     /// The stored item at `row` (every column; ranking loops use the column accessors).
     pub fn item(&self, row: usize) -> ItemRef<'_> {
-        let b = &self.batch;
-        let role = b.column(COL_ROLE).as_string::<i32>().value(row);
+        let role = self.col(COL_ROLE).as_string::<i32>().value(row);
         ItemRef {
             item_id: self.item_ids()[row],
-            tenant: b.column(COL_TENANT).as_string::<i32>().value(row),
+            tenant: self.col(COL_TENANT).as_string::<i32>().value(row),
             session_id: self.session_id(row),
-            turn: b.column(COL_TURN).as_primitive::<UInt32Type>().value(row),
+            turn: self.col(COL_TURN).as_primitive::<UInt32Type>().value(row),
             position: self.positions()[row],
             timestamp_ms: self.timestamps()[row],
             role: role.parse().unwrap_or(Role::Mixed),
-            value: b.column(COL_VALUE).as_string::<i64>().value(row),
+            value: self.value(row),
             key: self.key(row),
             content_hash: self.u64_column(COL_CONTENT_HASH)[row],
-            embedding: &self.embeddings()[row * self.dim..(row + 1) * self.dim],
+            embedding: self.embedding(row),
         }
     }
 }

@@ -27,10 +27,10 @@ pub fn snapshot(dir: &Path, out: &Path) -> Result<u64, StoreError> {
         let manifest = Manifest::load(dir)?;
         let mut handles = Vec::with_capacity(manifest.segments.len());
         let mut vanished = false;
-        for s in &manifest.segments {
-            let p = dir.join(SEGMENTS_DIR).join(&s.file);
+        for file in manifest.files() {
+            let p = dir.join(SEGMENTS_DIR).join(file);
             match File::open(&p) {
-                Ok(f) => handles.push((f, s.file.clone())),
+                Ok(f) => handles.push((f, file.to_string())),
                 Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 100 => {
                     vanished = true;
                     break;

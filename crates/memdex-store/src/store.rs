@@ -3,10 +3,13 @@ use std::path::{Path, PathBuf};
 
 use memdex_core::ModelInfo;
 
+use std::sync::Arc;
+
+use crate::contents::{Contents, SharedContents};
 use crate::error::StoreError;
 use crate::live::Alive;
-use crate::manifest::{Manifest, SEGMENTS_DIR};
-use crate::segment::{ItemRef, Segment};
+use crate::manifest::{Layout, Manifest, SEGMENTS_DIR};
+use crate::segment::{ItemRef, Segment, VectorBlock, VectorRun};
 
 /// A read-only view of one committed manifest version, all segments memory-mapped.
 ///
@@ -18,6 +21,8 @@ pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
     segments: Vec<Segment>,
+    /// The shared layout's content files (empty for an inline store).
+    contents: SharedContents,
     alive: Alive,
 }
 
@@ -33,9 +38,20 @@ pub struct TenantSlice<'a> {
 }
 
 impl<'a> TenantSlice<'a> {
-    /// Row-major embeddings of these rows, borrowed from the mapping.
-    pub fn embeddings(&self, dim: usize) -> &'a [f32] {
-        &self.segment.embeddings()[self.start * dim..(self.start + self.rows) * dim]
+    /// The vectors of these rows as runs of consecutive rows of stored vector blocks, in
+    /// row order (one run for an inline store), borrowed from the mapping.
+    pub fn vector_runs(&self) -> Vec<VectorRun<'a>> {
+        self.segment.vector_runs(self.start, self.rows)
+    }
+
+    /// The vector of the row at `i`.
+    pub fn embedding(&self, i: usize) -> &'a [f32] {
+        self.segment.embedding(self.start + i)
+    }
+
+    /// The returned text of the row at `i`.
+    pub fn value(&self, i: usize) -> &'a str {
+        self.segment.value(self.start + i)
     }
 
     /// The item at `i` (0-based within this slice).
@@ -117,16 +133,19 @@ impl Store {
 
     pub(crate) fn open_manifest(dir: &Path, manifest: Manifest) -> Result<Store, StoreError> {
         let seg_dir = dir.join(SEGMENTS_DIR);
+        let dim = manifest.model.dim;
+        let contents = Arc::new(Contents::open(&seg_dir, &manifest.contents, dim)?);
         let segments = manifest
             .segments
             .iter()
-            .map(|m| Segment::open(&seg_dir, m, manifest.model.dim))
+            .map(|m| Segment::open(&seg_dir, m, dim, manifest.layout, &contents))
             .collect::<Result<Vec<_>, _>>()?;
         let alive = Alive::build(&segments, &manifest.deleted);
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
             segments,
+            contents,
             alive,
         })
     }
@@ -136,6 +155,13 @@ impl Store {
     pub fn refresh(&mut self) -> Result<(), StoreError> {
         let manifest = Manifest::load(&self.dir)?;
         let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let dim = manifest.model.dim;
+        // content files only come and go with the segments that reference them: when the
+        // list changed, every kept segment is resolved again against the new version's files
+        let contents_changed = manifest.contents != self.manifest.contents;
+        if contents_changed {
+            self.contents = Arc::new(self.contents.reopen(&seg_dir, &manifest.contents, dim)?);
+        }
         let mut old: std::collections::HashMap<u64, Segment> = self
             .segments
             .iter()
@@ -143,10 +169,13 @@ impl Store {
             .collect();
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for m in &manifest.segments {
-            match old.remove(&m.id) {
-                Some(s) => segments.push(s),
-                None => segments.push(Segment::open(&seg_dir, m, manifest.model.dim)?),
-            }
+            segments.push(match old.remove(&m.id) {
+                Some(s) if contents_changed && s.layout() == Layout::Shared => {
+                    s.resolved(&self.contents)?
+                }
+                Some(s) => s,
+                None => Segment::open(&seg_dir, m, dim, manifest.layout, &self.contents)?,
+            });
         }
         self.alive = Alive::build(&segments, &manifest.deleted);
         self.segments = segments;
@@ -197,6 +226,40 @@ impl Store {
     /// [`Self::tenant_slices`], [`Self::live_rows`] and [`Self::is_alive`].
     pub fn segments(&self) -> &[Segment] {
         &self.segments
+    }
+
+    /// The shared layout's content files (none for an inline store).
+    pub fn contents(&self) -> &Contents {
+        &self.contents
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.manifest.layout
+    }
+
+    /// Ids of every vector block rows read (segments' own columns, content files): what a
+    /// device may keep resident for this version.
+    pub fn vector_block_ids(&self) -> Vec<u64> {
+        match self.manifest.layout {
+            Layout::Inline => self.segments.iter().map(|s| s.meta().id).collect(),
+            Layout::Shared => self.manifest.contents.iter().map(|c| c.id).collect(),
+        }
+    }
+
+    /// The vector block with id `id`, if this version has it.
+    pub fn vector_block(&self, id: u64) -> Option<VectorBlock<'_>> {
+        let inline = (self.segments.iter())
+            .filter(|s| s.layout() == Layout::Inline && s.meta().id == id)
+            .flat_map(|s| s.vector_blocks())
+            .next();
+        inline.or_else(|| {
+            (self.contents.files().iter())
+                .find(|f| f.meta().id == id)
+                .map(|f| VectorBlock {
+                    id,
+                    data: f.embeddings(),
+                })
+        })
     }
 
     /// Whether row `row` of segment `index` is live (not deleted).

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
+use crate::contents::{same_content, write_contents, Contents, NewContent};
 use crate::error::{io, StoreError};
 use crate::lsh_column::LshMeta;
-use crate::manifest::{Extraction, Manifest, SegmentMeta, FORMAT_VERSION, SEGMENTS_DIR};
+use crate::manifest::{Extraction, Layout, Manifest, SegmentMeta, SEGMENTS_DIR};
 use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
 
@@ -19,7 +20,31 @@ pub struct StoreWriter {
     pub(crate) dir: PathBuf,
     pub(crate) manifest: Manifest,
     pub(crate) next_positions: HashMap<String, u64>,
+    /// The shared layout's committed contents: what an append references instead of writing.
+    pub(crate) contents: Contents,
     _lock: File,
+}
+
+/// What a store is created with. Opening an existing store checks it: another granularity,
+/// extraction or (when given) layout is refused; the model source is only a hint.
+#[derive(Debug, Clone)]
+pub struct StoreSpec {
+    pub granularity: Granularity,
+    pub model_source: Option<String>,
+    pub extraction: Extraction,
+    /// `None`: the existing store's layout, or [`Layout::default`] for a new store.
+    pub layout: Option<Layout>,
+}
+
+impl StoreSpec {
+    pub fn new(granularity: Granularity) -> StoreSpec {
+        StoreSpec {
+            granularity,
+            model_source: None,
+            extraction: Extraction::default(),
+            layout: None,
+        }
+    }
 }
 
 /// What one append committed.
@@ -56,6 +81,22 @@ impl StoreWriter {
         model_source: Option<String>,
         extraction: &Extraction,
     ) -> Result<StoreWriter, StoreError> {
+        let spec = StoreSpec {
+            granularity,
+            model_source,
+            extraction: extraction.clone(),
+            layout: None,
+        };
+        Self::open_or_create_spec(dir, model, &spec)
+    }
+
+    /// Opens the store in `dir` for writing, creating it as `spec` says if it does not exist.
+    pub fn open_or_create_spec(
+        dir: &Path,
+        model: &ModelInfo,
+        spec: &StoreSpec,
+    ) -> Result<StoreWriter, StoreError> {
+        let (granularity, extraction) = (spec.granularity, &spec.extraction);
         fs::create_dir_all(dir.join(SEGMENTS_DIR)).map_err(io(dir))?;
         let lock_path = dir.join("LOCK");
         let lock = File::options()
@@ -77,14 +118,17 @@ impl StoreWriter {
         let manifest = match Manifest::load(dir) {
             Ok(m) => m,
             Err(StoreError::NotAStore { .. }) => {
+                let layout = spec.layout.unwrap_or_default();
                 let m = Manifest {
-                    format_version: FORMAT_VERSION,
+                    format_version: layout.format_version(),
                     version: 1,
                     model: model.clone(),
                     granularity,
-                    model_source,
+                    model_source: spec.model_source.clone(),
                     extraction: extraction.clone(),
                     segments: Vec::new(),
+                    layout,
+                    contents: Vec::new(),
                     deleted: Vec::new(),
                     next_id_floor: 0,
                     next_segment_id: 0,
@@ -118,10 +162,20 @@ impl StoreWriter {
                 ),
             });
         }
+        if let Some(layout) = spec.layout.filter(|&l| l != store.layout()) {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} has the {} layout; cannot append with --layout {layout} (use another store)",
+                    dir.display(),
+                    store.layout()
+                ),
+            });
+        }
         let mut writer = StoreWriter {
             dir: dir.to_path_buf(),
             next_positions: store.next_positions(),
             manifest: store.manifest().clone(),
+            contents: store.contents().clone(),
             _lock: lock,
         };
         writer.remove_orphans()?;
@@ -144,12 +198,7 @@ impl StoreWriter {
     /// Deletes segment files no manifest names: leftovers of a crash before commit.
     fn remove_orphans(&mut self) -> Result<(), StoreError> {
         let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let named: std::collections::HashSet<&str> = self
-            .manifest
-            .segments
-            .iter()
-            .map(|s| s.file.as_str())
-            .collect();
+        let named: std::collections::HashSet<&str> = self.manifest.files().collect();
         for entry in fs::read_dir(&seg_dir).map_err(io(&seg_dir))? {
             let entry = entry.map_err(io(&seg_dir))?;
             let name = entry.file_name();
@@ -336,11 +385,11 @@ impl StoreWriter {
         // Tenant-contiguous layout; stable, so positions stay ascending within a tenant.
         rows.sort_by(|a, b| a.item.tenant.cmp(&b.item.tenant));
 
-        let seg_id = self.manifest.next_segment_id();
+        let layout = self.manifest.layout;
         let metadata = HashMap::from([
             (
                 "memdex.format_version".to_string(),
-                FORMAT_VERSION.to_string(),
+                layout.format_version().to_string(),
             ),
             (
                 "memdex.model".to_string(),
@@ -348,17 +397,47 @@ impl StoreWriter {
             ),
         ]);
         let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let meta = write_segment(&seg_dir, seg_id, dim, &rows, metadata)?;
-
         let mut next = self.manifest.clone();
-        next.version += 1;
-        next.next_segment_id = seg_id + 1;
-        next.segments.push(meta.clone());
-        let saved = crate::failpoint::hit("before-manifest").and_then(|()| next.save(&self.dir));
-        if let Err(e) = saved {
-            // not committed: the segment no manifest names goes (the next writer would remove it)
-            let _ = std::fs::remove_file(seg_dir.join(&meta.file));
-            return Err(e);
+        let mut written: Vec<String> = Vec::new();
+        let mut id = self.manifest.next_segment_id();
+        if layout == Layout::Shared {
+            self.fresh_contents()?;
+        }
+        let new = match layout {
+            Layout::Inline => Vec::new(),
+            Layout::Shared => self.new_contents(&rows)?,
+        };
+        let committed = (|| {
+            if !new.is_empty() {
+                let c = write_contents(&seg_dir, id, dim, &new, metadata.clone())?;
+                written.push(c.file.clone());
+                next.contents.push(c);
+                id += 1;
+            }
+            let meta = write_segment(&seg_dir, id, dim, layout, &rows, metadata)?;
+            written.push(meta.file.clone());
+            next.version += 1;
+            next.next_segment_id = id + 1;
+            next.segments.push(meta.clone());
+            crate::failpoint::hit("before-manifest").and_then(|()| next.save(&self.dir))?;
+            Ok(meta)
+        })();
+        let meta = match committed {
+            Ok(meta) => meta,
+            Err(e) => {
+                // not committed: files no manifest names go (the next writer would remove them)
+                for f in &written {
+                    let _ = std::fs::remove_file(seg_dir.join(f));
+                }
+                return Err(e);
+            }
+        };
+        if let Some(c) = next.contents.last().filter(|_| !new.is_empty()) {
+            // committed: a failure to map the new file is not this append's; the next append
+            // finds its contents out of step with the manifest and maps them again
+            if let Err(e) = self.contents.push_new(&seg_dir, c, dim) {
+                tracing::warn!("{e}; the next append maps the content files again");
+            }
         }
         self.manifest = next;
         self.next_positions = positions;
@@ -366,5 +445,58 @@ impl StoreWriter {
             segment: meta,
             manifest_version: self.manifest.version,
         })
+    }
+
+    /// Maps the manifest's content files again when the writer's view of them is out of step
+    /// (a compaction rewrote them, or mapping a new one failed).
+    fn fresh_contents(&mut self) -> Result<(), StoreError> {
+        let have = self.contents.files().iter().map(|f| f.meta());
+        if have.eq(self.manifest.contents.iter()) {
+            return Ok(());
+        }
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let dim = self.manifest.model.dim;
+        self.contents = self
+            .contents
+            .reopen(&seg_dir, &self.manifest.contents, dim)?;
+        Ok(())
+    }
+
+    /// The contents of `rows` not stored yet, each once. A stored content whose text differs
+    /// from the row's under the same reference (a 64-bit collision) is refused.
+    fn new_contents<'r>(&self, rows: &'r [Row<'_>]) -> Result<Vec<NewContent<'r>>, StoreError> {
+        let mut new: Vec<NewContent<'r>> = Vec::new();
+        let mut seen: HashMap<u64, usize> = HashMap::new();
+        for r in rows {
+            let (key, value) = (r.item.key.as_str(), r.item.value.as_str());
+            let hash = crate::schema::content_ref(key, value);
+            let same = match (self.contents.get(hash), seen.get(&hash)) {
+                (Some(loc), _) => {
+                    same_content(self.contents.file(loc), loc.row as usize, key, value)
+                }
+                (None, Some(&i)) => new[i].key == key && new[i].value == value,
+                (None, None) => {
+                    seen.insert(hash, new.len());
+                    new.push(NewContent {
+                        hash,
+                        key,
+                        value,
+                        terms: &r.derived.terms,
+                        embedding: r.embedding,
+                    });
+                    true
+                }
+            };
+            if !same {
+                return Err(StoreError::InvalidAppend {
+                    message: format!(
+                        "item {} (tenant {:?}, session {:?}): content reference {hash:016x} is \
+                         already stored for a different text",
+                        r.item_id, r.item.tenant, r.item.session_id
+                    ),
+                });
+            }
+        }
+        Ok(new)
     }
 }

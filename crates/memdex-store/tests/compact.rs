@@ -4,15 +4,24 @@
 #![allow(clippy::unwrap_used)]
 
 use memdex_core::Granularity;
-use memdex_store::{CompactOptions, Manifest, Store, StoreWriter};
+use memdex_store::{CompactOptions, Layout, Manifest, Store, StoreSpec, StoreWriter};
 use memdex_testkit::{contains, item, model, segment_bytes};
 
 #[test]
 fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
+    for layout in [Layout::Inline, Layout::Shared] {
+        compaction_removes_deleted_text(layout);
+    }
+}
+
+fn compaction_removes_deleted_text(layout: Layout) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w =
-        StoreWriter::open_or_create(dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
+    let spec = StoreSpec {
+        layout: Some(layout),
+        ..StoreSpec::new(Granularity::Round)
+    };
+    let mut w = StoreWriter::open_or_create_spec(dir, &model(4, "aaaa"), &spec).unwrap();
     let terms = |n: usize| vec![vec!["term".to_string()]; n];
     w.append_with_terms(
         &[
@@ -69,7 +78,12 @@ fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
     );
     assert!(!contains(&bytes, "bob second"));
     assert!(contains(&bytes, "alice keeps this"));
-    assert!(std::fs::read_dir(dir.join("segments")).unwrap().count() == 1);
+    // one segment, and in the shared layout its one (merged) content file
+    let files = std::fs::read_dir(dir.join("segments")).unwrap().count();
+    assert_eq!(files, 1 + usize::from(layout == Layout::Shared));
+    if layout == Layout::Shared {
+        assert_eq!(report.contents_removed, 2, "the deleted rows' contents");
+    }
 
     let store = Store::open(dir).unwrap();
     assert!(store.manifest().deleted.is_empty());
@@ -82,7 +96,7 @@ fn compaction_removes_deleted_text_from_disk_and_merges_segments() {
         vec!["term"],
         "columns carried"
     );
-    assert_eq!(alice[0].embeddings(4), &[0.25; 4]);
+    assert_eq!(alice[0].embedding(0), &[0.25; 4]);
     let bob = store.tenant_slices("bob");
     assert_eq!(bob[0].key(0), "bob likes jazz");
     // ids are never reused, even though the newest row was removed

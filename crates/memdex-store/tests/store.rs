@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use memdex_core::Granularity;
-use memdex_store::{Derived, Extraction, Store, StoreError, StoreWriter};
+use memdex_store::{Derived, Extraction, Layout, Store, StoreError, StoreSpec, StoreWriter};
 use memdex_testkit::{item, model};
 
 fn emb(n: usize, dim: usize, seed: f32) -> Vec<f32> {
@@ -18,9 +18,19 @@ fn writer(dir: &Path, dim: usize) -> Result<StoreWriter, StoreError> {
 
 #[test]
 fn append_then_read_zero_copy_in_tenant_order() {
+    for layout in [Layout::Inline, Layout::Shared] {
+        append_then_read(layout);
+    }
+}
+
+fn append_then_read(layout: Layout) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut w = writer(dir, 4).unwrap();
+    let spec = StoreSpec {
+        layout: Some(layout),
+        ..StoreSpec::new(Granularity::Round)
+    };
+    let mut w = StoreWriter::open_or_create_spec(dir, &model(4, "aaaa"), &spec).unwrap();
     let items = vec![
         item("bob", "s1", 0, "b0"),
         item("alice", "s1", 0, "a0"),
@@ -44,7 +54,8 @@ fn append_then_read_zero_copy_in_tenant_order() {
     assert_eq!(alice.len(), 2);
     let first = alice[0].item(0);
     assert_eq!((first.item_id, first.position, first.key), (1, 0, "a0"));
-    assert_eq!(alice[0].embeddings(4), &e1[4..8], "rows follow their items");
+    assert_eq!(alice[0].embedding(0), &e1[4..8], "rows follow their items");
+    assert_eq!(alice[0].value(0), "user: a0");
     let second = alice[1].item(0);
     assert_eq!((second.item_id, second.position), (3, 1));
     assert_eq!(second.key, "a1 ünïcode 東京");
@@ -56,7 +67,8 @@ fn append_then_read_zero_copy_in_tenant_order() {
     assert_eq!(bob[0].item(1).key, "b1");
     assert_eq!(bob[0].item(1).position, 1);
     // zero-copy: the embedding slice points into the mapping, 64-byte aligned
-    assert_eq!(s.segments()[0].embeddings().as_ptr() as usize % 64, 0);
+    assert_eq!(s.segments()[0].embedding(0).as_ptr() as usize % 64, 0);
+    assert_eq!(s.layout(), layout);
 
     let hashes = s.session_hashes();
     assert_eq!(hashes.len(), 3);
@@ -127,7 +139,11 @@ fn orphan_segments_are_ignored_then_removed() {
     );
     let w = writer(dir, 4).unwrap();
     assert!(!orphan.exists());
-    assert_eq!(std::fs::read_dir(dir.join("segments")).unwrap().count(), 1);
+    let named = w.manifest().files().count();
+    assert_eq!(
+        std::fs::read_dir(dir.join("segments")).unwrap().count(),
+        named
+    );
     drop(w);
 }
 
@@ -139,14 +155,22 @@ fn damaged_segments_and_manifests_are_named() {
     w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
         .unwrap();
     drop(w);
-    let seg = dir.join("segments/seg-00000001.arrow");
+    let m = memdex_store::Manifest::load(dir).unwrap();
+    // a damaged content file (shared layout) is named like a segment
+    for c in &m.contents {
+        let path = dir.join("segments").join(&c.file);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 20]).unwrap();
+        let e = Store::open(dir).unwrap_err().to_string();
+        assert!(e.contains(&c.file) && e.contains("truncated"), "{e}");
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let name = &m.segments[0].file;
+    let seg = dir.join("segments").join(name);
     let bytes = std::fs::read(&seg).unwrap();
     std::fs::write(&seg, &bytes[..bytes.len() - 20]).unwrap();
     let e = Store::open(dir).unwrap_err().to_string();
-    assert!(
-        e.contains("seg-00000001.arrow") && e.contains("truncated"),
-        "{e}"
-    );
+    assert!(e.contains(name.as_str()) && e.contains("truncated"), "{e}");
     // same length, garbage footer
     let mut garbled = bytes.clone();
     let n = garbled.len();
@@ -193,23 +217,30 @@ fn pyarrow_opens_segments() {
     )
     .unwrap();
     drop(w);
+    // the default (shared) layout: rows in the segment, their content in the content file,
+    // joined on content_ref as any Arrow reader would
     let script = r#"
 import sys, json, pyarrow as pa, pyarrow.ipc as ipc
 t = ipc.open_file(sys.argv[1]).read_all()
+c = ipc.open_file(sys.argv[2]).read_all()
+content = dict(zip(c.column("content_ref").to_pylist(), zip(c.column("key").to_pylist(), c.column("embedding").to_pylist())))
+rows = [content[r] for r in t.column("content_ref").to_pylist()]
 print(json.dumps({
   "rows": t.num_rows,
   "columns": t.column_names,
   "tenant": t.column("tenant").to_pylist(),
-  "key": t.column("key").to_pylist(),
-  "emb_type": str(t.schema.field("embedding").type),
-  "emb0": t.column("embedding")[0].as_py(),
+  "key": [k for k, _ in rows],
+  "emb_type": str(c.schema.field("embedding").type),
+  "emb0": rows[0][1],
   "ts_type": str(t.schema.field("timestamp").type),
   "meta": {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items()},
 }))
 "#;
+    let m = memdex_store::Manifest::load(dir).unwrap();
     let out = std::process::Command::new(&python)
         .args(["-c", script])
-        .arg(dir.join("segments/seg-00000001.arrow"))
+        .arg(dir.join("segments").join(&m.segments[0].file))
+        .arg(dir.join("segments").join(&m.contents[0].file))
         .output()
         .unwrap();
     assert!(
@@ -232,9 +263,11 @@ print(json.dumps({
         .as_str()
         .unwrap()
         .contains("test-model"));
-    assert_eq!(v["columns"].as_array().unwrap().len(), 17);
-    assert_eq!(v["columns"][13], "events");
-    assert_eq!(v["columns"][14], "facts");
+    // the inline schema's 17 columns less key, value, terms and embedding, plus content_ref
+    assert_eq!(v["columns"].as_array().unwrap().len(), 14);
+    assert_eq!(v["columns"][9], "events");
+    assert_eq!(v["columns"][10], "facts");
+    assert_eq!(v["columns"][13], "content_ref");
 }
 
 #[test]
@@ -245,14 +278,14 @@ fn readers_refresh_to_new_versions_without_remapping() {
     w.append(&[item("a", "s", 0, "x")], &emb(1, 4, 0.0))
         .unwrap();
     let mut reader = Store::open(dir).unwrap();
-    let first = reader.segments()[0].embeddings().as_ptr();
+    let first = reader.segments()[0].embedding(0).as_ptr();
     w.append(&[item("a", "s2", 0, "y")], &emb(1, 4, 1.0))
         .unwrap();
     assert_eq!(reader.rows(), 1, "a reader keeps its version");
     reader.refresh().unwrap();
     assert_eq!(reader.rows(), 2);
     assert_eq!(
-        reader.segments()[0].embeddings().as_ptr(),
+        reader.segments()[0].embedding(0).as_ptr(),
         first,
         "old segment kept as mapped"
     );

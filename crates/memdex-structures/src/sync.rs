@@ -507,7 +507,6 @@ fn embed_checked(
 
 /// Live items with ids in `from..to`, in id order.
 fn new_items(store: &Store, from: u64, to: u64) -> Vec<NewItem> {
-    let dim = store.dim();
     let mut out = Vec::new();
     for (si, seg) in store.segments().iter().enumerate() {
         let m = seg.meta();
@@ -525,7 +524,7 @@ fn new_items(store: &Store, from: u64, to: u64) -> Vec<NewItem> {
                 time_ms: it.timestamp_ms,
                 user_text: user_text(it.value, it.role),
                 value: it.value.to_string(),
-                embedding: seg.embeddings()[row * dim..(row + 1) * dim].to_vec(),
+                embedding: seg.embedding(row).to_vec(),
             });
         }
     }

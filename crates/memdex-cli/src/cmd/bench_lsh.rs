@@ -36,7 +36,8 @@ pub fn run(a: BenchLshArgs) -> Result<()> {
     let rows: Vec<f32> = store
         .tenant_slices(&tenant)
         .iter()
-        .flat_map(|s| s.embeddings(dim).iter().copied())
+        .flat_map(|s| s.vector_runs())
+        .flat_map(|r| r.data(dim).iter().copied())
         .collect();
     let n = rows.len() / dim;
     if n < 20 {

@@ -9,7 +9,7 @@ use memdex_engine::{
 };
 use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
-use memdex_store::{LshMeta, Store, StoreWriter};
+use memdex_store::{LshMeta, Store, StoreSpec, StoreWriter};
 use serde::Serialize;
 
 use crate::cli::{IndexArgs, InputFormat};
@@ -81,6 +81,12 @@ struct Out<'a> {
     report: &'a IndexReport,
     store_rows: u64,
     manifest_version: u64,
+    /// `shared` or `inline`.
+    layout: memdex_store::Layout,
+    /// Distinct contents stored once (shared layout; 0 for inline).
+    store_contents: usize,
+    /// Bytes of every segment and content file.
+    store_bytes: u64,
     /// Peak anonymous resident memory seen during the run (MB; Linux).
     peak_rss_anon_mb: Option<f64>,
 }
@@ -95,13 +101,13 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .unwrap_or_else(|_| embedder.files().source.clone());
     let extract = super::extract_options(&a.extract, a.facts);
     let model = super::fact_model(&a.extract, a.facts)?;
-    let mut writer = StoreWriter::open_or_create_with(
-        &a.store,
-        embedder.info(),
-        a.granularity,
-        Some(source_hint),
-        &super::extraction(&extract, model.as_ref()),
-    )?;
+    let spec = StoreSpec {
+        granularity: a.granularity,
+        model_source: Some(source_hint),
+        extraction: super::extraction(&extract, model.as_ref()),
+        layout: a.layout,
+    };
+    let mut writer = StoreWriter::open_or_create_spec(&a.store, embedder.info(), &spec)?;
     if let (Some(buckets), Some(tables)) = (a.lsh_buckets, a.lsh_tables) {
         writer.enable_lsh(LshMeta {
             seed: a.lsh_seed,
@@ -187,7 +193,8 @@ pub fn run(a: IndexArgs) -> Result<()> {
         )
     })?;
     let m = writer.manifest();
-    let live_rows = Store::open(&a.store)?.rows();
+    let store = Store::open(&a.store)?;
+    let live_rows = store.rows();
     if a.json {
         return print_json(&Out {
             store: a.store.display().to_string(),
@@ -196,6 +203,9 @@ pub fn run(a: IndexArgs) -> Result<()> {
             report: &report,
             store_rows: live_rows,
             manifest_version: m.version,
+            layout: m.layout,
+            store_contents: store.contents().len(),
+            store_bytes: m.bytes(),
             peak_rss_anon_mb,
         });
     }
@@ -225,9 +235,11 @@ pub fn run(a: IndexArgs) -> Result<()> {
         }
     }
     println!(
-        "store {}: {} items, manifest version {}",
+        "store {}: {} items, {} layout, {:.1} MB, manifest version {}",
         a.store.display(),
         live_rows,
+        m.layout,
+        m.bytes() as f64 / 1e6,
         m.version
     );
     Ok(())
