@@ -116,7 +116,7 @@ impl View {
         StoreSummary {
             manifest_version: m.version,
             segments: m.segments.len(),
-            bytes: m.segments.iter().map(|s| s.bytes).sum(),
+            bytes: m.bytes(),
             rows: self.store.rows(),
             deleted_pending: self.store.stored_rows() - self.store.rows(),
             tenants: self.store.tenants().len(),

@@ -247,7 +247,7 @@ pub struct Segment {
     dim: usize,
     /// The optional LSH bucket column: (column index, tables).
     lsh: Option<(usize, usize)>,
-    /// Column index of each inline `COL_*` in this file.
+    /// Column index of each `COL_*` in this file (`usize::MAX`: not in this layout).
     cols: [usize; COLUMNS],
     body: Body,
 }
@@ -256,7 +256,7 @@ pub struct Segment {
 #[derive(Debug, Clone)]
 enum Body {
     Inline,
-    /// Each row's content, resolved through `content_hash` at open.
+    /// Each row's content, resolved through `content_ref` at open.
     Shared {
         contents: SharedContents,
         locs: Arc<[Loc]>,
@@ -356,15 +356,14 @@ impl Segment {
             body: Body::Inline,
         };
         let checked = seg.check_against_manifest();
-        let seg = match (checked, layout) {
+        match (checked, layout) {
             (Ok(()), Layout::Inline) => Ok(seg),
             (Ok(()), Layout::Shared) => seg.resolved(contents),
             (Err(message), _) => Err(StoreError::Segment {
                 path: seg.path,
                 message,
             }),
-        };
-        seg
+        }
     }
 
     /// This shared segment with every row's content located in `contents`; a row whose
@@ -515,23 +514,6 @@ impl Segment {
             prev = Some(loc);
         }
         out
-    }
-
-    /// Every vector block this segment's rows read (its own, or the content files it
-    /// references), by id.
-    pub fn vector_blocks(&self) -> Vec<VectorBlock<'_>> {
-        match &self.body {
-            Body::Inline => vec![VectorBlock {
-                id: self.meta.id,
-                data: self.inline_embeddings(),
-            }],
-            Body::Shared { contents, .. } => (contents.files().iter())
-                .map(|f| VectorBlock {
-                    id: f.meta().id,
-                    data: f.embeddings(),
-                })
-                .collect(),
-        }
     }
 
     fn inline_embeddings(&self) -> &[f32] {

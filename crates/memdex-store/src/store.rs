@@ -9,7 +9,7 @@ use crate::contents::{Contents, SharedContents};
 use crate::error::StoreError;
 use crate::live::Alive;
 use crate::manifest::{Layout, Manifest, SEGMENTS_DIR};
-use crate::segment::{ItemRef, Segment, VectorBlock, VectorRun};
+use crate::segment::{ItemRef, Segment, VectorRun};
 
 /// A read-only view of one committed manifest version, all segments memory-mapped.
 ///
@@ -244,22 +244,6 @@ impl Store {
             Layout::Inline => self.segments.iter().map(|s| s.meta().id).collect(),
             Layout::Shared => self.manifest.contents.iter().map(|c| c.id).collect(),
         }
-    }
-
-    /// The vector block with id `id`, if this version has it.
-    pub fn vector_block(&self, id: u64) -> Option<VectorBlock<'_>> {
-        let inline = (self.segments.iter())
-            .filter(|s| s.layout() == Layout::Inline && s.meta().id == id)
-            .flat_map(|s| s.vector_blocks())
-            .next();
-        inline.or_else(|| {
-            (self.contents.files().iter())
-                .find(|f| f.meta().id == id)
-                .map(|f| VectorBlock {
-                    id,
-                    data: f.embeddings(),
-                })
-        })
     }
 
     /// Whether row `row` of segment `index` is live (not deleted).

@@ -13,7 +13,12 @@ struct Info<'a> {
     model: &'a memdex_core::ModelInfo,
     model_source: Option<&'a str>,
     granularity: String,
+    /// `shared` (contents once, in content files) or `inline`.
+    layout: memdex_store::Layout,
     segments: usize,
+    /// Content files and the distinct contents they hold (shared layout).
+    content_files: usize,
+    contents: usize,
     /// Live rows (deleted ones excluded).
     rows: u64,
     /// Deleted rows whose bytes compaction has not removed yet.
@@ -35,11 +40,14 @@ pub fn run(a: InfoArgs) -> Result<()> {
         model: &m.model,
         model_source: m.model_source.as_deref(),
         granularity: m.granularity.to_string(),
+        layout: m.layout,
         segments: m.segments.len(),
+        content_files: m.contents.len(),
+        contents: store.contents().len(),
         rows: store.rows(),
         deleted_pending: store.stored_rows() - store.rows(),
         tenants: tenants.len(),
-        bytes: m.segments.iter().map(|s| s.bytes).sum(),
+        bytes: m.bytes(),
         tenant_rows: a.tenants.then(|| tenants.clone()),
     };
     if a.json {
@@ -60,7 +68,14 @@ pub fn run(a: InfoArgs) -> Result<()> {
         &m.model.fingerprint[..m.model.fingerprint.len().min(12)]
     );
     println!("granularity  {}", info.granularity);
+    println!("layout       {}", info.layout);
     println!("segments     {}", info.segments);
+    if info.layout == memdex_store::Layout::Shared {
+        println!(
+            "contents     {} distinct in {} content file(s)",
+            info.contents, info.content_files
+        );
+    }
     println!("rows         {}", info.rows);
     if info.deleted_pending > 0 {
         println!(
