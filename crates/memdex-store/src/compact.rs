@@ -283,22 +283,31 @@ fn compact_contents(
     };
     let mut run: Vec<&ContentFile> = Vec::new();
     let mut run_rows = 0u64;
-    for f in files {
-        let rows = f.rows() as u64;
-        let wanted = rows < opts.small_rows || garbage(f);
-        if !wanted || run_rows + rows > opts.max_rows {
-            flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)?;
-            run_rows = 0;
+    let mut walk = || {
+        for f in files {
+            let rows = f.rows() as u64;
+            let wanted = rows < opts.small_rows || garbage(f);
+            if !wanted || run_rows + rows > opts.max_rows {
+                flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)?;
+                run_rows = 0;
+            }
+            if wanted {
+                run.push(f);
+                run_rows += rows;
+            } else {
+                out.metas.push(f.meta().clone());
+            }
         }
-        if wanted {
-            run.push(f);
-            run_rows += rows;
-        } else {
-            out.metas.push(f.meta().clone());
+        flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)
+    };
+    match walk() {
+        Ok(()) => Ok(out),
+        Err(e) => {
+            // nothing committed: the content files written so far go
+            remove_files(seg_dir, &out.written);
+            Err(e)
         }
     }
-    flush_contents(&mut run, remaining, seg_dir, next_id, &mut out)?;
-    Ok(out)
 }
 
 /// Writes `run` (emptied) as one content file of its referenced rows; a single file with no

@@ -4,10 +4,11 @@
 //!
 //! `memmap2::Mmap::map` is unsafe because the mapped bytes may change (or vanish, raising
 //! SIGBUS) if another process modifies or truncates the file while it is mapped. memdex maps
-//! only segment files, which are immutable by construction:
+//! only segment and content files (`seg-N.arrow`, `cnt-N.arrow`), which are immutable by
+//! construction:
 //!
-//! * a segment is written under a temporary name, fsynced, and renamed into place; nothing in
-//!   memdex opens a committed segment for writing again;
+//! * a file is written under a temporary name, fsynced, and renamed into place; nothing in
+//!   memdex opens a committed file for writing again;
 //! * compaction (later) writes *new* segments and retires old ones by manifest swap; a retired
 //!   file is unlinked, which keeps existing mappings valid on POSIX systems.
 //!

@@ -122,12 +122,13 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         return print_json(&report);
     }
     println!(
-        "{}: {} → {} segments ({} rewritten), {} deleted rows removed, {} → {} bytes (manifest v{})",
+        "{}: {} → {} segments ({} rewritten), {} deleted rows and {} unreferenced contents removed, {} → {} bytes (manifest v{})",
         a.store.display(),
         report.segments_before,
         report.segments_after,
         report.segments_rewritten,
         report.rows_removed,
+        report.contents_removed,
         report.bytes_before,
         report.bytes_after,
         report.manifest_version
