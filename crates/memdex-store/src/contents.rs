@@ -20,9 +20,8 @@ use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, 
 
 use crate::error::StoreError;
 use crate::manifest::ContentMeta;
-use crate::mmap::map_file;
 use crate::schema::*;
-use crate::segment::{decode_single_batch, encode_batch};
+use crate::segment::{check_shape, encode_batch, map_batch};
 
 /// Where a content lives: file index in [`Contents`] and row in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,30 +55,13 @@ impl ContentFile {
             path: path.clone(),
             message,
         };
-        let buffer = map_file(&path)?;
-        if buffer.len() as u64 != meta.bytes {
-            return Err(bad(format!(
-                "file is {} bytes, manifest says {}",
-                buffer.len(),
-                meta.bytes
-            )));
-        }
-        let batch = decode_single_batch(&buffer).map_err(bad)?;
+        let batch = map_batch(&path, meta.bytes)?;
         if batch.schema().fields() != content_schema(dim, HashMap::new()).fields() {
             return Err(bad(format!(
                 "columns do not match the content schema for dimension {dim}"
             )));
         }
-        if batch.num_rows() as u64 != meta.rows || batch.num_rows() > u32::MAX as usize {
-            return Err(bad(format!(
-                "{} rows, manifest says {}",
-                batch.num_rows(),
-                meta.rows
-            )));
-        }
-        if batch.columns().iter().any(|c| c.null_count() > 0) {
-            return Err(bad("unexpected nulls".into()));
-        }
+        check_shape(&batch, meta.rows).map_err(bad)?;
         Ok(ContentFile {
             meta: meta.clone(),
             path,

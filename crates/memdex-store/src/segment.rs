@@ -316,15 +316,7 @@ impl Segment {
             path: path.clone(),
             message,
         };
-        let buffer = map_file(&path)?;
-        if buffer.len() as u64 != meta.bytes {
-            return Err(bad(format!(
-                "file is {} bytes, manifest says {}",
-                buffer.len(),
-                meta.bytes
-            )));
-        }
-        let batch = decode_single_batch(&buffer).map_err(bad)?;
+        let batch = map_batch(&path, meta.bytes)?;
         let expected = segment_schema(dim, layout, HashMap::new());
         let lsh = crate::lsh_column::find(&batch);
         let expected = match lsh {
@@ -336,16 +328,7 @@ impl Segment {
                 "columns do not match the store schema for dimension {dim}"
             )));
         }
-        if batch.num_rows() as u64 != meta.rows {
-            return Err(bad(format!(
-                "{} rows, manifest says {}",
-                batch.num_rows(),
-                meta.rows
-            )));
-        }
-        if batch.columns().iter().any(|c| c.null_count() > 0) {
-            return Err(bad("unexpected nulls".into()));
-        }
+        check_shape(&batch, meta.rows).map_err(bad)?;
         let seg = Segment {
             meta: meta.clone(),
             path,
@@ -632,6 +615,33 @@ impl Segment {
             embedding: self.embedding(row),
         }
     }
+}
+
+/// Maps the committed file at `path`, checks its size against the manifest's `bytes` and
+/// decodes its one record batch; errors name the file.
+pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreError> {
+    let bad = |message: String| StoreError::Segment {
+        path: path.to_path_buf(),
+        message,
+    };
+    let buffer = map_file(path)?;
+    if buffer.len() as u64 != bytes {
+        let len = buffer.len();
+        return Err(bad(format!("file is {len} bytes, manifest says {bytes}")));
+    }
+    decode_single_batch(&buffer).map_err(bad)
+}
+
+/// The row count the manifest says (at most `u32::MAX`: rows are located by u32) and no nulls.
+pub(crate) fn check_shape(batch: &RecordBatch, rows: u64) -> Result<(), String> {
+    let n = batch.num_rows();
+    if n as u64 != rows || n > u32::MAX as usize {
+        return Err(format!("{n} rows, manifest says {rows}"));
+    }
+    if batch.columns().iter().any(|c| c.null_count() > 0) {
+        return Err("unexpected nulls".into());
+    }
+    Ok(())
 }
 
 /// Decodes the one record batch of an IPC file held in `buffer`, without copying its data.
