@@ -156,9 +156,11 @@ impl Store {
         let manifest = Manifest::load(&self.dir)?;
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let dim = manifest.model.dim;
-        // content files only come and go with the segments that reference them: when the
-        // list changed, every kept segment is resolved again against the new version's files
+        // appends only add content files: kept segments' locations stay valid (they hold the
+        // contents they were resolved against). A compaction that rewrote content files moves
+        // contents, so then every kept segment is resolved again against the new files.
         let contents_changed = manifest.contents != self.manifest.contents;
+        let rewritten = !manifest.contents.starts_with(&self.manifest.contents);
         if contents_changed {
             self.contents = Arc::new(self.contents.reopen(&seg_dir, &manifest.contents, dim)?);
         }
@@ -170,7 +172,7 @@ impl Store {
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for m in &manifest.segments {
             segments.push(match old.remove(&m.id) {
-                Some(s) if contents_changed && s.layout() == Layout::Shared => {
+                Some(s) if rewritten && s.layout() == Layout::Shared => {
                     s.resolved(&self.contents)?
                 }
                 Some(s) => s,
