@@ -8,7 +8,8 @@ use crate::fast_bert::FastBert;
 use crate::files::{ModelFiles, WeightFiles};
 use crate::isa::Isa;
 use crate::masked_bert::MaskedBert;
-use crate::{device_name, plan_batches, EmbedError};
+use crate::split::{self, CpuSplit};
+use crate::{device_name, plan_batches, BatchPlan, EmbedError};
 
 /// Floating-point precision of the weights and activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +82,9 @@ pub struct EmbedOptions {
     /// Fast CPU encoder only: the instruction set of its kernels. Default: `MEMDEX_CPU_ISA`,
     /// else the best the CPU has; one the CPU lacks is an error.
     pub cpu_isa: Option<Isa>,
+    /// Fast CPU encoder only: how a job of several batches uses the threads. Default:
+    /// `MEMDEX_CPU_SPLIT`, else [`CpuSplit::Batches`].
+    pub cpu_split: Option<CpuSplit>,
 }
 
 /// Vectors for a list of texts, in input order.
@@ -118,6 +122,7 @@ pub struct Embedder {
     files: ModelFiles,
     token_budget: usize,
     max_batch: usize,
+    split: CpuSplit,
     shape: Shape,
 }
 
@@ -265,6 +270,10 @@ impl Embedder {
                 .token_budget
                 .unwrap_or(if is_cuda { 65_536 } else { 8_192 }),
             max_batch: opts.max_batch.unwrap_or(if is_cuda { 1_024 } else { 256 }),
+            split: match opts.cpu_split {
+                Some(s) => s,
+                None => CpuSplit::from_env()?,
+            },
         })
     }
 
@@ -357,18 +366,53 @@ impl Embedder {
         let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
         let dim = self.info.dim;
         let mut data = vec![0f32; texts.len() * dim];
-        for plan in plan_batches(&lengths, self.token_budget, self.max_batch) {
-            let rows = self.forward_batch(&plan.indices, &ids, plan.padded_len)?;
+        let mut place = |plan: &BatchPlan, rows: Vec<f32>| {
             for (row, &i) in rows.chunks_exact(dim).zip(&plan.indices) {
                 data[i * dim..(i + 1) * dim].copy_from_slice(row);
             }
             progress(plan.indices.len());
+        };
+        if let Some((workers, plans)) = self.side_by_side(&lengths) {
+            let work = |j: usize| {
+                let p: &BatchPlan = &plans[j];
+                self.forward_batch(&p.indices, &ids, p.padded_len)
+            };
+            split::run_side_by_side(workers, plans.len(), work, |j, rows| place(&plans[j], rows))?;
+        } else {
+            for plan in plan_batches(&lengths, self.token_budget, self.max_batch) {
+                let rows = self.forward_batch(&plan.indices, &ids, plan.padded_len)?;
+                place(&plan, rows);
+            }
         }
         Ok(Embeddings {
             dim,
             data,
             tokens: lengths,
         })
+    }
+
+    /// Threads and batches when a job runs batches side by side ([`CpuSplit::Batches`]): the
+    /// fast CPU encoder, two threads or more, and at least two batches of the token budget
+    /// divided among the threads.
+    fn side_by_side(&self, lengths: &[usize]) -> Option<(usize, Vec<BatchPlan>)> {
+        let workers = rayon::current_num_threads();
+        if !matches!(self.backend, Backend::Fast(_)) || self.split != CpuSplit::Batches {
+            return None;
+        }
+        if workers < 2 || lengths.len() < 2 {
+            return None;
+        }
+        let plans = plan_batches(
+            lengths,
+            (self.token_budget / workers).max(1),
+            self.max_batch,
+        );
+        (plans.len() >= 2).then_some((workers, plans))
+    }
+
+    /// How a job of several batches uses the CPU's threads (fast CPU encoder).
+    pub fn cpu_split(&self) -> CpuSplit {
+        self.split
     }
 
     pub fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Embeddings, EmbedError> {

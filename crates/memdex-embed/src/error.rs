@@ -30,6 +30,8 @@ pub enum EmbedError {
     Device { requested: String, message: String },
     #[error("tokenizing input {index}: {message}")]
     Tokenize { index: usize, message: String },
+    #[error("{name}: {message}")]
+    Setting { name: &'static str, message: String },
     #[error(transparent)]
     CpuIsa(#[from] crate::isa::IsaError),
     #[error("model forward pass failed: {0}")]

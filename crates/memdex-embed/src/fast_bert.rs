@@ -88,7 +88,9 @@ pub(crate) struct FastBert {
     emb_ln_g: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
-    scratch: Mutex<Scratch>,
+    /// Idle scratch buffers: one per pass running at once (batches run side by side when the
+    /// embedder splits work by batch, see `crate::split`).
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 fn get(vb: &VarBuilder<'_>, shape: &[usize], name: &str) -> candle_core::Result<Vec<f32>> {
@@ -172,7 +174,7 @@ impl FastBert {
             emb_ln_g: get(&e, &[h], "LayerNorm.weight")?,
             emb_ln_b: get(&e, &[h], "LayerNorm.bias")?,
             layers,
-            scratch: Mutex::new(Scratch::default()),
+            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -192,8 +194,9 @@ impl FastBert {
             }))
             .collect();
         let t = offsets[seqs.len()];
-        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let s = &mut *guard;
+        let pool = || self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scratch = pool().pop().unwrap_or_default();
+        let s = &mut scratch;
         resize(&mut s.x, t * h);
         resize(&mut s.qkv, t * 3 * h);
         resize(&mut s.ctx, t * h);
@@ -202,7 +205,9 @@ impl FastBert {
         for layer in &self.layers {
             self.layer(layer, t, &offsets, s);
         }
-        f(&s.x[..t * h])
+        let out = f(&s.x[..t * h]);
+        pool().push(scratch);
+        out
     }
 
     /// `x = LayerNorm(word + position + type 0)` for every token of the packed sequences.

@@ -29,6 +29,7 @@ mod mmap;
 mod profile;
 mod scorer;
 mod skinny;
+mod split;
 mod stage_timer;
 
 pub use batch::{plan_batches, BatchPlan};
@@ -40,4 +41,5 @@ pub use files::{ModelFiles, WeightFiles};
 pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;
+pub use split::{CpuSplit, SPLIT_ENV};
 pub use stage_timer::{take_stage_profile, PROFILE_ENV};

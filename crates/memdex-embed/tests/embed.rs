@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{CpuBackend, EmbedError, EmbedOptions, Embedder, Isa, ModelFiles};
+use memdex_embed::{CpuBackend, CpuSplit, EmbedError, EmbedOptions, Embedder, Isa, ModelFiles};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -330,6 +330,47 @@ fn fast_cpu_matches_candle_reference() {
                     .fold(0f32, f32::max);
                 assert!(max_abs < 1e-3, "{isa} {text:?}: max abs diff {max_abs}");
             }
+        }
+    }
+}
+
+/// A job of many batches gives the same vectors whether its batches run side by side (one
+/// per thread) or one at a time with every step split across the threads.
+#[test]
+fn cpu_splits_give_the_same_vectors() {
+    let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
+    if let Some(dir) = real_model_dir() {
+        cases.push((dir, fixture("minilm-golden.jsonl")));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for (dir, texts) in cases {
+        let golden = read_golden(&texts);
+        let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+        let embed = |cpu_split| {
+            let opts = EmbedOptions {
+                token_budget: Some(96),
+                cpu_split: Some(cpu_split),
+                ..Default::default()
+            };
+            let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap();
+            assert_eq!(e.cpu_split(), cpu_split);
+            pool.install(|| e.embed(&texts, TextKind::Passage).unwrap())
+        };
+        let a = embed(CpuSplit::Batches);
+        let b = embed(CpuSplit::Operators);
+        assert_eq!(a.tokens, b.tokens);
+        for (i, text) in texts.iter().enumerate() {
+            let c = cosine(a.row(i), b.row(i));
+            assert!(c > 0.99999, "{}: {text:?}: cosine {c}", dir.display());
+            let c = cosine(a.row(i), &golden[i].embedding);
+            assert!(
+                c > 0.9999,
+                "{} vs golden: {text:?}: cosine {c}",
+                dir.display()
+            );
         }
     }
 }

@@ -17,6 +17,10 @@ struct Report {
     /// Instruction set of the fast encoder's kernels (`MEMDEX_CPU_ISA` overrides detection);
     /// for candle: its own run-time dispatch.
     isa: String,
+    /// How a job of several batches uses the threads (`MEMDEX_CPU_SPLIT`): `batches` side by
+    /// side, one per thread, or `operators` (every step of one batch's pass split); `batches`
+    /// and `token_budget` below count the operator split's plan.
+    split: &'static str,
     threads: usize,
     texts: usize,
     /// Tokens after truncation, special tokens included (what the model sees).
@@ -94,6 +98,10 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
             Some(isa) => isa.name().to_string(),
             None => "candle (gemm crate dispatch)".to_string(),
         },
+        split: match embedder.cpu_isa() {
+            Some(_) => embedder.cpu_split().name(),
+            None => "operators (candle)",
+        },
         threads: rayon::current_num_threads(),
         texts: texts.len(),
         tokens,
@@ -119,8 +127,8 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         return print_json(&r);
     }
     println!(
-        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}, ISA {}) with {} threads",
-        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.isa, r.threads
+        "memdex embed bench: {} texts, {} tokens ({} padded, {} batches; budget {} tokens, ≤{} per batch) on {} ({}, ISA {}) with {} threads, split by {}",
+        r.texts, r.tokens, r.padded_tokens, r.batches, r.token_budget, r.max_batch, r.device, r.backend, r.isa, r.threads, r.split
     );
     println!(
         "median of {}: {:.3}s → {:.1} texts/s, {:.0} tokens/s, {:.1} effective GFLOP/s (tokenizer alone {:.3}s)",
