@@ -47,6 +47,11 @@ pub struct ServeArgs {
     /// works).
     #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
     pub compact_every: u64,
+    /// MiB the per-tenant ranking caches (BM25 indexes, importance, session groups) hold at
+    /// most; past it the least recently searched tenants are dropped and rebuilt on their
+    /// next search.
+    #[arg(long, env = "MEMDEX_CACHE_MB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub cache_mb: u64,
     /// Score the dense stage of searches on the model's device, all searches of a model
     /// batch together whatever their tenants (segments stay resident in device memory):
     /// auto = on when the model runs on CUDA.

@@ -7,6 +7,7 @@
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_engine::{AppendPipeline, EngineError, Searcher, SessionStatus};
+use memdex_index::CpuScorer;
 use memdex_ingest::ItemizeOptions;
 use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
 use memdex_store::{Extraction, Store, StoreWriter};
@@ -191,4 +192,81 @@ fn deleted_rows_are_never_ranked_and_given_scores_must_fit() {
         ),
         "{e}"
     );
+}
+
+/// A cache over a small byte budget evicts whole tenants, least recently used first, and
+/// ranks exactly as an unbounded one; the tenant being served is never evicted.
+#[test]
+fn tenant_cache_stays_within_its_budget_and_ranks_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut w, mut p) = open(tmp.path());
+    let enc = HashEncoder::new(DIM);
+    let tenants = ["t0", "t1", "t2", "t3", "t4", "t5"];
+    let sessions: Vec<Session> = tenants
+        .iter()
+        .map(|t| {
+            let texts: Vec<String> = (0..40)
+                .map(|i| format!("{t} note {i}: the blue kettle sits by window {}", i % 7))
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            session(t, "s1", &refs)
+        })
+        .collect();
+    p.admit(&sessions).unwrap();
+    let mut embed =
+        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+    p.commit(&mut w, &mut embed).unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let q = enc
+        .embed(&["blue kettle window 3"], TextKind::Query)
+        .unwrap();
+    let query = Query {
+        text: "blue kettle window 3",
+        vector: q.row(0),
+        date_ms: None,
+    };
+    // the default pipeline (hybrid BM25, FragRel groups, importance) without the time stage:
+    // this store has no event dates
+    let opts = RankOptions {
+        time: None,
+        ..RankOptions::default()
+    };
+    let unbounded = TenantCache::default();
+    let run = |cache: &TenantCache, t: &str| {
+        let r = rank(&store, t, &query, Dense::Scorer(&CpuScorer), &opts, cache).unwrap();
+        r.order
+            .iter()
+            .map(|&i| (i, r.scores[i]))
+            .collect::<Vec<_>>()
+    };
+    for t in tenants {
+        run(&unbounded, t);
+    }
+    let all = unbounded.stats();
+    assert_eq!((all.tenants, all.evicted), (tenants.len(), 0));
+    let per_tenant = all.bytes / tenants.len();
+    assert!(per_tenant > 0);
+
+    // room for about two tenants
+    let small = TenantCache::with_budget(per_tenant * 2 + per_tenant / 2);
+    for round in 0..2 {
+        for t in tenants {
+            let (a, b) = (run(&small, t), run(&unbounded, t));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(x.0, y.0, "round {round}, tenant {t}: same items");
+                assert!((x.1 - y.1).abs() < 1e-9, "{t}: {} vs {}", x.1, y.1);
+            }
+            let s = small.stats();
+            assert!(s.bytes <= s.budget, "{s:?}");
+            assert!(s.tenants <= 2, "{s:?}");
+        }
+    }
+    assert!(small.stats().evicted >= 8, "{:?}", small.stats());
+    // one tenant larger than the whole budget is still served, and kept while it is served
+    let tiny = TenantCache::with_budget(1);
+    assert_eq!(run(&tiny, "t0"), run(&unbounded, "t0"));
+    assert_eq!(tiny.stats().tenants, 1);
+    run(&tiny, "t1");
+    assert_eq!((tiny.stats().tenants, tiny.stats().evicted), (1, 1));
 }

@@ -35,14 +35,24 @@ pub enum Idf {
     Lucene,
 }
 
-/// An Okapi BM25 index over term lists (in memory; one per tenant).
+/// An Okapi BM25 index over term lists (in memory; one per tenant): an inverted index, each
+/// term's postings (document, term frequency) in document order. A query touches only the
+/// postings of its terms; scores are those of the per-document formula, bit for bit (a
+/// document without the term adds `idf · 0`, which changes no sum), and the mean idf of
+/// rank_bm25's floor sums in rank_bm25's order (terms as first seen).
 #[derive(Debug, Clone)]
 pub struct Bm25 {
     params: Bm25Params,
-    doc_freqs: Vec<HashMap<String, u32>>,
-    doc_len: Vec<f64>,
-    avgdl: f64,
-    idf: HashMap<String, f64>,
+    terms: HashMap<Box<str>, Term>,
+    /// Per document: `k1 · (1 − b + b · len / avgdl)`.
+    norm: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+struct Term {
+    idf: f64,
+    /// (document, term frequency), documents ascending.
+    postings: Vec<(u32, u32)>,
 }
 
 /// `str.split(" ")`: single spaces only, empty pieces kept.
@@ -62,58 +72,98 @@ impl Bm25 {
         D: IntoIterator<Item = T>,
         T: IntoIterator<Item = &'a str>,
     {
-        let mut doc_freqs = Vec::new();
-        let mut doc_len = Vec::new();
-        let mut nd: HashMap<String, u32> = HashMap::new();
-        for d in docs {
-            let mut f: HashMap<String, u32> = HashMap::new();
-            let mut n = 0usize;
-            for w in d {
-                *f.entry(w.to_string()).or_insert(0) += 1;
+        // terms numbered in first-seen order (documents in order, terms in order): the order
+        // rank_bm25's dict iterates, so the mean idf sums in the same order
+        let mut ids: HashMap<&'a str, u32> = HashMap::new();
+        let mut words: Vec<&'a str> = Vec::new();
+        let mut postings: Vec<Vec<(u32, u32)>> = Vec::new();
+        let mut doc_len: Vec<u64> = Vec::new();
+        let (mut order, mut tf): (Vec<u32>, HashMap<u32, u32>) = Default::default();
+        for (doc, terms) in docs.into_iter().enumerate() {
+            let mut n = 0u64;
+            for w in terms {
+                let id = *ids.entry(w).or_insert_with(|| {
+                    words.push(w);
+                    postings.push(Vec::new());
+                    words.len() as u32 - 1
+                });
+                let f = tf.entry(id).or_insert(0);
+                if *f == 0 {
+                    order.push(id);
+                }
+                *f += 1;
                 n += 1;
             }
-            for w in f.keys() {
-                *nd.entry(w.clone()).or_insert(0) += 1;
+            for id in order.drain(..) {
+                let f = tf.remove(&id).unwrap_or(0);
+                postings[id as usize].push((doc as u32, f));
             }
-            doc_freqs.push(f);
-            doc_len.push(n as f64);
+            doc_len.push(n);
         }
         let corpus = doc_len.len() as f64;
         let avgdl = if doc_len.is_empty() {
             0.0
         } else {
-            doc_len.iter().sum::<f64>() / corpus
+            doc_len.iter().map(|&n| n as f64).sum::<f64>() / corpus
         };
-        let mut idf = HashMap::with_capacity(nd.len());
-        let mut idf_sum = 0.0;
-        let mut negative = Vec::new();
-        for (w, &freq) in &nd {
-            let ratio = (corpus - freq as f64 + 0.5) / (freq as f64 + 0.5);
-            let v = match idf_rule {
-                Idf::RankBm25 => (corpus - freq as f64 + 0.5).ln() - (freq as f64 + 0.5).ln(),
-                Idf::Lucene => ratio.ln_1p(),
-            };
-            idf_sum += v;
-            if v < 0.0 {
-                negative.push(w.clone());
+        let Bm25Params { k1, b, epsilon } = params;
+        let norm = doc_len
+            .iter()
+            .map(|&n| k1 * (1.0 - b + b * n as f64 / avgdl))
+            .collect();
+        let idf_of = |freq: usize| {
+            let (n, freq) = (corpus, freq as f64);
+            match idf_rule {
+                Idf::RankBm25 => (n - freq + 0.5).ln() - (freq + 0.5).ln(),
+                Idf::Lucene => ((n - freq + 0.5) / (freq + 0.5)).ln_1p(),
             }
-            idf.insert(w.clone(), v);
-        }
-        let average = if nd.is_empty() {
+        };
+        let mut idf_sum = 0.0;
+        let mut terms: HashMap<Box<str>, Term> = words
+            .into_iter()
+            .zip(postings)
+            .map(|(w, postings)| {
+                let idf = idf_of(postings.len());
+                idf_sum += idf;
+                (Box::from(w), Term { idf, postings })
+            })
+            .collect();
+        // rank_bm25: a negative idf becomes epsilon times the mean idf
+        let average = if terms.is_empty() {
             0.0
         } else {
-            idf_sum / nd.len() as f64
+            idf_sum / terms.len() as f64
         };
-        for w in negative {
-            idf.insert(w, params.epsilon * average);
+        for t in terms.values_mut() {
+            if t.idf < 0.0 {
+                t.idf = epsilon * average;
+            }
+            t.postings.shrink_to_fit();
         }
         Self {
             params,
-            doc_freqs,
-            doc_len,
-            avgdl,
-            idf,
+            terms,
+            norm,
         }
+    }
+
+    /// Documents indexed.
+    pub fn len(&self) -> usize {
+        self.norm.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.norm.is_empty()
+    }
+
+    /// Approximate heap bytes of the index (postings, terms, per-document norms).
+    pub fn heap_bytes(&self) -> usize {
+        let terms: usize = self
+            .terms
+            .iter()
+            .map(|(w, t)| w.len() + t.postings.capacity() * 8 + 64)
+            .sum();
+        terms + self.norm.capacity() * 8
     }
 
     /// Official flavour: score of every document for a space-split `query`.
@@ -123,16 +173,15 @@ impl Bm25 {
 
     /// Score of every document for query terms (repeated terms count repeatedly).
     pub fn scores_terms<'a>(&self, query: impl IntoIterator<Item = &'a str>) -> Vec<f64> {
-        let Bm25Params { k1, b, .. } = self.params;
-        let mut out = vec![0.0; self.doc_len.len()];
+        let k1 = self.params.k1;
+        let mut out = vec![0.0; self.norm.len()];
         for q in query {
-            let Some(&idf) = self.idf.get(q) else {
+            let Some(t) = self.terms.get(q) else {
                 continue;
             };
-            for (i, f) in self.doc_freqs.iter().enumerate() {
-                let tf = f.get(q).copied().unwrap_or(0) as f64;
-                let norm = k1 * (1.0 - b + b * self.doc_len[i] / self.avgdl);
-                out[i] += idf * (tf * (k1 + 1.0) / (tf + norm));
+            for &(doc, f) in &t.postings {
+                let (i, tf) = (doc as usize, f as f64);
+                out[i] += t.idf * (tf * (k1 + 1.0) / (tf + self.norm[i]));
             }
         }
         out
@@ -166,6 +215,61 @@ mod tests {
         for (g, w) in s.iter().zip(want) {
             assert!((g - w).abs() < 1e-12, "{g} vs {w}");
         }
+    }
+
+    /// The per-document formula, document by document (what the inverted index replaces).
+    fn brute_force(docs: &[Vec<&str>], query: &[&str], idf: impl Fn(&str) -> f64) -> Vec<f64> {
+        let avgdl = docs.iter().map(|d| d.len() as f64).sum::<f64>() / docs.len() as f64;
+        docs.iter()
+            .map(|d| {
+                let norm = 1.5 * (0.25 + 0.75 * d.len() as f64 / avgdl);
+                query
+                    .iter()
+                    .map(|q| {
+                        let tf = d.iter().filter(|w| *w == q).count() as f64;
+                        idf(q) * (tf * 2.5 / (tf + norm))
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn inverted_index_matches_the_per_document_formula() {
+        let vocab = ["dog", "cat", "sat", "the", "a", "ran", "", "mat", "dog's"];
+        let docs: Vec<Vec<&str>> = (0..60usize)
+            .map(|d| {
+                (0..(d * 7 % 13))
+                    .map(|i| vocab[(d * 31 + i * i * 17) % vocab.len()])
+                    .collect()
+            })
+            .collect();
+        let n = docs.len() as f64;
+        let df = |q: &str| docs.iter().filter(|d| d.contains(&q)).count() as f64;
+        let bm = Bm25::new(
+            docs.iter().map(|d| d.iter().copied()),
+            Bm25Params::default(),
+            Idf::Lucene,
+        );
+        assert_eq!(bm.len(), 60);
+        let query = ["dog", "mat", "dog", "zebra", ""];
+        let want = brute_force(&docs, &query, |q| {
+            if df(q) == 0.0 {
+                0.0
+            } else {
+                ((n - df(q) + 0.5) / (df(q) + 0.5)).ln_1p()
+            }
+        });
+        let got = bm.scores_terms(query);
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                "doc {i}: {g} vs {w}"
+            );
+        }
+        assert!(got.iter().any(|&x| x > 0.0) && got.contains(&0.0));
+        assert!(bm.heap_bytes() > 0);
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Per-tenant data the ranking derives from a store view and keeps: BM25 indexes, importance
 //! values, FragRel session groups and the semantic adjacency, each built on first use. A view
 //! of a newer store version takes over the entries of tenants whose live rows did not change.
+//!
+//! The cache holds at most a budget of bytes (estimated per entry): when a new entry takes it
+//! past the budget, whole tenants go, least recently used first, so a server with many
+//! tenants or an evaluation over thousands of haystacks stays bounded. An evicted tenant's
+//! next query builds its entries again. Entries are built outside the lock: other tenants'
+//! queries do not wait.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use memdex_index::bm25::{Bm25, Bm25Params, Idf};
 use memdex_index::signals::importance;
@@ -14,102 +20,216 @@ use crate::options::Bm25Flavour;
 /// Per item (timeline index): its semantic neighbours as (timeline index, weight).
 pub(crate) type Adjacency = Vec<Vec<(u32, f32)>>;
 
-/// Per-tenant BM25 indexes and importance values, built on first use.
-#[derive(Debug, Default)]
-pub struct TenantCache {
-    bm25: Mutex<HashMap<(String, Bm25Flavour), Arc<Bm25>>>,
-    /// Symmetric semantic adjacency (index in the tenant's timeline, weight) per tenant.
-    semantic: Mutex<HashMap<String, Arc<Adjacency>>>,
-    importance: Mutex<HashMap<String, Arc<Vec<u8>>>>,
+/// Bytes a [`TenantCache`] holds at most by default (1 GiB).
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+/// One tenant's entries.
+#[derive(Debug, Default, Clone)]
+struct Entry {
+    bm25_official: Option<Arc<Bm25>>,
+    bm25_memdex: Option<Arc<Bm25>>,
+    /// Symmetric semantic adjacency (index in the tenant's timeline, weight).
+    semantic: Option<Arc<Adjacency>>,
+    importance: Option<Arc<Vec<u8>>>,
     /// FragRel session groups along the timeline (a new group whenever the session changes).
-    groups: Mutex<HashMap<String, Arc<Vec<u64>>>>,
+    groups: Option<Arc<Vec<u64>>>,
     /// TiM thoughts and MemTree of the tenant, over its live items.
-    structures: Mutex<HashMap<String, Arc<memdex_structures::TenantView>>>,
+    structures: Option<Arc<memdex_structures::TenantView>>,
+    bytes: usize,
+    /// Tick of the last use (the key of the tenant in `State::lru`).
+    used: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tenants: HashMap<String, Entry>,
+    /// Last-use tick → tenant, oldest first.
+    lru: BTreeMap<u64, String>,
+    tick: u64,
+    bytes: usize,
+    evicted: u64,
+}
+
+/// What a [`TenantCache`] holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CacheStats {
+    pub tenants: usize,
+    /// Estimated heap bytes of the entries.
+    pub bytes: usize,
+    pub budget: usize,
+    /// Tenants evicted so far to stay within the budget.
+    pub evicted: u64,
+}
+
+/// Per-tenant BM25 indexes, importance values, session groups, adjacency and structures,
+/// built on first use, within a byte budget.
+#[derive(Debug)]
+pub struct TenantCache {
+    state: Mutex<State>,
+    budget: usize,
+}
+
+impl Default for TenantCache {
+    fn default() -> Self {
+        TenantCache::with_budget(DEFAULT_CACHE_BYTES)
+    }
+}
+
+/// A cached value's estimated heap bytes.
+trait HeapBytes {
+    fn heap_bytes(&self) -> usize;
+}
+
+impl HeapBytes for Bm25 {
+    fn heap_bytes(&self) -> usize {
+        Bm25::heap_bytes(self)
+    }
+}
+
+impl HeapBytes for Adjacency {
+    fn heap_bytes(&self) -> usize {
+        self.iter().map(|a| 24 + 8 * a.capacity()).sum()
+    }
+}
+
+impl HeapBytes for Vec<u8> {
+    fn heap_bytes(&self) -> usize {
+        self.capacity()
+    }
+}
+
+impl HeapBytes for Vec<u64> {
+    fn heap_bytes(&self) -> usize {
+        8 * self.capacity()
+    }
+}
+
+impl HeapBytes for memdex_structures::TenantView {
+    fn heap_bytes(&self) -> usize {
+        memdex_structures::TenantView::heap_bytes(self)
+    }
 }
 
 impl TenantCache {
+    /// A cache that holds at most about `budget` bytes (one tenant's entries always fit).
+    pub fn with_budget(budget: usize) -> TenantCache {
+        TenantCache {
+            state: Mutex::default(),
+            budget,
+        }
+    }
+
+    /// Bytes it holds at most.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Tenants, bytes and evictions now.
+    pub fn stats(&self) -> CacheStats {
+        let st = self.lock();
+        CacheStats {
+            tenants: st.tenants.len(),
+            bytes: st.bytes,
+            budget: self.budget,
+            evicted: st.evicted,
+        }
+    }
+
+    /// Whether the entries fill the budget (warming more tenants would evict others).
+    pub fn is_full(&self) -> bool {
+        self.lock().bytes >= self.budget
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entry `get` picks from `tenant`'s entries, else `build`'s value, stored (built
+    /// outside the lock; if another query stored one meanwhile, that one is kept).
+    fn entry<V: HeapBytes, E>(
+        &self,
+        tenant: &str,
+        get: impl Fn(&mut Entry) -> &mut Option<Arc<V>>,
+        build: impl FnOnce() -> Result<V, E>,
+    ) -> Result<Arc<V>, E> {
+        if let Some(v) = self.touch(tenant, |e| get(e).clone()) {
+            return Ok(v);
+        }
+        let v = Arc::new(build()?);
+        let bytes = v.heap_bytes();
+        let mut st = self.lock();
+        let st = &mut *st;
+        st.tick += 1;
+        let tick = st.tick;
+        let e = st.tenants.entry(tenant.to_string()).or_default();
+        let slot = get(e);
+        let kept = match slot {
+            Some(v) => v.clone(),
+            None => {
+                *slot = Some(v.clone());
+                e.bytes += bytes;
+                st.bytes += bytes;
+                v
+            }
+        };
+        st.lru.remove(&e.used);
+        e.used = tick;
+        st.lru.insert(tick, tenant.to_string());
+        st.evict(self.budget, tenant);
+        Ok(kept)
+    }
+
+    /// Reads `tenant`'s entry with `f` and marks it used, if the tenant is cached.
+    fn touch<R>(&self, tenant: &str, f: impl FnOnce(&mut Entry) -> Option<R>) -> Option<R> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let e = st.tenants.get_mut(tenant)?;
+        let r = f(e)?;
+        st.tick += 1;
+        st.lru.remove(&e.used);
+        e.used = st.tick;
+        st.lru.insert(st.tick, tenant.to_string());
+        Some(r)
+    }
+
     /// The tenant's structures, built by `build` on first use.
     pub(crate) fn structures(
         &self,
         tenant: &str,
         build: impl FnOnce() -> Result<memdex_structures::TenantView, crate::RankError>,
     ) -> Result<Arc<memdex_structures::TenantView>, crate::RankError> {
-        if let Some(v) = self
-            .structures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(tenant)
-        {
-            return Ok(v.clone());
-        }
-        // built outside the lock: other tenants' queries do not wait
-        let v = Arc::new(build()?);
-        let mut map = self.structures.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(map.entry(tenant.to_string()).or_insert(v).clone())
+        self.entry(tenant, |e| &mut e.structures, build)
     }
 
     pub(crate) fn semantic(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Adjacency> {
-        let mut map = self.semantic.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(tenant.to_string())
-            .or_insert_with(|| {
-                let positions: Vec<u64> =
-                    slices.iter().flat_map(|s| s.positions()).copied().collect();
-                let mut adj: Vec<Vec<(u32, f32)>> = vec![Vec::new(); positions.len()];
-                let mut i = 0;
-                for s in slices {
-                    for r in 0..s.rows {
-                        for (p, w) in s.neighbors(r) {
-                            if let Ok(j) = positions.binary_search(&p) {
-                                if j != i {
-                                    adj[i].push((j as u32, w));
-                                    adj[j].push((i as u32, w));
-                                }
-                            }
-                        }
-                        i += 1;
-                    }
-                }
-                for a in &mut adj {
-                    // listed by both sides: keep one edge
-                    a.sort_by_key(|e| e.0);
-                    a.dedup_by_key(|e| e.0);
-                }
-                Arc::new(adj)
-            })
-            .clone()
+        built(self.entry(tenant, |e| &mut e.semantic, || Ok(adjacency(slices))))
     }
 
     pub(crate) fn groups(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u64>> {
-        let mut map = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(tenant.to_string())
-            .or_insert_with(|| {
-                let mut groups: Vec<u64> = Vec::new();
-                let mut prev: Option<&str> = None;
-                for s in slices {
-                    for r in 0..s.rows {
-                        let sid = s.session_id(r);
-                        let new = prev.is_some_and(|p| p != sid);
-                        groups.push(groups.last().map_or(0, |&g| g + u64::from(new)));
-                        prev = Some(sid);
-                    }
+        let build = || {
+            let mut groups: Vec<u64> = Vec::new();
+            let mut prev: Option<&str> = None;
+            for s in slices {
+                for r in 0..s.rows {
+                    let sid = s.session_id(r);
+                    let new = prev.is_some_and(|p| p != sid);
+                    groups.push(groups.last().map_or(0, |&g| g + u64::from(new)));
+                    prev = Some(sid);
                 }
-                Arc::new(groups)
-            })
-            .clone()
+            }
+            Ok(groups)
+        };
+        built(self.entry(tenant, |e| &mut e.groups, build))
     }
 
     pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {
-        let mut map = self.importance.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(tenant.to_string())
-            .or_insert_with(|| {
-                Arc::new(
-                    slices
-                        .iter()
-                        .flat_map(|s| (0..s.rows).map(move |r| importance(s.key(r))))
-                        .collect(),
-                )
-            })
-            .clone()
+        let build = || {
+            Ok(slices
+                .iter()
+                .flat_map(|s| (0..s.rows).map(move |r| importance(s.key(r))))
+                .collect())
+        };
+        built(self.entry(tenant, |e| &mut e.importance, build))
     }
 
     pub(crate) fn bm25(
@@ -118,26 +238,28 @@ impl TenantCache {
         flavour: Bm25Flavour,
         slices: &[TenantSlice<'_>],
     ) -> Arc<Bm25> {
-        let mut map = self.bm25.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry((tenant.to_string(), flavour))
-            .or_insert_with(|| {
-                Arc::new(match flavour {
-                    Bm25Flavour::Official => {
-                        let keys: Vec<&str> = slices
-                            .iter()
-                            .flat_map(|s| (0..s.rows).map(move |r| s.key(r)))
-                            .collect();
-                        Bm25::whitespace(&keys, Bm25Params::default())
-                    }
-                    // the analysed terms stored at index time: no re-analysis
-                    Bm25Flavour::Memdex => Bm25::new(
-                        slices.iter().flat_map(|s| (0..s.rows).map(|r| s.terms(r))),
-                        Bm25Params::default(),
-                        Idf::Lucene,
-                    ),
-                })
+        let build = || {
+            Ok(match flavour {
+                Bm25Flavour::Official => {
+                    let keys: Vec<&str> = slices
+                        .iter()
+                        .flat_map(|s| (0..s.rows).map(move |r| s.key(r)))
+                        .collect();
+                    Bm25::whitespace(&keys, Bm25Params::default())
+                }
+                // the analysed terms stored at index time: no re-analysis
+                Bm25Flavour::Memdex => Bm25::new(
+                    slices.iter().flat_map(|s| (0..s.rows).map(|r| s.terms(r))),
+                    Bm25Params::default(),
+                    Idf::Lucene,
+                ),
             })
-            .clone()
+        };
+        let slot: fn(&mut Entry) -> &mut Option<Arc<Bm25>> = match flavour {
+            Bm25Flavour::Official => |e| &mut e.bm25_official,
+            Bm25Flavour::Memdex => |e| &mut e.bm25_memdex,
+        };
+        built(self.entry(tenant, slot, build))
     }
 
     /// Builds the default pipeline's caches (memdex BM25, importance, session groups) of
@@ -173,27 +295,82 @@ impl TenantCache {
     }
 
     /// Takes over `prev`'s entries for the tenants `keep` accepts (their live rows are the
-    /// same in both views), so a commit rebuilds only the tenants it touched.
+    /// same in both views), so a commit rebuilds only the tenants it touched; recency order
+    /// is kept, and the budget still holds.
     pub fn carry_from(&self, prev: &TenantCache, keep: impl Fn(&str) -> bool) {
-        carry(&self.bm25, &prev.bm25, |k| keep(&k.0));
-        carry(&self.importance, &prev.importance, |k| keep(k));
-        carry(&self.semantic, &prev.semantic, |k| keep(k));
-        carry(&self.groups, &prev.groups, |k| keep(k));
-        carry(&self.structures, &prev.structures, |k| keep(k));
+        let src = prev.lock();
+        let mut st = self.lock();
+        for (_, tenant) in src.lru.iter() {
+            let Some(e) = src.tenants.get(tenant).filter(|_| keep(tenant)) else {
+                continue;
+            };
+            st.tick += 1;
+            let tick = st.tick;
+            st.bytes += e.bytes;
+            st.lru.insert(tick, tenant.clone());
+            let old = st.tenants.insert(
+                tenant.clone(),
+                Entry {
+                    used: tick,
+                    ..e.clone()
+                },
+            );
+            if let Some(old) = old {
+                st.bytes -= old.bytes;
+                st.lru.remove(&old.used);
+            }
+        }
+        st.evict(self.budget, "");
     }
 }
 
-/// Copies the entries of `src` whose key `keep` accepts into `dst`.
-fn carry<K: Clone + Eq + std::hash::Hash, V: Clone>(
-    dst: &Mutex<HashMap<K, V>>,
-    src: &Mutex<HashMap<K, V>>,
-    keep: impl Fn(&K) -> bool,
-) {
-    let src = src.lock().unwrap_or_else(|p| p.into_inner());
-    let mut dst = dst.lock().unwrap_or_else(|p| p.into_inner());
-    dst.extend(
-        src.iter()
-            .filter(|(k, _)| keep(k))
-            .map(|(k, v)| (k.clone(), v.clone())),
-    );
+impl State {
+    /// Drops least recently used tenants until the entries fit `budget`; never `keep` (the
+    /// tenant being served).
+    fn evict(&mut self, budget: usize, keep: &str) {
+        while self.bytes > budget {
+            let Some(tenant) = self.lru.values().find(|t| t.as_str() != keep).cloned() else {
+                break;
+            };
+            if let Some(e) = self.tenants.remove(&tenant) {
+                self.lru.remove(&e.used);
+                self.bytes -= e.bytes;
+                self.evicted += 1;
+            }
+        }
+    }
+}
+
+/// The value of an infallible build.
+fn built<V>(r: Result<Arc<V>, std::convert::Infallible>) -> Arc<V> {
+    match r {
+        Ok(v) => v,
+        Err(never) => match never {},
+    }
+}
+
+/// The tenant's symmetric semantic adjacency over its timeline.
+fn adjacency(slices: &[TenantSlice<'_>]) -> Adjacency {
+    let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
+    let mut adj: Adjacency = vec![Vec::new(); positions.len()];
+    let mut i = 0;
+    for s in slices {
+        for r in 0..s.rows {
+            for (p, w) in s.neighbors(r) {
+                if let Ok(j) = positions.binary_search(&p) {
+                    if j != i {
+                        adj[i].push((j as u32, w));
+                        adj[j].push((i as u32, w));
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    for a in &mut adj {
+        // listed by both sides: keep one edge
+        a.sort_by_key(|e| e.0);
+        a.dedup_by_key(|e| e.0);
+    }
+    adj
 }

@@ -28,7 +28,7 @@ mod time;
 
 pub use time::flagged_first;
 
-pub use cache::TenantCache;
+pub use cache::{CacheStats, TenantCache, DEFAULT_CACHE_BYTES};
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use fused::{FusedParams, FusedQuery, FusedTenant, FusedTime};

@@ -45,6 +45,9 @@ pub struct EngineOptions {
     /// Score searches' dense stage on the model's device, all searches of a model batch
     /// together whatever their tenants. None: only when the model runs on an accelerator.
     pub device_scan: Option<bool>,
+    /// Bytes the per-tenant ranking caches (BM25 indexes, importance, session groups,
+    /// adjacency, structures) hold at most; least recently used tenants are evicted past it.
+    pub cache_bytes: usize,
     /// Rank searches whole on the model thread through these kernels (memdex-kernels'
     /// fused `rank_topk`: CUDA in practice), one call per group of a model batch, when their
     /// options are ones the kernel runs and `k` ≤ 128. None: rank on the request threads.
@@ -68,6 +71,7 @@ impl Default for EngineOptions {
             compact_min_small: 16,
             compact: CompactOptions::default(),
             model_source: None,
+            cache_bytes: memdex_rank::DEFAULT_CACHE_BYTES,
             device_scan: None,
             fused: None,
             structures: (None, None),
@@ -158,7 +162,7 @@ impl Engine {
             .map_err(memdex_engine::EngineError::from)?;
         let store = Store::open_for_model(dir, &info).map_err(memdex_engine::EngineError::from)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
-        let first = Arc::new(View::new(store));
+        let first = Arc::new(View::new(store, opts.cache_bytes));
         first.warm_all_in_background();
         let view = Arc::new(RwLock::new(first));
         let stats = Arc::new(EngineStats::default());

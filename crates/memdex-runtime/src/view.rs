@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use memdex_index::DenseScorer;
-use memdex_rank::{rank, Dense, Query, RankOptions, SearchHit, TenantCache};
+use memdex_rank::{rank, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -34,17 +34,19 @@ pub struct View {
 }
 
 impl View {
-    pub(crate) fn new(store: Store) -> View {
+    /// A view whose ranking caches hold at most `cache_bytes` (least recently used tenants
+    /// go first).
+    pub(crate) fn new(store: Store, cache_bytes: usize) -> View {
         View {
             store,
-            cache: TenantCache::default(),
+            cache: TenantCache::with_budget(cache_bytes),
         }
     }
 
     /// A view of `store` that keeps `prev`'s ranking caches of every tenant but `changed`
     /// (None: all changed).
     pub(crate) fn succeed(store: Store, prev: &View, changed: Option<&HashSet<String>>) -> View {
-        let next = View::new(store);
+        let next = View::new(store, prev.cache.budget());
         if let Some(changed) = changed {
             next.cache.carry_from(&prev.cache, |t| !changed.contains(t));
         }
@@ -57,6 +59,11 @@ impl View {
 
     pub(crate) fn cache(&self) -> &TenantCache {
         &self.cache
+    }
+
+    /// What the ranking caches of this view hold now (tenants, estimated bytes, budget).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 
     /// Whether `tenant` has live items.
@@ -73,8 +80,8 @@ impl View {
         }
     }
 
-    /// [`Self::warm`] for every tenant, on a background thread (first queries of a tenant not
-    /// warmed yet build its caches themselves).
+    /// [`Self::warm`] for every tenant until the caches fill their budget, on a background
+    /// thread (first queries of a tenant not warmed yet build its caches themselves).
     pub(crate) fn warm_all_in_background(self: &Arc<Self>) {
         let view = self.clone();
         let spawned = std::thread::Builder::new()
@@ -83,6 +90,9 @@ impl View {
                 let tenants: Vec<String> =
                     view.store.tenants().keys().map(|t| t.to_string()).collect();
                 for t in tenants {
+                    if view.cache.is_full() {
+                        break;
+                    }
                     view.warm(&t);
                 }
             });

@@ -166,6 +166,25 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
         "Write jobs waiting for the writer thread.",
         st.write_queue_depth.load(Ordering::Relaxed) as u64,
     );
+    let cache = engine.view().cache_stats();
+    gauge(
+        out,
+        "memdex_rank_cache_bytes",
+        "Estimated bytes of the per-tenant ranking caches (BM25, importance, groups).",
+        cache.bytes as u64,
+    );
+    gauge(
+        out,
+        "memdex_rank_cache_budget_bytes",
+        "Bytes the ranking caches hold at most (--cache-mb); least recently used tenants go.",
+        cache.budget as u64,
+    );
+    gauge(
+        out,
+        "memdex_rank_cache_tenants",
+        "Tenants with ranking caches built in the current store version.",
+        cache.tenants as u64,
+    );
     out.push_str("# HELP memdex_embed_batch_size Texts per model batch.\n# TYPE memdex_embed_batch_size histogram\n");
     let mut cum = 0;
     for (i, b) in BATCH_BUCKETS.iter().enumerate() {

@@ -84,6 +84,27 @@ fn unit(v: &[f32]) -> Vec<f32> {
 }
 
 impl TenantView {
+    /// Approximate heap bytes (embeddings, buckets, id lists), for cache budgets.
+    pub fn heap_bytes(&self) -> usize {
+        let lists = |v: &[Vec<u32>]| v.iter().map(|l| 24 + 4 * l.len()).sum::<usize>();
+        let thoughts = self.thoughts.as_ref().map_or(0, |t| {
+            4 * t.emb.len()
+                + 2 * t.buckets.len()
+                + lists(&t.sources)
+                + lists(&t.predecessors)
+                + 8 * t.ids.len()
+                + t.sentences.iter().map(|x| 24 + x.len()).sum::<usize>()
+                + t.successors
+                    .iter()
+                    .map(|s| 24 + s.as_ref().map_or(0, |l| 4 * l.len()))
+                    .sum::<usize>()
+        });
+        let tree = self.tree.as_ref().map_or(0, |t| {
+            4 * t.emb.len() + 8 * t.ranges.len() + 8 * t.leaves.len() + 8 * t.ids.len()
+        });
+        thoughts + tree
+    }
+
     /// The tenant's structures in `store`; `timeline` lists its live item ids in timeline
     /// order. Structures the store does not keep are None.
     pub fn build(

@@ -56,6 +56,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         device_scan: a.device_scan.choice(),
         fused,
         structures: super::structure_configs(&a.structures),
+        cache_bytes: usize::try_from(a.cache_mb << 20).unwrap_or(usize::MAX),
         ..EngineOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
