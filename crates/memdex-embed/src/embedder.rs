@@ -373,15 +373,14 @@ impl Embedder {
             progress(plan.indices.len());
         };
         if let Some((workers, plans)) = self.side_by_side(&lengths) {
-            let work = |j: usize| {
-                let p: &BatchPlan = &plans[j];
-                self.forward_batch(&p.indices, &ids, p.padded_len)
-            };
+            let work = |j: usize| self.forward_batch(&plans[j], &ids, false);
             split::run_side_by_side(workers, plans.len(), work, |j, rows| place(&plans[j], rows))?;
         } else {
-            for plan in plan_batches(&lengths, self.token_budget, self.max_batch) {
-                let rows = self.forward_batch(&plan.indices, &ids, plan.padded_len)?;
-                place(&plan, rows);
+            let plans = plan_batches(&lengths, self.token_budget, self.max_batch);
+            let small = plans.len() == 1;
+            for plan in &plans {
+                let rows = self.forward_batch(plan, &ids, small)?;
+                place(plan, rows);
             }
         }
         Ok(Embeddings {
@@ -419,14 +418,16 @@ impl Embedder {
         self.embed_with_progress(texts, kind, &mut |_| {})
     }
 
-    /// One forward pass over the inputs at `indices`; returns `indices.len() × dim` pooled
-    /// (and, if the model says so, L2-normalised) vectors.
+    /// One forward pass over the inputs of `plan`; returns `indices.len() × dim` pooled (and,
+    /// if the model says so, L2-normalised) vectors. `small`: the job is this one batch, so a
+    /// pass of a few tokens may take the fast encoder's small-batch path.
     fn forward_batch(
         &self,
-        indices: &[usize],
+        plan: &BatchPlan,
         ids: &[Vec<u32>],
-        padded_len: usize,
+        small: bool,
     ) -> Result<Vec<f32>, EmbedError> {
+        let (indices, padded_len) = (&plan.indices, plan.padded_len);
         let mut pooled = match &self.backend {
             Backend::Candle(model) => self.forward_candle(model, indices, ids, padded_len)?,
             Backend::Fast(model) => {
@@ -434,7 +435,7 @@ impl Embedder {
                 // on a pool thread, the pass's parallel steps split without a cross-thread
                 // hand-off each (a query's pass has ~50 of them)
                 rayon::scope(|_| {
-                    model.forward(&seqs, |hidden| {
+                    model.forward(&seqs, small, |hidden| {
                         pool_packed(hidden, &seqs, self.dim(), self.info.pooling)
                     })
                 })

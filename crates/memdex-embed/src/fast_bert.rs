@@ -184,8 +184,17 @@ impl FastBert {
     }
 
     /// Last hidden states of the packed sequences: `Σ len × hidden`, row-major, sequences in
-    /// order. Ids must be < vocab size and each sequence ≤ max positions.
-    pub(crate) fn forward<R>(&self, seqs: &[&[u32]], f: impl FnOnce(&[f32]) -> R) -> R {
+    /// order. Ids must be < vocab size and each sequence ≤ max positions. `small`: a pass of
+    /// ≤ [`SKINNY_ROWS`] tokens may take the small-batch path (its own kernels, half-precision
+    /// weights by default). A job of several batches passes false, so that a text's vector
+    /// does not depend on whether the job's batching left it in a small tail batch: on the
+    /// GEMM path every row is computed alike, whatever its batch mates.
+    pub(crate) fn forward<R>(
+        &self,
+        seqs: &[&[u32]],
+        small: bool,
+        f: impl FnOnce(&[f32]) -> R,
+    ) -> R {
         let h = self.hidden;
         let offsets: Vec<usize> = std::iter::once(0)
             .chain(seqs.iter().scan(0, |acc, s| {
@@ -203,7 +212,7 @@ impl FastBert {
 
         stage_timer::time(Stage::Embeddings, || self.embed(seqs, &mut s.x[..t * h]));
         for layer in &self.layers {
-            self.layer(layer, t, &offsets, s);
+            self.layer(layer, (t, small && t <= SKINNY_ROWS), &offsets, s);
         }
         let out = f(&s.x[..t * h]);
         pool().push(scratch);
@@ -238,7 +247,8 @@ impl FastBert {
             });
     }
 
-    fn layer(&self, l: &Layer, t: usize, offsets: &[usize], s: &mut Scratch) {
+    /// One encoder layer over `t` packed rows (`skinny`: on the small-batch path).
+    fn layer(&self, l: &Layer, (t, skinny): (usize, bool), offsets: &[usize], s: &mut Scratch) {
         let h = self.hidden;
         let (x, qkv, ctx) = (
             &mut s.x[..t * h],
@@ -246,7 +256,14 @@ impl FastBert {
             &mut s.ctx[..t * h],
         );
         stage_timer::time(Stage::Qkv, || {
-            self.linear(x, t, &l.qkv_w, &l.qkv_b, qkv, Epilogue::Bias(None))
+            self.linear(
+                x,
+                (t, skinny),
+                &l.qkv_w,
+                &l.qkv_b,
+                qkv,
+                Epilogue::Bias(None),
+            )
         });
         stage_timer::time(Stage::Attention, || self.attention(qkv, offsets, ctx));
         let ln1 = Epilogue::ResidualLayerNorm {
@@ -255,14 +272,14 @@ impl FastBert {
             eps: self.eps,
         };
         stage_timer::time(Stage::AttnOut, || {
-            self.linear(ctx, t, &l.o_w, &l.o_b, x, ln1)
+            self.linear(ctx, (t, skinny), &l.o_w, &l.o_b, x, ln1)
         });
         let ln2 = Epilogue::ResidualLayerNorm {
             gamma: &l.ln2_g,
             beta: &l.ln2_b,
             eps: self.eps,
         };
-        if let (Some(wi), Some(wo), true) = (&l.i_w.packed, &l.out_w.packed, t > SKINNY_ROWS) {
+        if let (Some(wi), Some(wo), true) = (&l.i_w.packed, &l.out_w.packed, !skinny) {
             return stage_timer::time(Stage::Ffn, || {
                 matmul::feed_forward(self.isa, x, t, wi, &l.i_b, self.act, wo, &l.out_b, ln2)
             });
@@ -272,10 +289,10 @@ impl FastBert {
         let inter = &mut s.inter[..t * self.inter];
         let act = Epilogue::Bias(Some(self.act));
         stage_timer::time(Stage::FfnIn, || {
-            self.linear(x, t, &l.i_w, &l.i_b, inter, act)
+            self.linear(x, (t, skinny), &l.i_w, &l.i_b, inter, act)
         });
         stage_timer::time(Stage::FfnOut, || {
-            self.linear(inter, t, &l.out_w, &l.out_b, x, ln2)
+            self.linear(inter, (t, skinny), &l.out_w, &l.out_b, x, ln2)
         });
     }
 
@@ -301,19 +318,19 @@ impl FastBert {
         });
     }
 
-    /// `out = epilogue(x · wᵀ + b)` for `t` rows: [`linear_skinny`] for a few rows, else
-    /// memdex's GEMM, or the `gemm` crate where the weights are not packed (AVX-512).
+    /// `out = epilogue(x · wᵀ + b)` for `t` rows: [`linear_skinny`] on the small-batch path,
+    /// else memdex's GEMM, or the `gemm` crate where the weights are not packed (AVX-512).
     fn linear(
         &self,
         x: &[f32],
-        t: usize,
+        (t, skinny): (usize, bool),
         w: &Matrix,
         b: &[f32],
         out: &mut [f32],
         epi: Epilogue<'_>,
     ) {
         match (&w.packed, &w.rows) {
-            _ if t <= SKINNY_ROWS => {
+            _ if skinny => {
                 let mut y = vec![0f32; t * w.n];
                 linear_skinny(self.isa, x, t, w, b, &mut y);
                 finish(self.isa, out, &y, w.n, epi);
