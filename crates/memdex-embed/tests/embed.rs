@@ -292,12 +292,18 @@ fn real_model_dir() -> Option<PathBuf> {
 
 /// The fast CPU encoder against candle's BertModel (the reference), text by text, on the tiny
 /// model and, when present, the real one.
-#[test]
-fn fast_cpu_matches_candle_reference() {
+/// The tiny fixture model and, when fetched, the real MiniLM, each with its golden texts.
+fn model_cases() -> Vec<(PathBuf, PathBuf)> {
     let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
     if let Some(dir) = real_model_dir() {
         cases.push((dir, fixture("minilm-golden.jsonl")));
     }
+    cases
+}
+
+#[test]
+fn fast_cpu_matches_candle_reference() {
+    let cases = model_cases();
     for (dir, texts) in cases {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
@@ -341,10 +347,7 @@ fn fast_cpu_matches_candle_reference() {
 /// half-precision weights, only when they are the whole job).
 #[test]
 fn cpu_splits_and_batching_give_the_same_vectors() {
-    let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
-    if let Some(dir) = real_model_dir() {
-        cases.push((dir, fixture("minilm-golden.jsonl")));
-    }
+    let cases = model_cases();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(3)
         .build()
@@ -415,10 +418,7 @@ fn cpu_isa_the_cpu_lacks_is_refused() {
 #[test]
 fn small_batches_keep_parity_in_f16_and_f32() {
     use memdex_embed::SmallBatchWeights;
-    let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
-    if let Some(dir) = real_model_dir() {
-        cases.push((dir, fixture("minilm-golden.jsonl")));
-    }
+    let cases = model_cases();
     for (dir, golden) in cases {
         let golden = read_golden(&golden);
         for (w, floor) in [
