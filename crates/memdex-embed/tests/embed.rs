@@ -290,8 +290,6 @@ fn real_model_dir() -> Option<PathBuf> {
     None
 }
 
-/// The fast CPU encoder against candle's BertModel (the reference), text by text, on the tiny
-/// model and, when present, the real one.
 /// The tiny fixture model and, when fetched, the real MiniLM, each with its golden texts.
 fn model_cases() -> Vec<(PathBuf, PathBuf)> {
     let mut cases = vec![(fixture("tiny-bert"), fixture("tiny-bert/expected.jsonl"))];
@@ -301,10 +299,11 @@ fn model_cases() -> Vec<(PathBuf, PathBuf)> {
     cases
 }
 
+/// The fast CPU encoder against candle's BertModel (the reference), text by text, on the tiny
+/// model and, when present, the real one.
 #[test]
 fn fast_cpu_matches_candle_reference() {
-    let cases = model_cases();
-    for (dir, texts) in cases {
+    for (dir, texts) in model_cases() {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
         let load = |cpu_backend, cpu_isa| {
@@ -347,12 +346,11 @@ fn fast_cpu_matches_candle_reference() {
 /// half-precision weights, only when they are the whole job).
 #[test]
 fn cpu_splits_and_batching_give_the_same_vectors() {
-    let cases = model_cases();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(3)
         .build()
         .unwrap();
-    for (dir, texts) in cases {
+    for (dir, texts) in model_cases() {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
         let embed = |cpu_split, token_budget| {
@@ -418,8 +416,7 @@ fn cpu_isa_the_cpu_lacks_is_refused() {
 #[test]
 fn small_batches_keep_parity_in_f16_and_f32() {
     use memdex_embed::SmallBatchWeights;
-    let cases = model_cases();
-    for (dir, golden) in cases {
+    for (dir, golden) in model_cases() {
         let golden = read_golden(&golden);
         for (w, floor) in [
             (SmallBatchWeights::F16, 0.9999),
