@@ -269,7 +269,7 @@ pub struct SearchArgs {
 pub enum ExtractorSpec {
     /// The built-in rules (memdex-extract).
     Rules,
-    /// A local llama-family GGUF instruct model (memdex-extract-model).
+    /// A local llama- or qwen2-architecture GGUF instruct model (memdex-extract-model).
     Model(PathBuf),
 }
 
@@ -296,8 +296,8 @@ pub enum ExtractorDevice {
 /// Index-time extraction (fixed per store).
 #[derive(Debug, Clone, Args)]
 pub struct ExtractArgs {
-    /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama-family
-    /// GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
+    /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama- or
+    /// qwen2-architecture GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
     /// `scripts/fetch-model.sh smollm2`; ~0.6 items/s on 2 busy CPU cores with
     /// RAYON_NUM_THREADS=1, see docs/evaluation.md). The store records which one (with the
     /// file's sha256) and refuses another.

@@ -2,8 +2,10 @@
 //! model fact.
 //!
 //! cargo run --release -p memdex-extract-model --example extract_bench -- \
-//!     MODEL.gguf locomo.json [TURNS=60] [--no-requantize] [--show K]
+//!     MODEL.gguf locomo.json [TURNS=60] [--no-requantize] [--show K] [--mode batched|alone|both]
 //!
+//! `--mode` (default batched): all turns in one `run_batch` (prompts of equal token length in
+//! lockstep), one `run` per turn, or both in turn, the second checked equal to the first.
 //! (RAYON_NUM_THREADS=1 on a busy machine: candle's kernels spin on a second thread.)
 
 use std::path::PathBuf;
@@ -63,6 +65,12 @@ fn main() -> Result<()> {
         .position(|a| a == "--show")
         .and_then(|i| args.get(i + 1))
         .map_or(Ok(8), |s| s.parse())?;
+    let mode = args
+        .iter()
+        .position(|a| a == "--mode")
+        .and_then(|i| args.get(i + 1))
+        .map_or("batched", String::as_str)
+        .to_string();
     let texts = turns(&data, n)?;
     let t0 = Instant::now();
     let m = ModelFacts::load(
@@ -77,29 +85,52 @@ fn main() -> Result<()> {
     let t1 = Instant::now();
     let rule_facts: Vec<Vec<String>> = texts.iter().map(|t| rules.extract(t, None)).collect();
     let rules_s = t1.elapsed().as_secs_f64();
-    let mut shown = 0;
-    for (t, r) in texts.iter().zip(&rule_facts) {
-        let x = m.run(t, None);
-        if shown < show {
-            shown += 1;
-            println!(
-                "turn: {t}\n  model raw: {:?}\n  kept ({}): {:?}\n  rules: {r:?}",
-                x.raw,
-                if x.from_model {
-                    "model"
-                } else {
-                    "rules fallback"
-                },
-                x.facts
-            );
-        }
+    let items: Vec<(&str, _)> = texts.iter().map(|t| (t.as_str(), None)).collect();
+    let mut runs = Vec::new();
+    if mode == "alone" || mode == "both" {
+        let t = Instant::now();
+        let xs: Vec<_> = texts.iter().map(|t| m.run(t, None)).collect();
+        runs.push(("alone", t.elapsed().as_secs_f64(), xs));
+    }
+    if mode == "batched" || mode == "both" {
+        let t = Instant::now();
+        let xs = m.run_batch(&items);
+        runs.push(("batched", t.elapsed().as_secs_f64(), xs));
+    }
+    anyhow::ensure!(
+        !runs.is_empty(),
+        "--mode {mode}: use batched, alone or both"
+    );
+    for (name, secs, _) in &runs {
+        println!(
+            "{name}: {:.1} s, {:.3} turns/s",
+            secs,
+            texts.len() as f64 / secs
+        );
+    }
+    if let [(_, _, a), (_, _, b)] = runs.as_slice() {
+        let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
+        println!("batched == alone for {same} of {} turns", texts.len());
+    }
+    let xs = &runs.last().expect("a run").2;
+    for ((t, r), x) in texts.iter().zip(&rule_facts).zip(xs).take(show) {
+        println!(
+            "turn: {t}\n  model raw: {:?}\n  kept ({}): {:?}\n  rules: {r:?}",
+            x.raw,
+            if x.from_model {
+                "model"
+            } else {
+                "rules fallback"
+            },
+            x.facts
+        );
     }
     let s = m.stats();
     let rule_items = rule_facts.iter().filter(|f| !f.is_empty()).count();
     println!(
         "{}",
         serde_json::json!({
-            "turns": texts.len(), "requantize": requantize, "rayon_threads": std::env::var("RAYON_NUM_THREADS").unwrap_or_default(), "load_seconds": load_s,
+            "turns": texts.len(), "mode": mode, "requantize": requantize, "rayon_threads": std::env::var("RAYON_NUM_THREADS").unwrap_or_default(), "load_seconds": load_s,
             "model_seconds": s.seconds, "turns_per_second": s.items as f64 / s.seconds,
             "generated_tokens": s.generated_tokens, "prompt_tokens": s.prompt_tokens,
             "generated_tokens_per_second": s.generated_tokens as f64 / s.seconds,

@@ -18,7 +18,7 @@ pub enum ModelError {
         message: String,
     },
     #[error(
-        "{path}: architecture {arch:?} is not supported (the model extractor runs llama-family GGUFs)"
+        "{path}: architecture {arch:?} is not supported (the model extractor runs llama and qwen2 GGUFs)"
     )]
     Architecture { path: PathBuf, arch: String },
     #[error("{path}: cannot build the tokenizer: {message}")]

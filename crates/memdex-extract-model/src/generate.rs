@@ -1,16 +1,20 @@
-//! Greedy generation with candle's quantized llama. The few-shot prefix is run once at load
-//! time; each item clones the model with that attention cache (the weights are shared, not
-//! copied) and continues from it, so an item costs its own tokens only.
+//! Greedy generation with memdex's decoder ([`crate::decoder`]). The few-shot prefix is run
+//! once at load time; every item continues from that attention cache, so an item costs its own
+//! tokens only.
 //!
-//! Items run one after another: candle's `quantized_llama` has a causal mask but no padding
-//! mask, so prompts of different lengths cannot share a batch without changing the output.
+//! Batches: prompts with the same number of tokens run in lockstep, up to [`MAX_BATCH`] rows a
+//! pass (the quantized matmul reads each weight once for all the rows of a pass). A row that
+//! ends its answer leaves the batch. Rows of equal length need no padding, so each answer is
+//! exactly the one the prompt gets alone (tested); prompts of a length no other prompt has run
+//! alone.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 
 use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
 use tokenizers::Tokenizer;
 
+use crate::decoder::{greedy, Arch, Decoder, KvCache};
 use crate::gguf::GgufHeader;
 use crate::requant;
 use crate::ModelError;
@@ -18,11 +22,14 @@ use crate::ModelError;
 /// Tokens generated per item at most (four short triples fit in ~50).
 pub const MAX_NEW_TOKENS: usize = 64;
 
+/// Rows of one forward pass at most.
+pub const MAX_BATCH: usize = 16;
+
 /// A loaded model with the prompt prefix already in its attention cache.
 #[derive(Debug)]
 pub struct Generator {
-    base: ModelWeights,
-    prefix_len: usize,
+    decoder: Decoder,
+    prefix: KvCache,
     tokenizer: Tokenizer,
     /// Tokens that end the answer (`<|im_end|>`, the GGUF's end-of-sequence token).
     stop: Vec<u32>,
@@ -56,6 +63,7 @@ impl Generator {
         prefix: &str,
     ) -> Result<Self, ModelError> {
         let (tokenizer, stop) = tokens;
+        let arch = header.arch()?;
         let path = header.path;
         let weights = |cause| ModelError::Weights {
             path: path.clone(),
@@ -67,22 +75,23 @@ impl Generator {
             None
         };
         let requantized = faster.is_some();
-        let mut base = match faster {
-            Some((content, mut buf)) => ModelWeights::from_gguf(content, &mut buf, &device),
-            None => ModelWeights::from_gguf(header.content, reader, &device),
+        let decoder = match faster {
+            Some((content, mut buf)) => Decoder::from_gguf(arch, &content, &mut buf, &device),
+            None => Decoder::from_gguf(arch, &header.content, reader, &device),
         }
         .map_err(weights)?;
-        let ids = encode(&tokenizer, prefix)
+        let mut cache = KvCache::default();
+        encode(&tokenizer, prefix)
             .and_then(|ids| {
                 if !ids.is_empty() {
-                    forward(&mut base, &ids, 0, &device)?;
+                    decoder.forward(&Tensor::new(ids, &device)?.unsqueeze(0)?, &mut cache)?;
                 }
-                Ok(ids)
+                Ok(())
             })
             .map_err(|cause| ModelError::Prompt { path, cause })?;
         Ok(Generator {
-            base,
-            prefix_len: ids.len(),
+            decoder,
+            prefix: cache,
             tokenizer,
             stop,
             device,
@@ -90,46 +99,98 @@ impl Generator {
         })
     }
 
+    pub fn arch(&self) -> Arch {
+        self.decoder.arch()
+    }
+
     /// Greedy decoding of the answer to `prefix + suffix`, up to [`MAX_NEW_TOKENS`].
     pub fn generate(&self, suffix: &str) -> candle_core::Result<Generation> {
-        let ids = encode(&self.tokenizer, suffix)?;
-        if ids.is_empty() {
-            return Err(candle_core::Error::Msg("empty prompt".into()));
+        let mut all = self.generate_batch(&[suffix]);
+        all.pop().expect("one answer per suffix")
+    }
+
+    /// [`Self::generate`] for each suffix, in order; prompts of equal token length share
+    /// forward passes.
+    pub fn generate_batch(&self, suffixes: &[&str]) -> Vec<candle_core::Result<Generation>> {
+        let mut out: Vec<Option<candle_core::Result<Generation>>> =
+            suffixes.iter().map(|_| None).collect();
+        let mut by_len: BTreeMap<usize, Vec<(usize, Vec<u32>)>> = BTreeMap::new();
+        for (i, s) in suffixes.iter().enumerate() {
+            match encode(&self.tokenizer, s) {
+                Ok(ids) if ids.is_empty() => out[i] = Some(Err(tok_err("empty prompt"))),
+                Ok(ids) => by_len.entry(ids.len()).or_default().push((i, ids)),
+                Err(e) => out[i] = Some(Err(e)),
+            }
         }
-        let mut model = self.base.clone();
-        let mut pos = self.prefix_len;
-        let mut logits = forward(&mut model, &ids, pos, &self.device)?;
-        pos += ids.len();
-        let mut out: Vec<u32> = Vec::new();
-        while out.len() < MAX_NEW_TOKENS {
-            let next = logits.squeeze(0)?.argmax(0)?.to_scalar::<u32>()?;
-            if self.stop.contains(&next) {
+        for group in by_len.values() {
+            for batch in group.chunks(MAX_BATCH) {
+                let prompts: Vec<&[u32]> = batch.iter().map(|(_, ids)| ids.as_slice()).collect();
+                match self.run_batch(&prompts) {
+                    Ok(gens) => {
+                        for ((i, _), g) in batch.iter().zip(gens) {
+                            out[*i] = Some(Ok(g));
+                        }
+                    }
+                    Err(e) => {
+                        for (i, _) in batch {
+                            out[*i] = Some(Err(tok_err(&e)));
+                        }
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|g| g.unwrap_or_else(|| Err(tok_err("not generated"))))
+            .collect()
+    }
+
+    /// Greedy answers for prompts of equal length, in lockstep; a row leaves the batch when
+    /// its answer ends.
+    fn run_batch(&self, prompts: &[&[u32]]) -> candle_core::Result<Vec<Generation>> {
+        let (rows, len) = (prompts.len(), prompts[0].len());
+        let mut cache = self.prefix.repeat(rows)?;
+        let flat: Vec<u32> = prompts.concat();
+        let input = Tensor::from_vec(flat, (rows, len), &self.device)?;
+        let mut logits = self.decoder.forward(&input, &mut cache)?;
+        let mut answers: Vec<Vec<u32>> = vec![Vec::new(); rows];
+        // live[r]: the prompt in row r of the current batch
+        let mut live: Vec<usize> = (0..rows).collect();
+        loop {
+            let next = greedy(&logits)?;
+            let (mut keep, mut feed) = (Vec::new(), Vec::new());
+            for (r, (&item, &t)) in live.iter().zip(&next).enumerate() {
+                if self.stop.contains(&t) {
+                    continue;
+                }
+                answers[item].push(t);
+                if answers[item].len() < MAX_NEW_TOKENS {
+                    keep.push(r as u32);
+                    feed.push(t);
+                }
+            }
+            if keep.is_empty() {
                 break;
             }
-            out.push(next);
-            logits = forward(&mut model, &[next], pos, &self.device)?;
-            pos += 1;
+            if keep.len() < live.len() {
+                cache = cache.select(&keep)?;
+                live = keep.iter().map(|&r| live[r as usize]).collect();
+            }
+            let input = Tensor::new(feed, &self.device)?.unsqueeze(1)?;
+            logits = self.decoder.forward(&input, &mut cache)?;
         }
-        let text = self.tokenizer.decode(&out, true).map_err(tok_err)?;
-        Ok(Generation {
-            text,
-            prompt_tokens: ids.len(),
-            generated_tokens: out.len(),
-        })
+        answers
+            .into_iter()
+            .map(|ids| {
+                Ok(Generation {
+                    text: self.tokenizer.decode(&ids, true).map_err(tok_err)?,
+                    prompt_tokens: len,
+                    generated_tokens: ids.len(),
+                })
+            })
+            .collect()
     }
 }
 
 fn encode(tok: &Tokenizer, text: &str) -> candle_core::Result<Vec<u32>> {
     Ok(tok.encode(text, false).map_err(tok_err)?.get_ids().to_vec())
-}
-
-/// Runs `ids` at position `pos`; the last position's logits, shape (1, vocab).
-fn forward(
-    model: &mut ModelWeights,
-    ids: &[u32],
-    pos: usize,
-    device: &Device,
-) -> candle_core::Result<Tensor> {
-    let input = Tensor::new(ids, device)?.unsqueeze(0)?;
-    model.forward(&input, pos)
 }

@@ -11,6 +11,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use serde_json::json;
 use tokenizers::Tokenizer;
 
+use crate::decoder::Arch;
 use crate::ModelError;
 
 /// GGUF token types (llama.cpp's `llama_token_type`): control and user-defined tokens are
@@ -27,7 +28,7 @@ pub struct GgufHeader {
 
 impl GgufHeader {
     /// Opens `path` and reads its header (not the weights). A missing file, a file that is not
-    /// GGUF, or a model family other than llama gives an error naming the file.
+    /// GGUF, or a model family other than llama and qwen2 gives an error naming the file.
     pub fn open(path: &Path) -> Result<(GgufHeader, BufReader<File>), ModelError> {
         let io = |cause| ModelError::Io {
             path: path.to_path_buf(),
@@ -51,14 +52,17 @@ impl GgufHeader {
             path: path.to_path_buf(),
             content,
         };
-        let arch = h.string("general.architecture")?;
-        if arch != "llama" {
-            return Err(ModelError::Architecture {
-                path: path.to_path_buf(),
-                arch,
-            });
-        }
+        h.arch()?;
         Ok((h, reader))
+    }
+
+    /// The architecture (`general.architecture`); one the decoder does not run is an error.
+    pub fn arch(&self) -> Result<Arch, ModelError> {
+        let arch = self.string("general.architecture")?;
+        Arch::from_name(&arch).ok_or_else(|| ModelError::Architecture {
+            path: self.path.clone(),
+            arch,
+        })
     }
 
     fn field(&self, field: &str) -> Result<&Value, ModelError> {
@@ -137,8 +141,13 @@ impl GgufHeader {
     }
 }
 
+/// Qwen2's split before the byte-level mapping (its `tokenizer.json`): digits one by one,
+/// letters with at most one leading non-letter, punctuation runs, newlines, spaces.
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
 /// The `tokenizer.json` of a byte-level BPE vocabulary. `pre` is `tokenizer.ggml.pre`:
-/// SmolLM2's (`smollm`) splits digits one by one before the byte-level split.
+/// SmolLM2's (`smollm`) splits digits one by one before the byte-level split; Qwen2's
+/// (`qwen2`) normalises to NFC and splits by its own pattern; anything else gets GPT-2's.
 fn tokenizer_json(
     tokens: &[String],
     types: &[i32],
@@ -162,18 +171,28 @@ fn tokenizer_json(
         .collect();
     let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false,
                             "trim_offsets": true, "use_regex": true});
-    let pre_tokenizer = if pre == "smollm" {
-        json!({"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": true}, byte_level]})
-    } else {
-        byte_level.clone()
+    let (normalizer, pre_tokenizer) = match pre {
+        "smollm" => (
+            serde_json::Value::Null,
+            json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Digits", "individual_digits": true}, byte_level]}),
+        ),
+        "qwen2" => (
+            json!({"type": "NFC"}),
+            json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": QWEN2_SPLIT}, "behavior": "Isolated",
+                 "invert": false},
+                {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false,
+                 "use_regex": false}]}),
+        ),
+        _ => (serde_json::Value::Null, byte_level.clone()),
     };
     json!({
         "version": "1.0",
         "truncation": null,
         "padding": null,
         "added_tokens": added,
-        "normalizer": null,
+        "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": null,
         "decoder": byte_level,
@@ -182,4 +201,29 @@ fn tokenizer_json(
                   "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
                   "vocab": vocab, "merges": merges}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A byte vocabulary plus the merges `1 2` and `a b`, under each pre-tokenizer.
+    fn encode(pre: &str, text: &str) -> Vec<String> {
+        let mut tokens: Vec<String> = (b'!'..=b'~').map(|b| (b as char).to_string()).collect();
+        tokens.extend(["Ġ".to_string(), "12".into(), "ab".into(), "Ġab".into()]);
+        let merges = vec!["1 2".to_string(), "a b".into(), "Ġ ab".into()];
+        let types = vec![1; tokens.len()];
+        let spec = tokenizer_json(&tokens, &types, &merges, pre);
+        let tok = Tokenizer::from_bytes(serde_json::to_vec(&spec).expect("json")).expect("tok");
+        let enc = tok.encode(text, false).expect("encode");
+        enc.get_tokens().to_vec()
+    }
+
+    #[test]
+    fn each_family_splits_digits_and_words_its_own_way() {
+        // GPT-2 keeps digit runs together; SmolLM2 and Qwen2 split digits one by one
+        assert_eq!(encode("", "12 ab"), ["12", "Ġab"]);
+        assert_eq!(encode("smollm", "12 ab"), ["1", "2", "Ġab"]);
+        assert_eq!(encode("qwen2", "12 ab"), ["1", "2", "Ġab"]);
+    }
 }

@@ -1,10 +1,12 @@
-//! A fact extractor that runs a local GGUF instruct model (llama family, e.g.
-//! SmolLM2-135M-Instruct) through candle's `quantized_llama`, for key expansion
-//! (`memdex index --extractor model:PATH.gguf`).
+//! A fact extractor that runs a local GGUF instruct model (llama or qwen2 family, e.g.
+//! SmolLM2-135M-Instruct) through memdex's own decoder on candle's quantized ops, for key
+//! expansion (`memdex index --extractor model:PATH.gguf`).
 //!
 //! * [`gguf`]: the file's header and the tokenizer it carries, rebuilt as a byte-level BPE;
+//! * [`decoder`]: the llama / qwen2 decoder, with an attention cache that batches;
 //! * [`prompt`]: a few-shot ChatML prompt asking for `subject | relation | object` lines;
-//! * [`generate`]: greedy (deterministic) decoding, the shared prompt prefix cached once;
+//! * [`generate`]: greedy (deterministic) decoding, the shared prompt prefix cached once,
+//!   prompts of equal length in lockstep;
 //! * [`parse`]: keeps only well-formed lines grounded in the item's text.
 //!
 //! An item whose output yields no valid fact (or whose generation fails) gets the rules'
@@ -13,6 +15,7 @@
 //! (`model-v1:FILE@SHA12[+q8_0]`), so a store built with one model is never extended with
 //! another's facts.
 
+pub mod decoder;
 mod error;
 pub mod generate;
 pub mod gguf;
@@ -114,8 +117,8 @@ pub struct ModelFacts {
 }
 
 impl ModelFacts {
-    /// Loads the GGUF at `path`. The file must be a llama-family GGUF with a byte-level BPE
-    /// tokenizer (or a `tokenizer.json` beside it) that has ChatML's markers.
+    /// Loads the GGUF at `path`. The file must be a llama- or qwen2-architecture GGUF with a
+    /// byte-level BPE tokenizer (or a `tokenizer.json` beside it) that has ChatML's markers.
     pub fn load(path: &Path, opts: ModelOptions) -> Result<ModelFacts, ModelError> {
         let sha = file_sha256(path)?;
         let (header, mut reader) = GgufHeader::open(path)?;
@@ -159,9 +162,40 @@ impl ModelFacts {
 
     /// Extracts the facts of `text`: the model's grounded lines, else the rules'.
     pub fn run(&self, text: &str, anchor: Option<NaiveDate>) -> Extraction {
+        let mut all = self.run_batch(&[(text, anchor)]);
+        all.pop().expect("one extraction per item")
+    }
+
+    /// [`Self::run`] for each item, in order; the model generates for all of them in batched
+    /// passes ([`Generator::generate_batch`]), each answer the one the item gets alone.
+    pub fn run_batch(&self, items: &[(&str, Option<NaiveDate>)]) -> Vec<Extraction> {
         let start = Instant::now();
-        let result = self.generator.generate(&prompt::prompt_suffix(text));
+        let prompts: Vec<String> = items
+            .iter()
+            .map(|(t, _)| prompt::prompt_suffix(t))
+            .collect();
+        let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+        let results = self.generator.generate_batch(&prompts);
         let seconds = start.elapsed().as_secs_f64();
+        let mut s = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        s.seconds += seconds;
+        let out = items
+            .iter()
+            .zip(results)
+            .map(|(&(text, anchor), result)| self.finish(&mut s, text, anchor, result))
+            .collect();
+        drop(s);
+        out
+    }
+
+    /// One item's facts from its generation (counted in `s`), else the rules'.
+    fn finish(
+        &self,
+        s: &mut ModelStats,
+        text: &str,
+        anchor: Option<NaiveDate>,
+        result: candle_core::Result<Generation>,
+    ) -> Extraction {
         let (raw, facts) = match &result {
             Ok(g) => (Some(g.text.clone()), parse::parse_facts(&g.text, text)),
             Err(e) => {
@@ -170,9 +204,7 @@ impl ModelFacts {
             }
         };
         let from_model = !facts.is_empty();
-        let mut s = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         s.items += 1;
-        s.seconds += seconds;
         s.errors += u64::from(result.is_err());
         if let Ok(g) = &result {
             s.prompt_tokens += g.prompt_tokens as u64;
@@ -183,7 +215,6 @@ impl ModelFacts {
         } else {
             s.fallback_items += 1;
         }
-        drop(s);
         let facts = if from_model {
             facts
         } else {
@@ -208,6 +239,10 @@ impl FactExtractor for ModelFacts {
 
     fn batched(&self) -> bool {
         true
+    }
+
+    fn extract_batch(&self, items: &[(&str, Option<NaiveDate>)]) -> Vec<Vec<String>> {
+        self.run_batch(items).into_iter().map(|x| x.facts).collect()
     }
 }
 

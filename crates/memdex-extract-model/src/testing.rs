@@ -1,5 +1,5 @@
-//! A tiny random llama GGUF with a byte-level vocabulary and ChatML markers, written with
-//! candle's GGUF writer, for tests of the plumbing here and in the CLI (not for quality).
+//! A tiny random llama or qwen2 GGUF with a byte-level vocabulary and ChatML markers, written
+//! with candle's GGUF writer, for tests of the plumbing here and in the CLI (not for quality).
 
 use std::path::Path;
 
@@ -11,6 +11,7 @@ const DIM: usize = 32;
 const HEADS: usize = 4;
 const KV_HEADS: usize = 2;
 const HIDDEN: usize = 64;
+const LAYERS: usize = 2;
 
 /// GPT-2's byte → printable character map.
 fn byte_chars() -> Vec<char> {
@@ -48,55 +49,78 @@ fn tokens() -> (Vec<String>, Vec<i32>, Vec<String>) {
     (toks, types, merges)
 }
 
-fn q(t: Tensor) -> candle_core::Result<QTensor> {
-    QTensor::quantize(&t, GgmlDType::F32)
-}
-
 fn rand(shape: &[usize]) -> candle_core::Result<Tensor> {
     Tensor::randn(0f32, 0.2, shape, &Device::Cpu)
 }
 
-/// Writes a one-layer llama with a byte-level vocabulary to `path`.
+/// Writes a two-layer model of architecture `arch` with a byte-level vocabulary to `path`:
+/// `llama` as SmolLM2 lays it out, `qwen2` with query/key/value biases and tied embeddings;
+/// any other name gets llama's tensors under that name (for tests of refusal).
 pub fn write_tiny(path: &Path, arch: &str) -> candle_core::Result<()> {
+    write_tiny_as(path, arch, GgmlDType::F32)
+}
+
+/// [`write_tiny`] with the weight matrices in `dtype` (norms and biases stay f32); the
+/// widths are multiples of 32, so every block type fits.
+pub fn write_tiny_as(path: &Path, arch: &str, dtype: GgmlDType) -> candle_core::Result<()> {
+    let q = |t: Tensor| QTensor::quantize(&t, dtype);
+    let f = |t: Tensor| QTensor::quantize(&t, GgmlDType::F32);
     let (toks, types, merges) = tokens();
     let vocab = toks.len();
     let u = |v: usize| Value::U32(v as u32);
     let strs = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
-    let md: Vec<(&str, Value)> = vec![
-        ("general.architecture", Value::String(arch.into())),
-        ("llama.attention.head_count", u(HEADS)),
-        ("llama.attention.head_count_kv", u(KV_HEADS)),
-        ("llama.block_count", u(1)),
-        ("llama.embedding_length", u(DIM)),
-        ("llama.rope.dimension_count", u(DIM / HEADS)),
-        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
-        ("tokenizer.ggml.model", Value::String("gpt2".into())),
-        ("tokenizer.ggml.pre", Value::String("smollm".into())),
-        ("tokenizer.ggml.tokens", strs(&toks)),
+    let key = |k: &str| format!("{arch}.{k}");
+    let md: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(arch.into())),
+        (key("attention.head_count"), u(HEADS)),
+        (key("attention.head_count_kv"), u(KV_HEADS)),
+        (key("block_count"), u(LAYERS)),
+        (key("embedding_length"), u(DIM)),
+        (key("context_length"), u(512)),
+        (key("rope.dimension_count"), u(DIM / HEADS)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre".into(), Value::String("smollm".into())),
+        ("tokenizer.ggml.tokens".into(), strs(&toks)),
         (
-            "tokenizer.ggml.token_type",
+            "tokenizer.ggml.token_type".into(),
             Value::Array(types.iter().map(|&t| Value::I32(t)).collect()),
         ),
-        ("tokenizer.ggml.merges", strs(&merges)),
-        ("tokenizer.ggml.eos_token_id", u(vocab - 1)),
+        ("tokenizer.ggml.merges".into(), strs(&merges)),
+        ("tokenizer.ggml.eos_token_id".into(), u(vocab - 1)),
     ];
     let kv = DIM / HEADS * KV_HEADS;
-    let ones = Tensor::ones(DIM, candle_core::DType::F32, &Device::Cpu)?;
-    let tensors: Vec<(&str, QTensor)> = vec![
-        ("token_embd.weight", q(rand(&[vocab, DIM])?)?),
-        ("output_norm.weight", q(ones.clone())?),
-        ("blk.0.attn_q.weight", q(rand(&[DIM, DIM])?)?),
-        ("blk.0.attn_k.weight", q(rand(&[kv, DIM])?)?),
-        ("blk.0.attn_v.weight", q(rand(&[kv, DIM])?)?),
-        ("blk.0.attn_output.weight", q(rand(&[DIM, DIM])?)?),
-        ("blk.0.ffn_gate.weight", q(rand(&[HIDDEN, DIM])?)?),
-        ("blk.0.ffn_up.weight", q(rand(&[HIDDEN, DIM])?)?),
-        ("blk.0.ffn_down.weight", q(rand(&[DIM, HIDDEN])?)?),
-        ("blk.0.attn_norm.weight", q(ones.clone())?),
-        ("blk.0.ffn_norm.weight", q(ones)?),
+    let ones = || Tensor::ones(DIM, candle_core::DType::F32, &Device::Cpu);
+    let mut tensors: Vec<(String, QTensor)> = vec![
+        ("token_embd.weight".into(), q(rand(&[vocab, DIM])?)?),
+        ("output_norm.weight".into(), f(ones()?)?),
     ];
-    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
-    let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (*k, v)).collect();
+    if arch != "qwen2" {
+        tensors.push(("output.weight".into(), q(rand(&[vocab, DIM])?)?));
+    }
+    for l in 0..LAYERS {
+        let p = |n: &str| format!("blk.{l}.{n}");
+        tensors.extend([
+            (p("attn_q.weight"), q(rand(&[DIM, DIM])?)?),
+            (p("attn_k.weight"), q(rand(&[kv, DIM])?)?),
+            (p("attn_v.weight"), q(rand(&[kv, DIM])?)?),
+            (p("attn_output.weight"), q(rand(&[DIM, DIM])?)?),
+            (p("ffn_gate.weight"), q(rand(&[HIDDEN, DIM])?)?),
+            (p("ffn_up.weight"), q(rand(&[HIDDEN, DIM])?)?),
+            (p("ffn_down.weight"), q(rand(&[DIM, HIDDEN])?)?),
+            (p("attn_norm.weight"), f(ones()?)?),
+            (p("ffn_norm.weight"), f(ones()?)?),
+        ]);
+        if arch == "qwen2" {
+            tensors.extend([
+                (p("attn_q.bias"), f(rand(&[DIM])?)?),
+                (p("attn_k.bias"), f(rand(&[kv])?)?),
+                (p("attn_v.bias"), f(rand(&[kv])?)?),
+            ]);
+        }
+    }
+    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut f = std::fs::File::create(path)?;
     gguf_file::write(&mut f, &md, &ts)
 }

@@ -1,5 +1,6 @@
-//! The plumbing on a tiny random llama written here with candle's GGUF writer: the header
-//! and tokenizer are read, generation runs, and its (random) output falls back to the rules.
+//! The plumbing on tiny random llama and qwen2 GGUFs written here with candle's GGUF writer:
+//! the header and tokenizer are read, generation runs, and its (random) output falls back to
+//! the rules.
 //! Plus the real SmolLM2-135M when `scripts/fetch-model.sh smollm2` has fetched it.
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,10 @@ fn the_gguf_tokenizer_round_trips_and_keeps_chatml_markers_whole() {
 #[test]
 fn a_random_model_runs_and_falls_back_to_the_rules() {
     let dir = tempfile::tempdir().expect("tmp");
+    let qwen = dir.path().join("qwen.gguf");
+    write_tiny(&qwen, "qwen2").expect("write");
+    let m = ModelFacts::load(&qwen, ModelOptions::default()).expect("load qwen2");
+    assert!(m.run("Ann: I own a cat.", None).raw.is_some());
     let m = ModelFacts::load(&tiny(dir.path()), ModelOptions::default()).expect("load");
     assert!(m.name().starts_with("model-v1:tiny.gguf@"), "{}", m.name());
     assert!(
@@ -81,10 +86,13 @@ fn wrong_files_are_refused_naming_the_file() {
     std::fs::write(&cut, &bytes[..bytes.len() / 3]).expect("write");
     let e = ModelFacts::load(&cut, ModelOptions::default()).unwrap_err();
     assert!(e.to_string().contains("cut.gguf"), "{e}");
-    let qwen = dir.path().join("qwen.gguf");
-    write_tiny(&qwen, "qwen2").expect("write");
-    let e = ModelFacts::load(&qwen, ModelOptions::default()).unwrap_err();
-    assert!(matches!(e, ModelError::Architecture { .. }), "{e}");
+    let gemma = dir.path().join("gemma.gguf");
+    write_tiny(&gemma, "gemma").expect("write");
+    let e = ModelFacts::load(&gemma, ModelOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, ModelError::Architecture { .. }) && e.to_string().contains("gemma.gguf"),
+        "{e}"
+    );
     if !cfg!(feature = "cuda") {
         let e = ModelFacts::load(
             &tiny(dir.path()),
@@ -142,6 +150,22 @@ fn smollm2_extracts_grounded_facts_when_present() {
     let s = m.stats();
     eprintln!("{s:?}");
     assert_eq!((s.items, s.errors), (3, 0));
+    // batched: equal-length prompts share passes, rows leave as their answers end; each
+    // answer is the one its turn gets alone (quantized weights: row-by-row arithmetic)
+    let more = [
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: I went to a pottery class yesterday and it was so relaxing.",
+        "Melanie: I went to a pottery class yesterday and it was so peaceful.",
+        "Jon: I'm starting a dance studio 'cause I'm passionate about dancing.",
+        "Jon: I'm opening a dance studio 'cause I'm passionate about dancing.",
+        "Melanie: Thanks!",
+        "Caroline: Thanks!",
+    ];
+    let items: Vec<_> = more.iter().map(|t| (*t, None)).collect();
+    let together = m.run_batch(&items);
+    for (t, x) in more.iter().zip(&together) {
+        assert_eq!(x, &m.run(t, None), "{t}");
+    }
     // greedy decoding: on these plain first-person statements SmolLM2 writes at least one
     // grounded triple (2 of 3 on the machine this was written on)
     assert!(s.model_items >= 1, "{s:?}");

@@ -1,0 +1,156 @@
+//! memdex's decoder against candle's own quantized llama and qwen2 on tiny random GGUFs, and
+//! its batches against rows run alone.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::GgmlDType;
+use candle_core::{Device, Tensor};
+use candle_transformers::models::{quantized_llama, quantized_qwen2};
+use memdex_extract_model::decoder::{Decoder, KvCache};
+use memdex_extract_model::testing::{write_tiny, write_tiny_as};
+use memdex_extract_model::{GgufHeader, ModelFacts, ModelOptions};
+
+const ARCHS: [&str; 2] = ["llama", "qwen2"];
+
+fn tiny(dir: &Path, arch: &str) -> PathBuf {
+    let p = dir.join(format!("{arch}.gguf"));
+    write_tiny(&p, arch).expect("write tiny gguf");
+    p
+}
+
+fn tiny_q8(dir: &Path, arch: &str) -> PathBuf {
+    let p = dir.join(format!("{arch}-q8.gguf"));
+    write_tiny_as(&p, arch, GgmlDType::Q8_0).expect("write tiny gguf");
+    p
+}
+
+fn decoder(path: &Path) -> Decoder {
+    let (h, mut r) = GgufHeader::open(path).expect("open");
+    let arch = h.arch().expect("arch");
+    Decoder::from_gguf(arch, &h.content, &mut r, &Device::Cpu).expect("decoder")
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    (a - b)
+        .and_then(|d| d.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>())
+        .expect("diff")
+}
+
+fn ids(v: &[u32]) -> Tensor {
+    Tensor::new(v, &Device::Cpu)
+        .and_then(|t| t.unsqueeze(0))
+        .expect("ids")
+}
+
+/// `(ids, position) → last logits` of a model.
+type Forward = Box<dyn FnMut(&Tensor, usize) -> Tensor>;
+
+/// candle's model of the same file.
+fn reference(path: &Path, arch: &str) -> Forward {
+    let (h, mut r) = GgufHeader::open(path).expect("open");
+    let dev = Device::Cpu;
+    if arch == "llama" {
+        let mut m = quantized_llama::ModelWeights::from_gguf(h.content, &mut r, &dev)
+            .expect("candle's model");
+        Box::new(move |x, pos| m.forward(x, pos).expect("llama"))
+    } else {
+        let mut m = quantized_qwen2::ModelWeights::from_gguf(h.content, &mut r, &dev)
+            .expect("candle's model");
+        Box::new(move |x, pos| m.forward(x, pos).expect("qwen2"))
+    }
+}
+
+#[test]
+fn the_decoder_gives_candles_logits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for arch in ARCHS {
+        let path = tiny(dir.path(), arch);
+        let dec = decoder(&path);
+        let mut want = reference(&path, arch);
+        let mut cache = KvCache::default();
+        let prompt: Vec<u32> = (0..17).map(|i| (i * 37 + 11) % 256).collect();
+        // a prompt in three passes: several tokens, several more after a cache, then one
+        for (from, to) in [(0, 9), (9, 16), (16, 17)] {
+            let x = ids(&prompt[from..to]);
+            let got = dec.forward(&x, &mut cache).expect("forward");
+            let d = max_diff(&got, &want(&x, from));
+            assert!(d < 1e-4, "{arch} tokens {from}..{to}: max |Δ| {d}");
+        }
+        assert_eq!(cache.len(), 17);
+    }
+}
+
+/// A batch's rows against the same prompts run alone: equal with quantized weights (the
+/// quantized matmul works row by row), within rounding with f32 weights (the dense matmul
+/// may block a batch's rows differently).
+#[test]
+fn rows_of_a_batch_get_what_they_get_alone() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for arch in ARCHS {
+        check_batch_rows(&tiny(dir.path(), arch), 1e-5);
+        check_batch_rows(&tiny_q8(dir.path(), arch), 0.0);
+    }
+}
+
+fn check_batch_rows(path: &Path, tol: f32) {
+    let dev = Device::Cpu;
+    let dec = decoder(path);
+    let mut prefix = KvCache::default();
+    dec.forward(&ids(&[1, 2, 3, 4, 5]), &mut prefix)
+        .expect("prefix");
+    let prompts: [[u32; 4]; 3] = [[10, 20, 30, 40], [50, 60, 70, 80], [90, 100, 110, 120]];
+    let alone: Vec<(Tensor, Tensor)> = prompts
+        .iter()
+        .map(|p| {
+            let mut c = prefix.clone();
+            let first = dec.forward(&ids(p), &mut c).expect("alone");
+            let second = dec.forward(&ids(&[7]), &mut c).expect("alone, next");
+            (
+                first.squeeze(0).expect("row"),
+                second.squeeze(0).expect("row"),
+            )
+        })
+        .collect();
+    let mut c = prefix.repeat(3).expect("repeat");
+    let x = Tensor::new(&prompts, &dev).expect("batch");
+    let first = dec.forward(&x, &mut c).expect("batch");
+    let name = path.display();
+    for (r, (a, _)) in alone.iter().enumerate() {
+        let d = max_diff(&first.get(r).expect("row"), a);
+        assert!(d <= tol, "{name} row {r}: max |Δ| {d}");
+    }
+    // rows 2 and 0 go on, in that order
+    let mut c = c.select(&[2, 0]).expect("select");
+    let x = Tensor::new(&[[7u32], [7]], &dev).expect("next");
+    let second = dec.forward(&x, &mut c).expect("next");
+    for (row, item) in [(0, 2), (1, 0)] {
+        let d = max_diff(&second.get(row).expect("row"), &alone[item].1);
+        assert!(d <= tol, "{name} item {item} after select: max |Δ| {d}");
+    }
+}
+
+#[test]
+fn batched_extraction_answers_as_each_item_alone() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // byte-level vocabulary: equal byte lengths (no "th") give prompts of equal length
+    let texts = [
+        "Ann: I own a cat.",
+        "Bob: I own a dog.",
+        "Cy: I love a pig",
+        "ok",
+        "Dan: we moved to Oslo last year.",
+        "Eve: I own a cow.",
+    ];
+    for arch in ARCHS {
+        let path = tiny_q8(dir.path(), arch);
+        let m = ModelFacts::load(&path, ModelOptions::default()).expect("load");
+        let alone: Vec<_> = texts.iter().map(|t| m.run(t, None)).collect();
+        let items: Vec<_> = texts.iter().map(|t| (*t, None)).collect();
+        let together = m.run_batch(&items);
+        assert_eq!(together, alone, "{arch}");
+        assert!(
+            alone.iter().all(|x| x.raw.is_some()),
+            "{arch}: generation ran"
+        );
+    }
+}
