@@ -5,10 +5,12 @@
 //! needs: the weights are immutable and shared (`Clone` is cheap), the attention cache is a
 //! value of its own ([`KvCache`]) that can be repeated for a batch and cut down to the rows
 //! still generating, and the last position of a multi-row pass is made contiguous before the
-//! quantized output matmul (which refuses strided inputs). Every row of a batch runs the same
-//! arithmetic as it would alone: the quantized matmul works row by row, attention is one
-//! product per row and head, and rows of a batch have equal lengths (the caller groups them),
-//! so no padding enters any sum. The tests check the logits against candle's own models.
+//! quantized output matmul (which refuses strided inputs). With quantized weights every row of
+//! a batch runs the same arithmetic as it would alone: the quantized matmul works row by row,
+//! attention is one product per row and head, and rows of a batch have equal lengths (the
+//! caller groups them), so no padding enters any sum. (f32 and f16 weights go through a dense
+//! matmul whose blocking may depend on the number of rows: equal within rounding.) The tests
+//! check the logits against candle's own models.
 
 use std::io::{Read, Seek};
 
@@ -179,7 +181,7 @@ impl Decoder {
         let layers = r.u32(&key("block_count"))?;
         let eps = r.f32_or(&key("attention.layer_norm_rms_epsilon"), 1e-6)? as f64;
         let base = r.f32_or(&key("rope.freq_base"), 10_000.0)?;
-        if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 {
+        if dim == 0 || heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 {
             candle_core::bail!("{heads} heads, {kv_heads} key/value heads, width {dim}");
         }
         let head_dim = dim / heads;

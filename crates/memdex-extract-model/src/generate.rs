@@ -3,10 +3,11 @@
 //! tokens only.
 //!
 //! Batches: prompts with the same number of tokens run in lockstep, up to [`MAX_BATCH`] rows a
-//! pass (the quantized matmul reads each weight once for all the rows of a pass). A row that
-//! ends its answer leaves the batch. Rows of equal length need no padding, so each answer is
-//! exactly the one the prompt gets alone (tested); prompts of a length no other prompt has run
-//! alone.
+//! pass; a row that ends its answer leaves the batch. Rows of equal length need no padding, so
+//! with quantized weights each answer is exactly the one the prompt gets alone (tested on
+//! SmolLM2); prompts of a length no other prompt has run alone. One pass for many rows is what
+//! a GPU needs; on the CPU candle's quantized matmul is compute-bound and a batch runs no
+//! faster per item than its rows alone (docs/evaluation.md).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};

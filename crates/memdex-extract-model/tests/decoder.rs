@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::GgmlDType;
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
 use memdex_extract_model::decoder::{Decoder, KvCache};
@@ -151,6 +152,83 @@ fn batched_extraction_answers_as_each_item_alone() {
         assert!(
             alone.iter().all(|x| x.raw.is_some()),
             "{arch}: generation ran"
+        );
+    }
+}
+
+/// `src` rewritten with `edit` applied to its metadata and tensors.
+fn rewrite(
+    src: &Path,
+    dst: &Path,
+    edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Vec<(String, QTensor)>),
+) {
+    let (h, mut r) = GgufHeader::open(src).expect("open");
+    let mut md: Vec<(String, Value)> = h.content.metadata.clone().into_iter().collect();
+    let mut ts: Vec<(String, QTensor)> = h
+        .content
+        .tensor_infos
+        .keys()
+        .map(|n| {
+            let t = h.content.tensor(&mut r, n, &Device::Cpu).expect("tensor");
+            (n.clone(), t)
+        })
+        .collect();
+    edit(&mut md, &mut ts);
+    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let ts: Vec<(&str, &QTensor)> = ts.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut f = std::fs::File::create(dst).expect("create");
+    gguf_file::write(&mut f, &md, &ts).expect("write");
+}
+
+fn set(md: &mut [(String, Value)], key: &str, v: Value) {
+    md.iter_mut()
+        .find(|(k, _)| k == key)
+        .expect("key present")
+        .1 = v;
+}
+
+/// Inconsistent shapes and settings in a file are load errors naming the file, never panics.
+#[test]
+fn inconsistent_models_are_refused_at_load() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let good = tiny(dir.path(), "llama");
+    let zero = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
+        set(md, "llama.attention.head_count", Value::U32(0));
+    };
+    let odd_heads = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
+        set(md, "llama.attention.head_count", Value::U32(3));
+    };
+    let rope = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
+        set(md, "llama.rope.dimension_count", Value::U32(6));
+    };
+    let no_layer = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
+        set(md, "llama.block_count", Value::U32(1 << 30));
+    };
+    let shape = |_: &mut Vec<(String, Value)>, ts: &mut Vec<(String, QTensor)>| {
+        let w = Tensor::zeros((32, 24), candle_core::DType::F32, &Device::Cpu).expect("zeros");
+        let q = QTensor::quantize(&w, GgmlDType::F32).expect("q");
+        ts.iter_mut()
+            .find(|(n, _)| n == "blk.1.attn_q.weight")
+            .expect("tensor")
+            .1 = q;
+    };
+    let edits: [(
+        &str,
+        &dyn Fn(&mut Vec<(String, Value)>, &mut Vec<(String, QTensor)>),
+    ); 5] = [
+        ("zero-heads", &zero),
+        ("odd-heads", &odd_heads),
+        ("rope", &rope),
+        ("no-layer", &no_layer),
+        ("shape", &shape),
+    ];
+    for (name, edit) in edits {
+        let bad = dir.path().join(format!("{name}.gguf"));
+        rewrite(&good, &bad, |md, ts| edit(md, ts));
+        let e = ModelFacts::load(&bad, ModelOptions::default()).expect_err(name);
+        assert!(
+            e.to_string().contains(&format!("{name}.gguf")),
+            "{name}: {e}"
         );
     }
 }
