@@ -156,15 +156,16 @@ fn batched_extraction_answers_as_each_item_alone() {
     }
 }
 
+/// A GGUF's metadata and tensors, as written.
+type Metadata = Vec<(String, Value)>;
+type Tensors = Vec<(String, QTensor)>;
+type Edit = fn(&mut Metadata, &mut Tensors);
+
 /// `src` rewritten with `edit` applied to its metadata and tensors.
-fn rewrite(
-    src: &Path,
-    dst: &Path,
-    edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Vec<(String, QTensor)>),
-) {
+fn rewrite(src: &Path, dst: &Path, edit: Edit) {
     let (h, mut r) = GgufHeader::open(src).expect("open");
-    let mut md: Vec<(String, Value)> = h.content.metadata.clone().into_iter().collect();
-    let mut ts: Vec<(String, QTensor)> = h
+    let mut md: Metadata = h.content.metadata.clone().into_iter().collect();
+    let mut ts: Tensors = h
         .content
         .tensor_infos
         .keys()
@@ -180,7 +181,7 @@ fn rewrite(
     gguf_file::write(&mut f, &md, &ts).expect("write");
 }
 
-fn set(md: &mut [(String, Value)], key: &str, v: Value) {
+fn set(md: &mut Metadata, key: &str, v: Value) {
     md.iter_mut()
         .find(|(k, _)| k == key)
         .expect("key present")
@@ -192,39 +193,29 @@ fn set(md: &mut [(String, Value)], key: &str, v: Value) {
 fn inconsistent_models_are_refused_at_load() {
     let dir = tempfile::tempdir().expect("tmp");
     let good = tiny(dir.path(), "llama");
-    let zero = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
-        set(md, "llama.attention.head_count", Value::U32(0));
-    };
-    let odd_heads = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
-        set(md, "llama.attention.head_count", Value::U32(3));
-    };
-    let rope = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
-        set(md, "llama.rope.dimension_count", Value::U32(6));
-    };
-    let no_layer = |md: &mut Vec<(String, Value)>, _: &mut Vec<(String, QTensor)>| {
-        set(md, "llama.block_count", Value::U32(1 << 30));
-    };
-    let shape = |_: &mut Vec<(String, Value)>, ts: &mut Vec<(String, QTensor)>| {
-        let w = Tensor::zeros((32, 24), candle_core::DType::F32, &Device::Cpu).expect("zeros");
-        let q = QTensor::quantize(&w, GgmlDType::F32).expect("q");
-        ts.iter_mut()
-            .find(|(n, _)| n == "blk.1.attn_q.weight")
-            .expect("tensor")
-            .1 = q;
-    };
-    let edits: [(
-        &str,
-        &dyn Fn(&mut Vec<(String, Value)>, &mut Vec<(String, QTensor)>),
-    ); 5] = [
-        ("zero-heads", &zero),
-        ("odd-heads", &odd_heads),
-        ("rope", &rope),
-        ("no-layer", &no_layer),
-        ("shape", &shape),
+    let edits: [(&str, Edit); 5] = [
+        ("zero-heads", |md, _| {
+            set(md, "llama.attention.head_count", Value::U32(0))
+        }),
+        ("odd-heads", |md, _| {
+            set(md, "llama.attention.head_count", Value::U32(3))
+        }),
+        ("rope", |md, _| {
+            set(md, "llama.rope.dimension_count", Value::U32(6))
+        }),
+        ("no-layer", |md, _| {
+            set(md, "llama.block_count", Value::U32(1 << 30))
+        }),
+        ("shape", |_, ts| {
+            let w = Tensor::zeros((32, 24), candle_core::DType::F32, &Device::Cpu).expect("0");
+            let q = QTensor::quantize(&w, GgmlDType::F32).expect("q");
+            let slot = ts.iter_mut().find(|(n, _)| n == "blk.1.attn_q.weight");
+            slot.expect("tensor").1 = q;
+        }),
     ];
     for (name, edit) in edits {
         let bad = dir.path().join(format!("{name}.gguf"));
-        rewrite(&good, &bad, |md, ts| edit(md, ts));
+        rewrite(&good, &bad, edit);
         let e = ModelFacts::load(&bad, ModelOptions::default()).expect_err(name);
         assert!(
             e.to_string().contains(&format!("{name}.gguf")),
