@@ -298,8 +298,8 @@ pub enum ExtractorDevice {
 pub struct ExtractArgs {
     /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama- or
     /// qwen2-architecture GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
-    /// `scripts/fetch-model.sh smollm2`; ~0.6 items/s on 2 busy CPU cores with
-    /// RAYON_NUM_THREADS=1, see docs/evaluation.md). The store records which one (with the
+    /// `scripts/fetch-model.sh smollm2`; ~1 item/s on 2 idle CPU cores, ~0.6 with
+    /// RAYON_NUM_THREADS=1 on busy ones, see docs/evaluation.md). The store records which one (with the
     /// file's sha256) and refuses another.
     #[arg(long, env = "MEMDEX_EXTRACTOR", default_value = "rules")]
     pub extractor: ExtractorSpec,
