@@ -17,6 +17,7 @@ use std::io::{Read, Seek};
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, IndexOp, Result, Tensor, D};
 use candle_nn::{Embedding, Module};
+use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
 /// Positions precomputed for the rotary embedding at most (prompt prefix + item + answer
 /// stay far below).
@@ -215,10 +216,6 @@ impl Decoder {
         })
     }
 
-    pub fn arch(&self) -> Arch {
-        self.arch
-    }
-
     /// Runs `ids` (`(rows, len)`, every row at the cache's positions onwards) and extends
     /// `cache` (empty, or of `rows` rows). Returns each row's last-position logits,
     /// `(rows, vocab)`.
@@ -231,7 +228,7 @@ impl Decoder {
         let cos = self.cos.narrow(0, pos, len)?;
         let sin = self.sin.narrow(0, pos, len)?;
         let mask = (len > 1)
-            .then(|| causal_mask(len, pos, ids.device()))
+            .then(|| build_causal_mask(len, pos, ids.device()))
             .transpose()?;
         let mut x = self.embed.forward(ids)?;
         let mut kv = Vec::with_capacity(self.blocks.len());
@@ -286,8 +283,8 @@ impl Decoder {
             v = Tensor::cat(&[pv, &v], 2)?;
         }
         let rep = self.heads / self.kv_heads;
-        let kr = repeat_kv(&k, rep)?;
-        let vr = repeat_kv(&v, rep)?;
+        let kr = repeat_kv(k.clone(), rep)?;
+        let vr = repeat_kv(v.clone(), rep)?;
         let mut att = (q.matmul(&kr.t()?)? / (hd as f64).sqrt())?;
         if let Some(mask) = mask {
             let neg = Tensor::new(f32::NEG_INFINITY, att.device())?.broadcast_as(att.shape())?;
@@ -337,23 +334,6 @@ fn rotary_tables(head_dim: usize, base: f32, device: &Device) -> Result<(Tensor,
         .reshape((MAX_POSITIONS, 1))?
         .matmul(&theta.reshape((1, theta.elem_count()))?)?;
     Ok((angles.cos()?, angles.sin()?))
-}
-
-/// `(len, pos + len)`: 1 where query `i` (at position `pos + i`) must not see key `j`.
-fn causal_mask(len: usize, pos: usize, device: &Device) -> Result<Tensor> {
-    let m: Vec<u8> = (0..len)
-        .flat_map(|i| (0..pos + len).map(move |j| u8::from(j > pos + i)))
-        .collect();
-    Tensor::from_slice(&m, (len, pos + len), device)
-}
-
-/// Each key/value head repeated for the `rep` query heads that share it.
-fn repeat_kv(x: &Tensor, rep: usize) -> Result<Tensor> {
-    if rep == 1 {
-        return Ok(x.clone());
-    }
-    let (b, kv, len, hd) = x.dims4()?;
-    Tensor::cat(&vec![x; rep], 2)?.reshape((b, kv * rep, len, hd))
 }
 
 /// The argmax of each row of `logits` (`(rows, vocab)`).

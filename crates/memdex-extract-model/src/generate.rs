@@ -15,7 +15,7 @@ use std::io::{Read, Seek};
 use candle_core::{Device, Tensor};
 use tokenizers::Tokenizer;
 
-use crate::decoder::{greedy, Arch, Decoder, KvCache};
+use crate::decoder::{greedy, Decoder, KvCache};
 use crate::gguf::GgufHeader;
 use crate::requant;
 use crate::ModelError;
@@ -98,10 +98,6 @@ impl Generator {
             device,
             requantized,
         })
-    }
-
-    pub fn arch(&self) -> Arch {
-        self.decoder.arch()
     }
 
     /// Greedy decoding of the answer to `prefix + suffix`, up to [`MAX_NEW_TOKENS`].
