@@ -319,6 +319,12 @@ pub struct ExtractArgs {
     /// (0: off); `--fragrel-semantic` uses them.
     #[arg(long, env = "MEMDEX_NEIGHBORS", default_value_t = 0)]
     pub neighbors: usize,
+    /// Turn stores: how many messages right before a turn its key also carries (the last 64
+    /// words of each, when its role makes keys), so that a reply is found by what it answers.
+    /// Default: an existing store's own setting; for a new store 1 (0 with `eval --preset
+    /// dense`, the reference baselines).
+    #[arg(long, env = "MEMDEX_KEY_CONTEXT", value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub key_context: Option<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -633,3 +633,91 @@ fn semantic_neighbours_are_stored_and_used_when_asked() {
     ));
     assert!(err.contains("--neighbors"), "{err}");
 }
+
+/// Every stored `(value, key)` of `store`.
+fn stored_keys(store: &Path) -> Vec<(String, String)> {
+    let store = memdex_store::Store::open(store).unwrap();
+    let mut out = Vec::new();
+    for seg in store.segments() {
+        for row in 0..seg.rows() {
+            out.push((seg.value(row).to_string(), seg.key(row).to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn turn_keys_carry_the_message_they_answer_and_a_store_keeps_its_setting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chat = session(
+        "alice",
+        "s1",
+        1,
+        &["which city do you like best?", "definitely lisbon"],
+    ) + "\n";
+    let input = write(tmp.path(), "c.jsonl", &chat);
+    let turn = ["--granularity", "turn", "--facts", "false"];
+    let store = tmp.path().join("store");
+    ok(&index_json(&input, &store, &turn));
+    let keys = stored_keys(&store);
+    let reply = keys.iter().find(|(v, _)| v == "definitely lisbon").unwrap();
+    assert_eq!(reply.1, "definitely lisbon\nwhich city do you like best?");
+    // found by what it answers: BM25 alone, no word of the query in the reply itself
+    let q = [
+        "--retriever",
+        "bm25",
+        "--importance",
+        "0",
+        "--fragrel-alpha",
+        "0",
+    ];
+    let q = [&q[..], &["--json", "-k", "2"]].concat();
+    let reply_score = |store: &Path| {
+        let h = hits(&search(store, "alice", "best city", &q));
+        let r = h.iter().find(|h| h["value"] == "definitely lisbon");
+        r.and_then(|r| r["score"].as_f64()).unwrap_or(0.0)
+    };
+    assert!(reply_score(&store) > 0.0);
+
+    // off: the key is the message; the manifest records the setting
+    let off = tmp.path().join("off");
+    ok(&index_json(
+        &input,
+        &off,
+        &[&turn[..], &["--key-context", "0"]].concat(),
+    ));
+    assert!(stored_keys(&off).iter().all(|(v, k)| v == k));
+    assert_eq!(reply_score(&off), 0.0);
+    let manifest = |dir: &Path| memdex_store::Manifest::load(dir).unwrap().extraction;
+    assert_eq!(
+        (manifest(&store).key_context, manifest(&off).key_context),
+        (1, 0)
+    );
+
+    // a store written before the setting existed reads as 0 and keeps its keys when the
+    // flag is not given; asking for another setting is refused by name
+    let path = off.join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let old = text.replace(",\n    \"key_context\": 0", "");
+    assert_ne!(old, text, "the field is written");
+    std::fs::write(&path, old).unwrap();
+    let more = write(
+        tmp.path(),
+        "m.jsonl",
+        &(session("alice", "s2", 2, &["and food?", "pastel de nata"]) + "\n"),
+    );
+    ok(&index_json(&more, &off, &turn));
+    assert!(stored_keys(&off).iter().all(|(v, k)| v == k));
+    let err = fails(&index_json(
+        &more,
+        &off,
+        &[&turn[..], &["--key-context", "1"]].concat(),
+    ));
+    assert!(err.contains("--key-context"), "{err}");
+    let err = fails(&index_json(
+        &input,
+        &store,
+        &[&turn[..], &["--key-context", "9"]].concat(),
+    ));
+    assert!(err.contains("--key-context"), "{err}");
+}

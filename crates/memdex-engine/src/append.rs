@@ -101,12 +101,14 @@ impl AppendPipeline {
     }
 
     /// [`Self::new`] with extractors given by the caller (a model-based fact extractor).
+    /// The key context is the store's (its manifest records it), whatever `itemize` says.
     pub fn with_extractors(
         store: Store,
-        itemize: ItemizeOptions,
+        mut itemize: ItemizeOptions,
         extract: Extractors,
         parallel: bool,
     ) -> Self {
+        itemize.context = store.manifest().extraction.key_context;
         AppendPipeline {
             itemize,
             extract,

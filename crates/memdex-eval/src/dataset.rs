@@ -77,12 +77,14 @@ pub enum Dataset {
 
 /// How benchmark sessions are cut into items at `granularity`, for both datasets: user turns
 /// are the keys (LongMemEval indexes user turns only; LoCoMo's turns are all user turns, two
-/// people talking), and blank turns are kept as the official corpora keep them.
+/// people talking), and blank turns are kept as the official corpora keep them. The key
+/// context is the store's (see `AppendPipeline`).
 pub fn benchmark_itemize(granularity: Granularity) -> ItemizeOptions {
     ItemizeOptions {
         granularity,
         key_roles: KeyRoles::User,
         keep_blank: true,
+        context: 0,
     }
 }
 

@@ -8,7 +8,16 @@ pub struct ItemizeOptions {
     pub key_roles: KeyRoles,
     /// Keep whitespace-only messages as items (benchmark corpora count them; default false).
     pub keep_blank: bool,
+    /// Turn items only: how many of the messages right before a turn are appended to its key
+    /// (the ones whose role makes keys; the last [`CONTEXT_WORDS`] words of each). A reply
+    /// means little without what it answers. Default 0 here; a store records its own value
+    /// and its appends use that one.
+    pub context: usize,
 }
+
+/// How much of each preceding message a turn's key takes (its last words: what the turn
+/// replies to), so that the turn's own words stay inside the embedder's window.
+pub const CONTEXT_WORDS: usize = 64;
 
 impl ItemizeOptions {
     /// The documented default key roles for a granularity.
@@ -21,14 +30,17 @@ impl ItemizeOptions {
             granularity,
             key_roles,
             keep_blank: false,
+            context: 0,
         }
     }
 }
 
 /// Cuts one session into memory items, in session order.
 ///
-/// * `turn`: one item per message (with `key_roles = user`, user messages only); key = value =
-///   the message.
+/// * `turn`: one item per message (with `key_roles = user`, user messages only); value = the
+///   message; key = the message, then the `context` messages right before it whose role makes
+///   keys (each clipped to its last [`CONTEXT_WORDS`] words). The item's `content_hash` is
+///   taken before the context is added, as for facts: it identifies the message as read.
 /// * `round`: a user message and the assistant messages that follow it (assistant messages
 ///   before the first user message form a round of their own). Value = the role-labelled
 ///   messages; key = the user text (`user`) or the labelled value (`all`).
@@ -81,8 +93,14 @@ pub fn itemize(session: &Session, opts: &ItemizeOptions) -> Vec<MemoryItem> {
     match opts.granularity {
         Granularity::Turn => turns
             .iter()
-            .filter(|(_, t)| opts.key_roles == KeyRoles::All || t.role == Role::User)
-            .map(|&(i, t)| make(i, &[(i, t)]))
+            .enumerate()
+            .filter(|(_, (_, t))| opts.key_roles == KeyRoles::All || t.role == Role::User)
+            .map(|(pos, &(i, t))| {
+                let mut item = make(i, &[(i, t)]);
+                let before = &turns[pos.saturating_sub(opts.context)..pos];
+                add_context(&mut item.key, before, opts.key_roles);
+                item
+            })
             .collect(),
         Granularity::Session if turns.is_empty() => Vec::new(),
         Granularity::Session => vec![make(0, &turns)],
@@ -100,6 +118,21 @@ pub fn itemize(session: &Session, opts: &ItemizeOptions) -> Vec<MemoryItem> {
                 .map(|(ri, r)| make(ri, r))
                 .collect()
         }
+    }
+}
+
+/// Appends to `key` the messages of `before` (oldest first) whose role makes keys.
+fn add_context(key: &mut String, before: &[(usize, &Turn)], roles: KeyRoles) {
+    for (_, t) in before {
+        if roles == KeyRoles::User && t.role != Role::User {
+            continue;
+        }
+        let words: Vec<&str> = t.content.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        key.push('\n');
+        key.push_str(&words[words.len().saturating_sub(CONTEXT_WORDS)..].join(" "));
     }
 }
 
@@ -174,7 +207,7 @@ mod tests {
             &ItemizeOptions {
                 granularity: Granularity::Turn,
                 key_roles: KeyRoles::User,
-                keep_blank: false,
+                ..ItemizeOptions::new(Granularity::Turn)
             },
         );
         assert_eq!(user.len(), 2);
@@ -187,6 +220,63 @@ mod tests {
             },
         );
         assert_eq!(blank.len(), 6);
+    }
+
+    #[test]
+    fn turn_keys_carry_the_message_they_answer() {
+        let plain = itemize(&session(), &ItemizeOptions::new(Granularity::Turn));
+        let opts = |context, key_roles| ItemizeOptions {
+            context,
+            key_roles,
+            ..ItemizeOptions::new(Granularity::Turn)
+        };
+        let ctx = itemize(&session(), &opts(1, KeyRoles::All));
+        assert_eq!(
+            ctx[0].key, "Welcome back!",
+            "nothing before the first message"
+        );
+        assert_eq!(ctx[1].key, "I adopted a dog.\nWelcome back!");
+        // the blank message is not an item and gives no context
+        assert_eq!(ctx[3].key, "Her name is Luna.\nCongrats! Name?");
+        assert_eq!(
+            itemize(&session(), &opts(2, KeyRoles::All))[3].key,
+            "Her name is Luna.\nI adopted a dog.\nCongrats! Name?"
+        );
+        for (p, c) in plain.iter().zip(&ctx) {
+            assert_eq!(p.value, c.value, "the value stays the message");
+            assert_eq!(
+                p.content_hash, c.content_hash,
+                "the hash is the message as read"
+            );
+        }
+        // user keys: the assistant message before a user turn is not key material
+        let user = itemize(&session(), &opts(1, KeyRoles::User));
+        assert_eq!(user[0].key, "I adopted a dog.");
+        assert_eq!(user[1].key, "Her name is Luna.");
+        // rounds and sessions already hold the exchange
+        let round = ItemizeOptions {
+            context: 1,
+            ..ItemizeOptions::new(Granularity::Round)
+        };
+        assert_eq!(itemize(&session(), &round)[2].key, "Her name is Luna.");
+    }
+
+    #[test]
+    fn context_keeps_the_last_words_of_a_long_message() {
+        let long: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
+        let mut s = session();
+        s.turns[0].content = long.join("  ");
+        let opts = ItemizeOptions {
+            context: 1,
+            ..ItemizeOptions::new(Granularity::Turn)
+        };
+        let key = &itemize(&s, &opts)[1].key;
+        let tail = key
+            .strip_prefix("I adopted a dog.\n")
+            .expect("own text first");
+        let words: Vec<&str> = tail.split(' ').collect();
+        assert_eq!(words.len(), CONTEXT_WORDS);
+        assert_eq!((words[0], words[CONTEXT_WORDS - 1]), ("w36", "w99"));
     }
 
     #[test]

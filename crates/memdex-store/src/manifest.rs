@@ -77,6 +77,10 @@ pub struct Extraction {
     /// FragRel semantic neighbours stored per item (0: none).
     #[serde(default)]
     pub neighbors: usize,
+    /// Turn stores: how many preceding messages each turn's key carries (0: none; stores
+    /// written before this setting existed read as 0 and keep their keys).
+    #[serde(default)]
+    pub key_context: usize,
 }
 
 /// How a store keeps item content (key, value, terms, vector).

@@ -157,7 +157,7 @@ impl StoreWriter {
             return Err(StoreError::InvalidAppend {
                 message: format!(
                     "{} was built with extraction {have:?}; cannot append with {extraction:?} \
-                     (use the same --extract/--facts options, or another store)",
+                     (use the same --extract/--facts/--key-context options, or another store)",
                     dir.display(),
                 ),
             });

@@ -319,6 +319,7 @@ fn derived_columns_round_trip_and_extraction_is_fixed_per_store() {
         events: true,
         facts: Some("heuristic-v1".into()),
         neighbors: 2,
+        key_context: 1,
     };
     let mut w =
         StoreWriter::open_or_create_with(dir, &model(4, "aaaa"), Granularity::Round, None, &on)

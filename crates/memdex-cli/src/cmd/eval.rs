@@ -48,7 +48,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let embedder = super::load_embedder(&a.model, None)?;
     // `--preset default` evaluates a store as `memdex index` builds it by default (facts on)
     let facts = a.facts.unwrap_or(a.preset == Preset::Default);
-    let extract = super::extract_options(&a.extract, facts);
+    // the same for the key context: the reference baselines key a turn by its own text
+    let context = usize::from(a.preset == Preset::Default);
+    let extract = super::extract_options(&a.extract, facts, &store_dir, context);
     let model = super::fact_model(&a.extract, facts)?;
     let mut writer = StoreWriter::open_or_create_with(
         &store_dir,

@@ -4,8 +4,8 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use memdex_embed::Encoder as _;
 use memdex_engine::{
-    index_sessions_with, EngineError, Extractors, IndexOptions, IndexProgress, IndexReport,
-    KernelHandle,
+    index_sessions_with, EngineError, ExtractOptions, Extractors, IndexOptions, IndexProgress,
+    IndexReport, KernelHandle,
 };
 use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
@@ -99,7 +99,8 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
-    let extract = super::extract_options(&a.extract, a.facts);
+    let default_context = ExtractOptions::default().key_context;
+    let extract = super::extract_options(&a.extract, a.facts, &a.store, default_context);
     let model = super::fact_model(&a.extract, a.facts)?;
     let spec = StoreSpec {
         granularity: a.granularity,

@@ -31,13 +31,26 @@ use memdex_engine::ExtractOptions;
 use memdex_extract::FactExtractor;
 use memdex_extract_model::{ModelDevice, ModelFacts, ModelOptions};
 use memdex_rank::{RankOptions, Stages};
-use memdex_store::Extraction;
+use memdex_store::{Extraction, Manifest};
 
-pub fn extract_options(a: &ExtractArgs, facts: bool) -> ExtractOptions {
+/// The extraction for a store at `store`: `--key-context` as given, else the store's own
+/// (an existing store keeps its keys), else `key_context` (a new store's default).
+pub fn extract_options(
+    a: &ExtractArgs,
+    facts: bool,
+    store: &Path,
+    key_context: usize,
+) -> ExtractOptions {
+    let recorded = || Manifest::load(store).ok().map(|m| m.extraction.key_context);
     ExtractOptions {
         events: a.extract_events,
         facts,
         neighbors: a.neighbors,
+        key_context: a
+            .key_context
+            .map(usize::from)
+            .or_else(recorded)
+            .unwrap_or(key_context),
     }
 }
 
