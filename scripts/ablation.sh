@@ -6,7 +6,8 @@
 # p50 / p99 in ms (query embedding + ranking, this machine).
 # Stores are built on first use and reused: STORE-false (keys as read) and STORE-true
 # (keys expanded with extracted facts); both carry event dates. STORE-n10 adds 10 semantic
-# neighbours per item for FragRel's semantic relation.
+# neighbours per item for FragRel's semantic relation. STORE-c1 / STORE-c2 are STORE-true with
+# each turn's key also carrying the 1 / 2 messages before it (`--key-context`).
 #
 # usage: scripts/ablation.sh FILE locomo|longmemeval STORE
 set -euo pipefail
@@ -18,6 +19,8 @@ run() {
     false) opts=(--facts false) ;;
     true) opts=(--facts true) ;;
     n10) opts=(--facts true --neighbors 10) ;;
+    c1) opts=(--facts true --key-context 1) ;;
+    c2) opts=(--facts true --key-context 2) ;;
   esac
   "${MEMDEX:-$root/target/release/memdex}" eval --input "$file" --format "$format" \
     --store "$store-$kind" "${opts[@]}" \
@@ -41,4 +44,7 @@ run "  + recency 0.3 (all on)" true $H $F --time front --when-boost 0.2 --import
 run "  time as boost ×2 instead of front" true $H $F --time boost --time-boost 1 --when-boost 0.2 --importance 0.3
 run "  + FragRel semantic relation (m 10, weight 0.2)" n10 $H $F --time front --when-boost 0.2 --importance 0.3 --fragrel-semantic 0.2
 run "  FragRel w 0.5 instead of 0.8" true $H --fragrel-alpha 0.5 --fragrel-w 0.5 --time front --when-boost 0.2 --importance 0.3
+run "+ key context, 1 message (= index and search defaults)" c1 $H $F --time front --when-boost 0.2 --importance 0.3
+run "  key context, 2 messages instead" c2 $H $F --time front --when-boost 0.2 --importance 0.3
+run "  key context 1, dense alone" c1 --retriever dense
 run "official hybrid (reference stack)" false --retriever hybrid
