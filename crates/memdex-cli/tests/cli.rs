@@ -181,6 +181,15 @@ fn index_search_info_round_trip_and_idempotent_reindex() {
     assert_eq!(info["tenants"], 2);
     assert_eq!(info["tenant_rows"]["alice"], 3);
     assert_eq!(info["model"]["dim"], 32);
+    assert_eq!(
+        info["extraction"]["facts"],
+        Value::Null,
+        "built with --facts false"
+    );
+    assert_eq!(
+        info["extraction"]["key_context"], 0,
+        "rounds carry no key context"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use memdex_core::MemoryItem;
+use memdex_core::{Granularity, MemoryItem};
 use memdex_extract::time::ms_day;
 use memdex_extract::{expand_key, extract_events, FactExtractor, HeuristicFacts};
 use memdex_store::{Derived, Extraction};
@@ -46,6 +46,15 @@ impl Default for ExtractOptions {
 }
 
 impl ExtractOptions {
+    /// These options for a store of `granularity`: key context applies to turns only (rounds
+    /// and sessions already hold the exchange), so other stores record 0.
+    pub fn for_granularity(mut self, granularity: Granularity) -> Self {
+        if granularity != Granularity::Turn {
+            self.key_context = 0;
+        }
+        self
+    }
+
     /// The manifest record of these settings with the built-in extractor.
     pub fn extraction(&self) -> Extraction {
         self.extraction_with(&HeuristicFacts::default())

@@ -143,7 +143,8 @@ impl Engine {
         let (granularity, extraction) = match Manifest::load(dir) {
             Ok(m) => (m.granularity, m.extraction),
             Err(StoreError::NotAStore { .. }) => {
-                (Granularity::Round, ExtractOptions::default().extraction())
+                let x = ExtractOptions::default().for_granularity(Granularity::Round);
+                (Granularity::Round, x.extraction())
             }
             Err(e) => return Err(RuntimeError::from(memdex_engine::EngineError::from(e))),
         };

@@ -50,7 +50,12 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let facts = a.facts.unwrap_or(a.preset == Preset::Default);
     // the same for the key context: the reference baselines key a turn by its own text
     let context = usize::from(a.preset == Preset::Default);
-    let extract = super::extract_options(&a.extract, facts, &store_dir, context);
+    let at = super::StoreAt {
+        dir: &store_dir,
+        granularity,
+        key_context: context,
+    };
+    let extract = super::extract_options(&a.extract, facts, &at);
     let model = super::fact_model(&a.extract, facts)?;
     let mut writer = StoreWriter::open_or_create_with(
         &store_dir,

@@ -99,8 +99,12 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
-    let default_context = ExtractOptions::default().key_context;
-    let extract = super::extract_options(&a.extract, a.facts, &a.store, default_context);
+    let at = super::StoreAt {
+        dir: &a.store,
+        granularity: a.granularity,
+        key_context: ExtractOptions::default().key_context,
+    };
+    let extract = super::extract_options(&a.extract, a.facts, &at);
     let model = super::fact_model(&a.extract, a.facts)?;
     let spec = StoreSpec {
         granularity: a.granularity,

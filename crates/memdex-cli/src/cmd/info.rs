@@ -13,6 +13,8 @@ struct Info<'a> {
     model: &'a memdex_core::ModelInfo,
     model_source: Option<&'a str>,
     granularity: String,
+    /// What was derived at index time: events, the fact extractor, neighbours, key context.
+    extraction: &'a memdex_store::Extraction,
     /// `shared` (contents once, in content files) or `inline`.
     layout: memdex_store::Layout,
     segments: usize,
@@ -40,6 +42,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
         model: &m.model,
         model_source: m.model_source.as_deref(),
         granularity: m.granularity.to_string(),
+        extraction: &m.extraction,
         layout: m.layout,
         segments: m.segments.len(),
         content_files: m.contents.len(),
@@ -68,6 +71,14 @@ pub fn run(a: InfoArgs) -> Result<()> {
         &m.model.fingerprint[..m.model.fingerprint.len().min(12)]
     );
     println!("granularity  {}", info.granularity);
+    let x = info.extraction;
+    println!(
+        "keys         facts {}, key context {}, event dates {}, neighbours {}",
+        x.facts.as_deref().unwrap_or("off"),
+        x.key_context,
+        if x.events { "on" } else { "off" },
+        x.neighbors
+    );
     println!("layout       {}", info.layout);
     println!("segments     {}", info.segments);
     if info.layout == memdex_store::Layout::Shared {

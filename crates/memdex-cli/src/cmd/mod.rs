@@ -16,7 +16,7 @@ mod structures;
 mod synth;
 
 use anyhow::{Context, Result};
-use memdex_core::DeviceChoice;
+use memdex_core::{DeviceChoice, Granularity};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 use memdex_kernels::Kernels;
 
@@ -33,25 +33,30 @@ use memdex_extract_model::{ModelDevice, ModelFacts, ModelOptions};
 use memdex_rank::{RankOptions, Stages};
 use memdex_store::{Extraction, Manifest};
 
-/// The extraction for a store at `store`: `--key-context` as given, else the store's own
-/// (an existing store keeps its keys), else `key_context` (a new store's default).
-pub fn extract_options(
-    a: &ExtractArgs,
-    facts: bool,
-    store: &Path,
-    key_context: usize,
-) -> ExtractOptions {
-    let recorded = || Manifest::load(store).ok().map(|m| m.extraction.key_context);
+/// Where and how a store is (or will be) built, for [`extract_options`].
+pub struct StoreAt<'a> {
+    pub dir: &'a Path,
+    pub granularity: Granularity,
+    /// A new store's key context when `--key-context` is not given.
+    pub key_context: usize,
+}
+
+/// The extraction for a store: `--key-context` as given, else the store's own (an existing
+/// store keeps its keys), else the new store's default; 0 unless the store holds turns.
+pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> ExtractOptions {
+    let recorded = || {
+        Manifest::load(at.dir)
+            .ok()
+            .map(|m| m.extraction.key_context)
+    };
+    let key_context = a.key_context.map(usize::from).or_else(recorded);
     ExtractOptions {
         events: a.extract_events,
         facts,
         neighbors: a.neighbors,
-        key_context: a
-            .key_context
-            .map(usize::from)
-            .or_else(recorded)
-            .unwrap_or(key_context),
+        key_context: key_context.unwrap_or(at.key_context),
     }
+    .for_granularity(at.granularity)
 }
 
 /// The fact extractor model `--extractor model:PATH` names, loaded (None: the rules).
