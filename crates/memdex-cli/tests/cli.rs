@@ -729,4 +729,8 @@ fn turn_keys_carry_the_message_they_answer_and_a_store_keeps_its_setting() {
         &[&turn[..], &["--key-context", "9"]].concat(),
     ));
     assert!(err.contains("--key-context"), "{err}");
+    let rounds = tmp.path().join("rounds");
+    let err = fails(&index_json(&input, &rounds, &["--key-context", "1"]));
+    assert!(err.contains("turn stores only"), "{err}");
+    assert!(!rounds.join("manifest.json").exists(), "nothing created");
 }

@@ -55,7 +55,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         granularity,
         key_context: context,
     };
-    let extract = super::extract_options(&a.extract, facts, &at);
+    let extract = super::extract_options(&a.extract, facts, &at)?;
     let model = super::fact_model(&a.extract, facts)?;
     let mut writer = StoreWriter::open_or_create_with(
         &store_dir,

@@ -104,7 +104,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
         granularity: a.granularity,
         key_context: ExtractOptions::default().key_context,
     };
-    let extract = super::extract_options(&a.extract, a.facts, &at);
+    let extract = super::extract_options(&a.extract, a.facts, &at)?;
     let model = super::fact_model(&a.extract, a.facts)?;
     let spec = StoreSpec {
         granularity: a.granularity,

@@ -42,21 +42,32 @@ pub struct StoreAt<'a> {
 }
 
 /// The extraction for a store: `--key-context` as given, else the store's own (an existing
-/// store keeps its keys), else the new store's default; 0 unless the store holds turns.
-pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> ExtractOptions {
+/// store keeps its keys), else the new store's default; 0 unless the store holds turns
+/// (asking for more there is an error).
+pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> Result<ExtractOptions> {
+    if let Some(n) = a
+        .key_context
+        .filter(|&n| n > 0 && at.granularity != Granularity::Turn)
+    {
+        anyhow::bail!(
+            "--key-context {n} applies to turn stores only ({} items already hold the \
+             exchange); use --granularity turn or leave it out",
+            at.granularity
+        );
+    }
     let recorded = || {
         Manifest::load(at.dir)
             .ok()
             .map(|m| m.extraction.key_context)
     };
     let key_context = a.key_context.map(usize::from).or_else(recorded);
-    ExtractOptions {
+    Ok(ExtractOptions {
         events: a.extract_events,
         facts,
         neighbors: a.neighbors,
         key_context: key_context.unwrap_or(at.key_context),
     }
-    .for_granularity(at.granularity)
+    .for_granularity(at.granularity))
 }
 
 /// The fact extractor model `--extractor model:PATH` names, loaded (None: the rules).
