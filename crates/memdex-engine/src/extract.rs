@@ -25,8 +25,8 @@ pub struct ExtractOptions {
     /// (cosine over the stored vectors, weight `max(0, cos)`) into the `neighbors` columns
     /// (0: off).
     pub neighbors: usize,
-    /// Turn stores: each turn's key also carries the message right before it (when that
-    /// message's role makes keys), the one a reply answers; see
+    /// Turn stores: how many messages right before a turn its key also carries (those whose
+    /// role makes keys; 1 by default, the message a reply answers); see
     /// [`memdex_ingest::ItemizeOptions::context`].
     pub key_context: usize,
 }
