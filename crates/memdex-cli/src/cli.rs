@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memdex_core::{DeviceChoice, Granularity, KeyRoles, OnError};
-use memdex_embed::{CpuBackend, Precision, SmallBatchWeights};
+use memdex_embed::{CpuBackend, Precision, SmallBatchWeights, WeightFormat};
 use memdex_rank::{Preset, Stages};
 
 /// memdex: long-term memory for chat assistants. Local models, local store, no external API.
@@ -158,6 +158,11 @@ pub struct ModelArgs {
         default_value = "f16"
     )]
     pub small_batch_weights: SmallBatchWeights,
+    /// Weight files: dense (model.safetensors / pytorch_model.bin) or gguf (the directory's
+    /// model.gguf, quantized matrices through candle's quantized matmul; `memdex model
+    /// convert` writes one for E5).
+    #[arg(long, env = "MEMDEX_WEIGHTS", value_enum, default_value = "dense")]
+    pub weights: WeightFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

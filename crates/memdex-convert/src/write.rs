@@ -1,7 +1,7 @@
 //! Writes a converted container as a sentence-transformers model directory: dequantised f32
 //! weights under Hugging Face BERT names (`model.safetensors`), `config.json`,
 //! `tokenizer.json`, the pooling / normalisation / max-length / prompt settings, and
-//! `PROVENANCE.json`.
+//! `PROVENANCE.json`; [`crate::gguf`] adds the 4-bit weights as shipped (`model.gguf`).
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -93,6 +93,7 @@ fn write_json(path: &Path, v: &Value) -> Result<(), ConvertError> {
 pub fn convert_e5s1(c: &E5s1, dir: &Path, source: &Source) -> Result<Converted, ConvertError> {
     std::fs::create_dir_all(dir.join("1_Pooling")).map_err(io(dir))?;
     let weights = write_safetensors(c, &dir.join("model.safetensors"))?;
+    crate::gguf::write_gguf(c, &dir.join("model.gguf"))?;
     let s = &c.shape;
     write_json(
         &dir.join("config.json"),
@@ -129,7 +130,9 @@ pub fn convert_e5s1(c: &E5s1, dir: &Path, source: &Source) -> Result<Converted, 
             "label": "Q4-derived",
             "note": "f32 weights dequantised from a 4-bit (ggml Q4_0) copy: every matrix, word \
                      embeddings included, carries 4-bit rounding; biases, LayerNorms, position \
-                     and type embeddings are exact. Not the original f32 checkpoint.",
+                     and type embeddings are exact. Not the original f32 checkpoint. \
+                     model.gguf holds the same weights undequantised (the Q4_0 blocks as \
+                     shipped), for `--weights gguf`.",
             "container": {
                 "format": format!("E5S1 v{}", c.version),
                 "file": c.path.file_name().map(|f| f.to_string_lossy().into_owned()),

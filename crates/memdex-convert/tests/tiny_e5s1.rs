@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use memdex_convert::{convert_e5s1, E5s1, Source};
 use memdex_core::{DeviceChoice, TextKind};
-use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
+use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, WeightFormat};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-e5s1.bin")
@@ -127,6 +127,100 @@ fn both_encoders_reproduce_the_reference_embeddings() {
             }
         }
     }
+}
+
+#[test]
+fn the_gguf_weights_reproduce_the_reference_through_quantized_matmul() {
+    let (_tmp, dir) = converted();
+    let opts = EmbedOptions {
+        weights: WeightFormat::Gguf,
+        ..Default::default()
+    };
+    let device = select_device(DeviceChoice::Cpu).unwrap();
+    let e = Embedder::load(dir.to_str().unwrap(), device, &opts).unwrap();
+    assert_eq!(e.backend_name(), "candle-gguf");
+    let dense = Embedder::load(
+        dir.to_str().unwrap(),
+        select_device(DeviceChoice::Cpu).unwrap(),
+        &EmbedOptions::default(),
+    )
+    .unwrap();
+    assert_ne!(e.info().fingerprint, dense.info().fingerprint);
+    let exp = expected();
+    let mut worst = 1f32;
+    for kind in [TextKind::Query, TextKind::Passage] {
+        let rows: Vec<&Expected> = exp.iter().filter(|x| x.kind == kind).collect();
+        let texts: Vec<&str> = rows.iter().map(|x| x.text.as_str()).collect();
+        let got = e.embed(&texts, kind).unwrap();
+        for (i, x) in rows.iter().enumerate() {
+            worst = worst.min(cosine(got.row(i), &x.embedding));
+        }
+    }
+    // candle rounds the activations to 8 bits per block of 32 before each quantized product
+    assert!(worst > 0.999, "worst cosine {worst}");
+    assert!(
+        worst < 0.999_999,
+        "no rounding at all: {worst} (not the quantized path?)"
+    );
+}
+
+#[test]
+fn the_gguf_file_holds_the_containers_blocks_unchanged() {
+    use candle_core::quantized::{gguf_file, GgmlDType};
+    let (_tmp, dir) = converted();
+    let path = dir.join("model.gguf");
+    let mut f = std::fs::File::open(&path).unwrap();
+    let content = gguf_file::Content::read(&mut f).unwrap();
+    assert_eq!(content.tensor_infos.len(), 5 + 2 * 16);
+    let c = E5s1::read(&fixture()).unwrap();
+    for (name, dtype, dims) in c.expected_tensors() {
+        let hf = memdex_convert::write::hf_name(&name).unwrap();
+        let t = content
+            .tensor(&mut f, &hf, &candle_core::Device::Cpu)
+            .unwrap();
+        assert_eq!(t.shape().dims(), dims.as_slice(), "{hf}");
+        let want = match dtype {
+            memdex_convert::e5s1::DType::Q4_0 => GgmlDType::Q4_0,
+            memdex_convert::e5s1::DType::F32 => GgmlDType::F32,
+        };
+        assert_eq!(t.dtype(), want, "{hf}");
+        let (_, raw) = c.bytes(&name).unwrap();
+        assert_eq!(t.data().unwrap().as_ref(), raw, "{hf}: bytes differ");
+    }
+}
+
+#[test]
+fn gguf_weights_missing_or_broken_are_errors_naming_the_file() {
+    let (_tmp, dir) = converted();
+    let opts = EmbedOptions {
+        weights: WeightFormat::Gguf,
+        ..Default::default()
+    };
+    let load = |opts: &EmbedOptions| {
+        let device = select_device(DeviceChoice::Cpu).unwrap();
+        Embedder::load(dir.to_str().unwrap(), device, opts).map(|_| ())
+    };
+    let gguf = dir.join("model.gguf");
+    let good = std::fs::read(&gguf).unwrap();
+    for cut in [0, 3, 20, 200, good.len() / 2, good.len() - 1] {
+        std::fs::write(&gguf, &good[..cut]).unwrap();
+        let err = load(&opts).unwrap_err().to_string();
+        assert!(err.contains("model.gguf"), "cut {cut}: {err}");
+    }
+    // every byte of the header region set to 0xFF: an error or a valid load, never a panic
+    for i in (0..good.len().min(4096)).step_by(3) {
+        let mut b = good.clone();
+        b[i] = 0xFF;
+        std::fs::write(&gguf, &b).unwrap();
+        if let Err(e) = load(&opts) {
+            assert!(e.to_string().contains("model.gguf"), "byte {i}: {e}");
+        }
+    }
+    std::fs::remove_file(&gguf).unwrap();
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("model.gguf"), "{err}");
+    // the dense weights still load
+    load(&EmbedOptions::default()).unwrap();
 }
 
 #[test]

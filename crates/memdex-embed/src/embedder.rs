@@ -8,6 +8,7 @@ use crate::fast_bert::FastBert;
 use crate::files::{ModelFiles, WeightFiles};
 use crate::isa::Isa;
 use crate::masked_bert::MaskedBert;
+use crate::quant_bert::QuantBert;
 use crate::split::{self, CpuSplit};
 use crate::{device_name, plan_batches, BatchPlan, EmbedError};
 
@@ -53,9 +54,23 @@ pub enum SmallBatchWeights {
     F16,
 }
 
+/// Which weight files a model directory is run from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum WeightFormat {
+    /// `model.safetensors` (or sharded, or `pytorch_model.bin`) in the chosen precision;
+    /// a directory holding only `model.gguf` runs that.
+    #[default]
+    Dense,
+    /// The directory's `model.gguf`: quantized matrices through candle's quantized matmul
+    /// (activations f32), whatever else the directory holds.
+    Gguf,
+}
+
 enum Backend {
     Candle(MaskedBert),
     Fast(FastBert),
+    Quantized(QuantBert),
 }
 
 /// Embedder settings. `None` fields take the model's or the device's default.
@@ -85,6 +100,8 @@ pub struct EmbedOptions {
     /// Fast CPU encoder only: how a job of several batches uses the threads. Default:
     /// `MEMDEX_CPU_SPLIT`, else [`CpuSplit::Batches`].
     pub cpu_split: Option<CpuSplit>,
+    /// Which weight files to run (default: the dense ones).
+    pub weights: WeightFormat,
 }
 
 /// Vectors for a list of texts, in input order.
@@ -157,6 +174,10 @@ impl Embedder {
         device: Device,
         opts: &EmbedOptions,
     ) -> Result<Embedder, EmbedError> {
+        let files = match opts.weights {
+            WeightFormat::Gguf => files.with_gguf_weights()?,
+            WeightFormat::Dense => files,
+        };
         let config = read_bert_config(&files.config)?;
         let default_max = files.max_seq_length.unwrap_or(512);
         let max_length = opts
@@ -195,47 +216,7 @@ impl Embedder {
             });
         }
 
-        let is_cuda = device.is_cuda();
-        let precision = opts.precision.unwrap_or(if is_cuda {
-            Precision::F16
-        } else {
-            Precision::F32
-        });
-        let dtype = precision.dtype();
-        let weights_err = |path: &std::path::Path, e: candle_core::Error| EmbedError::Weights {
-            path: path.to_path_buf(),
-            config: files.config.clone(),
-            message: e.to_string(),
-        };
-        let vb = match &files.weights {
-            WeightFiles::Safetensors(paths) => {
-                crate::mmap::safetensors_var_builder(paths, dtype, &device)
-                    .map_err(|e| weights_err(&paths[0], e))?
-            }
-            WeightFiles::Pth(p) => {
-                VarBuilder::from_pth(p, dtype, &device).map_err(|e| weights_err(p, e))?
-            }
-        };
-        let weights_path = match &files.weights {
-            WeightFiles::Safetensors(p) => p[0].clone(),
-            WeightFiles::Pth(p) => p.clone(),
-        };
-        let backend = if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
-            let half = opts.small_batch_weights == SmallBatchWeights::F16;
-            let isa = match opts.cpu_isa {
-                Some(isa) => isa.supported()?,
-                None => Isa::selected()?,
-            };
-            Backend::Fast(
-                FastBert::load(vb, &config, half, isa)
-                    .map_err(|e| weights_err(&weights_path, e))?,
-            )
-        } else {
-            Backend::Candle(
-                MaskedBert::load(vb, &config).map_err(|e| weights_err(&weights_path, e))?,
-            )
-        };
-
+        let (backend, dtype) = load_backend(&files, &config, &device, opts)?;
         let info = ModelInfo {
             name: files.name.clone(),
             fingerprint: files.fingerprint(max_length)?,
@@ -252,6 +233,7 @@ impl Embedder {
                 .clone()
                 .unwrap_or_else(|| files.passage_prefix.clone()),
         };
+        let is_cuda = device.is_cuda();
         let shape = Shape {
             layers: config.num_hidden_layers,
             hidden: config.hidden_size,
@@ -293,11 +275,12 @@ impl Embedder {
         self.info.dim
     }
 
-    /// `fast-cpu` or `candle`.
+    /// `fast-cpu`, `candle` or `candle-gguf`.
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Fast(_) => "fast-cpu",
             Backend::Candle(_) => "candle",
+            Backend::Quantized(_) => "candle-gguf",
         }
     }
 
@@ -326,7 +309,7 @@ impl Embedder {
     pub fn cpu_isa(&self) -> Option<Isa> {
         match &self.backend {
             Backend::Fast(f) => Some(f.isa()),
-            Backend::Candle(_) => None,
+            Backend::Candle(_) | Backend::Quantized(_) => None,
         }
     }
 
@@ -429,7 +412,12 @@ impl Embedder {
     ) -> Result<Vec<f32>, EmbedError> {
         let (indices, padded_len) = (&plan.indices, plan.padded_len);
         let mut pooled = match &self.backend {
-            Backend::Candle(model) => self.forward_candle(model, indices, ids, padded_len)?,
+            Backend::Candle(model) => {
+                self.forward_padded(|i, t, m| model.forward(i, t, m), indices, ids, padded_len)?
+            }
+            Backend::Quantized(model) => {
+                self.forward_padded(|i, t, m| model.forward(i, t, m), indices, ids, padded_len)?
+            }
             Backend::Fast(model) => {
                 let seqs: Vec<&[u32]> = indices.iter().map(|&i| ids[i].as_slice()).collect();
                 // on a pool thread, the pass's parallel steps split without a cross-thread
@@ -450,10 +438,11 @@ impl Embedder {
         Ok(pooled)
     }
 
-    /// The reference path: candle's BERT over a padded batch, pooling with masks.
-    fn forward_candle(
+    /// The candle paths (reference BERT, quantized BERT): `model` maps `(ids, type ids,
+    /// mask)` of a padded batch to hidden states `(b, L, H)`; pooling with masks.
+    fn forward_padded(
         &self,
-        model: &MaskedBert,
+        model: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
         indices: &[usize],
         ids: &[Vec<u32>],
         padded_len: usize,
@@ -469,7 +458,7 @@ impl Embedder {
         let input = Tensor::from_vec(input, (b, padded_len), &self.device)?;
         let mask = Tensor::from_vec(mask, (b, padded_len), &self.device)?;
         let type_ids = input.zeros_like()?;
-        let hidden = model.forward(&input, &type_ids, &mask)?; // (b, L, H)
+        let hidden = model(&input, &type_ids, &mask)?; // (b, L, H)
         let hidden = hidden.to_dtype(DType::F32)?;
         let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (b, L, 1)
         let pooled = match self.info.pooling {
@@ -491,6 +480,50 @@ impl Embedder {
         };
         Ok(pooled.flatten_all()?.to_vec1::<f32>()?)
     }
+}
+
+/// The implementation for these files, options and device, and the dtype it computes in.
+fn load_backend(
+    files: &ModelFiles,
+    config: &BertConfig,
+    device: &Device,
+    opts: &EmbedOptions,
+) -> Result<(Backend, DType), EmbedError> {
+    let weights_path = files.weights.first().to_path_buf();
+    let weights_err = |e: candle_core::Error| EmbedError::Weights {
+        path: weights_path.clone(),
+        config: files.config.clone(),
+        message: e.to_string(),
+    };
+    if let WeightFiles::Gguf(p) = &files.weights {
+        let model = QuantBert::load(p, config, device).map_err(weights_err)?;
+        return Ok((Backend::Quantized(model), DType::F32));
+    }
+    let is_cuda = device.is_cuda();
+    let precision = opts.precision.unwrap_or(if is_cuda {
+        Precision::F16
+    } else {
+        Precision::F32
+    });
+    let dtype = precision.dtype();
+    let vb = match &files.weights {
+        WeightFiles::Safetensors(paths) => {
+            crate::mmap::safetensors_var_builder(paths, dtype, device).map_err(weights_err)?
+        }
+        WeightFiles::Pth(p) => VarBuilder::from_pth(p, dtype, device).map_err(weights_err)?,
+        WeightFiles::Gguf(_) => unreachable!("handled above"),
+    };
+    if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
+        let half = opts.small_batch_weights == SmallBatchWeights::F16;
+        let isa = match opts.cpu_isa {
+            Some(isa) => isa.supported()?,
+            None => Isa::selected()?,
+        };
+        let model = FastBert::load(vb, config, half, isa).map_err(weights_err)?;
+        return Ok((Backend::Fast(model), dtype));
+    }
+    let model = MaskedBert::load(vb, config).map_err(weights_err)?;
+    Ok((Backend::Candle(model), dtype))
 }
 
 /// Pools packed hidden states (`Σ len × dim`, sequences back to back) into one row each.

@@ -16,6 +16,19 @@ pub enum WeightFiles {
     Safetensors(Vec<PathBuf>),
     /// A PyTorch pickle (`pytorch_model.bin`).
     Pth(PathBuf),
+    /// Quantized weights under Hugging Face BERT names (`model.gguf`, as `memdex model
+    /// convert` writes it), run through candle's quantized matmul.
+    Gguf(PathBuf),
+}
+
+impl WeightFiles {
+    /// The first (or only) weight file, for messages.
+    pub fn first(&self) -> &Path {
+        match self {
+            WeightFiles::Safetensors(p) => &p[0],
+            WeightFiles::Pth(p) | WeightFiles::Gguf(p) => p,
+        }
+    }
 }
 
 /// A resolved model: its files and the sentence-transformers settings read from them.
@@ -208,7 +221,7 @@ impl ModelFiles {
         ));
         let files = match &self.weights {
             WeightFiles::Safetensors(f) => f.clone(),
-            WeightFiles::Pth(p) => vec![p.clone()],
+            WeightFiles::Pth(p) | WeightFiles::Gguf(p) => vec![p.clone()],
         };
         for p in &files {
             sample_file(p, &mut h).map_err(|source| EmbedError::Io {
@@ -217,6 +230,24 @@ impl ModelFiles {
             })?;
         }
         Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// The quantized weights' file name in a model directory.
+pub const GGUF_FILE: &str = "model.gguf";
+
+impl ModelFiles {
+    /// These files with the directory's `model.gguf` as the weights (`--weights gguf`).
+    pub fn with_gguf_weights(mut self) -> Result<ModelFiles, EmbedError> {
+        let p = self.dir.join(GGUF_FILE);
+        if !p.is_file() {
+            return Err(EmbedError::MissingFile {
+                dir: self.dir.clone(),
+                file: "model.gguf (asked for by --weights gguf)",
+            });
+        }
+        self.weights = WeightFiles::Gguf(p);
+        Ok(self)
     }
 }
 
@@ -243,9 +274,12 @@ fn weight_files(dir: &Path) -> Result<WeightFiles, EmbedError> {
     if dir.join("pytorch_model.bin").is_file() {
         return Ok(WeightFiles::Pth(dir.join("pytorch_model.bin")));
     }
+    if dir.join(GGUF_FILE).is_file() {
+        return Ok(WeightFiles::Gguf(dir.join(GGUF_FILE)));
+    }
     Err(EmbedError::MissingFile {
         dir: dir.to_path_buf(),
-        file: "model.safetensors (or model.safetensors.index.json, pytorch_model.bin)",
+        file: "model.safetensors (or model.safetensors.index.json, pytorch_model.bin, model.gguf)",
     })
 }
 

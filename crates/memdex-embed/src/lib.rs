@@ -27,6 +27,7 @@ mod math;
 mod matmul;
 mod mmap;
 mod profile;
+mod quant_bert;
 mod scorer;
 mod skinny;
 mod split;
@@ -34,10 +35,12 @@ mod stage_timer;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
-pub use embedder::{CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights};
+pub use embedder::{
+    CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights, WeightFormat,
+};
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
-pub use files::{ModelFiles, WeightFiles};
+pub use files::{ModelFiles, WeightFiles, GGUF_FILE};
 pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;

@@ -96,6 +96,9 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         backend: embedder.backend_name(),
         isa: match embedder.cpu_isa() {
             Some(isa) => isa.name().to_string(),
+            None if embedder.backend_name() == "candle-gguf" => {
+                "candle (quantized vec-dot kernels)".to_string()
+            }
             None => "candle (gemm crate dispatch)".to_string(),
         },
         split: match embedder.cpu_isa() {

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use memdex_convert::{convert_e5s1, E5s1, Source};
 use memdex_core::{DeviceChoice, TextKind};
-use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder};
+use memdex_embed::{select_device, CpuBackend, EmbedOptions, Embedder, WeightFormat};
 use serde::{Deserialize, Serialize};
 
 use crate::cli_model::{ContainerFormat, ConvertArgs, ModelCommand, VerifyArgs};
@@ -136,16 +136,21 @@ fn verify(a: VerifyArgs) -> Result<()> {
     }
     let spec = a.model.to_str().context("model path is not UTF-8")?;
     let mut report = Vec::new();
-    for (backend, name) in [
-        (CpuBackend::Fast, "fast-cpu"),
-        (CpuBackend::Candle, "candle"),
-    ] {
+    let mut runs = vec![
+        (CpuBackend::Fast, WeightFormat::Dense, "fast-cpu"),
+        (CpuBackend::Candle, WeightFormat::Dense, "candle"),
+    ];
+    if a.model.join(memdex_embed::GGUF_FILE).is_file() {
+        runs.push((CpuBackend::Candle, WeightFormat::Gguf, "candle-gguf"));
+    }
+    for (cpu_backend, weights, name) in runs {
         let opts = EmbedOptions {
-            cpu_backend: backend,
+            cpu_backend,
+            weights,
             ..Default::default()
         };
         let e = Embedder::load(spec, select_device(DeviceChoice::Cpu)?, &opts)
-            .with_context(|| format!("loading {spec}"))?;
+            .with_context(|| format!("loading {spec} ({name})"))?;
         report.push(parity(&e, &refs, name)?);
     }
     if a.json {
@@ -153,7 +158,7 @@ fn verify(a: VerifyArgs) -> Result<()> {
     } else {
         for p in &report {
             println!(
-                "{:9} {} texts: tokens identical {}/{}, cosine min {:.5} mean {:.5} (worst: {})",
+                "{:11} {} texts: tokens identical {}/{}, cosine min {:.5} mean {:.5} (worst: {})",
                 p.backend, p.texts, p.same_tokens, p.texts, p.min_cosine, p.mean_cosine, p.worst
             );
         }
