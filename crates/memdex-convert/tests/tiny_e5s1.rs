@@ -134,6 +134,7 @@ fn the_gguf_weights_reproduce_the_reference_through_quantized_matmul() {
     let (_tmp, dir) = converted();
     let opts = EmbedOptions {
         weights: WeightFormat::Gguf,
+        cpu_backend: CpuBackend::Candle,
         ..Default::default()
     };
     let device = select_device(DeviceChoice::Cpu).unwrap();
@@ -165,6 +166,31 @@ fn the_gguf_weights_reproduce_the_reference_through_quantized_matmul() {
 }
 
 #[test]
+fn the_fast_encoder_dequantises_the_gguf_weights_to_the_dense_vectors() {
+    let (_tmp, dir) = converted();
+    let load = |weights| {
+        let device = select_device(DeviceChoice::Cpu).unwrap();
+        let opts = EmbedOptions {
+            weights,
+            ..Default::default()
+        };
+        Embedder::load(dir.to_str().unwrap(), device, &opts).unwrap()
+    };
+    let (gguf, dense) = (load(WeightFormat::Gguf), load(WeightFormat::Dense));
+    assert_eq!(gguf.backend_name(), "fast-cpu");
+    let exp = expected();
+    let texts: Vec<&str> = exp.iter().map(|x| x.text.as_str()).collect();
+    let (a, b) = (
+        gguf.embed(&texts, TextKind::Passage).unwrap(),
+        dense.embed(&texts, TextKind::Passage).unwrap(),
+    );
+    for (i, t) in texts.iter().enumerate() {
+        let c = cosine(a.row(i), b.row(i));
+        assert!(c > 0.999_999, "{t:?}: cosine {c}");
+    }
+}
+
+#[test]
 fn the_gguf_file_holds_the_containers_blocks_unchanged() {
     use candle_core::quantized::{gguf_file, GgmlDType};
     let (_tmp, dir) = converted();
@@ -192,32 +218,42 @@ fn the_gguf_file_holds_the_containers_blocks_unchanged() {
 #[test]
 fn gguf_weights_missing_or_broken_are_errors_naming_the_file() {
     let (_tmp, dir) = converted();
-    let opts = EmbedOptions {
+    let both = [CpuBackend::Fast, CpuBackend::Candle].map(|cpu_backend| EmbedOptions {
         weights: WeightFormat::Gguf,
+        cpu_backend,
         ..Default::default()
-    };
+    });
     let load = |opts: &EmbedOptions| {
         let device = select_device(DeviceChoice::Cpu).unwrap();
         Embedder::load(dir.to_str().unwrap(), device, opts).map(|_| ())
     };
     let gguf = dir.join("model.gguf");
     let good = std::fs::read(&gguf).unwrap();
-    for cut in [0, 3, 20, 200, good.len() / 2, good.len() - 1] {
-        std::fs::write(&gguf, &good[..cut]).unwrap();
-        let err = load(&opts).unwrap_err().to_string();
-        assert!(err.contains("model.gguf"), "cut {cut}: {err}");
-    }
-    // every byte of the header region set to 0xFF: an error or a valid load, never a panic
-    for i in (0..good.len().min(4096)).step_by(3) {
-        let mut b = good.clone();
-        b[i] = 0xFF;
-        std::fs::write(&gguf, &b).unwrap();
-        if let Err(e) = load(&opts) {
-            assert!(e.to_string().contains("model.gguf"), "byte {i}: {e}");
+    for opts in &both {
+        for cut in [0, 3, 20, 200, good.len() / 2, good.len() - 1] {
+            std::fs::write(&gguf, &good[..cut]).unwrap();
+            let err = load(opts).unwrap_err().to_string();
+            assert!(err.contains("model.gguf"), "cut {cut}: {err}");
+        }
+        // bytes of the header region set to 0xFF: an error or a valid load, never a panic
+        for i in (0..good.len().min(4096)).step_by(3) {
+            let mut b = good.clone();
+            b[i] = 0xFF;
+            std::fs::write(&gguf, &b).unwrap();
+            if let Err(e) = load(opts) {
+                assert!(e.to_string().contains("model.gguf"), "byte {i}: {e}");
+            }
         }
     }
+    let f16 = EmbedOptions {
+        precision: Some(memdex_embed::Precision::F16),
+        ..both[0].clone()
+    };
+    std::fs::write(&gguf, &good).unwrap();
+    let err = load(&f16).unwrap_err().to_string();
+    assert!(err.contains("--precision"), "{err}");
     std::fs::remove_file(&gguf).unwrap();
-    let err = load(&opts).unwrap_err().to_string();
+    let err = load(&both[0]).unwrap_err().to_string();
     assert!(err.contains("model.gguf"), "{err}");
     // the dense weights still load
     load(&EmbedOptions::default()).unwrap();

@@ -62,8 +62,10 @@ pub enum WeightFormat {
     /// a directory holding only `model.gguf` runs that.
     #[default]
     Dense,
-    /// The directory's `model.gguf`: quantized matrices through candle's quantized matmul
-    /// (activations f32), whatever else the directory holds.
+    /// The directory's `model.gguf`, whatever else the directory holds: the fast CPU encoder
+    /// dequantises it to f32 at load (same vectors as the dequantised dense file); the
+    /// candle CPU backend and CUDA run its blocks through candle's quantized matmul
+    /// (activations f32).
     Gguf,
 }
 
@@ -495,11 +497,23 @@ fn load_backend(
         config: files.config.clone(),
         message: e.to_string(),
     };
-    if let WeightFiles::Gguf(p) = &files.weights {
-        let model = QuantBert::load(p, config, device).map_err(weights_err)?;
-        return Ok((Backend::Quantized(model), DType::F32));
-    }
     let is_cuda = device.is_cuda();
+    let fast = !is_cuda && opts.cpu_backend == CpuBackend::Fast;
+    if let WeightFiles::Gguf(p) = &files.weights {
+        if let Some(other) = opts.precision.filter(|&p| p != Precision::F32) {
+            return Err(EmbedError::Config {
+                path: p.clone(),
+                message: format!(
+                    "--precision {other:?} applies to dense weights; GGUF weights run their \
+                     own blocks with f32 activations"
+                ),
+            });
+        }
+        if !fast {
+            let model = QuantBert::load(p, config, device).map_err(weights_err)?;
+            return Ok((Backend::Quantized(model), DType::F32));
+        }
+    }
     let precision = opts.precision.unwrap_or(if is_cuda {
         Precision::F16
     } else {
@@ -511,9 +525,11 @@ fn load_backend(
             crate::mmap::safetensors_var_builder(paths, dtype, device).map_err(weights_err)?
         }
         WeightFiles::Pth(p) => VarBuilder::from_pth(p, dtype, device).map_err(weights_err)?,
-        WeightFiles::Gguf(_) => unreachable!("handled above"),
+        WeightFiles::Gguf(p) => {
+            crate::quant_bert::dequantized_var_builder(p, device).map_err(weights_err)?
+        }
     };
-    if !is_cuda && dtype == DType::F32 && opts.cpu_backend == CpuBackend::Fast {
+    if fast && dtype == DType::F32 {
         let half = opts.small_batch_weights == SmallBatchWeights::F16;
         let isa = match opts.cpu_isa {
             Some(isa) => isa.supported()?,

@@ -141,6 +141,7 @@ fn verify(a: VerifyArgs) -> Result<()> {
         (CpuBackend::Candle, WeightFormat::Dense, "candle"),
     ];
     if a.model.join(memdex_embed::GGUF_FILE).is_file() {
+        runs.push((CpuBackend::Fast, WeightFormat::Gguf, "fast-cpu-gguf"));
         runs.push((CpuBackend::Candle, WeightFormat::Gguf, "candle-gguf"));
     }
     for (cpu_backend, weights, name) in runs {
@@ -158,7 +159,7 @@ fn verify(a: VerifyArgs) -> Result<()> {
     } else {
         for p in &report {
             println!(
-                "{:11} {} texts: tokens identical {}/{}, cosine min {:.5} mean {:.5} (worst: {})",
+                "{:13} {} texts: tokens identical {}/{}, cosine min {:.5} mean {:.5} (worst: {})",
                 p.backend, p.texts, p.same_tokens, p.texts, p.min_cosine, p.mean_cosine, p.worst
             );
         }
