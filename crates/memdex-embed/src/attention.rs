@@ -102,10 +102,12 @@ fn attention_with<K: Kernel>(kern: K, a: SeqInput<'_>, ctx: &mut [f32], s: &mut 
                 );
             }
         }
-        // softmax down each column i over the n keys: e = exp(s − max), 1 / Σe kept aside
+        // softmax down each column i over the n keys: e = exp(s − max), 1 / Σe kept aside;
+        // only the j_panels·MR query columns the PV tiles read (the rest is NR padding)
         let st = &mut st[..n * cols];
-        let inv = &mut s.inv[..cols];
-        column_softmax::<K::Fma>(st, cols, inv, &mut s.sum[..cols]);
+        let used = j_panels * MR;
+        let inv = &mut s.inv[..used];
+        column_softmax::<K::Fma>(st, cols, inv, &mut s.sum[..used]);
         // ctx_i = Σ_j e_ij v_j / Σ_j e_ij: (n / MR) × d_panels tiles of depth n, reading the
         // exponentials straight from Sᵀ (MR consecutive queries per key, stride cols)
         let v = &s.v.get()[head * v_len..];
@@ -136,8 +138,10 @@ fn attention_with<K: Kernel>(kern: K, a: SeqInput<'_>, ctx: &mut [f32], s: &mut 
     }
 }
 
-/// One sequential pass over the sequence's rows packs every head: `K` in micro-panels of
-/// [`MR`] keys, `Q·scale` and `V` in panels of [`NR`] columns (zero padding).
+/// Packs every head: `K` in micro-panels of [`MR`] keys, `Q·scale` and `V` in panels of
+/// [`NR`] columns, zero padding included (every value of the three buffers is written). `Q`
+/// and `K` are transposed a panel at a time: for each depth `d` the panel's values are
+/// gathered from its rows and stored as one contiguous run, not scattered one by one.
 #[inline(always)]
 fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_len: usize) {
     let (n, h) = (a.n, a.h);
@@ -148,50 +152,64 @@ fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_le
         s.q.resize(a.heads * q_len),
         s.v.resize(a.heads * v_len),
     );
-    k.fill(0.0);
-    q.fill(0.0);
+    let row = |i: usize| &a.qkv[(a.start + i) * 3 * h..][..3 * h];
+    for head in 0..a.heads {
+        for (p, dst) in q[head * q_len..][..q_len]
+            .chunks_exact_mut(NR * hd)
+            .enumerate()
+        {
+            let rows: [Option<&[f32]>; NR] =
+                std::array::from_fn(|t| (p * NR + t < n).then(|| &row(p * NR + t)[head * hd..]));
+            transpose_panel(&rows, dst, scale);
+        }
+        for (p, dst) in k[head * k_len..][..k_len]
+            .chunks_exact_mut(MR * hd)
+            .enumerate()
+        {
+            let rows: [Option<&[f32]>; MR] = std::array::from_fn(|t| {
+                (p * MR + t < n).then(|| &row(p * MR + t)[h + head * hd..])
+            });
+            transpose_panel(&rows, dst, 1.0);
+        }
+    }
     v.fill(0.0);
     for i in 0..n {
-        let row = &a.qkv[(a.start + i) * 3 * h..][..3 * h];
-        let (ki, qi) = (i / MR * MR * hd + i % MR, i / NR * NR * hd + i % NR);
+        let row = row(i);
         for head in 0..a.heads {
-            let dst = &mut q[head * q_len + qi..];
-            for (d, &x) in row[head * hd..][..hd].iter().enumerate() {
-                dst[d * NR] = x * scale;
-            }
-            let dst = &mut k[head * k_len + ki..];
-            for (d, &x) in row[h + head * hd..][..hd].iter().enumerate() {
-                dst[d * MR] = x;
-            }
             let src = &row[2 * h + head * hd..][..hd];
             for (dp, chunk) in src.chunks(NR).enumerate() {
                 let at = head * v_len + (dp * n + i) * NR;
-                let dst = &mut v[at..at + NR];
-                match (
-                    <&mut [f32; NR]>::try_from(dst),
-                    <&[f32; NR]>::try_from(chunk),
-                ) {
-                    (Ok(d), Ok(c)) => *d = *c, // a fixed-size copy, no memmove call
-                    (Ok(d), Err(_)) => d[..chunk.len()].copy_from_slice(chunk),
-                    (Err(_), _) => unreachable!("the slice is NR long"),
-                }
+                v[at..at + chunk.len()].copy_from_slice(chunk);
             }
         }
     }
 }
 
-/// Softmax down the columns of `st` (`rows × cols`, row-major), vectorised across columns:
-/// leaves `exp(s − max)` in place and `1 / Σ` per column in `inv`.
+/// `dst[d·W + t] = rows[t][d] · scale` for every depth `d < dst.len() / W` (0 where a row is
+/// `None`): one panel of `W` rows transposed, each depth's run stored contiguously.
+#[inline(always)]
+fn transpose_panel<const W: usize>(rows: &[Option<&[f32]>; W], dst: &mut [f32], scale: f32) {
+    for (d, out) in dst.chunks_exact_mut(W).enumerate() {
+        let run: [f32; W] = std::array::from_fn(|t| rows[t].map_or(0.0, |r| r[d] * scale));
+        out.copy_from_slice(&run);
+    }
+}
+
+/// Softmax down the first `inv.len()` columns of `st` (`rows × cols`, row-major), vectorised
+/// across columns: leaves `exp(s − max)` in place and `1 / Σ` per column in `inv`.
 #[inline(always)]
 fn column_softmax<M: MulAdd>(st: &mut [f32], cols: usize, inv: &mut [f32], sum: &mut [f32]) {
-    inv.copy_from_slice(&st[..cols]);
+    let used = inv.len();
+    inv.copy_from_slice(&st[..used]);
     for row in st.chunks_exact(cols).skip(1) {
-        for (m, &x) in inv.iter_mut().zip(row) {
-            *m = if x > *m { x } else { *m };
+        // `max`, not `if x > m { m = x }`: LLVM turns that into masked stores (slow on Zen)
+        for (m, &x) in inv.iter_mut().zip(&row[..used]) {
+            *m = m.max(x);
         }
     }
     sum.fill(0.0);
     for row in st.chunks_exact_mut(cols) {
+        let row = &mut row[..used];
         for ((x, m), s) in row.iter_mut().zip(inv.iter()).zip(sum.iter_mut()) {
             *x = math::exp_with::<M>(*x - m);
             *s += *x;
