@@ -42,8 +42,14 @@ impl ModelInfo {
             return Some(format!("dimension {} vs {}", self.dim, other.dim));
         }
         if self.fingerprint != other.fingerprint {
+            let why = if self.name == other.name {
+                ": same name, other weights or settings (weight files, e.g. --weights gguf \
+                 against dense; max length; prefixes; pooling)"
+            } else {
+                ""
+            };
             return Some(format!(
-                "model {} ({}) vs {} ({})",
+                "model {} ({}) vs {} ({}){why}",
                 self.name,
                 short(&self.fingerprint),
                 other.name,
@@ -56,4 +62,34 @@ impl ModelInfo {
 
 fn short(s: &str) -> &str {
     &s[..s.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, fingerprint: &str, dim: usize) -> ModelInfo {
+        ModelInfo {
+            name: name.into(),
+            fingerprint: fingerprint.into(),
+            dim,
+            pooling: Pooling::Mean,
+            normalize: true,
+            max_length: 512,
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
+        }
+    }
+
+    #[test]
+    fn incompatibility_names_what_differs() {
+        let a = info("e5", "aaaa", 384);
+        assert_eq!(a.incompatibility(&a.clone()), None);
+        let dim = a.incompatibility(&info("e5", "aaaa", 768)).unwrap();
+        assert_eq!(dim, "dimension 384 vs 768");
+        let other = a.incompatibility(&info("minilm", "bbbb", 384)).unwrap();
+        assert_eq!(other, "model e5 (aaaa) vs minilm (bbbb)");
+        let same_name = a.incompatibility(&info("e5", "bbbb", 384)).unwrap();
+        assert!(same_name.contains("same name") && same_name.contains("--weights gguf"));
+    }
 }
