@@ -179,7 +179,15 @@ fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_le
             let src = &row[2 * h + head * hd..][..hd];
             for (dp, chunk) in src.chunks(NR).enumerate() {
                 let at = head * v_len + (dp * n + i) * NR;
-                v[at..at + chunk.len()].copy_from_slice(chunk);
+                let dst = &mut v[at..at + NR];
+                match (
+                    <&mut [f32; NR]>::try_from(dst),
+                    <&[f32; NR]>::try_from(chunk),
+                ) {
+                    (Ok(d), Ok(c)) => *d = *c, // a fixed-size copy, no memmove call
+                    (Ok(d), Err(_)) => d[..chunk.len()].copy_from_slice(chunk),
+                    (Err(_), _) => unreachable!("the slice is NR long"),
+                }
             }
         }
     }
