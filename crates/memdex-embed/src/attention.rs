@@ -103,9 +103,10 @@ fn attention_with<K: Kernel>(kern: K, a: SeqInput<'_>, ctx: &mut [f32], s: &mut 
             }
         }
         // softmax down each column i over the n keys: e = exp(s − max), 1 / Σe kept aside;
-        // only the j_panels·MR query columns the PV tiles read (the rest is NR padding)
+        // only the j_panels·MR query columns the PV tiles read (the rest is NR padding),
+        // rounded up to whole 8-lane vectors so no scalar tail runs (cols is a multiple of 16)
         let st = &mut st[..n * cols];
-        let used = j_panels * MR;
+        let used = (j_panels * MR).next_multiple_of(8).min(cols);
         let inv = &mut s.inv[..used];
         column_softmax::<K::Fma>(st, cols, inv, &mut s.sum[..used]);
         // ctx_i = Σ_j e_ij v_j / Σ_j e_ij: (n / MR) × d_panels tiles of depth n, reading the
