@@ -307,6 +307,16 @@ impl Embedder {
         layers as f64 * per_layer
     }
 
+    /// The kernels that run the encoder, in words (for benchmark reports): the fast
+    /// encoder's instruction set, or which candle kernels.
+    pub fn kernels(&self) -> String {
+        match &self.backend {
+            Backend::Fast(f) => f.isa().name().to_string(),
+            Backend::Candle(_) => "candle (gemm crate dispatch)".to_string(),
+            Backend::Quantized(_) => "candle (quantized vec-dot kernels)".to_string(),
+        }
+    }
+
     /// The instruction set of the fast CPU encoder's kernels; `None` for candle.
     pub fn cpu_isa(&self) -> Option<Isa> {
         match &self.backend {

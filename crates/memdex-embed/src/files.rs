@@ -17,7 +17,8 @@ pub enum WeightFiles {
     /// A PyTorch pickle (`pytorch_model.bin`).
     Pth(PathBuf),
     /// Quantized weights under Hugging Face BERT names (`model.gguf`, as `memdex model
-    /// convert` writes it), run through candle's quantized matmul.
+    /// convert` writes it): dequantised at load for the fast CPU encoder, else run through
+    /// candle's quantized matmul.
     Gguf(PathBuf),
 }
 

@@ -11,22 +11,21 @@
 //! dot products, so vectors differ from the dequantised-f32 model by that rounding too
 //! (docs/evaluation.md has the parity figures).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use std::collections::HashMap;
-
 use candle_core::quantized::{gguf_file, QTensor};
-use candle_core::{DType, Device, Module, Result, Tensor, D};
-use candle_nn::LayerNorm;
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use candle_transformers::quantized_nn::{layer_norm, linear, Linear};
 use candle_transformers::quantized_var_builder::VarBuilder;
 
 pub(crate) struct QuantBert {
     word: Arc<QTensor>,
-    position: Tensor,
-    token_type: Tensor,
+    position: Embedding,
+    token_type: Embedding,
     norm: LayerNorm,
     layers: Vec<Layer>,
     heads: usize,
@@ -60,8 +59,11 @@ impl QuantBert {
             );
         }
         let e = vb.pp("embeddings");
-        let dense = |name: &str, rows: usize| -> Result<Tensor> {
-            e.get((rows, h), name)?.dequantize(device)
+        let dense = |name: &str, rows: usize| -> Result<Embedding> {
+            Ok(Embedding::new(
+                e.get((rows, h), name)?.dequantize(device)?,
+                h,
+            ))
         };
         let layers = (0..config.num_hidden_layers)
             .map(|i| Layer::load(vb.pp(format!("encoder.layer.{i}")), config))
@@ -81,8 +83,8 @@ impl QuantBert {
     pub fn forward(&self, input_ids: &Tensor, type_ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let (_, len) = input_ids.dims2()?;
         let positions = Tensor::arange(0u32, len as u32, input_ids.device())?;
-        let x = (self.word.embedding(input_ids)? + self.token_type.embedding_rows(type_ids)?)?
-            .broadcast_add(&self.position.embedding_rows(&positions)?)?;
+        let x = (self.word.embedding(input_ids)? + self.token_type.forward(type_ids)?)?
+            .broadcast_add(&self.position.forward(&positions)?)?;
         let mut x = self.norm.forward(&x)?;
         // (b, 1, 1, L): 0 for tokens, a large negative number for padding
         let bias = (mask.to_dtype(DType::F32)?.affine(1.0, -1.0)? * 1e30)?
@@ -135,19 +137,6 @@ impl Layer {
             HiddenAct::Relu => i.relu()?,
         };
         self.out_norm.forward(&(self.out.forward(&i)? + a)?)
-    }
-}
-
-/// Row lookup in an f32 table (`index_select` keeping the ids' shape).
-trait EmbeddingRows {
-    fn embedding_rows(&self, ids: &Tensor) -> Result<Tensor>;
-}
-
-impl EmbeddingRows for Tensor {
-    fn embedding_rows(&self, ids: &Tensor) -> Result<Tensor> {
-        let mut dims = ids.dims().to_vec();
-        dims.push(self.dim(D::Minus1)?);
-        self.index_select(&ids.flatten_all()?, 0)?.reshape(dims)
     }
 }
 

@@ -94,13 +94,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
         model: embedder.info().name.clone(),
         device: memdex_embed::device_name(embedder.device()),
         backend: embedder.backend_name(),
-        isa: match embedder.cpu_isa() {
-            Some(isa) => isa.name().to_string(),
-            None if embedder.backend_name() == "candle-gguf" => {
-                "candle (quantized vec-dot kernels)".to_string()
-            }
-            None => "candle (gemm crate dispatch)".to_string(),
-        },
+        isa: embedder.kernels(),
         split: match embedder.cpu_isa() {
             Some(_) => embedder.cpu_split().name(),
             None => "operators (candle)",
