@@ -4,26 +4,43 @@ use memdex_core::DeviceChoice;
 use crate::EmbedError;
 
 /// Resolves a `--device` choice. `auto` takes CUDA device 0 when this build has the `cuda`
-/// feature and a device answers, else the CPU. Asking for CUDA in a CPU build is an error.
+/// feature and a device answers, else the CPU, and says so in the log (a warning with the
+/// driver's reason in a CUDA build, where a GPU was expected). Asking for CUDA in a CPU build,
+/// or for a device that does not answer, is an error.
 pub fn select_device(choice: DeviceChoice) -> Result<Device, EmbedError> {
     match choice {
         DeviceChoice::Cpu => Ok(Device::Cpu),
-        DeviceChoice::Auto => {
-            #[cfg(feature = "cuda")]
-            if let Ok(d) = Device::new_cuda(0) {
-                return Ok(d);
-            }
-            Ok(Device::Cpu)
-        }
+        DeviceChoice::Auto => Ok(auto_device()),
         DeviceChoice::Cuda(n) => cuda(n, &choice.to_string()),
     }
+}
+
+#[cfg(feature = "cuda")]
+fn auto_device() -> Device {
+    Device::new_cuda(0).unwrap_or_else(|e| {
+        tracing::warn!(
+            "--device auto: no usable CUDA device ({}); running on the CPU",
+            plain_message(&e)
+        );
+        Device::Cpu
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn auto_device() -> Device {
+    tracing::info!("--device auto: this memdex was built without `cuda`; running on the CPU");
+    Device::Cpu
 }
 
 #[cfg(feature = "cuda")]
 fn cuda(n: usize, requested: &str) -> Result<Device, EmbedError> {
     Device::new_cuda(n).map_err(|e| EmbedError::Device {
         requested: requested.to_string(),
-        message: e.to_string(),
+        message: format!(
+            "no usable CUDA device {n} ({}); use --device cpu, or --device auto to fall back \
+             to the CPU",
+            plain_message(&e)
+        ),
     })
 }
 
@@ -32,6 +49,16 @@ fn cuda(_n: usize, requested: &str) -> Result<Device, EmbedError> {
     Err(EmbedError::CudaNotBuilt {
         requested: requested.to_string(),
     })
+}
+
+/// A candle error's message without the backtrace candle attaches when `RUST_BACKTRACE` is
+/// set: a user-facing error names the failure, it does not dump frames.
+#[cfg(any(feature = "cuda", test))]
+fn plain_message(e: &candle_core::Error) -> String {
+    match e {
+        candle_core::Error::WithBacktrace { inner, .. } => plain_message(inner),
+        e => e.to_string(),
+    }
 }
 
 /// `cpu` or `cuda:N`, for logs and reports.
@@ -60,5 +87,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`cuda` feature"), "{e}");
+    }
+
+    #[test]
+    fn plain_message_drops_the_backtrace() {
+        let e = candle_core::Error::Msg("no device".into());
+        let with_bt = candle_core::Error::WithBacktrace {
+            inner: Box::new(e),
+            backtrace: Box::new(std::backtrace::Backtrace::force_capture()),
+        };
+        assert_eq!(plain_message(&with_bt), "no device");
+        assert!(with_bt.to_string().len() > "no device".len());
     }
 }

@@ -89,15 +89,11 @@ impl Encoder for Embedder {
 }
 
 /// Loads the model named by `spec` (directory or a repo in the local HF cache) on the device
-/// `choice` names; `auto` says in the log when it falls back to the CPU.
+/// `choice` names (`auto`'s fallback to the CPU is logged by [`select_device`]).
 pub fn load_encoder(
     spec: &str,
     choice: DeviceChoice,
     opts: &EmbedOptions,
 ) -> Result<Embedder, EmbedError> {
-    let device = select_device(choice)?;
-    if choice == DeviceChoice::Auto && device.is_cpu() {
-        tracing::info!("--device auto: no CUDA device in this build or machine; using the CPU");
-    }
-    Embedder::load(spec, device, opts)
+    Embedder::load(spec, select_device(choice)?, opts)
 }
