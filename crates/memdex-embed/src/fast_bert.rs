@@ -31,13 +31,24 @@ struct Matrix {
     rows: Option<Vec<f32>>,
     /// Packed for [`matmul`] (AVX2 and portable large batches).
     packed: Option<PackedB>,
-    /// IEEE half bits ([`skinny::f16_bits`]), row-major: small batches by default.
-    half: Option<Vec<u16>>,
+    /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
+    half: Option<Half>,
+}
+
+/// A weight matrix's half copy, in the layout the small-batch kernels of the ISA read.
+enum Half {
+    /// Row-major `[n × k]`: AVX-512's dot-product tiles ([`skinny::skinny_block`]).
+    Rows(Vec<u16>),
+    /// [`skinny::half_panels`]: AVX2 and portable ([`skinny::panels_block`]).
+    Panels(Vec<u16>),
 }
 
 impl Matrix {
     fn new(w: Vec<f32>, n: usize, k: usize, isa: Isa, half_small_batches: bool) -> Matrix {
-        let half = half_small_batches.then(|| w.iter().map(|&v| skinny::f16_bits(v)).collect());
+        let half = half_small_batches.then(|| match isa {
+            Isa::Avx512 => Half::Rows(w.iter().map(|&v| skinny::f16_bits(v)).collect()),
+            _ => Half::Panels(skinny::half_panels(&w, n, k)),
+        });
         let packed = (isa != Isa::Avx512).then(|| PackedB::pack(&w, n, k));
         let rows = (packed.is_none() || half.is_none()).then_some(w);
         Matrix {
@@ -355,38 +366,59 @@ fn resize(v: &mut Vec<f32>, n: usize) {
 /// Batches of at most this many tokens (a query) take [`linear_skinny`].
 const SKINNY_ROWS: usize = 32;
 
-/// `out = epilogue(y)` where `y = x · wᵀ + b` was computed apart (rows of `n`).
+/// `out = epilogue(y)` where `y = x · wᵀ + b` was computed apart (rows of `n`), on the
+/// calling thread: for the ≤ [`SKINNY_ROWS`] rows of a small batch this is microseconds of
+/// work, less than waking a second thread for it.
 fn finish(isa: Isa, out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
     match epi {
         Epilogue::Bias(act) => {
             out[..y.len()].copy_from_slice(y);
-            out[..y.len()]
-                .par_chunks_mut(4096)
-                .for_each(|c| math::act_slice(isa, c, act));
+            math::act_slice(isa, &mut out[..y.len()], act);
         }
-        Epilogue::ResidualLayerNorm { gamma, beta, eps } => out[..y.len()]
-            .par_chunks_mut(n)
-            .zip(y.par_chunks(n))
-            .for_each(|(o, y)| math::add_layer_norm_row(isa, o, y, gamma, beta, eps)),
+        Epilogue::ResidualLayerNorm { gamma, beta, eps } => {
+            for (o, y) in out[..y.len()].chunks_exact_mut(n).zip(y.chunks_exact(n)) {
+                math::add_layer_norm_row(isa, o, y, gamma, beta, eps);
+            }
+        }
     }
 }
 
 /// [`FastBert::linear`] for a few rows: weight rows split across rayon tasks, each read once
-/// ([`skinny::skinny_block`], from the half copy when there is one), results transposed into
-/// `out` (`t × n`, bias added).
+/// (from the half copy when there is one: [`skinny::panels_block`] or
+/// [`skinny::skinny_block`]), results gathered into `out` (`t × n`, bias added).
 fn linear_skinny(isa: Isa, x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
     const COLS: usize = 96;
     let (n, k) = (w.n, w.k);
+    if let Some(Half::Panels(h)) = &w.half {
+        const PANELS: usize = COLS / skinny::PANEL;
+        let mut y = vec![0f32; n.div_ceil(skinny::PANEL) * skinny::PANEL * t];
+        y.par_chunks_mut(PANELS * skinny::PANEL * t)
+            .zip(h.par_chunks(PANELS * skinny::PANEL * k))
+            .for_each(|(yc, wc)| skinny::panels_block(isa, x, t, k, wc, yc));
+        for (i, row) in out[..t * n].chunks_exact_mut(n).enumerate() {
+            for ((o, bc), p) in row
+                .chunks_mut(skinny::PANEL)
+                .zip(b.chunks(skinny::PANEL))
+                .zip(0..)
+            {
+                let yp = &y[(p * t + i) * skinny::PANEL..];
+                for ((d, &v), &bj) in o.iter_mut().zip(yp).zip(bc) {
+                    *d = v + bj;
+                }
+            }
+        }
+        return;
+    }
     let mut out_t = vec![0f32; n * t];
     let tasks = out_t.par_chunks_mut(COLS * t).zip(b.par_chunks(COLS));
     match (&w.half, &w.rows) {
-        (Some(h), _) => tasks
+        (Some(Half::Rows(h)), _) => tasks
             .zip(h.par_chunks(COLS * k))
             .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F16(wc), bc, o)),
         (None, Some(r)) => tasks
             .zip(r.par_chunks(COLS * k))
             .for_each(|((o, bc), wc)| skinny::skinny_block(isa, x, t, k, Rows::F32(wc), bc, o)),
-        (None, None) => unreachable!("a matrix keeps f32 rows when it has no half copy"),
+        _ => unreachable!("a matrix keeps f32 rows when it has no half copy"),
     }
     for (j, col) in out_t.chunks_exact(t).enumerate() {
         for (i, v) in col.iter().enumerate() {

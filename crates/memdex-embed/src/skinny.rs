@@ -11,6 +11,14 @@
 //! AVX2 + FMA + F16C (both with explicit intrinsics: auto-vectorising the tiles proved
 //! fragile), and a portable loop. Every path is tested against [`reference`] on the machine
 //! running the tests.
+//!
+//! Half weights also come in a panel layout ([`half_panels`], [`panels_block`]): 16 weight
+//! rows interleaved along `k`, so a tile of up to 6 activation rows × 16 outputs is 12 FMA
+//! chains fed by one broadcast per row and two widened loads per step, with no horizontal
+//! sums. On AVX2 the row-major dot-product tiles above spend as many F16C conversions as
+//! FMAs (2 × 4 tile) plus a horizontal sum per output; the panel tile converts each weight
+//! once per 6 rows. The encoder uses panels on every ISA but AVX-512, whose dot-product
+//! tiles (4 × 4, 16 lanes) keep the row-major copy.
 
 use crate::isa::Isa;
 
@@ -108,6 +116,136 @@ fn portable(x: &[f32], t: usize, k: usize, w: Rows<'_>, b: &[f32], out_t: &mut [
         };
         for i in 0..t {
             out_t[j * t + i] = crate::math::dot(&x[i * k..(i + 1) * k], wr) + bj;
+        }
+    }
+}
+
+/// Output columns per panel of [`half_panels`].
+pub const PANEL: usize = 16;
+
+/// Most activation rows one panel tile holds (12 accumulators of 8 lanes on AVX2).
+const PANEL_ROWS: usize = 6;
+
+/// `w` (`n × k`, row-major f32) as [`f16_bits`] in panels of [`PANEL`] weight rows: panel
+/// `p` is `k` runs of 16 values, run `q` holding `w[p·16 + c][q]` for `c < 16` (0 past `n`).
+pub fn half_panels(w: &[f32], n: usize, k: usize) -> Vec<u16> {
+    assert!(w.len() >= n * k);
+    let mut out = vec![0u16; n.div_ceil(PANEL) * PANEL * k];
+    for (p, panel) in out.chunks_exact_mut(PANEL * k).enumerate() {
+        for (c, j) in (p * PANEL..n.min((p + 1) * PANEL)).enumerate() {
+            for (q, &v) in w[j * k..(j + 1) * k].iter().enumerate() {
+                panel[q * PANEL + c] = f16_bits(v);
+            }
+        }
+    }
+    out
+}
+
+/// `y[p·t·16 + i·16 + c] = x_i · w_{p·16+c}` for every panel `p` of `w16` (whole panels of
+/// [`half_panels`]) and the `t` rows of `x` (`t × k`): `y` is panel-major, `t × 16` per
+/// panel, no bias. Panics on shape mismatch or if the CPU lacks `isa`.
+pub fn panels_block(isa: Isa, x: &[f32], t: usize, k: usize, w16: &[u16], y: &mut [f32]) {
+    assert!(k > 0 && w16.len().is_multiple_of(PANEL * k));
+    let panels = w16.len() / (PANEL * k);
+    assert!(x.len() >= t * k && y.len() >= panels * t * PANEL);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => {
+            assert!(
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("f16c")
+            );
+            // SAFETY: the CPU has AVX2, FMA and F16C (checked above); shapes checked above.
+            #[allow(unsafe_code)]
+            unsafe {
+                panel_x86::drive(x, t, k, w16, y)
+            }
+        }
+        _ => panels_portable(x, t, k, w16, y),
+    }
+}
+
+/// Row blocks of at most [`PANEL_ROWS`], as even as possible (13 rows → 5, 4, 4): a short
+/// last block would run its tile at a fraction of the FMA rate.
+fn row_blocks(t: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = t.div_ceil(PANEL_ROWS);
+    (0..blocks).scan(0, move |i, b| {
+        let mr = (t - *i).div_ceil(blocks - b);
+        let start = *i;
+        *i += mr;
+        Some((start, mr))
+    })
+}
+
+/// Each panel is widened once (a software conversion per weight, not one per row), then
+/// every row runs over it 16 lanes at a time.
+fn panels_portable(x: &[f32], t: usize, k: usize, w16: &[u16], y: &mut [f32]) {
+    let mut wide = vec![0f32; PANEL * k];
+    for (panel, yp) in w16
+        .chunks_exact(PANEL * k)
+        .zip(y.chunks_exact_mut(t * PANEL))
+    {
+        for (d, &h) in wide.iter_mut().zip(panel) {
+            *d = f16_to_f32(h);
+        }
+        for (i, yi) in yp.chunks_exact_mut(PANEL).enumerate() {
+            let mut acc = [0f32; PANEL];
+            for (run, &xv) in wide.chunks_exact(PANEL).zip(&x[i * k..(i + 1) * k]) {
+                for (a, &w) in acc.iter_mut().zip(run) {
+                    *a += xv * w;
+                }
+            }
+            yi.copy_from_slice(&acc);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod panel_x86 {
+    //! The panel tile with explicit intrinsics. Callers guarantee AVX2 + FMA + F16C and the
+    //! shapes of [`super::panels_block`].
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn drive(x: &[f32], t: usize, k: usize, w16: &[u16], y: &mut [f32]) {
+        let step = super::PANEL * k;
+        for (p, yp) in y.chunks_exact_mut(t * super::PANEL).enumerate() {
+            let w = w16[p * step..(p + 1) * step].as_ptr();
+            for (i, mr) in super::row_blocks(t) {
+                let (xi, yi) = (x[i * k..].as_ptr(), yp[i * super::PANEL..].as_mut_ptr());
+                match mr {
+                    1 => tile::<1>(xi, k, w, yi),
+                    2 => tile::<2>(xi, k, w, yi),
+                    3 => tile::<3>(xi, k, w, yi),
+                    4 => tile::<4>(xi, k, w, yi),
+                    5 => tile::<5>(xi, k, w, yi),
+                    _ => tile::<6>(xi, k, w, yi),
+                }
+            }
+        }
+    }
+
+    /// `MR` rows of `x` (row stride `k`) × one panel (`k` runs of 16 halves) into `MR × 16`
+    /// values at `y`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile<const MR: usize>(x: *const f32, k: usize, w: *const u16, y: *mut f32) {
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        for q in 0..k {
+            let run = w.add(q * super::PANEL);
+            let b0 = _mm256_cvtph_ps(_mm_loadu_si128(run as *const __m128i));
+            let b1 = _mm256_cvtph_ps(_mm_loadu_si128(run.add(8) as *const __m128i));
+            for (i, a) in acc.iter_mut().enumerate() {
+                let xv = _mm256_broadcast_ss(&*x.add(i * k + q));
+                a[0] = _mm256_fmadd_ps(xv, b0, a[0]);
+                a[1] = _mm256_fmadd_ps(xv, b1, a[1]);
+            }
+        }
+        for (i, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(y.add(i * super::PANEL), a[0]);
+            _mm256_storeu_ps(y.add(i * super::PANEL + 8), a[1]);
         }
     }
 }
@@ -338,6 +476,64 @@ mod tests {
                 assert_eq!(back, 0.0);
             }
         }
+    }
+
+    #[test]
+    fn panels_match_reference_on_every_path() {
+        // t up to the small-batch limit (row blocks of 1..6), n off the panel width, odd k
+        let shapes = [
+            (1, 384, 16),
+            (13, 384, 1152),
+            (7, 1536, 40),
+            (32, 37, 5),
+            (6, 1, 17),
+            (2, 24, 3),
+        ];
+        for path in Isa::available() {
+            for (t, k, n) in shapes {
+                let x: Vec<f32> = (0..t * k)
+                    .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+                    .collect();
+                let w: Vec<f32> = (0..n * k)
+                    .map(|i| ((i * 104_729) % 997) as f32 / 9970.0 - 0.05)
+                    .collect();
+                let w16: Vec<u16> = w.iter().map(|&v| f16_bits(v)).collect();
+                let panels = half_panels(&w, n, k);
+                let mut y = vec![f32::NAN; n.div_ceil(PANEL) * PANEL * t];
+                panels_block(path, &x, t, k, &panels, &mut y);
+                let zero = vec![0f32; n];
+                let mut want = vec![0f32; n * t];
+                reference(&x, t, k, Rows::F16(&w16), &zero, &mut want);
+                for j in 0..n {
+                    for i in 0..t {
+                        let (g, e) = (
+                            y[(j / PANEL) * t * PANEL + i * PANEL + j % PANEL],
+                            want[j * t + i],
+                        );
+                        assert!(
+                            (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                            "{path:?} t {t} k {k} n {n} [{i}, {j}]: {g} vs {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_blocks_are_even_and_cover_the_rows() {
+        for t in 0..40 {
+            let blocks: Vec<_> = row_blocks(t).collect();
+            assert_eq!(blocks.iter().map(|b| b.1).sum::<usize>(), t);
+            let (lo, hi) = blocks
+                .iter()
+                .fold((usize::MAX, 0), |(l, h), b| (l.min(b.1), h.max(b.1)));
+            assert!(
+                t == 0 || (hi <= PANEL_ROWS && hi - lo <= 1),
+                "{t}: {blocks:?}"
+            );
+        }
+        assert_eq!(row_blocks(13).collect::<Vec<_>>(), [(0, 5), (5, 4), (9, 4)]);
     }
 
     #[test]
