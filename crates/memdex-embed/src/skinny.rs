@@ -478,6 +478,18 @@ mod tests {
         }
     }
 
+    /// Activations `t × k`, weights `n × k` and their half bits, spread over ±1 and ±0.05.
+    fn case(t: usize, k: usize, n: usize) -> (Vec<f32>, Vec<f32>, Vec<u16>) {
+        let x: Vec<f32> = (0..t * k)
+            .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 104_729) % 997) as f32 / 9970.0 - 0.05)
+            .collect();
+        let w16 = w.iter().map(|&v| f16_bits(v)).collect();
+        (x, w, w16)
+    }
+
     #[test]
     fn panels_match_reference_on_every_path() {
         // t up to the small-batch limit (row blocks of 1..6), n off the panel width, odd k
@@ -491,13 +503,7 @@ mod tests {
         ];
         for path in Isa::available() {
             for (t, k, n) in shapes {
-                let x: Vec<f32> = (0..t * k)
-                    .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
-                    .collect();
-                let w: Vec<f32> = (0..n * k)
-                    .map(|i| ((i * 104_729) % 997) as f32 / 9970.0 - 0.05)
-                    .collect();
-                let w16: Vec<u16> = w.iter().map(|&v| f16_bits(v)).collect();
+                let (x, w, w16) = case(t, k, n);
                 let panels = half_panels(&w, n, k);
                 let mut y = vec![f32::NAN; n.div_ceil(PANEL) * PANEL * t];
                 panels_block(path, &x, t, k, &panels, &mut y);
@@ -549,13 +555,7 @@ mod tests {
         ];
         for path in Isa::available() {
             for (t, k, n) in shapes {
-                let x: Vec<f32> = (0..t * k)
-                    .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
-                    .collect();
-                let w: Vec<f32> = (0..n * k)
-                    .map(|i| ((i * 104_729) % 997) as f32 / 9970.0 - 0.05)
-                    .collect();
-                let w16: Vec<u16> = w.iter().map(|&v| f16_bits(v)).collect();
+                let (x, w, w16) = case(t, k, n);
                 let b: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
                 for rows in [Rows::F32(&w), Rows::F16(&w16)] {
                     let (mut got, mut want) = (vec![0f32; n * t], vec![0f32; n * t]);
