@@ -389,6 +389,9 @@ fn finish(isa: Isa, out: &mut [f32], y: &[f32], n: usize, epi: Epilogue<'_>) {
 fn linear_skinny(isa: Isa, x: &[f32], t: usize, w: &Matrix, b: &[f32], out: &mut [f32]) {
     const COLS: usize = 96;
     let (n, k) = (w.n, w.k);
+    if t == 0 {
+        return;
+    }
     if let Some(Half::Panels(h)) = &w.half {
         const PANELS: usize = COLS / skinny::PANEL;
         let mut y = vec![0f32; n.div_ceil(skinny::PANEL) * skinny::PANEL * t];

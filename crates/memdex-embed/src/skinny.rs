@@ -148,6 +148,9 @@ pub fn panels_block(isa: Isa, x: &[f32], t: usize, k: usize, w16: &[u16], y: &mu
     assert!(k > 0 && w16.len().is_multiple_of(PANEL * k));
     let panels = w16.len() / (PANEL * k);
     assert!(x.len() >= t * k && y.len() >= panels * t * PANEL);
+    if t == 0 {
+        return;
+    }
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
@@ -210,9 +213,9 @@ mod panel_x86 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn drive(x: &[f32], t: usize, k: usize, w16: &[u16], y: &mut [f32]) {
-        let step = super::PANEL * k;
-        for (p, yp) in y.chunks_exact_mut(t * super::PANEL).enumerate() {
-            let w = w16[p * step..(p + 1) * step].as_ptr();
+        let panels = w16.chunks_exact(super::PANEL * k);
+        for (panel, yp) in panels.zip(y.chunks_exact_mut(t * super::PANEL)) {
+            let w = panel.as_ptr();
             for (i, mr) in super::row_blocks(t) {
                 let (xi, yi) = (x[i * k..].as_ptr(), yp[i * super::PANEL..].as_mut_ptr());
                 match mr {
@@ -492,13 +495,14 @@ mod tests {
 
     #[test]
     fn panels_match_reference_on_every_path() {
-        // t up to the small-batch limit (row blocks of 1..6), n off the panel width, odd k
+        // t up to the small-batch limit (row blocks of 1..6) and 0, n off the panel width, odd k
         let shapes = [
             (1, 384, 16),
             (13, 384, 1152),
             (7, 1536, 40),
             (32, 37, 5),
             (6, 1, 17),
+            (0, 384, 16),
             (2, 24, 3),
         ];
         for path in Isa::available() {
