@@ -493,6 +493,15 @@ mod tests {
         (x, w, w16)
     }
 
+    /// Every kernel path against the f64 loop: relative tolerance 1e-4.
+    fn assert_close(g: f32, e: f32, what: impl Fn() -> String) {
+        assert!(
+            (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+            "{}: {g} vs {e}",
+            what()
+        );
+    }
+
     #[test]
     fn panels_match_reference_on_every_path() {
         // t up to the small-batch limit (row blocks of 1..6) and 0, n off the panel width, odd k
@@ -520,10 +529,7 @@ mod tests {
                             y[(j / PANEL) * t * PANEL + i * PANEL + j % PANEL],
                             want[j * t + i],
                         );
-                        assert!(
-                            (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                            "{path:?} t {t} k {k} n {n} [{i}, {j}]: {g} vs {e}"
-                        );
+                        assert_close(g, e, || format!("{path:?} t {t} k {k} n {n} [{i}, {j}]"));
                     }
                 }
             }
@@ -566,10 +572,7 @@ mod tests {
                     skinny_block(path, &x, t, k, rows, &b, &mut got);
                     reference(&x, t, k, rows, &b, &mut want);
                     for (g, e) in got.iter().zip(&want) {
-                        assert!(
-                            (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                            "{path:?} t {t} k {k} n {n}: {g} vs {e}"
-                        );
+                        assert_close(*g, *e, || format!("{path:?} t {t} k {k} n {n}"));
                     }
                 }
             }
