@@ -95,7 +95,8 @@ pub fn check_request(
     Ok(())
 }
 
-/// Dot products over the mapped rows, one query per rayon task.
+/// Dot products over the mapped rows: one query per rayon task, a large single query split
+/// across the threads.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuScorer;
 
@@ -112,20 +113,51 @@ impl DenseScorer for CpuScorer {
         runs: &[Vec<Run>],
     ) -> Result<Vec<Vec<f32>>, ScoreError> {
         check_request(dim, queries, blocks, runs)?;
-        let one = |(q, runs): (&[f32], &Vec<Run>)| -> Vec<f32> {
-            let mut out = Vec::with_capacity(runs.iter().map(|r| r.rows).sum());
-            for r in runs {
-                let rows = &blocks[r.block].data[r.start * dim..(r.start + r.rows) * dim];
-                out.extend(rows.chunks_exact(dim).map(|row| dot(q, row)));
-            }
-            out
-        };
         Ok(if runs.len() == 1 {
-            vec![one((queries, &runs[0]))]
+            vec![score_one(dim, queries, blocks, &runs[0], true)]
         } else {
-            queries.par_chunks(dim).zip(runs).map(one).collect()
+            queries
+                .par_chunks(dim)
+                .zip(runs)
+                .map(|(q, r)| score_one(dim, q, blocks, r, false))
+                .collect()
         })
     }
+}
+
+/// Rows of one query at which its scan is split across rayon's threads: a large tenant's
+/// scan streams its vectors from memory, and two cores draw more bandwidth than one.
+const PAR_ROWS: usize = 2048;
+/// Rows per piece of a split scan.
+const PIECE: usize = 512;
+
+/// One query's scores over `runs`, in run order; split into pieces across threads when
+/// `split` and the runs hold at least [`PAR_ROWS`] rows (each row's score is computed the
+/// same way either way).
+fn score_one(dim: usize, q: &[f32], blocks: &[Block<'_>], runs: &[Run], split: bool) -> Vec<f32> {
+    let total: usize = runs.iter().map(|r| r.rows).sum();
+    let mut out = vec![0f32; total];
+    let mut pieces: Vec<(&[f32], &mut [f32])> = Vec::new();
+    let mut rest = out.as_mut_slice();
+    for r in runs {
+        let rows = &blocks[r.block].data[r.start * dim..(r.start + r.rows) * dim];
+        for chunk in rows.chunks(PIECE * dim) {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(chunk.len() / dim);
+            pieces.push((chunk, mine));
+            rest = tail;
+        }
+    }
+    let fill = |(rows, out): (&[f32], &mut [f32])| {
+        for (o, row) in out.iter_mut().zip(rows.chunks_exact(dim)) {
+            *o = dot(q, row);
+        }
+    };
+    if split && total >= PAR_ROWS && rayon::current_num_threads() > 1 {
+        pieces.into_par_iter().for_each(fill);
+    } else {
+        pieces.into_iter().for_each(fill);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -180,6 +212,37 @@ mod tests {
             for (x, y) in g.iter().zip(w.iter()) {
                 assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{x} vs {y}");
             }
+        }
+        // one query over enough rows to be split across threads, in several runs
+        let big: Vec<f32> = (0..dim * 3 * PAR_ROWS)
+            .map(|i| (i as f32 * 0.013).sin())
+            .collect();
+        let blocks2 = [Block { id: 1, data: &big }, Block { id: 2, data: &a }];
+        let split = vec![vec![
+            Run {
+                block: 0,
+                start: 7,
+                rows: PAR_ROWS + PIECE / 3,
+            },
+            Run {
+                block: 1,
+                start: 2,
+                rows: 4,
+            },
+            Run {
+                block: 0,
+                start: PAR_ROWS + 100,
+                rows: PIECE * 2 + 1,
+            },
+        ]];
+        let got = CpuScorer.score(dim, q0, &blocks2, &split).unwrap();
+        let mut want = naive(q0, &big[7 * dim..(7 + PAR_ROWS + PIECE / 3) * dim], dim);
+        want.extend(naive(q0, &a[2 * dim..6 * dim], dim));
+        let from = (PAR_ROWS + 100) * dim;
+        want.extend(naive(q0, &big[from..from + (PIECE * 2 + 1) * dim], dim));
+        assert_eq!(got[0].len(), want.len());
+        for (x, y) in got[0].iter().zip(&want) {
+            assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{x} vs {y}");
         }
         let outside = vec![vec![Run {
             block: 1,

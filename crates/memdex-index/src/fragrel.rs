@@ -30,16 +30,14 @@ pub fn relation_scores(scores: &[f64], positions: &[u64], groups: &[u64], p: Fra
     let mut bwd = vec![(0.0f64, 0.0f64); n];
     for i in 1..n {
         if groups[i] == groups[i - 1] {
-            let d =
-                p.w.powf(positions[i].saturating_sub(positions[i - 1]) as f64);
+            let d = decay(p.w, positions[i].saturating_sub(positions[i - 1]));
             let (s, z) = fwd[i - 1];
             fwd[i] = (d * (s + scores[i - 1]), d * (z + 1.0));
         }
     }
     for i in (0..n.saturating_sub(1)).rev() {
         if groups[i] == groups[i + 1] {
-            let d =
-                p.w.powf(positions[i + 1].saturating_sub(positions[i]) as f64);
+            let d = decay(p.w, positions[i + 1].saturating_sub(positions[i]));
             let (s, z) = bwd[i + 1];
             bwd[i] = (d * (s + scores[i + 1]), d * (z + 1.0));
         }
@@ -52,6 +50,17 @@ pub fn relation_scores(scores: &[f64], positions: &[u64], groups: &[u64], p: Fra
             scores[i] + p.alpha * env
         })
         .collect()
+}
+
+/// `w^steps`, exactly as `powf` gives it; the usual steps of 0 and 1 (neighbouring turns)
+/// without calling it.
+#[inline]
+fn decay(w: f64, steps: u64) -> f64 {
+    match steps {
+        0 => 1.0,
+        1 => w,
+        _ => w.powf(steps as f64),
+    }
 }
 
 /// The O(N²) definition.

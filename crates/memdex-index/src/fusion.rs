@@ -41,9 +41,11 @@ pub fn rrf(lists: &[&[f64]], k: f64) -> Vec<f64> {
 
 /// Indices sorted by descending score; ties keep corpus order (stable).
 pub fn rank_desc(scores: &[f64]) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..scores.len()).collect();
-    idx.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    idx
+    // (score, index) pairs side by side: the comparisons read no second array, and the
+    // index tie-break makes the order total, so an unstable sort gives the stable order
+    let mut pairs: Vec<(f64, usize)> = scores.iter().copied().zip(0..).collect();
+    pairs.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    pairs.into_iter().map(|(_, i)| i).collect()
 }
 
 #[cfg(test)]
@@ -62,5 +64,18 @@ mod tests {
         assert!((f[2] - 2.0 / 62.0).abs() < 1e-12);
         assert!((f[0] - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-12);
         assert!((f[0] - f[1]).abs() < 1e-15, "symmetric placements tie");
+    }
+
+    #[test]
+    fn rank_desc_is_the_stable_descending_order() {
+        // thousands of scores from a few values (ties everywhere), signed zeros and NaN
+        let values = [0.5, -0.0, 0.0, 1.0, f64::NAN, -2.0, 0.25];
+        let scores: Vec<f64> = (0..5_000u64)
+            .map(|i| values[(i.wrapping_mul(2_654_435_761) >> 7) as usize % values.len()])
+            .collect();
+        let mut want: Vec<usize> = (0..scores.len()).collect();
+        want.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        assert_eq!(rank_desc(&scores), want);
+        assert!(rank_desc(&[]).is_empty());
     }
 }

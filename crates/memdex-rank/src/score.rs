@@ -146,8 +146,12 @@ pub(crate) fn signals(scores: &mut [f64], input: &Signals<'_>, opts: &RankOption
         }
     }
     if let (Some(w), Some(imp)) = (opts.importance, input.importance) {
+        // importance is a byte: one factor per value, not a log10 per row
+        let factor: Vec<f64> = (0..=u8::MAX)
+            .map(|i| 1.0 + w * f64::from(i).log10())
+            .collect();
         for (s, &i) in scores.iter_mut().zip(imp) {
-            *s *= 1.0 + w * f64::from(i).log10();
+            *s *= factor[usize::from(i)];
         }
     }
 }
