@@ -90,6 +90,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn decay_is_powf() {
+        for w in [0.8, 0.5, 0.95, 0.1, 1.0] {
+            for steps in 0..8u64 {
+                assert_eq!(decay(w, steps), w.powf(steps as f64), "{w}^{steps}");
+            }
+        }
+    }
+
+    #[test]
     fn fast_matches_quadratic_reference() {
         let mut state = 0x1234_5678_9abc_def0u64;
         let mut next = || {
