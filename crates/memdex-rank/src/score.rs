@@ -146,12 +146,14 @@ pub(crate) fn signals(scores: &mut [f64], input: &Signals<'_>, opts: &RankOption
         }
     }
     if let (Some(w), Some(imp)) = (opts.importance, input.importance) {
-        // importance is a byte: one factor per value, not a log10 per row
-        let factor: Vec<f64> = (0..=u8::MAX)
-            .map(|i| 1.0 + w * f64::from(i).log10())
-            .collect();
+        // one factor per importance value (1..=10 from the heuristic), not a log10 per row
+        let weigh = |i: u8| 1.0 + w * f64::from(i).log10();
+        let table: [f64; 11] = std::array::from_fn(|i| weigh(i as u8));
         for (s, &i) in scores.iter_mut().zip(imp) {
-            *s *= factor[usize::from(i)];
+            *s *= table
+                .get(usize::from(i))
+                .copied()
+                .unwrap_or_else(|| weigh(i));
         }
     }
 }
