@@ -17,9 +17,11 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::attention::{self, SeqInput};
+use crate::embedder::LargeBatchGemm;
 use crate::isa::Isa;
 use crate::math;
-use crate::matmul::{self, Act, Epilogue, PackedB};
+use crate::matmul::{self, Act, Epilogue, Packed, PackedB};
+use crate::qmatmul::PackedI16;
 use crate::skinny::{self, Rows};
 use crate::stage_timer::{self, Stage};
 
@@ -30,7 +32,7 @@ struct Matrix {
     /// Row-major f32: the `gemm` crate (AVX-512) and f32 small batches.
     rows: Option<Vec<f32>>,
     /// Packed for [`matmul`] (AVX2 and portable large batches).
-    packed: Option<PackedB>,
+    packed: Option<Packed>,
     /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
     half: Option<Half>,
 }
@@ -43,13 +45,30 @@ enum Half {
     Panels(Vec<u16>),
 }
 
+/// How the fast encoder lays out and multiplies its matrices.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    /// The kernels to run (at most what the CPU has, see [`Isa::selected`]).
+    pub isa: Isa,
+    /// Batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision copies of the
+    /// matrices (f32 activations and accumulation).
+    pub half_small_batches: bool,
+    /// Larger batches on AVX2: f32 or 16-bit integer products ([`crate::qmatmul`]).
+    pub large_batch_gemm: LargeBatchGemm,
+}
+
 impl Matrix {
-    fn new(w: Vec<f32>, n: usize, k: usize, isa: Isa, half_small_batches: bool) -> Matrix {
-        let half = half_small_batches.then(|| match isa {
+    fn new(w: Vec<f32>, n: usize, k: usize, lay: Layout) -> Matrix {
+        let isa = lay.isa;
+        let half = lay.half_small_batches.then(|| match isa {
             Isa::Avx512 => Half::Rows(w.iter().map(|&v| skinny::f16_bits(v)).collect()),
             _ => Half::Panels(skinny::half_panels(&w, n, k)),
         });
-        let packed = (isa != Isa::Avx512).then(|| PackedB::pack(&w, n, k));
+        let packed = match (isa, lay.large_batch_gemm) {
+            (Isa::Avx512, _) => None,
+            (Isa::Avx2, LargeBatchGemm::I16) => Some(Packed::I16(PackedI16::pack(&w, n, k))),
+            _ => Some(Packed::F32(PackedB::pack(&w, n, k))),
+        };
         let rows = (packed.is_none() || half.is_none()).then_some(w);
         Matrix {
             n,
@@ -112,16 +131,14 @@ fn get(vb: &VarBuilder<'_>, shape: &[usize], name: &str) -> candle_core::Result<
 }
 
 impl FastBert {
-    /// Reads the weights (names as in Hugging Face BERT, with or without a `bert.` prefix).
-    /// `half_small_batches`: batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision
-    /// copies of the matrices (f32 activations and accumulation). `isa`: the kernels to run
-    /// (at most what the CPU has, see [`Isa::selected`]).
+    /// Reads the weights (names as in Hugging Face BERT, with or without a `bert.` prefix)
+    /// into `lay`'s layouts.
     pub(crate) fn load(
         vb: VarBuilder<'_>,
         cfg: &BertConfig,
-        half_small_batches: bool,
-        isa: Isa,
+        lay: Layout,
     ) -> candle_core::Result<FastBert> {
+        let isa = lay.isa;
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb
         } else {
@@ -146,8 +163,7 @@ impl FastBert {
                 qkv_w.extend(get(&v, &[h, h], &format!("attention.self.{n}.weight"))?);
                 qkv_b.extend(get(&v, &[h], &format!("attention.self.{n}.bias"))?);
             }
-            let mat =
-                |w: Vec<f32>, n: usize, k: usize| Matrix::new(w, n, k, isa, half_small_batches);
+            let mat = |w: Vec<f32>, n: usize, k: usize| Matrix::new(w, n, k, lay);
             layers.push(Layer {
                 qkv_w: mat(qkv_w, 3 * h, h),
                 qkv_b,
@@ -192,6 +208,14 @@ impl FastBert {
     /// The instruction set its kernels run.
     pub(crate) fn isa(&self) -> Isa {
         self.isa
+    }
+
+    /// The arithmetic of its larger batches' products (i16 only on the AVX2 path).
+    pub(crate) fn large_batch_gemm(&self) -> LargeBatchGemm {
+        match self.layers.first().and_then(|l| l.qkv_w.packed.as_ref()) {
+            Some(Packed::I16(_)) => LargeBatchGemm::I16,
+            _ => LargeBatchGemm::F32,
+        }
     }
 
     /// Last hidden states of the packed sequences: `Σ len × hidden`, row-major, sequences in
@@ -529,7 +553,12 @@ mod tests {
                 let mut checks = vec![("gemm crate", got, 2e-5)];
                 for isa in Isa::available() {
                     for half in [false, true] {
-                        let m = Matrix::new(w.clone(), n, k, isa, half);
+                        let lay = Layout {
+                            isa,
+                            half_small_batches: half,
+                            large_batch_gemm: LargeBatchGemm::F32,
+                        };
+                        let m = Matrix::new(w.clone(), n, k, lay);
                         let mut y = vec![0f32; t * n];
                         linear_skinny(isa, &x, t.min(SKINNY_ROWS), &m, &b, &mut y);
                         let rows = t.min(SKINNY_ROWS);

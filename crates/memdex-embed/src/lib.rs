@@ -27,6 +27,7 @@ mod math;
 mod matmul;
 mod mmap;
 mod profile;
+mod qmatmul;
 mod quant_bert;
 mod scorer;
 mod skinny;
@@ -36,7 +37,8 @@ mod stage_timer;
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
 pub use embedder::{
-    CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights, WeightFormat,
+    CpuBackend, EmbedOptions, Embedder, Embeddings, LargeBatchGemm, Precision, SmallBatchWeights,
+    WeightFormat,
 };
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};
+use crate::qmatmul::{self, PackedI16, QRows};
 
 /// Rows of a register tile.
 pub(crate) const MR: usize = 6;
@@ -85,6 +86,24 @@ impl PackedB {
     }
 }
 
+/// A weight matrix packed for one of memdex's GEMMs: f32 (this module) or 16-bit integer
+/// ([`crate::qmatmul`]).
+#[derive(Debug)]
+pub(crate) enum Packed {
+    F32(PackedB),
+    I16(PackedI16),
+}
+
+impl Packed {
+    /// Output columns `n` and reduction depth `k` (the weight is `n × k`).
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            Packed::F32(w) => (w.n, w.k),
+            Packed::I16(w) => (w.n(), w.k()),
+        }
+    }
+}
+
 pub(crate) use crate::math::Act;
 
 /// What happens to `x · wᵀ` before it lands in `out`.
@@ -107,12 +126,12 @@ pub(crate) fn linear(
     isa: Isa,
     x: &[f32],
     m: usize,
-    w: &PackedB,
+    w: &Packed,
     b: &[f32],
     out: &mut [f32],
     epi: Epilogue<'_>,
 ) {
-    let (n, k) = (w.n, w.k);
+    let (n, k) = w.shape();
     assert!(
         x.len() >= m * k && out.len() >= m * n && b.len() == n,
         "linear shapes"
@@ -135,16 +154,16 @@ pub(crate) fn feed_forward(
     isa: Isa,
     x: &mut [f32],
     m: usize,
-    wi: &PackedB,
+    wi: &Packed,
     bi: &[f32],
     act: Act,
-    wo: &PackedB,
+    wo: &Packed,
     bo: &[f32],
     ln: Epilogue<'_>,
 ) {
-    let (h, inter) = (wi.k, wi.n);
+    let (inter, h) = wi.shape();
     assert!(
-        wo.k == inter && wo.n == h && x.len() >= m * h,
+        wo.shape() == (h, inter) && x.len() >= m * h,
         "feed-forward shapes"
     );
     assert!(bi.len() == inter && bo.len() == h, "feed-forward biases");
@@ -169,6 +188,7 @@ const FFN_L2_BYTES: usize = 256 << 10;
 thread_local! {
     static APACK: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
     static FFN: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
+    static QA: std::cell::RefCell<QRows> = std::cell::RefCell::new(QRows::default());
 }
 
 /// Rows per task: at most [`MC`], a multiple of [`MR`], and small enough that both threads
@@ -179,18 +199,24 @@ fn block_rows(m: usize) -> usize {
     want.clamp(MR, MC)
 }
 
-/// One block of rows on `isa`'s kernels.
+/// One block of rows on `isa`'s kernels, in `w`'s arithmetic.
 #[allow(clippy::too_many_arguments)]
 fn block(
     isa: Isa,
     a: &[f32],
     rows: usize,
-    w: &PackedB,
+    w: &Packed,
     b: &[f32],
     c: &mut [f32],
     epi: Epilogue<'_>,
     apack: &mut Aligned,
 ) {
+    let w = match w {
+        Packed::F32(w) => w,
+        Packed::I16(w) => {
+            return QA.with(|qa| qmatmul::block(isa, a, rows, w, b, c, epi, &mut qa.borrow_mut()))
+        }
+    };
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
@@ -630,6 +656,34 @@ mod tests {
             .collect()
     }
 
+    /// `w` packed in each arithmetic, with the operands each one multiplies (`x` rows of
+    /// length `k`, `w`): the integer GEMM must match the f64 loop on its dequantised values
+    /// (its rounding of the operands is tested in `qmatmul`).
+    fn packings(
+        isa: Isa,
+        x: &[f32],
+        w: &[f32],
+        n: usize,
+        k: usize,
+    ) -> [(Packed, Vec<f32>, Vec<f32>); 2] {
+        let q = PackedI16::pack(w, n, k);
+        let (xq, wq) = (
+            qmatmul::dequantized_rows(isa, x, x.len() / k, &q),
+            q.dequantized(),
+        );
+        [
+            (Packed::F32(PackedB::pack(w, n, k)), x.to_vec(), w.to_vec()),
+            (Packed::I16(q), xq, wq),
+        ]
+    }
+
+    fn name(p: &Packed) -> &'static str {
+        match p {
+            Packed::F32(_) => "f32",
+            Packed::I16(_) => "i16",
+        }
+    }
+
     #[test]
     fn every_isa_matches_reference() {
         // odd shapes hit the edge tiles, several depth blocks and several row blocks
@@ -646,7 +700,6 @@ mod tests {
             for (m, k, n) in shapes {
                 let (x, w, b) = (data(m * k, 1), data(n * k, 2), data(n, 3));
                 let (g, beta) = (data(n, 4), data(n, 5));
-                let packed = PackedB::pack(&w, n, k);
                 let epis = [
                     Epilogue::Bias(None),
                     Epilogue::Bias(Some(Act::Gelu)),
@@ -657,16 +710,19 @@ mod tests {
                         eps,
                     },
                 ];
-                for epi in epis {
-                    let resid = data(m * n, 6);
-                    let (mut got, mut want) = (resid.clone(), resid);
-                    linear(isa, &x, m, &packed, &b, &mut got, epi);
-                    reference(&x, m, &w, n, k, &b, &mut want, epi);
-                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                        assert!(
-                            (g - e).abs() <= 2e-5 * (1.0 + e.abs()),
-                            "{isa:?} m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
-                        );
+                for (packed, xr, wr) in packings(isa, &x, &w, n, k) {
+                    for epi in epis {
+                        let resid = data(m * n, 6);
+                        let (mut got, mut want) = (resid.clone(), resid);
+                        linear(isa, &x, m, &packed, &b, &mut got, epi);
+                        reference(&xr, m, &wr, n, k, &b, &mut want, epi);
+                        let p = name(&packed);
+                        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                            assert!(
+                                (g - e).abs() <= 2e-5 * (1.0 + e.abs()),
+                                "{isa:?} {p} m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
+                            );
+                        }
                     }
                 }
             }
@@ -686,19 +742,29 @@ mod tests {
                     beta: &beta,
                     eps,
                 };
-                let mut mid = vec![0f32; m * inter];
                 let act = Epilogue::Bias(Some(Act::Gelu));
-                reference(&x, m, &wi, inter, h, &bi, &mut mid, act);
-                let mut want = x.clone();
-                reference(&mid, m, &wo, h, inter, &bo, &mut want, ln);
-                let mut got = x.clone();
-                let (pi, po) = (PackedB::pack(&wi, inter, h), PackedB::pack(&wo, h, inter));
-                feed_forward(isa, &mut got, m, &pi, &bi, Act::Gelu, &po, &bo, ln);
-                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
-                        "{isa:?} m {m} h {h} inter {inter} [{i}]: {g} vs {e}"
-                    );
+                let both = packings(isa, &x, &wi, inter, h).into_iter();
+                for ((pi, xr, wir), (po, _, _)) in both.zip(packings(isa, &x, &wo, h, inter)) {
+                    // the second product's operands are the first one's output
+                    let mut mid = vec![0f32; m * inter];
+                    reference(&xr, m, &wir, inter, h, &bi, &mut mid, act);
+                    let (mid, wor) = match &po {
+                        Packed::F32(_) => (mid, wo.clone()),
+                        Packed::I16(q) => {
+                            (qmatmul::dequantized_rows(isa, &mid, m, q), q.dequantized())
+                        }
+                    };
+                    let mut want = x.clone();
+                    reference(&mid, m, &wor, h, inter, &bo, &mut want, ln);
+                    let mut got = x.clone();
+                    feed_forward(isa, &mut got, m, &pi, &bi, Act::Gelu, &po, &bo, ln);
+                    let p = name(&pi);
+                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
+                            "{isa:?} {p} m {m} h {h} inter {inter} [{i}]: {g} vs {e}"
+                        );
+                    }
                 }
             }
         }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{CpuBackend, CpuSplit, EmbedError, EmbedOptions, Embedder, Isa, ModelFiles};
+use memdex_embed::{
+    CpuBackend, CpuSplit, EmbedError, EmbedOptions, Embedder, Isa, LargeBatchGemm, ModelFiles,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -306,34 +308,49 @@ fn fast_cpu_matches_candle_reference() {
     for (dir, texts) in model_cases() {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
-        let load = |cpu_backend, cpu_isa| {
+        let load = |cpu_backend, cpu_isa, large_batch_gemm| {
             let opts = EmbedOptions {
                 cpu_backend,
                 cpu_isa,
+                large_batch_gemm,
                 ..Default::default()
             };
             Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap()
         };
-        let slow = load(CpuBackend::Candle, None);
+        let slow = load(CpuBackend::Candle, None, LargeBatchGemm::F32);
         assert_eq!(slow.backend_name(), "candle");
         let b = slow.embed(&texts, TextKind::Passage).unwrap();
-        for isa in Isa::available() {
-            let fast = load(CpuBackend::Fast, Some(isa));
+        let gemms = [LargeBatchGemm::F32, LargeBatchGemm::I16];
+        for (isa, gemm) in Isa::available()
+            .into_iter()
+            .flat_map(|i| gemms.map(|g| (i, g)))
+        {
+            let fast = load(CpuBackend::Fast, Some(isa), gemm);
             assert_eq!(fast.backend_name(), "fast-cpu");
             assert_eq!(fast.cpu_isa(), Some(isa));
+            // integer products exist on the AVX2 path only
+            let int = isa == Isa::Avx2 && gemm == LargeBatchGemm::I16;
+            assert_eq!(fast.kernels().contains("i16"), int, "{}", fast.kernels());
             let a = fast.embed(&texts, TextKind::Passage).unwrap();
             assert_eq!(a.tokens, b.tokens);
             for (i, text) in texts.iter().enumerate() {
                 assert_eq!(a.row(i).len(), b.row(i).len());
                 let c = cosine(a.row(i), b.row(i));
-                assert!(c > 0.99999, "{isa} {}: {text:?}: cosine {c}", dir.display());
+                assert!(
+                    c > 0.99999,
+                    "{isa} {gemm:?} {}: {text:?}: cosine {c}",
+                    dir.display()
+                );
                 let max_abs = a
                     .row(i)
                     .iter()
                     .zip(b.row(i))
                     .map(|(x, y)| (x - y).abs())
                     .fold(0f32, f32::max);
-                assert!(max_abs < 1e-3, "{isa} {text:?}: max abs diff {max_abs}");
+                assert!(
+                    max_abs < 1e-3,
+                    "{isa} {gemm:?} {text:?}: max abs diff {max_abs}"
+                );
             }
         }
     }

@@ -203,6 +203,7 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         precision: args.precision,
         cpu_backend: args.cpu_backend,
         small_batch_weights: args.small_batch_weights,
+        large_batch_gemm: args.large_batch_gemm,
         weights: args.weights,
         cpu_isa: None,   // MEMDEX_CPU_ISA, else the CPU's best
         cpu_split: None, // MEMDEX_CPU_SPLIT, else batches side by side
