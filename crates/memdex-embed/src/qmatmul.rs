@@ -126,12 +126,16 @@ impl PackedI16 {
     }
 }
 
-/// Quantised activation rows of one block: `rows` padded to whole [`MR`] groups with zero
-/// rows, each `pairs` long, and each row's `1 / r_i` (0 for padding, NaN if not finite).
+/// Quantised activation rows of one block, padded to whole [`MR`] groups with zero rows and
+/// interleaved per group (BLIS's packed A: pair `p` of row `g·MR + i` at
+/// `(g·pairs + p)·MR + i`, so a tile's six broadcasts per step read one 24-byte run), and
+/// each row's `1 / r_i` (0 for padding, NaN if not finite).
 #[derive(Debug, Default)]
 pub(crate) struct QRows {
     q: Vec<i32>,
     inv: Vec<f32>,
+    /// One row's pairs before they are interleaved.
+    row: Vec<i32>,
 }
 
 impl QRows {
@@ -146,11 +150,8 @@ impl QRows {
         self.inv.resize(padded, 0.0);
         // rounding moves ‖a_q‖₂ by at most ½√k; f32 sums of squares are within 0.1 % here
         let limit = w.a_norm_max * 0.999 - 0.5 * (k as f64).sqrt();
-        for (i, (row, q)) in a[..rows * k]
-            .chunks_exact(k)
-            .zip(self.q.chunks_exact_mut(pairs))
-            .enumerate()
-        {
+        self.row.resize(pairs, 0);
+        for (i, row) in a[..rows * k].chunks_exact(k).enumerate() {
             let (max, sq) = kern.row_stats(row);
             if !max.is_finite() || sq.is_nan() {
                 self.inv[i] = f32::NAN;
@@ -167,9 +168,19 @@ impl QRows {
             };
             // (capped so that rows of subnormals keep a finite scale: they round to zero)
             let r = (Q_MAX / max as f64).min(limit / norm).min(1e38) as f32;
-            kern.quantize_row(row, r, q);
+            kern.quantize_row(row, r, &mut self.row);
+            let group = &mut self.q[(i / MR) * pairs * MR..][..pairs * MR];
+            for (d, &v) in group[i % MR..].iter_mut().step_by(MR).zip(&self.row) {
+                *d = v;
+            }
             self.inv[i] = 1.0 / r;
         }
+    }
+
+    /// Pair `p` of row `i` (`pairs` per row).
+    #[cfg(test)]
+    fn pair_at(&self, i: usize, p: usize, pairs: usize) -> i32 {
+        self.q[((i / MR) * pairs + p) * MR + i % MR]
     }
 }
 
@@ -187,7 +198,7 @@ pub(crate) fn dequantized_rows(isa: Isa, a: &[f32], rows: usize, w: &PackedI16) 
     let mut out = vec![0f32; rows * w.k];
     for (i, row) in out.chunks_exact_mut(w.k).enumerate() {
         for (p, v) in row.iter_mut().enumerate() {
-            let (lo, hi) = halves(qa.q[i * w.pairs + p / 2]);
+            let (lo, hi) = halves(qa.pair_at(i, p / 2, w.pairs));
             *v = [lo, hi][p % 2] as f32 * qa.inv[i];
         }
     }
@@ -195,8 +206,8 @@ pub(crate) fn dequantized_rows(isa: Isa, a: &[f32], rows: usize, w: &PackedI16) 
 }
 
 /// A register tile of the integer GEMM: `c[i·ldc + j] (+)= (Σ_p a_q(i, p) · w_q(p, j)) ·
-/// row_inv[i] · col_inv[j] (+ bias[j])` for `i < MR`, `j < NR`, over `kc` pairs; `a` holds
-/// row `i` at `i·lda`. Panics on short slices.
+/// row_inv[i] · col_inv[j] (+ bias[j])` for `i < MR`, `j < NR`, over `kc` pairs; `a` is an
+/// interleaved group ([`QRows`]): `a_q(i, p)` at `a[p·MR + i]`. Panics on short slices.
 pub(crate) trait Kernel: Copy {
     type Fma: MulAdd;
 
@@ -223,7 +234,6 @@ pub(crate) trait Kernel: Copy {
         self,
         kc: usize,
         a: &[i32],
-        lda: usize,
         b: &[i32],
         scale: (&[f32; MR], &[f32; NR]),
         c: &mut [f32],
@@ -250,7 +260,6 @@ impl Kernel for Portable {
         self,
         kc: usize,
         a: &[i32],
-        lda: usize,
         b: &[i32],
         (ri, ci): (&[f32; MR], &[f32; NR]),
         c: &mut [f32],
@@ -261,7 +270,7 @@ impl Kernel for Portable {
         let mut acc = [[0i32; NR]; MR];
         for (p, bp) in b[..kc * NR].chunks_exact(NR).enumerate() {
             for (i, row) in acc.iter_mut().enumerate() {
-                let (a0, a1) = halves(a[i * lda + p]);
+                let (a0, a1) = halves(a[p * MR + i]);
                 for (s, &bv) in row.iter_mut().zip(bp) {
                     let (b0, b1) = halves(bv);
                     *s = s.wrapping_add(a0 * b0 + a1 * b1);
@@ -349,17 +358,17 @@ fn block_with<K: Kernel>(
             for i0 in (0..rows).step_by(MR) {
                 let mr = MR.min(rows - i0);
                 let ri: &[f32; MR] = qa.inv[i0..i0 + MR].try_into().expect("padded rows");
-                let a_ip = &qa.q[i0 * pairs + p0..];
+                let a_ip = &qa.q[(i0 * pairs + p0 * MR)..];
                 let add_c = residual || !first;
                 let cc = &mut c[i0 * n + j0..];
                 if mr == MR && nc == NR {
-                    kern.tile(kc, a_ip, pairs, bp, (ri, ci), cc, n, add_c, bias);
+                    kern.tile(kc, a_ip, bp, (ri, ci), cc, n, add_c, bias);
                 } else {
                     let mut buf = [0f32; MR * NR];
                     for i in 0..mr {
                         buf[i * NR..i * NR + nc].copy_from_slice(&cc[i * n..i * n + nc]);
                     }
-                    kern.tile(kc, a_ip, pairs, bp, (ri, ci), &mut buf, NR, add_c, bias);
+                    kern.tile(kc, a_ip, bp, (ri, ci), &mut buf, NR, add_c, bias);
                     for i in 0..mr {
                         cc[i * n..i * n + nc].copy_from_slice(&buf[i * NR..i * NR + nc]);
                     }
@@ -422,7 +431,6 @@ mod x86 {
             self,
             kc: usize,
             a: &[i32],
-            lda: usize,
             b: &[i32],
             scale: (&[f32; MR], &[f32; NR]),
             c: &mut [f32],
@@ -430,14 +438,13 @@ mod x86 {
             add_c: bool,
             bias: Option<&[f32; NR]>,
         ) {
-            assert!(kc == 0 || a.len() > (MR - 1) * lda + kc - 1);
+            assert!(a.len() >= kc * MR);
             assert!(b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
             // SAFETY: lengths checked above; `self` exists only if the CPU has AVX2 + FMA.
             unsafe {
                 tile_6x16(
                     kc,
                     a.as_ptr(),
-                    lda,
                     b.as_ptr(),
                     scale,
                     c.as_mut_ptr(),
@@ -517,7 +524,7 @@ mod x86 {
     }
 
     /// # Safety
-    /// `a`: rows `0..MR` at stride `lda`, each ≥ `kc` long; `b`: `kc·NR`; `c`: rows `0..MR`
+    /// `a`: `kc·MR` interleaved pairs; `b`: `kc·NR`; `c`: rows `0..MR`
     /// of `NR` values at stride `ldc`; the CPU has AVX2 + FMA.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
@@ -525,7 +532,6 @@ mod x86 {
     unsafe fn tile_6x16(
         kc: usize,
         a: *const i32,
-        lda: usize,
         b: *const i32,
         (ri, ci): (&[f32; MR], &[f32; NR]),
         c: *mut f32,
@@ -534,12 +540,11 @@ mod x86 {
         bias: Option<&[f32; NR]>,
     ) {
         let mut acc = [[_mm256_setzero_si256(); 2]; MR];
-        let rows: [*const i32; MR] = std::array::from_fn(|i| a.add(i * lda));
         for p in 0..kc {
             let b0 = _mm256_loadu_si256(b.add(p * NR) as *const __m256i);
             let b1 = _mm256_loadu_si256(b.add(p * NR + 8) as *const __m256i);
             for (i, row) in acc.iter_mut().enumerate() {
-                let av = _mm256_set1_epi32(*rows[i].add(p));
+                let av = _mm256_set1_epi32(*a.add(p * MR + i));
                 row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, b0));
                 row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, b1));
             }
