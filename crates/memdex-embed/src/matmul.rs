@@ -318,7 +318,7 @@ impl Kernel for Portable {
 }
 
 #[inline(always)]
-fn store_tile(
+pub(crate) fn store_tile(
     acc: &[[f32; NR]; MR],
     c: &mut [f32],
     ldc: usize,
@@ -340,9 +340,9 @@ fn store_tile(
     }
 }
 
-/// The depth blocks of a `k`-long reduction: as few as [`KC`] allows, of equal size.
-fn depth_blocks(k: usize) -> impl Iterator<Item = (usize, usize)> {
-    let count = k.div_ceil(KC).max(1);
+/// The depth blocks of a `k`-long reduction: as few as blocks of ≤ `max` allow, of equal size.
+pub(crate) fn depth_blocks(k: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let count = k.div_ceil(max).max(1);
     let size = k.div_ceil(count);
     (0..count).map(move |i| (i * size, size.min(k - i * size)))
 }
@@ -388,7 +388,7 @@ fn block_with<K: Kernel>(
     // full micro-panels read `a` in place (rows of k); a partial last one goes through a
     // zero-padded packed copy
     let full = rows / MR;
-    for (p0, kc) in depth_blocks(k) {
+    for (p0, kc) in depth_blocks(k, KC) {
         if full < panels {
             let ap = apack.resize(MR * kc);
             pack_a(&a[full * MR * k..], rows - full * MR, k, p0, kc, ap);
@@ -398,8 +398,7 @@ fn block_with<K: Kernel>(
             let bp = w.panel(jp, p0, kc);
             let j0 = jp * NR;
             let nc = NR.min(n - j0);
-            let mut bias = [0f32; NR];
-            bias[..nc].copy_from_slice(&b[j0..j0 + nc]);
+            let bias = panel_bias(b, j0, nc);
             let bias = first.then_some(&bias);
             for ip in 0..panels {
                 let i0 = ip * MR;
@@ -410,63 +409,73 @@ fn block_with<K: Kernel>(
                     (apack.get(), AStride::PACKED)
                 };
                 let add_c = residual || !first;
-                if mr == MR && nc == NR {
-                    kern.tile(kc, a_ip, sa, bp, &mut c[i0 * n + j0..], n, add_c, bias);
-                } else {
-                    edge_tile(
-                        kern,
-                        kc,
-                        a_ip,
-                        sa,
-                        bp,
-                        &mut c[i0 * n + j0..],
-                        n,
-                        mr,
-                        nc,
-                        add_c,
-                        bias,
-                    );
-                }
+                on_tile(&mut c[i0 * n + j0..], n, (mr, nc), add_c, |c, ldc| {
+                    kern.tile(kc, a_ip, sa, bp, c, ldc, add_c, bias)
+                });
                 if let (true, Some(act)) = (last, act) {
-                    for i in 0..mr {
-                        act.apply::<K::Fma>(&mut c[(i0 + i) * n + j0..][..nc]);
-                    }
+                    apply_act::<K::Fma>(c, n, (i0, mr), (j0, nc), act);
                 }
             }
         }
     }
-    if let Epilogue::ResidualLayerNorm { gamma, beta, eps } = epi {
-        for row in c[..rows * n].chunks_exact_mut(n) {
-            math::layer_norm(row, gamma, beta, eps);
-        }
-    }
+    finish_rows(c, rows, n, epi);
 }
 
-/// A tile at the bottom or right edge: through a full-size buffer, `mr × nc` copied back.
+/// The panel bias of columns `j0..j0 + nc`, zero-padded to [`NR`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn edge_tile<K: Kernel>(
-    kern: K,
-    kc: usize,
-    a: &[f32],
-    sa: AStride,
-    b: &[f32],
+pub(crate) fn panel_bias(b: &[f32], j0: usize, nc: usize) -> [f32; NR] {
+    let mut bias = [0f32; NR];
+    bias[..nc].copy_from_slice(&b[j0..j0 + nc]);
+    bias
+}
+
+/// Runs a tile on the `mr × nc` corner of `c` (row stride `ldc`): in place when the tile is
+/// whole; at the bottom or right edge through a full-size buffer, the corner copied in (when
+/// the tile adds to `c`) and back.
+#[inline(always)]
+pub(crate) fn on_tile(
     c: &mut [f32],
     ldc: usize,
-    mr: usize,
-    nc: usize,
+    (mr, nc): (usize, usize),
     add_c: bool,
-    bias: Option<&[f32; NR]>,
+    tile: impl FnOnce(&mut [f32], usize),
 ) {
+    if mr == MR && nc == NR {
+        return tile(c, ldc);
+    }
     let mut buf = [0f32; MR * NR];
     if add_c {
         for i in 0..mr {
             buf[i * NR..i * NR + nc].copy_from_slice(&c[i * ldc..i * ldc + nc]);
         }
     }
-    kern.tile(kc, a, sa, b, &mut buf, NR, add_c, bias);
+    tile(&mut buf, NR);
     for i in 0..mr {
         c[i * ldc..i * ldc + nc].copy_from_slice(&buf[i * NR..i * NR + nc]);
+    }
+}
+
+/// The activation on rows `i0..i0 + mr`, columns `j0..j0 + nc` of `c` (row stride `n`).
+#[inline(always)]
+pub(crate) fn apply_act<M: MulAdd>(
+    c: &mut [f32],
+    n: usize,
+    (i0, mr): (usize, usize),
+    (j0, nc): (usize, usize),
+    act: Act,
+) {
+    for i in 0..mr {
+        act.apply::<M>(&mut c[(i0 + i) * n + j0..][..nc]);
+    }
+}
+
+/// The residual + LayerNorm epilogue's last step, once a block's `rows` rows are complete.
+#[inline(always)]
+pub(crate) fn finish_rows(c: &mut [f32], rows: usize, n: usize, epi: Epilogue<'_>) {
+    if let Epilogue::ResidualLayerNorm { gamma, beta, eps } = epi {
+        for row in c[..rows * n].chunks_exact_mut(n) {
+            math::layer_norm(row, gamma, beta, eps);
+        }
     }
 }
 
@@ -647,10 +656,11 @@ pub(crate) fn reference(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn data(len: usize, seed: usize) -> Vec<f32> {
+    /// Deterministic test values in [−0.5, 0.5] (shared with `qmatmul`'s tests).
+    pub(crate) fn data(len: usize, seed: usize) -> Vec<f32> {
         (0..len)
             .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
             .collect()

@@ -23,7 +23,7 @@
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};
-use crate::matmul::{Epilogue, MR, NR};
+use crate::matmul::{self, on_tile, Epilogue, MR, NR};
 
 /// Pairs of the reduction per depth block: the `KC2 × NR` i32 panel (24 KB) stays in L1.
 const KC2: usize = 384;
@@ -277,27 +277,10 @@ impl Kernel for Portable {
                 }
             }
         }
-        for (i, row) in acc.iter().enumerate() {
-            let out = &mut c[i * ldc..i * ldc + NR];
-            for j in 0..NR {
-                let mut v = row[j] as f32 * (ci[j] * ri[i]);
-                if let Some(b) = bias {
-                    v += b[j];
-                }
-                if add_c {
-                    v += out[j];
-                }
-                out[j] = v;
-            }
-        }
+        let acc =
+            std::array::from_fn(|i| std::array::from_fn(|j| acc[i][j] as f32 * (ci[j] * ri[i])));
+        matmul::store_tile(&acc, c, ldc, add_c, bias);
     }
-}
-
-/// The depth blocks (in pairs) of a `pairs`-long reduction: as few as [`KC2`] allows.
-fn depth_blocks(pairs: usize) -> impl Iterator<Item = (usize, usize)> {
-    let count = pairs.div_ceil(KC2).max(1);
-    let size = pairs.div_ceil(count);
-    (0..count).map(move |i| (i * size, size.min(pairs - i * size)))
 }
 
 /// `c = epilogue(a · wᵀ + b)` for one block of `rows` rows of `a` on `isa`'s tile.
@@ -345,14 +328,13 @@ fn block_with<K: Kernel>(
         Epilogue::Bias(act) => (act, false),
         Epilogue::ResidualLayerNorm { .. } => (None, true),
     };
-    for (p0, kc) in depth_blocks(pairs) {
+    for (p0, kc) in matmul::depth_blocks(pairs, KC2) {
         let (first, last) = (p0 == 0, p0 + kc == pairs);
         for jp in 0..n.div_ceil(NR) {
             let bp = w.panel(jp, p0, kc);
             let j0 = jp * NR;
             let nc = NR.min(n - j0);
-            let mut bias = [0f32; NR];
-            bias[..nc].copy_from_slice(&b[j0..j0 + nc]);
+            let bias = matmul::panel_bias(b, j0, nc);
             let bias = first.then_some(&bias);
             let ci: &[f32; NR] = w.col_inv[j0..j0 + NR].try_into().expect("whole panel");
             for i0 in (0..rows).step_by(MR) {
@@ -360,32 +342,16 @@ fn block_with<K: Kernel>(
                 let ri: &[f32; MR] = qa.inv[i0..i0 + MR].try_into().expect("padded rows");
                 let a_ip = &qa.q[(i0 * pairs + p0 * MR)..];
                 let add_c = residual || !first;
-                let cc = &mut c[i0 * n + j0..];
-                if mr == MR && nc == NR {
-                    kern.tile(kc, a_ip, bp, (ri, ci), cc, n, add_c, bias);
-                } else {
-                    let mut buf = [0f32; MR * NR];
-                    for i in 0..mr {
-                        buf[i * NR..i * NR + nc].copy_from_slice(&cc[i * n..i * n + nc]);
-                    }
-                    kern.tile(kc, a_ip, bp, (ri, ci), &mut buf, NR, add_c, bias);
-                    for i in 0..mr {
-                        cc[i * n..i * n + nc].copy_from_slice(&buf[i * NR..i * NR + nc]);
-                    }
-                }
+                on_tile(&mut c[i0 * n + j0..], n, (mr, nc), add_c, |c, ldc| {
+                    kern.tile(kc, a_ip, bp, (ri, ci), c, ldc, add_c, bias)
+                });
                 if let (true, Some(act)) = (last, act) {
-                    for i in 0..mr {
-                        act.apply::<K::Fma>(&mut c[(i0 + i) * n + j0..][..nc]);
-                    }
+                    matmul::apply_act::<K::Fma>(c, n, (i0, mr), (j0, nc), act);
                 }
             }
         }
     }
-    if let Epilogue::ResidualLayerNorm { gamma, beta, eps } = epi {
-        for row in c[..rows * n].chunks_exact_mut(n) {
-            math::layer_norm(row, gamma, beta, eps);
-        }
-    }
+    matmul::finish_rows(c, rows, n, epi);
 }
 
 #[cfg(target_arch = "x86_64")]

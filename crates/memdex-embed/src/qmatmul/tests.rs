@@ -1,11 +1,6 @@
 use super::*;
+use crate::matmul::tests::data;
 use crate::matmul::{linear, reference, Packed};
-
-fn data(len: usize, seed: usize) -> Vec<f32> {
-    (0..len)
-        .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
-        .collect()
-}
 
 fn run(
     isa: Isa,
