@@ -148,8 +148,11 @@ impl QRows {
         self.q.resize(padded * pairs, 0);
         self.inv.clear();
         self.inv.resize(padded, 0.0);
-        // rounding moves ‖a_q‖₂ by at most ½√k; f32 sums of squares are within 0.1 % here
-        let limit = w.a_norm_max * 0.999 - 0.5 * (k as f64).sqrt();
+        // ‖a_q‖₂ ≤ r·‖a‖₂·(1 + ε) + ½√k: r and v·r are rounded to f32 (ε = 2⁻²³ covers both),
+        // then to integers. The f32 sum of squares reads at most k·2⁻²⁴ low (k < 2²³), so
+        // ‖a‖₂ ≤ norm·(1 + k·ε). With the slack below, the row scale keeps the bound rigorous.
+        let slack = 1.0 + (k as f64 + 2.0) * f32::EPSILON as f64;
+        let limit = (w.a_norm_max - 0.5 * (k as f64).sqrt()) / slack;
         self.row.resize(pairs, 0);
         for (i, row) in a[..rows * k].chunks_exact(k).enumerate() {
             let (max, sq) = kern.row_stats(row);

@@ -65,7 +65,9 @@ fn operands_at_the_cauchy_schwarz_bound_do_not_overflow() {
         for isa in Isa::available() {
             let got = run(isa, &x, 2, &w, 3, k, Epilogue::Bias(None));
             for (g, e) in got.iter().zip(&want) {
-                assert!((g - e).abs() <= 5e-4 * e.abs(), "{isa:?} k {k}: {g} vs {e}");
+                // equal magnitudes round alike, so the error is coherent: ≤ ½ / |q| per
+                // operand, |q| ≈ 46,000 / √k (≈ 720 at k 4095)
+                assert!((g - e).abs() <= 2e-3 * e.abs(), "{isa:?} k {k}: {g} vs {e}");
             }
         }
     }
