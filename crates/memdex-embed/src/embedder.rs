@@ -6,7 +6,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 
 use crate::fast_bert::{FastBert, Layout};
 use crate::files::{ModelFiles, WeightFiles};
-use crate::isa::Isa;
+use crate::isa::{Isa, LargeBatchGemm};
 use crate::masked_bert::MaskedBert;
 use crate::quant_bert::QuantBert;
 use crate::split::{self, CpuSplit};
@@ -52,18 +52,6 @@ pub enum SmallBatchWeights {
     F32,
     #[default]
     F16,
-}
-
-/// Products of the fast CPU encoder's larger batches (bulk embedding) on the AVX2 path: f32
-/// FMA, or 16-bit integers with exact i32 sums and per-row / per-column scales (~1.6× the
-/// multiply-adds a cycle; vectors at cosine > 0.9999 to the f32 ones). Other instruction sets
-/// always use f32.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum LargeBatchGemm {
-    F32,
-    #[default]
-    I16,
 }
 
 /// Which weight files a model directory is run from.

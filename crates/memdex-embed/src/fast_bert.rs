@@ -17,10 +17,10 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::attention::{self, SeqInput};
-use crate::embedder::LargeBatchGemm;
-use crate::isa::Isa;
+use crate::isa::{Isa, LargeBatchGemm};
+use crate::linear::{self, Packed};
 use crate::math;
-use crate::matmul::{self, Act, Epilogue, Packed, PackedB};
+use crate::matmul::{Act, Epilogue, PackedB};
 use crate::qmatmul::PackedI16;
 use crate::skinny::{self, Rows};
 use crate::stage_timer::{self, Stage};
@@ -31,7 +31,7 @@ struct Matrix {
     k: usize,
     /// Row-major f32: the `gemm` crate (AVX-512) and f32 small batches.
     rows: Option<Vec<f32>>,
-    /// Packed for [`matmul`] (AVX2 and portable large batches).
+    /// Packed for [`crate::linear`] (AVX2 and portable large batches).
     packed: Option<Packed>,
     /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
     half: Option<Half>,
@@ -316,7 +316,7 @@ impl FastBert {
         };
         if let (Some(wi), Some(wo), true) = (&l.i_w.packed, &l.out_w.packed, !skinny) {
             return stage_timer::time(Stage::Ffn, || {
-                matmul::feed_forward(self.isa, x, t, wi, &l.i_b, self.act, wo, &l.out_b, ln2)
+                linear::feed_forward(self.isa, x, t, wi, &l.i_b, self.act, wo, &l.out_b, ln2)
             });
         }
         // unfused: the intermediate rows go through memory
@@ -370,7 +370,7 @@ impl FastBert {
                 linear_skinny(self.isa, x, t, w, b, &mut y);
                 finish(self.isa, out, &y, w.n, epi);
             }
-            (Some(p), _) => matmul::linear(self.isa, x, t, p, b, out, epi),
+            (Some(p), _) => linear::linear(self.isa, x, t, p, b, out, epi),
             (None, Some(rows)) => linear_gemm(self.isa, x, t, w.k, rows, b, w.n, out, epi),
             (None, None) => unreachable!("a matrix keeps f32 rows when it is not packed"),
         }
@@ -519,6 +519,7 @@ fn linear_gemm(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matmul;
 
     fn data(len: usize, seed: usize) -> Vec<f32> {
         (0..len)

@@ -22,6 +22,7 @@ mod error;
 mod fast_bert;
 mod files;
 mod isa;
+mod linear;
 mod masked_bert;
 mod math;
 mod matmul;
@@ -37,13 +38,12 @@ mod stage_timer;
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
 pub use embedder::{
-    CpuBackend, EmbedOptions, Embedder, Embeddings, LargeBatchGemm, Precision, SmallBatchWeights,
-    WeightFormat,
+    CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights, WeightFormat,
 };
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles, GGUF_FILE};
-pub use isa::{cpu_isa, Isa, IsaError, ISA_ENV};
+pub use isa::{cpu_isa, Isa, IsaError, LargeBatchGemm, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;
 pub use split::{CpuSplit, SPLIT_ENV};

@@ -2,8 +2,8 @@
 //!
 //! `out[m × n] = x[m × k] · wᵀ + b` where `w` (`n × k`, PyTorch's Linear layout) is packed once
 //! at load time into [`PackedB`]: panels of [`NR`] columns, each `k × NR` contiguous and
-//! 64-byte aligned, so no call ever repacks the weights. Per call, the rows of `x` are split
-//! into blocks of at most [`MC`] rows (one rayon task each); a block runs the `MR × NR`
+//! 64-byte aligned, so no call ever repacks the weights. [`crate::linear`] splits the rows
+//! of `x` into blocks of at most 96 (one rayon task each); a block runs the `MR × NR`
 //! register tile over every panel, `kc` steps at a time, reading its `MR` activation rows in
 //! place (only a partial last group of rows is copied, zero-padded). BLIS order: the
 //! `kc × NR` weight panel stays in L1 while the block's rows stream from L2.
@@ -11,22 +11,18 @@
 //! Fused epilogues ([`Epilogue`]) save a pass over memory and a thread hand-off each: bias and
 //! activation are applied on the tile just written (still in L1); a residual + LayerNorm
 //! accumulates into `out` (which holds the residual) and normalises the block's rows once
-//! they are complete; [`feed_forward`] runs both feed-forward GEMMs on one block of rows in
-//! turn, so the intermediate rows stay in L2. Every path is tested against a plain f64 loop
-//! ([`reference`]).
-
-use rayon::prelude::*;
+//! they are complete; [`crate::linear::feed_forward`] runs both feed-forward GEMMs on one
+//! block of rows in turn, so the intermediate rows stay in L2. Every path is tested against a
+//! plain f64 loop (`reference`, tests in `linear`). The helpers for a block's loop (edge
+//! tiles, bias, activation, LayerNorm pass) serve [`crate::qmatmul`] too.
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};
-use crate::qmatmul::{self, PackedI16, QRows};
 
 /// Rows of a register tile.
 pub(crate) const MR: usize = 6;
 /// Columns of a register tile (two AVX2 vectors).
 pub(crate) const NR: usize = 16;
-/// Rows per rayon task at most (multiple of [`MR`]).
-const MC: usize = 96;
 /// Reduction depth per packed block at most (the `KC × NR` panel must stay in L1).
 const KC: usize = 384;
 
@@ -80,27 +76,14 @@ impl PackedB {
         PackedB { n, k, data }
     }
 
+    /// Output columns `n` and reduction depth `k` (the weight is `n × k`).
+    pub(crate) fn shape(&self) -> (usize, usize) {
+        (self.n, self.k)
+    }
+
     /// Rows `p0..p0 + kc` of panel `jp`.
     fn panel(&self, jp: usize, p0: usize, kc: usize) -> &[f32] {
         &self.data.get()[(jp * self.k + p0) * NR..][..kc * NR]
-    }
-}
-
-/// A weight matrix packed for one of memdex's GEMMs: f32 (this module) or 16-bit integer
-/// ([`crate::qmatmul`]).
-#[derive(Debug)]
-pub(crate) enum Packed {
-    F32(PackedB),
-    I16(PackedI16),
-}
-
-impl Packed {
-    /// Output columns `n` and reduction depth `k` (the weight is `n × k`).
-    fn shape(&self) -> (usize, usize) {
-        match self {
-            Packed::F32(w) => (w.n, w.k),
-            Packed::I16(w) => (w.n(), w.k()),
-        }
     }
 }
 
@@ -120,103 +103,18 @@ pub(crate) enum Epilogue<'a> {
     },
 }
 
-/// `out = epilogue(x · wᵀ + b)` for `m` rows of `x` (`m × k`), on `isa`'s kernels, in parallel
-/// over blocks of rows. `isa` must not exceed what the CPU has (see [`Isa::active`]).
-pub(crate) fn linear(
-    isa: Isa,
-    x: &[f32],
-    m: usize,
-    w: &Packed,
-    b: &[f32],
-    out: &mut [f32],
-    epi: Epilogue<'_>,
-) {
-    let (n, k) = w.shape();
-    assert!(
-        x.len() >= m * k && out.len() >= m * n && b.len() == n,
-        "linear shapes"
-    );
-    let mc = block_rows(m);
-    out[..m * n]
-        .par_chunks_mut(mc * n)
-        .zip(x[..m * k].par_chunks(mc * k))
-        .for_each(|(c, a)| {
-            APACK.with(|ap| block(isa, a, c.len() / n, w, b, c, epi, &mut ap.borrow_mut()));
-        });
-}
-
-/// The feed-forward block, fused per block of rows:
-/// `x = LayerNorm(x + act(x·wiᵀ + bi)·woᵀ + bo)` (`ln` is the residual + LayerNorm epilogue).
-/// A block's intermediate rows stay in a thread-local buffer sized to stay in L2, so they are
-/// never written to memory, and the two GEMMs share one parallel step.
+/// One block of rows of the f32 GEMM on `isa`'s tile.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn feed_forward(
-    isa: Isa,
-    x: &mut [f32],
-    m: usize,
-    wi: &Packed,
-    bi: &[f32],
-    act: Act,
-    wo: &Packed,
-    bo: &[f32],
-    ln: Epilogue<'_>,
-) {
-    let (inter, h) = wi.shape();
-    assert!(
-        wo.shape() == (h, inter) && x.len() >= m * h,
-        "feed-forward shapes"
-    );
-    assert!(bi.len() == inter && bo.len() == h, "feed-forward biases");
-    let fit = (FFN_L2_BYTES / (4 * inter)) / MR * MR;
-    let mc = block_rows(m).min(fit.max(MR));
-    x[..m * h].par_chunks_mut(mc * h).for_each(|xb| {
-        let rows = xb.len() / h;
-        FFN.with(|buf| {
-            APACK.with(|ap| {
-                let (buf, ap) = (&mut *buf.borrow_mut(), &mut *ap.borrow_mut());
-                let mid = buf.resize(rows * inter);
-                block(isa, xb, rows, wi, bi, mid, Epilogue::Bias(Some(act)), ap);
-                block(isa, buf.get(), rows, wo, bo, xb, ln, ap);
-            })
-        });
-    });
-}
-
-/// Bytes of a feed-forward block's intermediate rows at most (half a Zen 3 L2).
-const FFN_L2_BYTES: usize = 256 << 10;
-
-thread_local! {
-    static APACK: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
-    static FFN: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
-    static QA: std::cell::RefCell<QRows> = std::cell::RefCell::new(QRows::default());
-}
-
-/// Rows per task: at most [`MC`], a multiple of [`MR`], and small enough that both threads
-/// of a two-core machine get several blocks.
-fn block_rows(m: usize) -> usize {
-    let threads = rayon::current_num_threads().max(1);
-    let want = m.div_ceil(threads * 4).div_ceil(MR) * MR;
-    want.clamp(MR, MC)
-}
-
-/// One block of rows on `isa`'s kernels, in `w`'s arithmetic.
-#[allow(clippy::too_many_arguments)]
-fn block(
+pub(crate) fn block(
     isa: Isa,
     a: &[f32],
     rows: usize,
-    w: &Packed,
+    w: &PackedB,
     b: &[f32],
     c: &mut [f32],
     epi: Epilogue<'_>,
     apack: &mut Aligned,
 ) {
-    let w = match w {
-        Packed::F32(w) => w,
-        Packed::I16(w) => {
-            return QA.with(|qa| qmatmul::block(isa, a, rows, w, b, c, epi, &mut qa.borrow_mut()))
-        }
-    };
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
@@ -657,126 +555,10 @@ pub(crate) fn reference(
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::*;
-
-    /// Deterministic test values in [−0.5, 0.5] (shared with `qmatmul`'s tests).
+    /// Deterministic test values in [−0.5, 0.5] (shared by the GEMM tests).
     pub(crate) fn data(len: usize, seed: usize) -> Vec<f32> {
         (0..len)
             .map(|i| (((i * 7919 + seed * 104_729) % 1999) as f32 / 999.5 - 1.0) * 0.5)
             .collect()
-    }
-
-    /// `w` packed in each arithmetic, with the operands each one multiplies (`x` rows of
-    /// length `k`, `w`): the integer GEMM must match the f64 loop on its dequantised values
-    /// (its rounding of the operands is tested in `qmatmul`).
-    fn packings(
-        isa: Isa,
-        x: &[f32],
-        w: &[f32],
-        n: usize,
-        k: usize,
-    ) -> [(Packed, Vec<f32>, Vec<f32>); 2] {
-        let q = PackedI16::pack(w, n, k);
-        let (xq, wq) = (
-            qmatmul::dequantized_rows(isa, x, x.len() / k, &q),
-            q.dequantized(),
-        );
-        [
-            (Packed::F32(PackedB::pack(w, n, k)), x.to_vec(), w.to_vec()),
-            (Packed::I16(q), xq, wq),
-        ]
-    }
-
-    fn name(p: &Packed) -> &'static str {
-        match p {
-            Packed::F32(_) => "f32",
-            Packed::I16(_) => "i16",
-        }
-    }
-
-    #[test]
-    fn every_isa_matches_reference() {
-        // odd shapes hit the edge tiles, several depth blocks and several row blocks
-        let shapes = [
-            (1, 16, 8),
-            (7, 40, 37),
-            (13, 384, 96),
-            (50, 33, 24),
-            (203, 1536, 40),
-            (97, 384, 1152),
-        ];
-        let eps = 1e-12;
-        for isa in Isa::available() {
-            for (m, k, n) in shapes {
-                let (x, w, b) = (data(m * k, 1), data(n * k, 2), data(n, 3));
-                let (g, beta) = (data(n, 4), data(n, 5));
-                let epis = [
-                    Epilogue::Bias(None),
-                    Epilogue::Bias(Some(Act::Gelu)),
-                    Epilogue::Bias(Some(Act::Relu)),
-                    Epilogue::ResidualLayerNorm {
-                        gamma: &g,
-                        beta: &beta,
-                        eps,
-                    },
-                ];
-                for (packed, xr, wr) in packings(isa, &x, &w, n, k) {
-                    for epi in epis {
-                        let resid = data(m * n, 6);
-                        let (mut got, mut want) = (resid.clone(), resid);
-                        linear(isa, &x, m, &packed, &b, &mut got, epi);
-                        reference(&xr, m, &wr, n, k, &b, &mut want, epi);
-                        let p = name(&packed);
-                        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                            assert!(
-                                (g - e).abs() <= 2e-5 * (1.0 + e.abs()),
-                                "{isa:?} {p} m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn fused_feed_forward_matches_two_reference_steps() {
-        let eps = 1e-12;
-        for isa in Isa::available() {
-            for (m, h, inter) in [(7, 32, 64), (100, 40, 96), (131, 384, 1536)] {
-                let (x, wi, bi) = (data(m * h, 1), data(inter * h, 2), data(inter, 3));
-                let (wo, bo) = (data(h * inter, 4), data(h, 5));
-                let (g, beta) = (data(h, 6), data(h, 7));
-                let ln = Epilogue::ResidualLayerNorm {
-                    gamma: &g,
-                    beta: &beta,
-                    eps,
-                };
-                let act = Epilogue::Bias(Some(Act::Gelu));
-                let both = packings(isa, &x, &wi, inter, h).into_iter();
-                for ((pi, xr, wir), (po, _, _)) in both.zip(packings(isa, &x, &wo, h, inter)) {
-                    // the second product's operands are the first one's output
-                    let mut mid = vec![0f32; m * inter];
-                    reference(&xr, m, &wir, inter, h, &bi, &mut mid, act);
-                    let (mid, wor) = match &po {
-                        Packed::F32(_) => (mid, wo.clone()),
-                        Packed::I16(q) => {
-                            (qmatmul::dequantized_rows(isa, &mid, m, q), q.dequantized())
-                        }
-                    };
-                    let mut want = x.clone();
-                    reference(&mid, m, &wor, h, inter, &bo, &mut want, ln);
-                    let mut got = x.clone();
-                    feed_forward(isa, &mut got, m, &pi, &bi, Act::Gelu, &po, &bo, ln);
-                    let p = name(&pi);
-                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                        assert!(
-                            (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
-                            "{isa:?} {p} m {m} h {h} inter {inter} [{i}]: {g} vs {e}"
-                        );
-                    }
-                }
-            }
-        }
     }
 }

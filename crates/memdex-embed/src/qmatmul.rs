@@ -19,7 +19,7 @@
 //! to ~13–15 significant bits gives a relative error of ~1e-4 per product, far inside the
 //! encoder's parity goal (cosine ≥ 0.9999 to sentence-transformers fp32; measured 0.99999+).
 //! A row holding NaN or ±∞ comes out NaN, as the f32 GEMM's would. Every path is tested
-//! against the f64 loop of [`crate::matmul::reference`].
+//! against the f64 loop of `matmul::reference`.
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};

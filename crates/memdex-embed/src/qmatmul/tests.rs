@@ -1,6 +1,6 @@
 use super::*;
+use crate::matmul::reference;
 use crate::matmul::tests::data;
-use crate::matmul::{linear, reference, Packed};
 
 fn run(
     isa: Isa,
@@ -11,9 +11,10 @@ fn run(
     k: usize,
     epi: Epilogue<'_>,
 ) -> Vec<f32> {
-    let packed = Packed::I16(PackedI16::pack(w, n, k));
+    let packed = PackedI16::pack(w, n, k);
     let mut out = vec![0.25f32; m * n];
-    linear(isa, x, m, &packed, &vec![0.0; n], &mut out, epi);
+    let mut qa = QRows::default();
+    block(isa, x, m, &packed, &vec![0.0; n], &mut out, epi, &mut qa);
     out
 }
 
@@ -85,9 +86,19 @@ fn a_non_finite_row_comes_out_nan_and_spares_the_others() {
     let mut want = vec![0f32; m * n];
     reference(&x, m, &w, n, k, &b, &mut want, Epilogue::Bias(None));
     for isa in Isa::available() {
-        let packed = Packed::I16(PackedI16::pack(&w, n, k));
+        let packed = PackedI16::pack(&w, n, k);
         let mut got = vec![0f32; m * n];
-        linear(isa, &x, m, &packed, &b, &mut got, Epilogue::Bias(None));
+        let mut qa = QRows::default();
+        block(
+            isa,
+            &x,
+            m,
+            &packed,
+            &b,
+            &mut got,
+            Epilogue::Bias(None),
+            &mut qa,
+        );
         for (r, (g, e)) in got.chunks(n).zip(want.chunks(n)).enumerate() {
             if r == 2 || r == 5 {
                 assert!(g.iter().all(|v| v.is_nan()), "{isa:?} row {r}: {g:?}");
