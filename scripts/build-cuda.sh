@@ -78,6 +78,15 @@ main() {
 
   cp scripts/gpu-check.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py \
     scripts/make-bench-texts.py "$DIST/scripts/"
+  # the load stage: wrk and its LuaJIT from this machine (Debian), the Lua scenarios
+  mkdir -p "$DIST/scripts/load" "$DIST/tools"
+  cp scripts/load/*.lua scripts/load/make-history.py "$DIST/scripts/load/"
+  if command -v wrk > /dev/null; then
+    cp "$(command -v wrk)" "$DIST/tools/wrk"
+    cp -L "$(ldd "$(command -v wrk)" | awk '/libluajit/ {print $3}')" "$DIST/tools/"
+  else
+    echo "warning: wrk missing (apt-get install wrk); the load stage will be skipped" >&2
+  fi
   # Register use of every kernel, for sm_90a (the target) and sm_80 (not Hopper-only by accident).
   for arch in sm_90a sm_80; do
     for cu in kernels/cuda/*.cu; do

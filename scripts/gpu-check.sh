@@ -2,7 +2,7 @@
 # Runs ON the GPU box, from the pack that scripts/build-cuda.sh wrote (dist/gpu, carried to the
 # box): parity, kernel tests and benchmarks of memdex's CUDA build, reports under $OUT.
 #
-#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan rank e2e serve
+#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels embed scan rank e2e serve load
 #                                                    (all = every stage; default all)
 # Each stage fits one 10-minute device call; run them in separate calls if needed (each call
 # unpacks again into $WORK, a fresh temp dir unless set). Every stage writes $OUT/STAGE.log
@@ -20,13 +20,16 @@ STAGES=("$@")
 SUMMARY=$OUT/summary.txt
 verdict() { echo "$1: $2" | tee -a "$SUMMARY"; }
 
-# --- unpack -------------------------------------------------------------------------------
-mkdir -p "$WORK/bin" "$WORK/data"
-for b in memdex memdex-kernels-check memdex-gpu-bench; do
-  [[ -f "$PACK/bin/$b.xz" ]] && xz -dc "$PACK/bin/$b.xz" > "$WORK/bin/$b" && chmod +x "$WORK/bin/$b"
-done
-for f in "$PACK"/data/*.xz; do xz -dc "$f" > "$WORK/data/$(basename "${f%.xz}")"; done
-rm -rf "$WORK/model" && cp -r "$PACK/model" "$WORK/model" && xz -d "$WORK/model/model.safetensors.xz"
+# --- unpack (once per $WORK: later invocations with the same WORK reuse it) -----------------
+if [[ ! -f "$WORK/.unpacked" ]]; then
+  mkdir -p "$WORK/bin" "$WORK/data"
+  for b in memdex memdex-kernels-check memdex-gpu-bench; do
+    [[ -f "$PACK/bin/$b.xz" ]] && xz -T0 -dc "$PACK/bin/$b.xz" > "$WORK/bin/$b" && chmod +x "$WORK/bin/$b"
+  done
+  for f in "$PACK"/data/*.xz; do xz -dc "$f" > "$WORK/data/$(basename "${f%.xz}")"; done
+  rm -rf "$WORK/model" && cp -r "$PACK/model" "$WORK/model" && xz -d "$WORK/model/model.safetensors.xz"
+  touch "$WORK/.unpacked"
+fi
 MEMDEX=$WORK/bin/memdex
 MODEL=$WORK/model
 # Smoke-testing this script without a GPU: DEVICE=cpu (memdex and sentence-transformers on the
@@ -76,6 +79,11 @@ print(json.dumps(r))
 PY
   else echo "{\"scale\": \"$sc\", \"device\": \"$d\", \"failed\": true}" >> "$OUT/e2e.jsonl"; fi
   rm -rf "$store"
+}
+
+# GET http://127.0.0.1:7811$1 (the load stage's server; no curl needed on the box)
+http_get() {
+  "$PY" -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:7811" + sys.argv[1], timeout=2).read().decode())' "$1"
 }
 
 run_stage() {
@@ -272,6 +280,39 @@ PY
       verdict serve "ok ($(head -c 300 "$OUT/serve.json"))"
     else verdict serve "FAIL (see serve.json, serve.log)"; fi
     rm -rf "$WORK/store-serve" "$WORK/serve.json"
+    ;;
+  load)
+    # the serving target: 100 tenants x 5,000 rounds (scripts/load/make-history.py, built
+    # offline with the model on $DEVICE), `memdex serve` on $DEVICE, wrk's search scenario at
+    # 64 connections (wrk + libluajit from the build machine under $PACK/tools); the same
+    # store served on the CPU beside it. Goal: >= 5,000 searches/s with p99 < 20 ms on $DEVICE.
+    local wrk=$PACK/tools/wrk dur=${LOAD_SECONDS:-10}
+    [[ -x "$wrk" ]] || { verdict load "SKIP (no $wrk in the pack)"; return; }
+    export LD_LIBRARY_PATH=$PACK/tools:$LD_LIBRARY_PATH
+    "$PY" "$PACK/scripts/load/make-history.py" "$WORK/full.jsonl" 100 5000 2>> "$OUT/load.log"
+    rm -rf "$WORK/fullstore"
+    local t0; t0=$(date +%s.%N)
+    "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/full.jsonl" \
+      --store "$WORK/fullstore" >> "$OUT/load.log" 2>&1 || { verdict load "FAIL (index, see load.log)"; return; }
+    echo "index 500,000 rounds on $DEVICE: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" >> "$OUT/load.log"
+    : > "$OUT/load.txt"
+    for cfg in "$DEVICE:auto:${LOAD_HTTP_THREADS:-8}" "$DEVICE:on:${LOAD_HTTP_THREADS:-8}" "cpu:off:14"; do
+      local d=${cfg%%:*} rest=${cfg#*:}; local fused=${rest%%:*} th=${rest##*:}
+      "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --fused-rank "$fused" \
+        --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
+      local pid=$!
+      for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
+      (cd "$PACK" && timeout 30 "$wrk" -t4 -c64 -d5s --timeout 10s -s scripts/load/search.lua \
+        http://127.0.0.1:7811 > /dev/null 2>&1)   # warm-up: caches, pages, device uploads
+      { echo "== device $d, fused-rank $fused, http threads $th: wrk -t4 -c64 -d${dur}s search.lua"
+        (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t4 -c64 -d"${dur}s" --timeout 10s \
+          -s scripts/load/search.lua --latency http://127.0.0.1:7811) \
+          | grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|latency_us|requests in|99%|50%'
+        http_get /metrics | grep -E '^memdex_(device_scan|fused_rank)_|^memdex_embed_batch_size_(sum|count)' ; } >> "$OUT/load.txt" 2>&1
+      kill -TERM $pid; wait $pid 2>/dev/null
+    done
+    rm -rf "$WORK/fullstore" "$WORK/full.jsonl"
+    verdict load "$(grep -E '^== |Requests/sec' "$OUT/load.txt" | tr '\n' ' ' | head -c 400)"
     ;;
   *) echo "unknown stage $s" >&2; return 2 ;;
   esac

@@ -8,6 +8,8 @@
 #                                              # ranking), scan numbers, memcheck, one profile
 #   OUT=$OUT bash scripts/gpu-first.sh call2   # ~3–4 min: parity, embedding throughput
 #   OUT=$OUT bash scripts/gpu-first.sh call3   # ~3–5 min: fused default ranking (rank), serve
+#   OUT=$OUT bash scripts/gpu-first.sh one     # a 15-minute lease: every stage in one call,
+#   OUT=$OUT bash scripts/gpu-first.sh two     # then memcheck, e2e (S), ncu on the warm machine
 #   then: E2E_SCALES=s, and E2E_SCALES=m E2E_CPU_SCALES=none, each `gpu-check.sh e2e` alone
 # (plan from ../shared/reviews/gpu-kernels-review.md, "First 10 minutes on the GPU box").
 set -uo pipefail
@@ -47,6 +49,45 @@ case $call in
     OUT=$R bash $CHECK rank serve
     tar -C "$R" -czf "$OUT/call3.tgz" .
     cat "$R/summary.txt"; cut -c1-600 "$R/rank.json"; echo; cut -c1-600 "$R/serve.json" 2>/dev/null
+    ;;
+  one|two)
+    # A short lease (15 minutes of device time, start included) in one or two calls: every
+    # stage under its own timeout, in the order of their verdicts' weight, skipping what would
+    # overrun BUDGET seconds; `two` is the follow-up on the same warm machine.
+    BUDGET=${BUDGET:-540}; t0=$SECONDS
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw \
+      --format=csv > "$R/smi.csv" 2>&1
+    if [[ $call == one ]]; then
+      plan=${PLAN:-env:25 kernels:60 scan:90 parity:90 embed:150 rank:120 load:130 serve:110}
+    else plan=${PLAN:-memcheck:100 e2e:150 ncu:60}; fi
+    for spec in $plan; do
+      st=${spec%%:*} t=${spec##*:} left=$((BUDGET - (SECONDS - t0)))
+      ((left < 20)) && { echo "$st: SKIP (call budget)" >> "$R/summary.txt"; continue; }
+      ((t > left)) && t=$left
+      echo "== $st (timeout ${t}s, $((SECONDS - t0)) s in)" >&2
+      case $st in
+        memcheck|ncu)
+          export LD_LIBRARY_PATH=$(python3 -c 'import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],"cu13","lib"))'):${LD_LIBRARY_PATH:-}
+          [[ -x $WORK/bin/memdex-kernels-check ]] || OUT=$R bash $CHECK env > /dev/null 2>&1
+          if [[ $st == memcheck ]]; then
+            timeout "$t" compute-sanitizer --tool memcheck --print-limit 10 \
+              "$WORK/bin/memdex-kernels-check" selection scores fragrel rank > "$R/memcheck.log" 2>&1
+            echo "memcheck: rc=$? $(tail -1 "$R/memcheck.log")" >> "$R/summary.txt"
+          else
+            timeout "$t" ncu --clock-control none -k regex:memdex_segmented_topk_d512 --launch-skip 1 \
+              --launch-count 1 --section SpeedOfLight --section Occupancy \
+              --section MemoryWorkloadAnalysis --metrics dram__bytes_read.sum \
+              "$WORK/bin/memdex-gpu-bench" --repeats 1 > "$R/ncu.txt" 2>&1
+            echo "ncu: rc=$?" >> "$R/summary.txt"
+          fi ;;
+        *) OUT=$R E2E_SCALES=${E2E_SCALES:-s} E2E_CPU_SCALES=${E2E_CPU_SCALES:-s} \
+             timeout -k 5 "$t" bash $CHECK "$st" > "$R/stage-$st.out" 2>&1 \
+             || echo "$st: rc=$? (timeout ${t}s)" >> "$R/summary.txt" ;;
+      esac
+    done
+    tar -C "$R" -czf "$OUT/$call.tgz" .
+    cat "$R/summary.txt"; tail -6 "$R/scan.log" 2>/dev/null; tail -2 "$R/embed.log" 2>/dev/null
+    cat "$R/load.txt" 2>/dev/null | grep -E '^==|Requests/sec|latency_us'
     ;;
   *) echo "unknown call $call (call1, call2, call3)" >&2; exit 2 ;;
 esac
