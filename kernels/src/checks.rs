@@ -14,8 +14,10 @@
 //! GPU box without Rust and reports each. They live in the library for that reason.
 #![allow(clippy::unwrap_used)]
 
+mod parts;
 mod rank;
 
+pub use parts::rank_parts_match_one_matrix;
 pub use rank::{brute_rank_topk, rank_invalid_inputs_are_errors, rank_matches_reference};
 
 use memdex_index::fragrel::{relation_scores_reference, FragRel};
@@ -49,6 +51,7 @@ pub const ALL: &[(&str, Check)] = &[
         "rank_invalid_inputs_are_errors",
         rank_invalid_inputs_are_errors,
     ),
+    ("rank_parts_match_one_matrix", rank_parts_match_one_matrix),
 ];
 
 struct Rng(u64);

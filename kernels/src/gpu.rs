@@ -6,6 +6,10 @@
 //! implementation, which uploads host inputs per call (what the tests compare with the CPU).
 #![allow(unsafe_code)] // kernel launches: see the `# Safety` notes at each `launch`
 
+mod resident;
+
+use std::sync::Arc;
+
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
 use candle_core::cuda_backend::cudarc::driver::{
     CudaFunction, CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
@@ -13,12 +17,14 @@ use candle_core::cuda_backend::cudarc::driver::{
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::Device;
 
-use crate::rank::{check_rank, merge_lists, range_offsets};
+use crate::parts::check_parts;
+use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams,
-    RankQueries, RankRows, TimeRule, Timeline, TopKResult,
+    RankPart, RankQueries, RankRows, TimeRule, Timeline, TopKResult,
 };
+pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
 
 const THREADS: u32 = 256;
 
@@ -30,6 +36,8 @@ pub struct Gpu {
     ordinal: usize,
     /// Streaming multiprocessors (132 on an H100 SXM).
     sms: usize,
+    /// Fused-ranking parts kept on the device by key ([`Kernels::rank_topk_parts`]).
+    resident: Arc<resident::Resident>,
 }
 
 /// The embedding matrix on the device.
@@ -111,7 +119,20 @@ impl Gpu {
             cuda,
             ordinal,
             sms,
+            resident: Arc::new(resident::Resident::new(DEFAULT_RESIDENT_BYTES)),
         })
+    }
+
+    /// This device with at most `bytes` of fused-ranking parts resident (default
+    /// [`DEFAULT_RESIDENT_BYTES`]); the parts resident so far are dropped.
+    pub fn with_resident_budget(mut self, bytes: usize) -> Self {
+        self.resident = Arc::new(resident::Resident::new(bytes));
+        self
+    }
+
+    /// The fused-ranking parts resident now, and the hits and uploads so far.
+    pub fn resident_stats(&self) -> ResidentStats {
+        self.resident.stats()
     }
 
     pub fn device(&self) -> &Device {
@@ -625,6 +646,39 @@ impl Kernels for Gpu {
         let dq = self.upload_rank_queries(queries)?;
         let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
         Ok(merge_lists(&r.scores, &r.rows, k))
+    }
+
+    fn rank_topk_parts(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
+        check_rank_queries(dim, total, queries, params, k)?;
+        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
+        let dq = self.upload_rank_queries(queries)?;
+        let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
+        Ok(merge_lists(&r.scores, &r.rows, k))
+    }
+
+    fn rank_scores_parts(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError> {
+        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
+        check_rank_queries(dim, total, queries, params, 1)?;
+        let range_rows = range_offsets(queries.ranges).1;
+        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
+        let dq = self.upload_rank_queries(queries)?;
+        let mut all = self.download(&self.rank_scores_dev(&dm, &dr, &dq, params, range_rows)?)?;
+        all.truncate(range_rows);
+        Ok(all)
     }
 
     fn rank_scores(

@@ -9,10 +9,12 @@ pub mod checks;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod parts;
 pub mod rank;
 mod types;
 
 pub use half::f16;
+pub use parts::{Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
@@ -107,6 +109,34 @@ pub trait Kernels {
         queries: &RankQueries<'_>,
         params: &RankParams,
     ) -> Result<Vec<f32>, KernelError>;
+
+    /// [`Kernels::rank_topk`] over rows given in parts, one per tenant ([`parts`]): the
+    /// queries' ranges index the parts concatenated in order, each range within one part, every
+    /// row live. The default concatenates them on the host; the CUDA kernels keep keyed parts
+    /// resident on the device and upload only the parts they have not seen.
+    fn rank_topk_parts(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let c = Concatenated::new(dim, parts, queries)?;
+        self.rank_topk(&c.matrix(), &c.rows(), queries, params, k)
+    }
+
+    /// [`Kernels::rank_scores`] over rows given in parts (as [`Kernels::rank_topk_parts`]).
+    fn rank_scores_parts(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError> {
+        let c = Concatenated::new(dim, parts, queries)?;
+        self.rank_scores(&c.matrix(), &c.rows(), queries, params)
+    }
 }
 
 /// Runs one test body on every device: always on the CPU reference (test `cpu_vs_brute_force`:

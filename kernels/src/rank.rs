@@ -18,7 +18,7 @@ use memdex_index::fragrel::{relation_scores, FragRel};
 use memdex_index::fusion::hybrid;
 
 use crate::cpu::{cosine, select};
-use crate::types::{check_scan, check_timeline};
+use crate::types::{check_fragrel, check_queries, check_scan, check_timeline};
 use crate::{FragRelParams, KernelError, Matrix, Timeline, TopKResult, NO_ROW};
 
 /// What the rows carry besides their embedding (one entry per matrix row).
@@ -102,7 +102,7 @@ pub(crate) fn check_rank(
     p: &RankParams,
     k: usize,
 ) -> Result<usize, KernelError> {
-    let nq = check_scan(m, q.vectors, q.ranges, None, k)?;
+    check_scan(m, &[], &[], None, 1)?;
     let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
     check_timeline(m, &rows.timeline, fr)?;
     let n = m.rows();
@@ -113,6 +113,19 @@ pub(crate) fn check_rank(
             rows.alive.len()
         )));
     }
+    check_rank_queries(m.dim, n, q, p, k)
+}
+
+/// The query side of [`check_rank`] over `rows` rows of `dim`; returns the number of queries.
+pub(crate) fn check_rank_queries(
+    dim: usize,
+    rows: usize,
+    q: &RankQueries<'_>,
+    p: &RankParams,
+    k: usize,
+) -> Result<usize, KernelError> {
+    let nq = check_queries(dim, rows, q.vectors, q.ranges, None, k)?;
+    check_fragrel(p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 }))?;
     let (_, total) = range_offsets(q.ranges);
     if q.sparse.len() != total || q.flags.len() != total || q.time.len() != nq {
         return Err(invalid(format!(

@@ -120,18 +120,41 @@ pub(crate) fn check_scan(
     mask: Option<&BucketMask<'_>>,
     k: usize,
 ) -> Result<usize, KernelError> {
-    let dim = m.dim;
+    check_matrix(m)?;
+    check_queries(m.dim, m.rows(), queries, ranges, mask, k)
+}
+
+/// The embedding dimension the kernels take (a multiple of 8 up to [`MAX_DIM`]).
+pub(crate) fn check_dim(dim: usize) -> Result<(), KernelError> {
     if dim == 0 || !dim.is_multiple_of(8) || dim > MAX_DIM {
         return Err(invalid(format!(
             "dim {dim} must be a multiple of 8 in 8..={MAX_DIM}"
         )));
     }
-    if !m.data.len().is_multiple_of(dim) || m.rows() >= NO_ROW as usize {
+    Ok(())
+}
+
+fn check_matrix(m: &Matrix<'_>) -> Result<(), KernelError> {
+    check_dim(m.dim)?;
+    if !m.data.len().is_multiple_of(m.dim) || m.rows() >= NO_ROW as usize {
         return Err(invalid(format!(
-            "matrix of {} values is not rows × {dim}",
-            m.data.len()
+            "matrix of {} values is not rows × {}",
+            m.data.len(),
+            m.dim
         )));
     }
+    Ok(())
+}
+
+/// The query side of [`check_scan`] over `rows` rows of `dim`.
+pub(crate) fn check_queries(
+    dim: usize,
+    rows: usize,
+    queries: &[f32],
+    ranges: &[[u32; 2]],
+    mask: Option<&BucketMask<'_>>,
+    k: usize,
+) -> Result<usize, KernelError> {
     if k == 0 || k > MAX_K {
         return Err(invalid(format!("k {k} must be in 1..={MAX_K}")));
     }
@@ -142,10 +165,9 @@ pub(crate) fn check_scan(
             queries.len()
         )));
     }
-    if let Some(bad) = ranges.iter().find(|[a, b]| a > b || *b as usize > m.rows()) {
+    if let Some(bad) = ranges.iter().find(|[a, b]| a > b || *b as usize > rows) {
         return Err(invalid(format!(
-            "range {bad:?} outside 0..{} or reversed",
-            m.rows()
+            "range {bad:?} outside 0..{rows} or reversed"
         )));
     }
     if let Some(mask) = mask {
@@ -153,7 +175,7 @@ pub(crate) fn check_scan(
         if mask.tables == 0
             || mask.buckets == 0
             || mask.buckets > 1 << 16
-            || mask.row_buckets.len() != m.rows() * mask.tables
+            || mask.row_buckets.len() != rows * mask.tables
             || mask.query_masks.len() != nq * mask.tables * words
             || mask.row_buckets.iter().any(|&b| b as usize >= mask.buckets)
         {
@@ -182,6 +204,10 @@ pub(crate) fn check_timeline(
             m.rows()
         )));
     }
+    check_fragrel(p)
+}
+
+pub(crate) fn check_fragrel(p: FragRelParams) -> Result<(), KernelError> {
     if !(p.w > 0.0 && p.w <= 1.0 && p.alpha.is_finite()) {
         return Err(invalid(format!("FragRel params {p:?}: need w in (0, 1]")));
     }

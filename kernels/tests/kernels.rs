@@ -21,3 +21,4 @@ test_device!(
     rank_invalid_inputs_are_errors,
     rank_invalid_inputs_are_errors
 );
+test_device!(rank_parts_match_one_matrix, rank_parts_match_one_matrix);

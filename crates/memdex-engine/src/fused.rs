@@ -1,14 +1,16 @@
 //! The default ranking of a batch of queries in one fused kernel call (memdex-kernels'
 //! `rank_topk`: dense cosine, hybrid fusion, FragRel, importance, time stage and top-k per
 //! query; the CPU reference on the CPU, memdex's CUDA kernel on a GPU). The CPU computes
-//! what needs the text (BM25 scores, the time stage's flags); each tenant's live rows are
-//! gathered once per batch, tenant-contiguous, so the kernel reads one range per query.
+//! what needs the text (BM25 scores, the time stage's flags); each tenant's live rows come
+//! from the ranking cache as one keyed part (f16, built once per version of its rows), so a
+//! device keeps them resident between batches and each query's range lies in its tenant's part.
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use memdex_kernels::{
-    f16, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows, TimeRule,
-    Timeline,
+    FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule,
 };
 use memdex_rank::{
     flagged_first, FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions,
@@ -39,13 +41,9 @@ pub struct BatchQuery<'a> {
 /// Per query of a batch: its hits, or why it has none (an unknown tenant).
 pub type BatchHits = Vec<Result<Vec<SearchHit>, EngineError>>;
 
-/// The batch's rows and per-query inputs, host-side.
+/// The batch's per-query inputs, host-side.
 #[derive(Default)]
 struct Gathered {
-    embeddings: Vec<f16>,
-    positions: Vec<u32>,
-    groups: Vec<u32>,
-    importance: Vec<u8>,
     vectors: Vec<f32>,
     ranges: Vec<[u32; 2]>,
     sparse: Vec<f32>,
@@ -88,7 +86,9 @@ pub fn rank_fused(
     opts: &RankOptions,
 ) -> Result<BatchHits, EngineError> {
     let p = Prepared::new(store, cache, queries, opts)?;
-    let top = p.gathered.run(kernels, store.dim(), &p.params, k)?;
+    let top = p
+        .gathered
+        .run(kernels, &p.parts(store.dim()), &p.params, k)?;
     let mut out = p.unknown;
     for (j, &(qi, t)) in p.asked.iter().enumerate() {
         let ranked: Vec<(f32, usize)> = top
@@ -120,7 +120,9 @@ pub fn rank_fused_all<'s>(
     opts: &RankOptions,
 ) -> Result<Vec<Result<FusedRanking<'s>, EngineError>>, EngineError> {
     let p = Prepared::new(store, cache, queries, opts)?;
-    let all = p.gathered.run_scores(kernels, store.dim(), &p.params)?;
+    let all = p
+        .gathered
+        .run_scores(kernels, &p.parts(store.dim()), &p.params)?;
     let mut out: Vec<Result<FusedRanking<'s>, EngineError>> = p
         .unknown
         .into_iter()
@@ -192,7 +194,6 @@ impl<'s> Prepared<'s> {
                 None => {
                     let s = match FusedTenant::gather(store, bq.tenant, opts, cache) {
                         Ok(t) => {
-                            gathered.add_rows(&t);
                             tenants.push(t);
                             Some(tenants.len() - 1)
                         }
@@ -216,8 +217,12 @@ impl<'s> Prepared<'s> {
             }
         }
         let starts = tenant_starts(&tenants);
-        for &(qi, t) in &asked {
-            let q = tenants[t].query(&queries[qi].query, opts, cache);
+        // BM25 and time flags need the text: the CPU's share, query by query on all cores
+        let inputs: Vec<FusedQuery> = asked
+            .par_iter()
+            .map(|&(qi, t)| tenants[t].query(&queries[qi].query, opts, cache))
+            .collect();
+        for (&(qi, t), q) in asked.iter().zip(inputs) {
             gathered.add_query(queries[qi].query.vector, starts[t], tenants[t].rows(), q);
         }
         Ok(Prepared {
@@ -242,21 +247,31 @@ fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
         .collect()
 }
 
-impl Gathered {
-    fn add_rows(&mut self, t: &FusedTenant<'_>) {
-        for run in t.embeddings() {
-            self.embeddings
-                .extend(run.iter().map(|&x| f16::from_f32(x)));
+impl Prepared<'_> {
+    /// The batch's tenants as the kernels' parts, in the order of `starts`.
+    fn parts(&self, dim: usize) -> Parts<'_> {
+        Parts {
+            dim,
+            parts: (self.tenants.iter())
+                .map(|t| RankPart {
+                    key: t.key(),
+                    embeddings: t.embeddings(),
+                    positions: t.positions(),
+                    groups: t.groups(),
+                    importance: &t.importance,
+                })
+                .collect(),
         }
-        // groups stay distinct across tenants: a tenant's first group never continues the
-        // previous tenant's last (ranges never span tenants, this only keeps the data honest)
-        let base = self.groups.last().map_or(0, |&g| g.saturating_add(1));
-        self.groups
-            .extend(t.groups.iter().map(|&g| g.saturating_add(base)));
-        self.positions.extend_from_slice(&t.positions);
-        self.importance.extend_from_slice(&t.importance);
     }
+}
 
+/// The batch's rows as the kernels take them.
+struct Parts<'a> {
+    dim: usize,
+    parts: Vec<RankPart<'a>>,
+}
+
+impl Gathered {
     fn add_query(&mut self, vector: &[f32], start: usize, rows: usize, q: FusedQuery) {
         self.vectors.extend_from_slice(vector);
         self.ranges.push([start as u32, (start + rows) as u32]);
@@ -272,48 +287,33 @@ impl Gathered {
     fn run(
         &self,
         kernels: &dyn Kernels,
-        dim: usize,
+        rows: &Parts<'_>,
         p: &FusedParams,
         k: usize,
     ) -> Result<memdex_kernels::TopKResult, EngineError> {
-        self.call(kernels, dim, p, |m, rows, q, params| {
-            kernels.rank_topk(m, rows, q, params, k)
+        self.call(kernels, p, |q, params| {
+            kernels.rank_topk_parts(rows.dim, &rows.parts, q, params, k)
         })
     }
 
     fn run_scores(
         &self,
         kernels: &dyn Kernels,
-        dim: usize,
+        rows: &Parts<'_>,
         p: &FusedParams,
     ) -> Result<Vec<f32>, EngineError> {
-        self.call(kernels, dim, p, |m, rows, q, params| {
-            kernels.rank_scores(m, rows, q, params)
+        self.call(kernels, p, |q, params| {
+            kernels.rank_scores_parts(rows.dim, &rows.parts, q, params)
         })
     }
 
-    /// Calls `f` with the batch as the kernels take it.
+    /// Calls `f` with the batch's queries and weights as the kernels take them.
     fn call<T>(
         &self,
         kernels: &dyn Kernels,
-        dim: usize,
         p: &FusedParams,
-        f: impl FnOnce(
-            &Matrix<'_>,
-            &RankRows<'_>,
-            &RankQueries<'_>,
-            &RankParams,
-        ) -> Result<T, KernelError>,
+        f: impl FnOnce(&RankQueries<'_>, &RankParams) -> Result<T, KernelError>,
     ) -> Result<T, EngineError> {
-        let alive = RankRows::all_alive(self.positions.len());
-        let rows = RankRows {
-            timeline: Timeline {
-                positions: &self.positions,
-                groups: &self.groups,
-            },
-            importance: &self.importance,
-            alive: &alive,
-        };
         let queries = RankQueries {
             vectors: &self.vectors,
             ranges: &self.ranges,
@@ -324,18 +324,14 @@ impl Gathered {
         let params = RankParams {
             w_dense: p.w_dense as f32,
             w_sparse: p.w_sparse as f32,
-            // the scope is in the groups (FusedTenant::gather)
+            // the scope is in the groups (FusedTenant::groups)
             fragrel: p.fragrel.map(|(alpha, w, _scope)| FragRelParams {
                 alpha: alpha as f32,
                 w: w as f32,
             }),
             importance: p.importance.map(|w| w as f32),
         };
-        let m = Matrix {
-            dim,
-            data: &self.embeddings,
-        };
-        f(&m, &rows, &queries, &params).map_err(|source| match source {
+        f(&queries, &params).map_err(|source| match source {
             // shapes are built here, so what is invalid is the caller's k or weights
             KernelError::Invalid(message) => EngineError::Invalid { message },
             source => EngineError::Kernel {

@@ -90,6 +90,24 @@ impl Searcher {
         Ok(rank(&self.store, tenant, query, dense, opts, &self.cache)?)
     }
 
+    /// [`Self::rank`] of every query of `queries` at once, on all cores: how many items each
+    /// ranking holds. The CPU pipeline's throughput on a batch (what benchmarks compare with).
+    pub fn rank_parallel(
+        &self,
+        queries: &[crate::BatchQuery<'_>],
+        opts: &RankOptions,
+    ) -> Vec<Result<usize, EngineError>> {
+        use rayon::prelude::*;
+        let (store, scorer, cache) = (&self.store, self.scorer.as_ref(), &self.cache);
+        queries
+            .par_iter()
+            .map(|q| {
+                let dense = Dense::Scorer(scorer);
+                Ok(rank(store, q.tenant, &q.query, dense, opts, cache)?.len())
+            })
+            .collect()
+    }
+
     /// [`Self::rank`] with the dense scores computed already (by [`Self::dense_batch`]): one
     /// per live row of the tenant, in timeline order.
     pub fn rank_scored(

@@ -38,7 +38,11 @@ pub struct FusedAgreement {
     pub max_score_diff: f64,
     /// The CPU pipeline, query after query, per batch (ms).
     pub cpu_ms_per_batch: f64,
-    /// One fused call per batch, gathering rows and BM25 included (ms).
+    /// The CPU pipeline, the batch's queries on all cores at once, per batch (ms).
+    pub cpu_parallel_ms_per_batch: f64,
+    /// Threads of the parallel CPU pipeline (and of the fused path's BM25 share).
+    pub cpu_threads: usize,
+    /// One fused call per batch, BM25 (on all cores) and the device's copies included (ms).
     pub fused_ms_per_batch: f64,
 }
 
@@ -87,7 +91,7 @@ pub fn compare_batches(
         tie: TIE,
         ..FusedAgreement::default()
     };
-    let (mut cpu_ms, mut fused_ms, mut batches) = (0.0, 0.0, 0usize);
+    let (mut cpu_ms, mut cpu_par_ms, mut fused_ms, mut batches) = (0.0, 0.0, 0.0, 0usize);
     for chunk in queries.chunks(batch.max(1)) {
         batches += 1;
         let t = Instant::now();
@@ -99,6 +103,10 @@ pub fn compare_batches(
             .map(|q| searcher.rank(q.tenant, &q.query, opts))
             .collect();
         cpu_ms += t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let parallel = searcher.rank_parallel(chunk, opts);
+        cpu_par_ms += t.elapsed().as_secs_f64() * 1e3;
+        std::hint::black_box(parallel);
         for (ranking, hits) in cpu.into_iter().zip(fused) {
             let ranking = match ranking {
                 Ok(r) => r,
@@ -112,6 +120,8 @@ pub fn compare_batches(
         }
     }
     agree.cpu_ms_per_batch = cpu_ms / batches.max(1) as f64;
+    agree.cpu_parallel_ms_per_batch = cpu_par_ms / batches.max(1) as f64;
+    agree.cpu_threads = rayon::current_num_threads();
     agree.fused_ms_per_batch = fused_ms / batches.max(1) as f64;
     Ok(agree)
 }

@@ -35,6 +35,8 @@ struct Entry {
     groups: Option<Arc<Vec<u64>>>,
     /// TiM thoughts and MemTree of the tenant, over its live items.
     structures: Option<Arc<memdex_structures::TenantView>>,
+    /// The live rows as the fused kernels read them (f16 embeddings, timeline, groups).
+    fused: Option<Arc<crate::fused::FusedRows>>,
     bytes: usize,
     /// Tick of the last use (the key of the tenant in `State::lru`).
     used: u64,
@@ -101,6 +103,12 @@ impl HeapBytes for Vec<u8> {
 impl HeapBytes for Vec<u64> {
     fn heap_bytes(&self) -> usize {
         8 * self.capacity()
+    }
+}
+
+impl HeapBytes for crate::fused::FusedRows {
+    fn heap_bytes(&self) -> usize {
+        crate::fused::FusedRows::heap_bytes(self)
     }
 }
 
@@ -220,6 +228,19 @@ impl TenantCache {
             Ok(groups)
         };
         built(self.entry(tenant, |e| &mut e.groups, build))
+    }
+
+    /// The tenant's rows for the fused kernels, built once per version of its rows (a new
+    /// build has a new key: see [`crate::fused::FusedRows::key`]).
+    pub(crate) fn fused_rows(
+        &self,
+        tenant: &str,
+        slices: &[TenantSlice<'_>],
+        dim: usize,
+    ) -> Arc<crate::fused::FusedRows> {
+        let groups = self.groups(tenant, slices);
+        let build = || Ok(crate::fused::FusedRows::build(slices, dim, &groups));
+        built(self.entry(tenant, |e| &mut e.fused, build))
     }
 
     pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {

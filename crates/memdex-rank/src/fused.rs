@@ -5,7 +5,11 @@
 //! The stages it stands for are [`crate::rank`]'s with the same options; the kernels' CPU
 //! reference states them exactly.
 
-use memdex_store::{ItemRef, Store};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use half::f16;
+use memdex_store::{ItemRef, Store, TenantSlice};
 
 use crate::cache::TenantCache;
 use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode};
@@ -71,17 +75,63 @@ pub struct FusedQuery {
     pub time: FusedTime,
 }
 
+/// A tenant's live rows in timeline order as the fused kernels read them, built once per
+/// version of its rows and kept in the [`TenantCache`].
+#[derive(Debug)]
+pub struct FusedRows {
+    /// Unique in this process per build (and so per version of the rows): a device keeps
+    /// what it uploaded under it. Even; `key + 1` names the rows with the whole history as
+    /// one FragRel group.
+    key: u64,
+    /// `rows × dim` (the stored, normalised f32 embeddings rounded to f16).
+    pub embeddings: Vec<f16>,
+    pub positions: Vec<u32>,
+    /// FragRel session groups (a new group whenever the session changes).
+    pub session_groups: Vec<u32>,
+    /// One group for the whole history.
+    pub one_group: Vec<u32>,
+}
+
+/// The next [`FusedRows::key`] (0 is left to "no key").
+static NEXT_KEY: AtomicU64 = AtomicU64::new(2);
+
+impl FusedRows {
+    pub(crate) fn build(slices: &[TenantSlice<'_>], dim: usize, groups: &[u64]) -> FusedRows {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let mut embeddings = Vec::with_capacity(groups.len() * dim);
+        for run in slices.iter().flat_map(|s| s.vector_runs()) {
+            embeddings.extend(run.data(dim).iter().map(|&x| f16::from_f32(x)));
+        }
+        FusedRows {
+            key: NEXT_KEY.fetch_add(2, Ordering::Relaxed),
+            embeddings,
+            positions: (slices.iter().flat_map(|s| s.positions()))
+                .map(|&p| narrow(p))
+                .collect(),
+            session_groups: groups.iter().map(|&g| narrow(g)).collect(),
+            one_group: vec![0; groups.len()],
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        2 * self.embeddings.capacity()
+            + 4 * (self.positions.capacity()
+                + self.session_groups.capacity()
+                + self.one_group.capacity())
+    }
+}
+
 /// One tenant's live rows in timeline order, as the fused kernel reads them.
 #[derive(Debug)]
 pub struct FusedTenant<'s> {
     name: String,
     rows: TenantRows<'s>,
-    dim: usize,
-    pub positions: Vec<u32>,
-    /// FragRel scope groups (runs of one session, or one group for the whole history).
-    pub groups: Vec<u32>,
+    /// The cache's rows for the kernels (shared, not copied).
+    fused: Arc<FusedRows>,
+    /// FragRel's scope is the session (else the whole history is one group).
+    session: bool,
     /// The tenant cache's importance values (shared, not copied).
-    pub importance: std::sync::Arc<Vec<u8>>,
+    pub importance: Arc<Vec<u8>>,
 }
 
 impl<'s> FusedTenant<'s> {
@@ -101,41 +151,41 @@ impl<'s> FusedTenant<'s> {
                 store: store.dir().display().to_string(),
             });
         }
-        let n: usize = slices.iter().map(|s| s.rows).sum();
-        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let positions = slices
-            .iter()
-            .flat_map(|s| s.positions())
-            .map(|&p| narrow(p))
-            .collect();
-        let groups = match opts.fragrel.map(|f| f.scope) {
-            Some(FragRelScope::Session) => cache
-                .groups(tenant, &slices)
-                .iter()
-                .map(|&g| narrow(g))
-                .collect(),
-            _ => vec![0; n],
-        };
         Ok(FusedTenant {
             name: tenant.to_string(),
             importance: cache.importance(tenant, &slices),
+            fused: cache.fused_rows(tenant, &slices, store.dim()),
+            session: opts.fragrel.map(|f| f.scope) == Some(FragRelScope::Session),
             rows: TenantRows::new(slices),
-            dim: store.dim(),
-            positions,
-            groups,
         })
+    }
+
+    /// Names these rows with these groups for as long as they do not change (see
+    /// [`FusedRows::key`]).
+    pub fn key(&self) -> u64 {
+        self.fused.key + u64::from(!self.session)
+    }
+
+    /// The rows' embeddings, `rows × dim` f16, timeline order.
+    pub fn embeddings(&self) -> &[f16] {
+        &self.fused.embeddings
+    }
+
+    pub fn positions(&self) -> &[u32] {
+        &self.fused.positions
+    }
+
+    /// FragRel scope groups: runs of one session, or one group for the whole history.
+    pub fn groups(&self) -> &[u32] {
+        if self.session {
+            &self.fused.session_groups
+        } else {
+            &self.fused.one_group
+        }
     }
 
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The rows' embeddings (f32 as stored, normalised), run by run in timeline order,
-    /// borrowed from the store's mapping.
-    pub fn embeddings(&self) -> impl Iterator<Item = &'s [f32]> + '_ {
-        (self.rows.slices.iter())
-            .flat_map(|s| s.vector_runs())
-            .map(|r| r.data(self.dim))
     }
 
     /// Live rows.

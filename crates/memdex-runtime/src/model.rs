@@ -17,7 +17,7 @@ use memdex_rank::SearchHit;
 use tokio::sync::oneshot;
 
 use crate::fused::{fused_group, FusedAsk};
-use crate::stats::EngineStats;
+use crate::stats::{EngineStats, ModelStage};
 use crate::view::View;
 use crate::RuntimeError;
 use memdex_engine::KernelHandle;
@@ -121,7 +121,9 @@ fn embed_group(
         .flat_map(|j| j.texts.iter().map(String::as_str))
         .collect();
     stats.observe_batch(texts.len());
-    let result = catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)));
+    let result = stats.timed(ModelStage::Embed, || {
+        catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)))
+    });
     let e = match result {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
@@ -149,12 +151,16 @@ fn embed_group(
         }
     };
     let mut hits = match rankers.fused {
-        Some(kernels) => fused_group(kernels, &group, &e, stats),
+        Some(kernels) => stats.timed(ModelStage::Fused, || {
+            fused_group(kernels, &group, &e, stats)
+        }),
         None => vec![None; group.len()],
     };
     let ranked: Vec<bool> = hits.iter().map(Option::is_some).collect();
     let mut dense = match rankers.scorer {
-        Some(scorer) => scan_group(scorer, &group, &e, stats, &ranked),
+        Some(scorer) => stats.timed(ModelStage::Scan, || {
+            scan_group(scorer, &group, &e, stats, &ranked)
+        }),
         None => vec![None; group.len()],
     };
     let dim = e.dim;

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_runtime::{Engine, BATCH_BUCKETS};
+use memdex_runtime::{Engine, BATCH_BUCKETS, MODEL_STAGES};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -251,6 +251,18 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
         "Searches ranked whole by the fused kernel.",
         st.fused_queries.load(Ordering::Relaxed),
     );
+    let _ = writeln!(
+        out,
+        "# HELP memdex_model_seconds_total Seconds the model thread spent per stage (embed, \
+         device scan, fused ranking).\n# TYPE memdex_model_seconds_total counter"
+    );
+    for (stage, us) in MODEL_STAGES.iter().zip(&st.model_micros) {
+        let secs = us.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "memdex_model_seconds_total{{stage=\"{stage}\"}} {secs:.6}"
+        );
+    }
     let view = engine.view();
     let s = view.summary();
     gauge(out, "memdex_store_rows", "Live rows in the store.", s.rows);

@@ -566,9 +566,17 @@ fn openai_embeddings_metrics_openapi() {
         "memdex_store_tenants 1",
         "memdex_store_bytes",
         "memdex_store_tenant_rows{tenant=\"m\"} 1",
+        "memdex_model_seconds_total{stage=\"scan\"} ",
     ] {
         assert!(m.contains(name), "{name} missing in\n{m}");
     }
+    // the model thread embedded texts: its embed stage took some time
+    let embed_secs: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("memdex_model_seconds_total{stage=\"embed\"} "))
+        .and_then(|v| v.parse().ok())
+        .expect("the embed stage's seconds");
+    assert!(embed_secs > 0.0, "{embed_secs}");
     let (st, doc) = s.json("GET", "/openapi.json", None, &Value::Null);
     assert_eq!(st, 200);
     let paths = doc["paths"].as_object().unwrap();

@@ -150,7 +150,7 @@ fn range_inputs(total: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
     (sparse, flags)
 }
 
-const DEFAULTS: RankParams = RankParams {
+pub(super) const DEFAULTS: RankParams = RankParams {
     w_dense: 0.5,
     w_sparse: 0.5,
     fragrel: Some(FragRelParams { alpha: 0.5, w: 0.8 }),

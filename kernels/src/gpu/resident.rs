@@ -1,0 +1,183 @@
+//! Fused-ranking parts resident on the device by content key ([`crate::RankPart::key`]): a
+//! batch's parts seen before are not uploaded again; the batch's matrix and row columns are
+//! assembled from them by device-to-device copies (the kernel reads one matrix). Least
+//! recently used parts go when the resident bytes pass the budget (parts of the batch in hand
+//! stay until it is done: they are shared).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, DriverError};
+
+use super::{nonempty, DeviceMatrix, DeviceRankRows, DeviceTimeline, Gpu};
+use crate::{f16, KernelError, RankPart, RankRows};
+
+/// Resident bytes kept at most by default (parts of one batch may exceed it).
+pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
+
+/// One part's columns on the device.
+#[derive(Debug)]
+pub(crate) struct DevicePart {
+    rows: usize,
+    embeddings: CudaSlice<f16>,
+    positions: CudaSlice<u32>,
+    groups: CudaSlice<u32>,
+    importance: CudaSlice<u8>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    part: Arc<DevicePart>,
+    used: u64,
+    bytes: usize,
+}
+
+/// Counters of the resident parts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResidentStats {
+    pub parts: usize,
+    pub bytes: usize,
+    /// Parts found resident / uploaded, over all calls.
+    pub hits: u64,
+    pub uploads: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    parts: HashMap<u64, Entry>,
+    tick: u64,
+    stats: ResidentStats,
+}
+
+/// The resident parts of one [`Gpu`] (shared by its clones).
+#[derive(Debug)]
+pub(crate) struct Resident {
+    state: Mutex<State>,
+    budget: usize,
+}
+
+impl Resident {
+    pub(crate) fn new(budget: usize) -> Resident {
+        Resident {
+            state: Mutex::default(),
+            budget,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn stats(&self) -> ResidentStats {
+        self.lock().stats
+    }
+
+    /// `p` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
+    fn get(&self, gpu: &Gpu, p: &RankPart<'_>) -> Result<Arc<DevicePart>, KernelError> {
+        if p.key != 0 {
+            let mut st = self.lock();
+            st.tick += 1;
+            let tick = st.tick;
+            if let Some(e) = st.parts.get_mut(&p.key) {
+                e.used = tick;
+                let part = e.part.clone();
+                st.stats.hits += 1;
+                return Ok(part);
+            }
+        }
+        let part = Arc::new(DevicePart {
+            rows: p.rows(),
+            embeddings: gpu.upload(&nonempty(p.embeddings))?,
+            positions: gpu.upload(&nonempty(p.positions))?,
+            groups: gpu.upload(&nonempty(p.groups))?,
+            importance: gpu.upload(&nonempty(p.importance))?,
+        });
+        let mut st = self.lock();
+        st.stats.uploads += 1;
+        if p.key != 0 {
+            let bytes = p.embeddings.len() * 2 + p.rows() * 9;
+            st.tick += 1;
+            let used = st.tick;
+            let e = Entry {
+                part: part.clone(),
+                used,
+                bytes,
+            };
+            if let Some(old) = st.parts.insert(p.key, e) {
+                st.stats.bytes -= old.bytes;
+            }
+            st.stats.bytes += bytes;
+            evict(&mut st, self.budget);
+            st.stats.parts = st.parts.len();
+        }
+        Ok(part)
+    }
+
+    /// The batch's matrix and row columns on the device, the parts concatenated in order
+    /// (`starts`: each part's first row, `total` rows), every row live.
+    pub(crate) fn assemble(
+        &self,
+        gpu: &Gpu,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        starts: &[usize],
+        total: usize,
+    ) -> Result<(DeviceMatrix, DeviceRankRows), KernelError> {
+        let on_device = parts
+            .iter()
+            .map(|p| self.get(gpu, p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut embeddings = gpu.cuda.alloc_zeros::<f16>((total * dim).max(1))?;
+        let mut positions = gpu.cuda.alloc_zeros::<u32>(total.max(1))?;
+        let mut groups = gpu.cuda.alloc_zeros::<u32>(total.max(1))?;
+        let mut importance = gpu.cuda.alloc_zeros::<u8>(total.max(1))?;
+        for (p, &s) in on_device.iter().zip(starts).filter(|(p, _)| p.rows > 0) {
+            let n = p.rows;
+            copy(gpu, &p.embeddings, &mut embeddings, s * dim, n * dim)?;
+            copy(gpu, &p.positions, &mut positions, s, n)?;
+            copy(gpu, &p.groups, &mut groups, s, n)?;
+            copy(gpu, &p.importance, &mut importance, s, n)?;
+        }
+        let alive = gpu.upload(&nonempty(&RankRows::all_alive(total)))?;
+        Ok((
+            DeviceMatrix {
+                dim,
+                rows: total,
+                data: embeddings,
+            },
+            DeviceRankRows {
+                timeline: DeviceTimeline { positions, groups },
+                importance,
+                alive,
+            },
+        ))
+    }
+}
+
+/// Drops least recently used parts until the resident bytes fit `budget` (the batch in hand
+/// holds its own references, so its parts survive until it is done).
+fn evict(st: &mut State, budget: usize) {
+    while st.stats.bytes > budget {
+        let Some((&key, _)) = st.parts.iter().min_by_key(|(_, e)| e.used) else {
+            break;
+        };
+        if let Some(e) = st.parts.remove(&key) {
+            st.stats.bytes -= e.bytes;
+        }
+    }
+}
+
+/// Copies the first `n` values of `src` into `dst[at..at + n]` on the device's stream.
+fn copy<T: DeviceRepr>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    dst: &mut CudaSlice<T>,
+    at: usize,
+    n: usize,
+) -> Result<(), KernelError> {
+    let wrap = |e: DriverError| KernelError::Cuda(candle_core::Error::wrap(e));
+    gpu.cuda
+        .cuda_stream()
+        .memcpy_dtod(&src.slice(..n), &mut dst.slice_mut(at..at + n))
+        .map_err(wrap)
+}
