@@ -58,10 +58,10 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: DeviceScanArg,
     /// Rank searches whole on the model thread through memdex's fused kernel (the default
-    /// pipeline in one `rank_topk` call per model batch): on with a CUDA model runs memdex's
-    /// kernel; on with a CPU model its single-threaded CPU reference (a check, slower than the
-    /// CPU pipeline). auto = off for now: each call gathers and uploads the batch's tenants'
-    /// rows (not yet resident on the device). Searches with other stages are ranked as before.
+    /// pipeline in one `rank_topk` call per model batch, each tenant's rows resident on the
+    /// device): on with a CUDA model runs memdex's kernel; on with a CPU model its
+    /// single-threaded CPU reference (a check, slower than the CPU pipeline). auto = on when
+    /// the model runs on CUDA. Searches with other stages are ranked as before.
     #[arg(long, env = "MEMDEX_FUSED_RANK", value_enum, default_value = "auto")]
     pub fused_rank: DeviceScanArg,
     /// Async worker threads (HTTP); the model and the writer have a thread each besides.

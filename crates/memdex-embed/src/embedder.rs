@@ -317,7 +317,8 @@ impl Embedder {
                 LargeBatchGemm::I16 => format!("{}, i16 large batches", f.isa().name()),
                 LargeBatchGemm::F32 => f.isa().name().to_string(),
             },
-            Backend::Candle(_) => "candle (gemm crate dispatch)".to_string(),
+            Backend::Candle(_) if self.device().is_cpu() => "candle (gemm crate dispatch)".into(),
+            Backend::Candle(_) => format!("candle ({})", crate::device_name(self.device())),
             Backend::Quantized(_) => "candle (quantized vec-dot kernels)".to_string(),
         }
     }
