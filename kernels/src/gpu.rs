@@ -527,6 +527,22 @@ impl Gpu {
         unsafe { launch(b, cfg) }
     }
 
+    /// A parts call's inputs checked and on the device: the batch's matrix and rows assembled
+    /// from resident parts, the queries uploaded.
+    fn parts_on_device(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<(DeviceMatrix, DeviceRankRows, DeviceRankQueries), KernelError> {
+        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
+        check_rank_queries(dim, total, queries, params, k)?;
+        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
+        Ok((dm, dr, self.upload_rank_queries(queries)?))
+    }
+
     fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
         Ok(TopKResult {
             k: r.k,
@@ -656,10 +672,7 @@ impl Kernels for Gpu {
         params: &RankParams,
         k: usize,
     ) -> Result<TopKResult, KernelError> {
-        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
-        check_rank_queries(dim, total, queries, params, k)?;
-        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
-        let dq = self.upload_rank_queries(queries)?;
+        let (dm, dr, dq) = self.parts_on_device(dim, parts, queries, params, k)?;
         let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
         Ok(merge_lists(&r.scores, &r.rows, k))
     }
@@ -671,11 +684,8 @@ impl Kernels for Gpu {
         queries: &RankQueries<'_>,
         params: &RankParams,
     ) -> Result<Vec<f32>, KernelError> {
-        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
-        check_rank_queries(dim, total, queries, params, 1)?;
+        let (dm, dr, dq) = self.parts_on_device(dim, parts, queries, params, 1)?;
         let range_rows = range_offsets(queries.ranges).1;
-        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
-        let dq = self.upload_rank_queries(queries)?;
         let mut all = self.download(&self.rank_scores_dev(&dm, &dr, &dq, params, range_rows)?)?;
         all.truncate(range_rows);
         Ok(all)

@@ -189,80 +189,6 @@ fn options_the_kernel_does_not_run_are_refused_by_name() {
     assert!(e.to_string().contains("query vector values"), "{e}");
 }
 
-/// The CPU kernels, recording the parts' keys of every `rank_topk_parts` call.
-#[derive(Default)]
-struct Recording(std::sync::Mutex<Vec<Vec<(u64, usize)>>>);
-
-impl memdex_kernels::Kernels for Recording {
-    fn device(&self) -> String {
-        "recording".into()
-    }
-    fn lsh_project(
-        &self,
-        x: &[f32],
-        dim: usize,
-        proj: &[f32],
-        tables: usize,
-        buckets: usize,
-    ) -> Result<Vec<u32>, memdex_kernels::KernelError> {
-        Cpu.lsh_project(x, dim, proj, tables, buckets)
-    }
-    fn segmented_topk(
-        &self,
-        m: &memdex_kernels::Matrix<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&memdex_kernels::BucketMask<'_>>,
-        k: usize,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        Cpu.segmented_topk(m, queries, ranges, mask, k)
-    }
-    fn fragrel_topk(
-        &self,
-        m: &memdex_kernels::Matrix<'_>,
-        timeline: &memdex_kernels::Timeline<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&memdex_kernels::BucketMask<'_>>,
-        k: usize,
-        params: memdex_kernels::FragRelParams,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        Cpu.fragrel_topk(m, timeline, queries, ranges, mask, k, params)
-    }
-    fn rank_topk(
-        &self,
-        m: &memdex_kernels::Matrix<'_>,
-        rows: &memdex_kernels::RankRows<'_>,
-        queries: &memdex_kernels::RankQueries<'_>,
-        params: &memdex_kernels::RankParams,
-        k: usize,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        Cpu.rank_topk(m, rows, queries, params, k)
-    }
-    fn rank_scores(
-        &self,
-        m: &memdex_kernels::Matrix<'_>,
-        rows: &memdex_kernels::RankRows<'_>,
-        queries: &memdex_kernels::RankQueries<'_>,
-        params: &memdex_kernels::RankParams,
-    ) -> Result<Vec<f32>, memdex_kernels::KernelError> {
-        Cpu.rank_scores(m, rows, queries, params)
-    }
-    fn rank_topk_parts(
-        &self,
-        dim: usize,
-        parts: &[memdex_kernels::RankPart<'_>],
-        queries: &memdex_kernels::RankQueries<'_>,
-        params: &memdex_kernels::RankParams,
-        k: usize,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        let keys = parts.iter().map(|p| (p.key, p.rows())).collect();
-        self.0.lock().unwrap().push(keys);
-        let c = memdex_kernels::Concatenated::new(dim, parts, queries)?;
-        self.rank_topk(&c.matrix(), &c.rows(), queries, params, k)
-    }
-}
-
 /// Each tenant reaches the kernels as one keyed part: the same key batch after batch while
 /// its rows do not change (what lets a device keep it resident), distinct per tenant and per
 /// FragRel scope (the groups differ).
@@ -287,7 +213,7 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
             })
             .collect()
     };
-    let rec = Recording::default();
+    let rec = memdex_testkit::SpyKernels::default();
     let opts = RankOptions::default();
     let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"]);
     let second = batch(&["tenant-2", "tenant-0"]);
@@ -301,7 +227,7 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
         ..opts
     };
     searcher.search_fused(&rec, &first, 10, &whole).unwrap();
-    let calls = rec.0.lock().unwrap().clone();
+    let calls = rec.part_calls();
     assert_eq!(calls.len(), 3);
     let (k0, k1, k2) = (calls[0][0].0, calls[0][1].0, calls[0][2].0);
     assert_eq!(calls[0].len(), 3, "one part per tenant of the batch");

@@ -150,76 +150,13 @@ fn indexed_ids(accel: Option<memdex_engine::KernelHandle>) -> Vec<u16> {
     ids
 }
 
-/// The CPU reference kernels, counting the rows `lsh_project` hashed.
-#[derive(Default)]
-struct Counting(std::sync::atomic::AtomicUsize);
-
-impl memdex_kernels::Kernels for Counting {
-    fn device(&self) -> String {
-        "counting".into()
-    }
-    fn lsh_project(
-        &self,
-        x: &[f32],
-        dim: usize,
-        proj: &[f32],
-        tables: usize,
-        buckets: usize,
-    ) -> Result<Vec<u32>, memdex_kernels::KernelError> {
-        let rows = x.len() / dim;
-        self.0.fetch_add(rows, std::sync::atomic::Ordering::SeqCst);
-        memdex_kernels::cpu::Cpu.lsh_project(x, dim, proj, tables, buckets)
-    }
-    fn segmented_topk(
-        &self,
-        _: &memdex_kernels::Matrix<'_>,
-        _: &[f32],
-        _: &[[u32; 2]],
-        _: Option<&memdex_kernels::BucketMask<'_>>,
-        _: usize,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        unreachable!("indexing only hashes")
-    }
-    fn fragrel_topk(
-        &self,
-        _: &memdex_kernels::Matrix<'_>,
-        _: &memdex_kernels::Timeline<'_>,
-        _: &[f32],
-        _: &[[u32; 2]],
-        _: Option<&memdex_kernels::BucketMask<'_>>,
-        _: usize,
-        _: memdex_kernels::FragRelParams,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        unreachable!("indexing only hashes")
-    }
-    fn rank_topk(
-        &self,
-        _: &memdex_kernels::Matrix<'_>,
-        _: &memdex_kernels::RankRows<'_>,
-        _: &memdex_kernels::RankQueries<'_>,
-        _: &memdex_kernels::RankParams,
-        _: usize,
-    ) -> Result<memdex_kernels::TopKResult, memdex_kernels::KernelError> {
-        unreachable!("indexing only hashes")
-    }
-    fn rank_scores(
-        &self,
-        _: &memdex_kernels::Matrix<'_>,
-        _: &memdex_kernels::RankRows<'_>,
-        _: &memdex_kernels::RankQueries<'_>,
-        _: &memdex_kernels::RankParams,
-    ) -> Result<Vec<f32>, memdex_kernels::KernelError> {
-        unreachable!("indexing only hashes")
-    }
-}
-
 #[test]
 fn bucket_ids_from_the_kernels_agree_with_the_cpus() {
     let cpu = indexed_ids(None);
-    let counting = std::sync::Arc::new(Counting::default());
-    let dev = indexed_ids(Some(memdex_engine::KernelHandle(counting.clone())));
+    let spy = std::sync::Arc::new(memdex_testkit::SpyKernels::default());
+    let dev = indexed_ids(Some(memdex_engine::KernelHandle(spy.clone())));
     assert_eq!(cpu.len(), 200 * 4);
-    let hashed = counting.0.load(std::sync::atomic::Ordering::SeqCst);
+    let hashed = spy.hashed_rows();
     assert_eq!(hashed, 200, "every row hashed by the kernels");
     let same = cpu.iter().zip(&dev).filter(|(a, b)| a == b).count();
     // the same argmax up to summation order: near-equal projections may pick another bucket

@@ -1,9 +1,13 @@
 //! Test fixtures shared by every crate's tests (a dev-dependency only): the committed tiny
 //! BERT and its embedder, model identities, items, a deterministic test-double [`Encoder`]
-//! (engine and server tests run without a model on disk), the seeded RNG, a runner for the
+//! (engine and server tests run without a model on disk), spy kernels, the seeded RNG, a runner for the
 //! `memdex` binary and a minimal HTTP/1.1 client.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod kernels;
+
+pub use kernels::SpyKernels;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
