@@ -571,13 +571,13 @@ enum RankOut<'a> {
     All(&'a mut CudaSlice<f32>),
 }
 
-/// `v`, or one default value when it is empty (the device has no zero-length buffers; the
-/// kernels never read an empty input).
-fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
+/// `v` itself (no host copy before the upload), or one default value when it is empty (the
+/// device has no zero-length buffers; the kernels never read an empty input).
+fn nonempty<T: Clone + Default>(v: &[T]) -> std::borrow::Cow<'_, [T]> {
     if v.is_empty() {
-        vec![T::default()]
+        std::borrow::Cow::Owned(vec![T::default()])
     } else {
-        v.to_vec()
+        std::borrow::Cow::Borrowed(v)
     }
 }
 

@@ -93,6 +93,25 @@ const QUERIES: [&str; 6] = [
     "tell me about yoga",
 ];
 
+/// Query `i` of the batch asks `tenants[i]` the `i`-th of [`QUERIES`] (cycling), its vector
+/// from `vectors` (one row per query of `QUERIES`).
+fn batch<'a>(
+    tenants: &[&'a str],
+    vectors: &'a memdex_embed::Embeddings,
+    date_ms: Option<i64>,
+) -> Vec<BatchQuery<'a>> {
+    (tenants.iter().enumerate())
+        .map(|(i, &tenant)| BatchQuery {
+            tenant,
+            query: Query {
+                text: QUERIES[i % QUERIES.len()],
+                vector: vectors.row(i % QUERIES.len()),
+                date_ms,
+            },
+        })
+        .collect()
+}
+
 #[test]
 fn fused_ranking_returns_the_cpu_pipelines_top_10() {
     let tmp = tempfile::tempdir().unwrap();
@@ -102,16 +121,8 @@ fn fused_ranking_returns_the_cpu_pipelines_top_10() {
         .unwrap();
     let date = Some(1_683_540_000_000 + 80 * DAY);
     let tenants = ["tenant-0", "tenant-1", "tenant-2", "tenant-3", "nobody"];
-    let batch: Vec<BatchQuery<'_>> = (0..20)
-        .map(|i| BatchQuery {
-            tenant: tenants[i % tenants.len()],
-            query: Query {
-                text: QUERIES[i % QUERIES.len()],
-                vector: vectors.row(i % QUERIES.len()),
-                date_ms: date,
-            },
-        })
-        .collect();
+    let asked: Vec<&str> = (0..20).map(|i| tenants[i % tenants.len()]).collect();
+    let batch = batch(&asked, &vectors, date);
     let opts = RankOptions::default();
     let fused = searcher.search_fused(&Cpu, &batch, 10, &opts).unwrap();
     let no_time = RankOptions {
@@ -199,24 +210,10 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
     let v = HashEncoder::new(DIM)
         .embed(&QUERIES, TextKind::Query)
         .unwrap();
-    let batch = |tenants: &[&'static str]| -> Vec<BatchQuery<'static>> {
-        tenants
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| BatchQuery {
-                tenant: t,
-                query: Query {
-                    text: QUERIES[i % QUERIES.len()],
-                    vector: Box::leak(v.row(i % QUERIES.len()).to_vec().into_boxed_slice()),
-                    date_ms: None,
-                },
-            })
-            .collect()
-    };
     let rec = memdex_testkit::SpyKernels::default();
     let opts = RankOptions::default();
-    let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"]);
-    let second = batch(&["tenant-2", "tenant-0"]);
+    let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"], &v, None);
+    let second = batch(&["tenant-2", "tenant-0"], &v, None);
     let a = searcher.search_fused(&rec, &first, 10, &opts).unwrap();
     searcher.search_fused(&rec, &second, 10, &opts).unwrap();
     let whole = RankOptions {

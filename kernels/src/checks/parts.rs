@@ -3,7 +3,7 @@
 //! that find the keyed parts resident; a part whose content changes under a new key is read
 //! anew; a range across two parts is refused.
 
-use super::rank::{brute_rank_topk, DEFAULTS};
+use super::rank::{brute_rank_topk, range_inputs, DEFAULTS};
 use super::{assert_close, random_unit, timeline, to_f16, Rng};
 use crate::{
     f16, range_offsets, Concatenated, KernelError, Kernels, RankPart, RankQueries, TimeRule,
@@ -62,14 +62,7 @@ fn agree(k: &dyn Kernels, dim: usize, parts: &[RankPart<'_>], what: &str) {
     let ranges = ranges(parts);
     let vectors = random_unit(ranges.len(), dim, 41);
     let (_, total) = range_offsets(&ranges);
-    let mut rng = Rng(42);
-    let sparse: Vec<f32> = (0..total)
-        .map(|_| match rng.below(5) {
-            0 => rng.unit() * 8.0 + 4.0,
-            _ => 0.0,
-        })
-        .collect();
-    let flags: Vec<u8> = (0..total).map(|_| u8::from(rng.below(15) == 0)).collect();
+    let (sparse, flags) = range_inputs(total, 42);
     let rules = [TimeRule::None, TimeRule::Front, TimeRule::Boost(0.3)];
     let time: Vec<TimeRule> = (0..ranges.len()).map(|i| rules[i % 3]).collect();
     let q = RankQueries {

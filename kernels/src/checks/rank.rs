@@ -138,7 +138,7 @@ fn rank_rows(rows: usize, seed: u64) -> (Vec<u8>, Vec<u32>) {
 }
 
 /// Per range row: BM25-like sparse scores (mostly 0) and ~5 % flagged rows.
-fn range_inputs(total: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
+pub(super) fn range_inputs(total: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
     let mut rng = Rng(seed);
     let sparse = (0..total)
         .map(|_| match rng.below(6) {
