@@ -7,6 +7,10 @@
 #   scripts/build-cuda.sh           # toolkit if missing → build → pack
 #   scripts/build-cuda.sh build     # toolkit + build only
 #   scripts/build-cuda.sh pack      # pack an existing build
+#   scripts/build-cuda.sh pack-extract
+#       # the extractor model's check (#16 item 3): dist/gpu-x1 (the binary, LoCoMo turns, the
+#       # first part of the SmolLM2 GGUF) and dist/gpu-x2 (the rest), one carry each: the
+#       # 98 MB GGUF does not fit one 64 MiB carry. scripts/gpu-extract.sh runs them there.
 #
 # Env: MEMDEX_CUDA_HOME (toolkit, default ~/.cache/memdex/cuda-13.0), CUDA_COMPUTE_CAP (90 =
 # H100/H200, sm_90a), CARGO_TARGET_DIR (default target-cuda: the CPU build in target/ is left
@@ -38,6 +42,29 @@ main() {
     nice -n 19 cargo build --release -p memdex-cli -p memdex-kernels \
       --features memdex-cli/cuda,memdex-kernels/cuda
     echo "== build done ($(date -u +%H:%M:%S))" >&2
+  fi
+
+  if [[ "$STAGE" == pack-extract ]]; then
+    local GGUF=${GGUF:-$ROOT/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf}
+    [[ -f "$GGUF" ]] || scripts/fetch-model.sh smollm2
+    local X1=$ROOT/dist/gpu-x1 X2=$ROOT/dist/gpu-x2 PART=$((50 * 1024 * 1024))
+    rm -rf "$X1" "$X2"
+    mkdir -p "$X1/bin" "$X1/data" "$X1/scripts" "$X2"
+    strip -o "$X1/bin/memdex" "$CARGO_TARGET_DIR/release/memdex"
+    xz -T2 -9 -f "$X1/bin/memdex"
+    "$ROOT/scripts/make-bench-texts.py" --locomo "$SHARED/data/locomo/locomo-dev.json" --speaker \
+      -o "$X1/data/locomo-turns.jsonl"
+    head -c "$PART" "$GGUF" > "$X1/model.gguf.part1"
+    tail -c +$((PART + 1)) "$GGUF" > "$X2/model.gguf.part2"
+    (cd "$(dirname "$GGUF")" && sha256sum "$(basename "$GGUF")") > "$X1/model.gguf.sha256"
+    cp scripts/gpu-extract.sh "$X1/scripts/"
+    git rev-parse HEAD > "$X1/COMMIT" 2>/dev/null || true
+    for d in "$X1" "$X2"; do
+      local total; total=$(du -sb "$d" | cut -f1)
+      echo "== $d: $total bytes (limit 64 MiB)" >&2
+      ((total < LIMIT)) || { echo "$d is over the 64 MiB carry limit" >&2; exit 1; }
+    done
+    return 0
   fi
 
   [[ "$STAGE" == all || "$STAGE" == pack ]] || return 0

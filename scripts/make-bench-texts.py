@@ -3,12 +3,14 @@
 
 Sources, either or both (LoCoMo first):
   --locomo FILE  LoCoMo JSON: conversations whose "conversation" holds session_N turn lists
-                 {speaker, dia_id, text, blip_caption?}; text plus " [image: caption]" if any.
+                 {speaker, dia_id, text, blip_caption?}; text plus " [image: caption]" if any
+                 (with --speaker: `Speaker: text …`, the item text memdex's LoCoMo loader
+                 builds, which `memdex bench extract` wants).
   --jsonl FILE   memdex chat JSONL, one session a line: {"tenant", "session_id", "date",
                  "turns": [{"role", "content"}]}; text = content.
 Turns are taken in order (sessions by number); --limit N keeps the first N.
 
-usage: scripts/make-bench-texts.py --locomo locomo.json [--jsonl chats.jsonl] [--limit N] -o OUT
+usage: scripts/make-bench-texts.py --locomo locomo.json [--speaker] [--jsonl chats.jsonl] [--limit N] -o OUT
 """
 import argparse
 import itertools
@@ -17,7 +19,7 @@ import re
 import sys
 
 
-def locomo_texts(path):
+def locomo_texts(path, speaker=False):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     for conv in data if isinstance(data, list) else [data]:
@@ -28,7 +30,7 @@ def locomo_texts(path):
                 text = turn.get("text", "")
                 if turn.get("blip_caption"):
                     text += f" [image: {turn['blip_caption']}]"
-                yield text
+                yield f"{turn.get('speaker', '')}: {text}" if speaker else text
 
 
 def jsonl_texts(path):
@@ -42,6 +44,8 @@ def jsonl_texts(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", help="LoCoMo-format JSON file")
+    ap.add_argument("--speaker", action="store_true",
+                    help="LoCoMo turns as `Speaker: text` (memdex's item text)")
     ap.add_argument("--jsonl", help="memdex chat JSONL file")
     ap.add_argument("--limit", type=int, help="keep only the first N texts")
     ap.add_argument("-o", "--output", help="output JSONL (default: stdout)")
@@ -49,7 +53,7 @@ def main():
     if not (args.locomo or args.jsonl):
         ap.error("give --locomo and/or --jsonl")
 
-    texts = itertools.chain(locomo_texts(args.locomo) if args.locomo else [],
+    texts = itertools.chain(locomo_texts(args.locomo, args.speaker) if args.locomo else [],
                             jsonl_texts(args.jsonl) if args.jsonl else [])
     texts = itertools.islice(texts, args.limit)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout

@@ -511,6 +511,47 @@ pub enum BenchCommand {
     /// `rank_topk`: the CPU reference, or CUDA) against the CPU pipeline: time per batch and
     /// whether both return the same top-k.
     Rank(Box<BenchRankArgs>),
+    /// The fact extractor model (`model:PATH.gguf`) against the rules on the same texts:
+    /// items/s, generated tokens/s, how many items keep a model fact; batched generation,
+    /// one item at a time, or both (the second checked equal to the first).
+    Extract(BenchExtractArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchExtractArgs {
+    /// JSONL file with a "text" field per line, each an item as the index sees it (LoCoMo
+    /// turns as `Speaker: text`: `scripts/make-bench-texts.py --speaker`).
+    #[arg(long, env = "MEMDEX_INPUT")]
+    pub input: PathBuf,
+    /// Use only the first N texts.
+    #[arg(long, env = "MEMDEX_BENCH_LIMIT")]
+    pub limit: Option<usize>,
+    /// The extractor model: `model:PATH.gguf`.
+    #[arg(long, env = "MEMDEX_EXTRACTOR")]
+    pub extractor: ExtractorSpec,
+    /// Where the model runs.
+    #[arg(
+        long,
+        env = "MEMDEX_EXTRACTOR_DEVICE",
+        value_enum,
+        default_value = "cpu"
+    )]
+    pub extractor_device: ExtractorDevice,
+    /// `batched`: all texts in one batched generation (what `memdex index` does);
+    /// `alone`: one generation per text; `both`: alone after batched, answers compared.
+    #[arg(long, value_enum, default_value = "batched")]
+    pub mode: ExtractMode,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+}
+
+/// How `memdex bench extract` feeds the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExtractMode {
+    Batched,
+    Alone,
+    Both,
 }
 
 #[derive(Debug, Args)]

@@ -68,3 +68,61 @@ fn a_model_extractor_is_recorded_and_a_store_is_never_mixed() {
     let e = fails(&index(&input, &dir.path().join("s4"), "gpt"));
     assert!(e.contains("model:PATH.gguf"), "{e}");
 }
+
+#[test]
+fn bench_extract_reports_the_model_beside_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = dir.path().join("tiny.gguf");
+    memdex_extract_model::testing::write_tiny(&gguf, "llama").unwrap();
+    let input = dir.path().join("texts.jsonl");
+    let texts = [
+        "Ann: I adopted a dog named Luna yesterday.",
+        "Bob: Congratulations! What breed is she?",
+        "Ann: My sister lives in Porto.",
+    ];
+    let lines: Vec<String> = texts
+        .iter()
+        .map(|t| serde_json::json!({ "text": t }).to_string())
+        .collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let spec = format!("model:{}", gguf.display());
+    let bench = |extra: &[&str]| {
+        let mut args = vec!["bench", "extract", "--input", input.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        memdex(&args)
+    };
+    let out = bench(&["--extractor", &spec, "--mode", "both", "--json"]);
+    ok(&out);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["texts"], 3, "{r}");
+    assert!(r["extractor"]
+        .as_str()
+        .unwrap()
+        .starts_with("model-v1:tiny.gguf@"));
+    assert_eq!(r["rules"]["items_with_facts"], 2, "{r}");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{r}");
+    for (run, mode) in runs.iter().zip(["batched", "alone"]) {
+        assert_eq!(run["mode"], mode);
+        assert!(run["items_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        // each pass counts its own items: every one either kept model facts or fell back
+        let kept = run["items_with_model_facts"].as_u64().unwrap();
+        assert_eq!(kept + run["fallback_items"].as_u64().unwrap(), 3, "{r}");
+        assert!(run["generated_tokens"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(r["same_alone_and_batched"].as_u64().unwrap() <= 3, "{r}");
+    // --limit, the text report
+    let out = bench(&["--extractor", &spec, "--limit", "1"]);
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 texts") && text.contains("batched"),
+        "{text}"
+    );
+    // the rules alone, an empty file: refused, named
+    let e = fails(&bench(&["--extractor", "rules"]));
+    assert!(e.contains("model:PATH.gguf"), "{e}");
+    std::fs::write(&input, "").unwrap();
+    let e = fails(&bench(&["--extractor", &spec]));
+    assert!(e.contains("texts.jsonl") && e.contains("no texts"), "{e}");
+}

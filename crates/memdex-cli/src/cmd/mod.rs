@@ -1,6 +1,7 @@
 //! One module per subcommand; shared model loading here.
 
 mod bench;
+mod bench_extract;
 mod bench_lsh;
 mod bench_rank;
 mod bench_search;
@@ -78,7 +79,12 @@ pub fn fact_model(a: &ExtractArgs, facts: bool) -> Result<Option<Arc<ModelFacts>
     if !facts {
         anyhow::bail!("--extractor model:… extracts facts: it needs --facts true");
     }
-    let device = match a.extractor_device {
+    load_fact_model(path, a.extractor_device).map(Some)
+}
+
+/// Loads the extractor model at `path` on `device`.
+pub fn load_fact_model(path: &Path, device: ExtractorDevice) -> Result<Arc<ModelFacts>> {
+    let device = match device {
         ExtractorDevice::Cpu => ModelDevice::Cpu,
         ExtractorDevice::Cuda => ModelDevice::Cuda,
     };
@@ -88,7 +94,7 @@ pub fn fact_model(a: &ExtractArgs, facts: bool) -> Result<Option<Arc<ModelFacts>
     };
     let m = ModelFacts::load(path, opts)
         .with_context(|| format!("loading the extractor model {}", path.display()))?;
-    Ok(Some(Arc::new(m)))
+    Ok(Arc::new(m))
 }
 
 /// The store's extraction record for `o`, with `model` as the fact extractor when given.
@@ -159,6 +165,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
         Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
         Command::Bench(BenchCommand::Rank(a)) => bench_rank::run(*a),
+        Command::Bench(BenchCommand::Extract(a)) => bench_extract::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),
