@@ -57,7 +57,7 @@ main() {
     head -c "$PART" "$GGUF" > "$X1/model.gguf.part1"
     tail -c +$((PART + 1)) "$GGUF" > "$X2/model.gguf.part2"
     (cd "$(dirname "$GGUF")" && sha256sum "$(basename "$GGUF")") > "$X1/model.gguf.sha256"
-    cp scripts/gpu-extract.sh "$X1/scripts/"
+    cp scripts/gpu-extract.sh scripts/gpu-libs.sh "$X1/scripts/"
     git rev-parse HEAD > "$X1/COMMIT" 2>/dev/null || true
     for d in "$X1" "$X2"; do
       local total; total=$(du -sb "$d" | cut -f1)
@@ -103,7 +103,7 @@ main() {
     xz -T2 -9 -f "$DIST/data/golden-cpu-f32.jsonl"
   fi
 
-  cp scripts/gpu-check.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py \
+  cp scripts/gpu-check.sh scripts/gpu-libs.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py \
     scripts/make-bench-texts.py "$DIST/scripts/"
   # the load stage: wrk and its LuaJIT from this machine (Debian), the Lua scenarios
   mkdir -p "$DIST/scripts/load" "$DIST/tools"

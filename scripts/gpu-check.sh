@@ -42,16 +42,7 @@ ST_DTYPE=${ST_DTYPE:-fp16}
 GOLDEN=$WORK/data/minilm-reference.jsonl
 
 # CUDA user-space libraries: the ones PyTorch ships (same sonames the build linked against).
-CU13=$("$PY" - <<'PY' 2>/dev/null
-import os, glob, importlib.util
-spec = importlib.util.find_spec("nvidia")
-paths = [os.path.join(p, "cu13", "lib") for p in (spec.submodule_search_locations or [])] if spec else []
-import torch
-paths.append(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cu13", "lib"))
-print(next((os.path.realpath(p) for p in paths if glob.glob(os.path.join(p, "libcublas.so*"))), ""))
-PY
-)
-export LD_LIBRARY_PATH=${CU13:+$CU13:}${LD_LIBRARY_PATH:-}
+. "$PACK/scripts/gpu-libs.sh"
 
 # One e2e build: index $1 (s|m) with the model on $2, then rank every question on the store.
 e2e_one() {

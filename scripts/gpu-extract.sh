@@ -23,17 +23,8 @@ read -r N_BOTH N_BATCHED N_CPU <<< "${LIMITS:-128 1024 64}"
 step=${1:?stash or run}
 mkdir -p "$WORK"
 
-# CUDA user-space libraries: the ones PyTorch ships (as in gpu-check.sh).
-CU13=$("$PY" - <<'PY' 2>/dev/null
-import os, glob, importlib.util
-spec = importlib.util.find_spec("nvidia")
-paths = [os.path.join(p, "cu13", "lib") for p in (spec.submodule_search_locations or [])] if spec else []
-import torch
-paths.append(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cu13", "lib"))
-print(next((os.path.realpath(p) for p in paths if glob.glob(os.path.join(p, "libcublas.so*"))), ""))
-PY
-)
-export LD_LIBRARY_PATH=${CU13:+$CU13:}${LD_LIBRARY_PATH:-}
+# CUDA user-space libraries: the ones PyTorch ships.
+. "$X1/scripts/gpu-libs.sh"
 MEMDEX=$WORK/memdex
 
 case $step in

@@ -309,14 +309,14 @@ pub enum ExtractorDevice {
     Cuda,
 }
 
-/// Index-time extraction (fixed per store).
+/// Which fact extractor, and where a model runs.
 #[derive(Debug, Clone, Args)]
-pub struct ExtractArgs {
+pub struct ExtractorChoice {
     /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama- or
     /// qwen2-architecture GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
     /// `scripts/fetch-model.sh smollm2`; ~1 item/s on 2 idle CPU cores, ~0.6 with
-    /// RAYON_NUM_THREADS=1 on busy ones, see docs/evaluation.md). The store records which one (with the
-    /// file's sha256) and refuses another.
+    /// RAYON_NUM_THREADS=1 on busy ones, see docs/evaluation.md). A store records which one
+    /// (with the file's sha256) and refuses another.
     #[arg(long, env = "MEMDEX_EXTRACTOR", default_value = "rules")]
     pub extractor: ExtractorSpec,
     /// Where `--extractor model:…` runs.
@@ -327,6 +327,13 @@ pub struct ExtractArgs {
         default_value = "cpu"
     )]
     pub extractor_device: ExtractorDevice,
+}
+
+/// Index-time extraction (fixed per store).
+#[derive(Debug, Clone, Args)]
+pub struct ExtractArgs {
+    #[command(flatten)]
+    pub choice: ExtractorChoice,
     /// Extract event dates from each item (relative to its session date) into the `events`
     /// column; the time stage needs them.
     #[arg(long, env = "MEMDEX_EXTRACT_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -526,17 +533,9 @@ pub struct BenchExtractArgs {
     /// Use only the first N texts.
     #[arg(long, env = "MEMDEX_BENCH_LIMIT")]
     pub limit: Option<usize>,
-    /// The extractor model: `model:PATH.gguf`.
-    #[arg(long, env = "MEMDEX_EXTRACTOR")]
-    pub extractor: ExtractorSpec,
-    /// Where the model runs.
-    #[arg(
-        long,
-        env = "MEMDEX_EXTRACTOR_DEVICE",
-        value_enum,
-        default_value = "cpu"
-    )]
-    pub extractor_device: ExtractorDevice,
+    /// The model to measure (`--extractor model:PATH.gguf`) and its device.
+    #[command(flatten)]
+    pub choice: ExtractorChoice,
     /// `batched`: all texts in one batched generation (what `memdex index` does);
     /// `alone`: one generation per text; `both`: alone after batched, answers compared.
     #[arg(long, value_enum, default_value = "batched")]

@@ -53,12 +53,13 @@ struct ModelRun {
     added_seconds_per_1000_items: f64,
 }
 
+const NO_MODEL: &str =
+    "--extractor: give the model to measure, `model:PATH.gguf` (the rules run beside it)";
+
 pub fn run(a: BenchExtractArgs) -> Result<()> {
-    let ExtractorSpec::Model(path) = &a.extractor else {
-        bail!(
-            "--extractor: give the model to measure, `model:PATH.gguf` (the rules run beside it)"
-        );
-    };
+    if a.choice.extractor == ExtractorSpec::Rules {
+        bail!(NO_MODEL);
+    }
     let mut texts = super::embed::read_texts(&a.input)?;
     if let Some(n) = a.limit {
         texts.truncate(n);
@@ -67,7 +68,9 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
         bail!("{}: no texts", a.input.display());
     }
     let t = Instant::now();
-    let model = super::load_fact_model(path, a.extractor_device)?;
+    let Some(model) = super::load_extractor(&a.choice)? else {
+        bail!(NO_MODEL);
+    };
     let load_seconds = t.elapsed().as_secs_f64();
     let items: Vec<(&str, Option<NaiveDate>)> = texts.iter().map(|t| (t.as_str(), None)).collect();
 
@@ -93,7 +96,7 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
     let report = Report {
         bench: "extract",
         extractor: model.name().to_string(),
-        device: match a.extractor_device {
+        device: match a.choice.extractor_device {
             ExtractorDevice::Cpu => "cpu",
             ExtractorDevice::Cuda => "cuda:0",
         },

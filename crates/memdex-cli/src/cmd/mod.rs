@@ -25,8 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::cli::{
-    BenchCommand, Cli, Command, ExtractArgs, ExtractorDevice, ExtractorSpec, ModelArgs,
-    StructureArgs,
+    BenchCommand, Cli, Command, ExtractArgs, ExtractorChoice, ExtractorDevice, ExtractorSpec,
+    ModelArgs, StructureArgs,
 };
 use memdex_engine::ExtractOptions;
 use memdex_extract::FactExtractor;
@@ -73,18 +73,18 @@ pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> Result
 
 /// The fact extractor model `--extractor model:PATH` names, loaded (None: the rules).
 pub fn fact_model(a: &ExtractArgs, facts: bool) -> Result<Option<Arc<ModelFacts>>> {
-    let ExtractorSpec::Model(path) = &a.extractor else {
-        return Ok(None);
-    };
-    if !facts {
+    if !facts && a.choice.extractor != ExtractorSpec::Rules {
         anyhow::bail!("--extractor model:… extracts facts: it needs --facts true");
     }
-    load_fact_model(path, a.extractor_device).map(Some)
+    load_extractor(&a.choice)
 }
 
-/// Loads the extractor model at `path` on `device`.
-pub fn load_fact_model(path: &Path, device: ExtractorDevice) -> Result<Arc<ModelFacts>> {
-    let device = match device {
+/// The model `c` names, loaded on its device (None: the rules).
+pub fn load_extractor(c: &ExtractorChoice) -> Result<Option<Arc<ModelFacts>>> {
+    let ExtractorSpec::Model(path) = &c.extractor else {
+        return Ok(None);
+    };
+    let device = match c.extractor_device {
         ExtractorDevice::Cpu => ModelDevice::Cpu,
         ExtractorDevice::Cuda => ModelDevice::Cuda,
     };
@@ -94,7 +94,7 @@ pub fn load_fact_model(path: &Path, device: ExtractorDevice) -> Result<Arc<Model
     };
     let m = ModelFacts::load(path, opts)
         .with_context(|| format!("loading the extractor model {}", path.display()))?;
-    Ok(Arc::new(m))
+    Ok(Some(Arc::new(m)))
 }
 
 /// The store's extraction record for `o`, with `model` as the fact extractor when given.
