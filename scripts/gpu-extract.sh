@@ -18,7 +18,8 @@ X2=${X2:-$(dirname "$X1")/gpu-x2}
 WORK=${WORK:-/tmp/gx}
 DEVICE=${DEVICE:-cuda}
 PY=${PYTHON:-python3}
-# texts for: cuda batched + alone (compared), cuda batched, the box's CPU
+# texts for: cuda batched + alone (compared), cuda batched (at most; fitted to ~120 s), the
+# box's CPU
 read -r N_BOTH N_BATCHED N_CPU <<< "${LIMITS:-128 1024 64}"
 step=${1:?stash or run}
 mkdir -p "$WORK"
@@ -69,7 +70,12 @@ PY
   }
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/smi.csv" 2>&1
   bench "$DEVICE-both" 200 --extractor-device "$DEVICE" --mode both --limit "$N_BOTH"
-  bench "$DEVICE-batched" 200 --extractor-device "$DEVICE" --limit "$N_BATCHED"
+  # more turns, as many as the first run's batched rate fits in ~120 s (at most N_BATCHED)
+  n=$("$PY" -c 'import json,sys
+try: r = json.load(open(sys.argv[1]))["runs"][0]["items_per_s"]
+except Exception: r = 0
+print(max(int(sys.argv[2]) // 8, min(int(sys.argv[2]), int(r * 120))))' "$OUT/extract-$DEVICE-both.json" "$N_BATCHED")
+  bench "$DEVICE-batched" 200 --extractor-device "$DEVICE" --limit "$n"
   bench cpu-box 150 --extractor-device cpu --limit "$N_CPU"
   cat "$OUT/summary.txt"
   ;;
