@@ -540,6 +540,10 @@ pub struct BenchExtractArgs {
     /// `alone`: one generation per text; `both`: alone after batched, answers compared.
     #[arg(long, value_enum, default_value = "batched")]
     pub mode: ExtractMode,
+    /// Also show the first N items: the model's raw answer, the facts kept (the model's, or
+    /// the rules' when none of its lines holds), and the rules' facts.
+    #[arg(long, default_value_t = 0)]
+    pub show: usize,
     /// Print as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,

@@ -91,7 +91,15 @@ fn bench_extract_reports_the_model_beside_the_rules() {
         args.extend_from_slice(extra);
         memdex(&args)
     };
-    let out = bench(&["--extractor", &spec, "--mode", "both", "--json"]);
+    let out = bench(&[
+        "--extractor",
+        &spec,
+        "--mode",
+        "both",
+        "--show",
+        "2",
+        "--json",
+    ]);
     ok(&out);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["texts"], 3, "{r}");
@@ -112,14 +120,29 @@ fn bench_extract_reports_the_model_beside_the_rules() {
     }
     // a batch gives each item the answer it gets alone
     assert_eq!(r["same_alone_and_batched"], 3, "{r}");
+    // --show 2: the first two items, each with the rules' facts beside what was kept
+    let shown = r["shown"].as_array().unwrap();
+    assert_eq!(shown.len(), 2, "{r}");
+    assert_eq!(shown[0]["text"], texts[0]);
+    assert!(!shown[0]["rules"].as_array().unwrap().is_empty(), "{r}");
+    assert!(shown[1]["rules"].as_array().unwrap().is_empty(), "{r}");
+    for x in shown {
+        if x["from_model"] == false {
+            assert_eq!(
+                x["facts"], x["rules"],
+                "a fallback keeps the rules' facts: {r}"
+            );
+        }
+    }
     // --limit, the text report
-    let out = bench(&["--extractor", &spec, "--limit", "1"]);
+    let out = bench(&["--extractor", &spec, "--limit", "1", "--show", "5"]);
     ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("1 texts") && text.contains("batched"),
         "{text}"
     );
+    assert_eq!(text.matches("\nitem: ").count(), 1, "{text}");
     // the rules alone, an empty file: refused, named
     let e = fails(&bench(&["--extractor", "rules"]));
     assert!(e.contains("model:PATH.gguf"), "{e}");

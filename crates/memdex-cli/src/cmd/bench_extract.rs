@@ -28,6 +28,21 @@ struct Report {
     /// With `--mode both`: items whose facts are the same alone as batched.
     #[serde(skip_serializing_if = "Option::is_none")]
     same_alone_and_batched: Option<usize>,
+    /// `--show N`: the first N items, as the first run extracted them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shown: Vec<Shown>,
+}
+
+/// One item's extraction, for a reader.
+#[derive(Serialize)]
+struct Shown {
+    text: String,
+    /// The model's raw answer (None: generation failed).
+    raw: Option<String>,
+    /// The facts the key gets: the model's grounded lines, or the rules' fallback.
+    facts: Vec<String>,
+    from_model: bool,
+    rules: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -74,7 +89,7 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
     let load_seconds = t.elapsed().as_secs_f64();
     let items: Vec<(&str, Option<NaiveDate>)> = texts.iter().map(|t| (t.as_str(), None)).collect();
 
-    let rules = rules_run(&items);
+    let (rules, rule_facts) = rules_run(&items);
     let mut runs = Vec::new();
     let mut answers: Vec<Vec<Extraction>> = Vec::new();
     if matches!(a.mode, ExtractMode::Batched | ExtractMode::Both) {
@@ -93,6 +108,21 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
         [b, a] => Some(b.iter().zip(a).filter(|(x, y)| x.facts == y.facts).count()),
         _ => None,
     };
+    let shown = answers
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .zip(texts.iter().zip(rule_facts))
+        .take(a.show)
+        .map(|(x, (text, rules))| Shown {
+            text: text.clone(),
+            raw: x.raw,
+            facts: x.facts,
+            from_model: x.from_model,
+            rules,
+        })
+        .collect();
     let report = Report {
         bench: "extract",
         extractor: model.name().to_string(),
@@ -106,6 +136,7 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
         rules,
         runs,
         same_alone_and_batched,
+        shown,
     };
     if a.json {
         return print_json(&report);
@@ -114,16 +145,18 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
     Ok(())
 }
 
-fn rules_run(items: &[(&str, Option<NaiveDate>)]) -> RulesRun {
+/// The rules over `items`, timed; and what they found per item.
+fn rules_run(items: &[(&str, Option<NaiveDate>)]) -> (RulesRun, Vec<Vec<String>>) {
     let rules = HeuristicFacts::default();
     let t = Instant::now();
     let found: Vec<Vec<String>> = items.iter().map(|&(t, d)| rules.extract(t, d)).collect();
     let seconds = t.elapsed().as_secs_f64().max(1e-9);
-    RulesRun {
+    let run = RulesRun {
         seconds,
         items_per_s: items.len() as f64 / seconds,
         items_with_facts: found.iter().filter(|f| !f.is_empty()).count(),
-    }
+    };
+    (run, found)
 }
 
 /// One timed pass of the model over `items`; its counts are this pass's alone.
@@ -191,5 +224,19 @@ fn print_text(r: &Report) {
     }
     if let Some(same) = r.same_alone_and_batched {
         println!("  alone == batched for {same} of {} items", r.texts);
+    }
+    for x in &r.shown {
+        let kept = if x.from_model {
+            "model"
+        } else {
+            "rules fallback"
+        };
+        println!("item: {}", x.text);
+        println!(
+            "  model raw: {:?}",
+            x.raw.as_deref().unwrap_or("(generation failed)")
+        );
+        println!("  kept ({kept}): {:?}", x.facts);
+        println!("  rules: {:?}", x.rules);
     }
 }
