@@ -543,6 +543,30 @@ impl Gpu {
         Ok((dm, dr, self.upload_rank_queries(queries)?))
     }
 
+    /// [`Kernels::rank_topk`]'s answer from inputs on the device (the kernel's `2k` slots per
+    /// query merged into `k`).
+    fn rank_topk_on(
+        &self,
+        (dm, dr, dq): &(DeviceMatrix, DeviceRankRows, DeviceRankQueries),
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let r = self.to_host(&self.rank_topk_dev(dm, dr, dq, params, k)?)?;
+        Ok(merge_lists(&r.scores, &r.rows, k))
+    }
+
+    /// [`Kernels::rank_scores`]'s answer from inputs on the device (`total` range rows).
+    fn rank_scores_on(
+        &self,
+        (dm, dr, dq): &(DeviceMatrix, DeviceRankRows, DeviceRankQueries),
+        params: &RankParams,
+        total: usize,
+    ) -> Result<Vec<f32>, KernelError> {
+        let mut all = self.download(&self.rank_scores_dev(dm, dr, dq, params, total)?)?;
+        all.truncate(total);
+        Ok(all)
+    }
+
     fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
         Ok(TopKResult {
             k: r.k,
@@ -657,11 +681,12 @@ impl Kernels for Gpu {
         k: usize,
     ) -> Result<TopKResult, KernelError> {
         check_rank(m, rows, queries, params, k)?;
-        let dm = self.upload_matrix(m)?;
-        let dr = self.upload_rank_rows(rows)?;
-        let dq = self.upload_rank_queries(queries)?;
-        let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
-        Ok(merge_lists(&r.scores, &r.rows, k))
+        let on = (
+            self.upload_matrix(m)?,
+            self.upload_rank_rows(rows)?,
+            self.upload_rank_queries(queries)?,
+        );
+        self.rank_topk_on(&on, params, k)
     }
 
     fn rank_topk_parts(
@@ -672,9 +697,8 @@ impl Kernels for Gpu {
         params: &RankParams,
         k: usize,
     ) -> Result<TopKResult, KernelError> {
-        let (dm, dr, dq) = self.parts_on_device(dim, parts, queries, params, k)?;
-        let r = self.to_host(&self.rank_topk_dev(&dm, &dr, &dq, params, k)?)?;
-        Ok(merge_lists(&r.scores, &r.rows, k))
+        let on = self.parts_on_device(dim, parts, queries, params, k)?;
+        self.rank_topk_on(&on, params, k)
     }
 
     fn rank_scores_parts(
@@ -684,11 +708,8 @@ impl Kernels for Gpu {
         queries: &RankQueries<'_>,
         params: &RankParams,
     ) -> Result<Vec<f32>, KernelError> {
-        let (dm, dr, dq) = self.parts_on_device(dim, parts, queries, params, 1)?;
-        let range_rows = range_offsets(queries.ranges).1;
-        let mut all = self.download(&self.rank_scores_dev(&dm, &dr, &dq, params, range_rows)?)?;
-        all.truncate(range_rows);
-        Ok(all)
+        let on = self.parts_on_device(dim, parts, queries, params, 1)?;
+        self.rank_scores_on(&on, params, range_offsets(queries.ranges).1)
     }
 
     fn rank_scores(
@@ -699,12 +720,11 @@ impl Kernels for Gpu {
         params: &RankParams,
     ) -> Result<Vec<f32>, KernelError> {
         check_rank(m, rows, queries, params, 1)?;
-        let (_, total) = range_offsets(queries.ranges);
-        let dm = self.upload_matrix(m)?;
-        let dr = self.upload_rank_rows(rows)?;
-        let dq = self.upload_rank_queries(queries)?;
-        let mut all = self.download(&self.rank_scores_dev(&dm, &dr, &dq, params, total)?)?;
-        all.truncate(total);
-        Ok(all)
+        let on = (
+            self.upload_matrix(m)?,
+            self.upload_rank_rows(rows)?,
+            self.upload_rank_queries(queries)?,
+        );
+        self.rank_scores_on(&on, params, range_offsets(queries.ranges).1)
     }
 }

@@ -3,7 +3,7 @@
 //! that find the keyed parts resident; a part whose content changes under a new key is read
 //! anew; a range across two parts is refused.
 
-use super::rank::{brute_rank_topk, range_inputs, DEFAULTS};
+use super::rank::{brute_rank_topk, QueryInputs, DEFAULTS};
 use super::{assert_close, random_unit, timeline, to_f16, Rng};
 use crate::{
     f16, range_offsets, Concatenated, KernelError, Kernels, RankPart, RankQueries, TimeRule,
@@ -59,19 +59,9 @@ fn ranges(parts: &[RankPart<'_>]) -> Vec<[u32; 2]> {
 
 /// `rank_topk_parts` and `rank_scores_parts` against the brute force on the concatenation.
 fn agree(k: &dyn Kernels, dim: usize, parts: &[RankPart<'_>], what: &str) {
-    let ranges = ranges(parts);
-    let vectors = random_unit(ranges.len(), dim, 41);
-    let (_, total) = range_offsets(&ranges);
-    let (sparse, flags) = range_inputs(total, 42);
-    let rules = [TimeRule::None, TimeRule::Front, TimeRule::Boost(0.3)];
-    let time: Vec<TimeRule> = (0..ranges.len()).map(|i| rules[i % 3]).collect();
-    let q = RankQueries {
-        vectors: &vectors,
-        ranges: &ranges,
-        sparse: &sparse,
-        flags: &flags,
-        time: &time,
-    };
+    let inputs = QueryInputs::new(ranges(parts), dim, 41, 0.3);
+    let q = inputs.view();
+    let (_, total) = range_offsets(q.ranges);
     let c = Concatenated::new(dim, parts, &q).unwrap();
     let what = format!("{} parts {what}", k.device());
     for topk in [10, 50] {

@@ -137,17 +137,47 @@ fn rank_rows(rows: usize, seed: u64) -> (Vec<u8>, Vec<u32>) {
     (importance, alive)
 }
 
-/// Per range row: BM25-like sparse scores (mostly 0) and ~5 % flagged rows.
-pub(super) fn range_inputs(total: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
-    let mut rng = Rng(seed);
-    let sparse = (0..total)
-        .map(|_| match rng.below(6) {
-            0 => (rng.unit() + 0.5) * 12.0,
-            _ => 0.0,
-        })
-        .collect();
-    let flags = (0..total).map(|_| u8::from(rng.below(20) == 0)).collect();
-    (sparse, flags)
+/// A batch of queries over `ranges` with random inputs: unit vectors (`seed`), per range row
+/// BM25-like sparse scores (mostly 0) and ~5 % flagged rows (`seed + 1`), and the time rules
+/// none, front, boost by `boost` in turn.
+pub(super) struct QueryInputs {
+    vectors: Vec<f32>,
+    pub ranges: Vec<[u32; 2]>,
+    sparse: Vec<f32>,
+    flags: Vec<u8>,
+    time: Vec<TimeRule>,
+}
+
+impl QueryInputs {
+    pub(super) fn new(ranges: Vec<[u32; 2]>, dim: usize, seed: u64, boost: f32) -> QueryInputs {
+        let (_, total) = range_offsets(&ranges);
+        let mut rng = Rng(seed + 1);
+        let sparse = (0..total)
+            .map(|_| match rng.below(6) {
+                0 => (rng.unit() + 0.5) * 12.0,
+                _ => 0.0,
+            })
+            .collect();
+        let flags = (0..total).map(|_| u8::from(rng.below(20) == 0)).collect();
+        let rules = [TimeRule::None, TimeRule::Front, TimeRule::Boost(boost)];
+        QueryInputs {
+            vectors: random_unit(ranges.len(), dim, seed),
+            time: (0..ranges.len()).map(|i| rules[i % 3]).collect(),
+            ranges,
+            sparse,
+            flags,
+        }
+    }
+
+    pub(super) fn view(&self) -> RankQueries<'_> {
+        RankQueries {
+            vectors: &self.vectors,
+            ranges: &self.ranges,
+            sparse: &self.sparse,
+            flags: &self.flags,
+            time: &self.time,
+        }
+    }
 }
 
 pub(super) const DEFAULTS: RankParams = RankParams {
@@ -178,19 +208,8 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
         importance: &importance,
         alive: &alive,
     };
-    let ranges = super::ranges_for(n as u32);
-    let vectors = random_unit(ranges.len(), dim, 24);
-    let (_, total) = range_offsets(&ranges);
-    let (sparse, flags) = range_inputs(total, 25);
-    let rules = [TimeRule::None, TimeRule::Front, TimeRule::Boost(0.2)];
-    let time: Vec<TimeRule> = (0..ranges.len()).map(|i| rules[i % 3]).collect();
-    let q = RankQueries {
-        vectors: &vectors,
-        ranges: &ranges,
-        sparse: &sparse,
-        flags: &flags,
-        time: &time,
-    };
+    let inputs = QueryInputs::new(super::ranges_for(n as u32), dim, 24, 0.2);
+    let (q, ranges) = (inputs.view(), &inputs.ranges);
     let variants = [
         DEFAULTS,
         RankParams {
@@ -216,7 +235,7 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
                 let cpu = Cpu.rank_topk(&m, &rows, &q, &p, topk).unwrap();
                 assert_close(&got, &cpu, 1e-4, &format!("{what} vs CPU"));
             }
-            check_properties_live(&got, &ranges, &rows);
+            check_properties_live(&got, ranges, &rows);
         }
     }
     // every time rule met flagged rows somewhere, and `front` really moved rows

@@ -69,7 +69,11 @@ impl Resident {
     }
 
     pub(crate) fn stats(&self) -> ResidentStats {
-        self.lock().stats
+        let st = self.lock();
+        ResidentStats {
+            parts: st.parts.len(),
+            ..st.stats
+        }
     }
 
     /// `p` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
@@ -108,7 +112,6 @@ impl Resident {
             }
             st.stats.bytes += bytes;
             evict(&mut st, self.budget);
-            st.stats.parts = st.parts.len();
         }
         Ok(part)
     }
