@@ -1,5 +1,7 @@
 //! A tiny random llama or qwen2 GGUF with a byte-level vocabulary and ChatML markers, written
 //! with candle's GGUF writer, for tests of the plumbing here and in the CLI (not for quality).
+//! The weights come from a fixed-seed generator, so the same call writes the same bytes (the
+//! fuzz harness starts from these files).
 
 use std::path::Path;
 
@@ -49,8 +51,27 @@ fn tokens() -> (Vec<String>, Vec<i32>, Vec<String>) {
     (toks, types, merges)
 }
 
-fn rand(shape: &[usize]) -> candle_core::Result<Tensor> {
-    Tensor::randn(0f32, 0.2, shape, &Device::Cpu)
+/// Fixed-seed weights, roughly normal with standard deviation 0.2 (a sum of four uniforms).
+struct Weights(u64);
+
+impl Weights {
+    fn uniform(&mut self) -> f32 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (r >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+
+    fn tensor(&mut self, shape: &[usize]) -> candle_core::Result<Tensor> {
+        let n = shape.iter().product();
+        let scale = 0.2 * 3f32.sqrt();
+        let v: Vec<f32> = (0..n)
+            .map(|_| scale * (0..4).map(|_| self.uniform()).sum::<f32>())
+            .collect();
+        Tensor::from_vec(v, shape, &Device::Cpu)
+    }
 }
 
 /// Writes a two-layer model of architecture `arch` with a byte-level vocabulary to `path`:
@@ -67,6 +88,8 @@ pub fn write_tiny_as(path: &Path, arch: &str, dtype: GgmlDType) -> candle_core::
     let f = |t: Tensor| QTensor::quantize(&t, GgmlDType::F32);
     let (toks, types, merges) = tokens();
     let vocab = toks.len();
+    let mut w = Weights(0x9E37_79B9_7F4A_7C15);
+    let mut rand = |shape: &[usize]| w.tensor(shape);
     let u = |v: usize| Value::U32(v as u32);
     let strs = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
     let key = |k: &str| format!("{arch}.{k}");
