@@ -138,17 +138,42 @@ struct Reader<'a, R> {
     device: &'a Device,
 }
 
-impl<R: Read + Seek> Reader<'_, R> {
-    fn q(&mut self, name: &str) -> Result<QTensor> {
-        self.ct.tensor(self.reader, name, self.device)
+impl<'a, R: Read + Seek> Reader<'a, R> {
+    /// The header's entry for tensor `name`.
+    fn info(&self, name: &str) -> Result<&'a gguf_file::TensorInfo> {
+        match self.ct.tensor_infos.get(name) {
+            Some(info) => Ok(info),
+            None => candle_core::bail!("tensor {name} is missing"),
+        }
     }
 
-    fn matmul(&mut self, name: &str) -> Result<QMatMul> {
-        QMatMul::from_qtensor(self.q(name)?)
+    /// The shape the header gives tensor `name` (rows first, as candle reads GGUF).
+    fn dims(&self, name: &str) -> Result<&'a [usize]> {
+        Ok(self.info(name)?.shape.dims())
     }
 
-    fn f32(&mut self, name: &str) -> Result<Tensor> {
-        self.q(name)?.dequantize(self.device)
+    /// Tensor `name`, which must have the shape `dims` with rows of whole quantization
+    /// blocks: a file whose tensors disagree with its own hyperparameters is refused before
+    /// any of them is used.
+    fn q(&mut self, name: &str, dims: &[usize]) -> Result<QTensor> {
+        let info = self.info(name)?;
+        let block = info.ggml_dtype.block_size();
+        if info.shape.dims() != dims || dims.last().is_some_and(|c| c % block != 0) {
+            candle_core::bail!(
+                "tensor {name} has shape {:?} ({:?}), expected {dims:?}",
+                info.shape.dims(),
+                info.ggml_dtype
+            );
+        }
+        info.read(self.reader, self.ct.tensor_data_offset, self.device)
+    }
+
+    fn matmul(&mut self, name: &str, dims: &[usize]) -> Result<QMatMul> {
+        QMatMul::from_qtensor(self.q(name, dims)?)
+    }
+
+    fn f32(&mut self, name: &str, dims: &[usize]) -> Result<Tensor> {
+        self.q(name, dims)?.dequantize(self.device)
     }
 
     fn u32(&self, key: &str) -> Result<usize> {
@@ -191,21 +216,38 @@ impl Decoder {
                 candle_core::bail!("rotary dimension {rope} ≠ head dimension {head_dim}");
             }
         }
-        let (cos, sin) = rotary_tables(head_dim, base, device)?;
-        let embed_q = r.q("token_embd.weight")?;
+        let width = Widths {
+            dim,
+            kv: head_dim * kv_heads,
+            hidden: match layers {
+                0 => 0,
+                _ => r.dims("blk.0.ffn_up.weight")?.first().copied().unwrap_or(0),
+            },
+        };
+        let vocab = r.dims("token_embd.weight")?.first().copied().unwrap_or(0);
+        if vocab == 0 || (layers > 0 && width.hidden == 0) {
+            candle_core::bail!(
+                "token_embd.weight has {vocab} rows, blk.0.ffn_up.weight {} (both must be > 0)",
+                width.hidden
+            );
+        }
+        let embed_q = r.q("token_embd.weight", &[vocab, dim])?;
         let embed = Embedding::new(embed_q.dequantize(device)?, dim);
-        let output = match r.q("output.weight") {
-            Ok(w) => QMatMul::from_qtensor(w)?,
+        let output = match r.dims("output.weight") {
+            Ok(_) => r.matmul("output.weight", &[vocab, dim])?,
             Err(_) => QMatMul::from_qtensor(embed_q)?, // tied embeddings
         };
         let blocks = (0..layers)
-            .map(|l| read_block(&mut r, arch, &format!("blk.{l}")))
+            .map(|l| read_block(&mut r, arch, &format!("blk.{l}"), width))
             .collect::<Result<_>>()?;
+        let norm = r.f32("output_norm.weight", &[dim])?;
+        // after the weights: their bytes bound the head width the tables are sized by
+        let (cos, sin) = rotary_tables(head_dim, base, device)?;
         Ok(Decoder {
             arch,
             embed,
             blocks,
-            norm: r.f32("output_norm.weight")?,
+            norm,
             output,
             heads,
             kv_heads,
@@ -299,26 +341,42 @@ impl Decoder {
     }
 }
 
-fn read_block<R: Read + Seek>(r: &mut Reader<'_, R>, arch: Arch, p: &str) -> Result<Block> {
+/// The widths a block's tensors must have.
+#[derive(Debug, Clone, Copy)]
+struct Widths {
+    dim: usize,
+    /// Key/value width: head width × key/value heads.
+    kv: usize,
+    /// Feed-forward width.
+    hidden: usize,
+}
+
+fn read_block<R: Read + Seek>(
+    r: &mut Reader<'_, R>,
+    arch: Arch,
+    p: &str,
+    w: Widths,
+) -> Result<Block> {
+    let Widths { dim, kv, hidden } = w;
     let bias = match arch {
         Arch::Llama => None,
         Arch::Qwen2 => Some([
-            r.f32(&format!("{p}.attn_q.bias"))?,
-            r.f32(&format!("{p}.attn_k.bias"))?,
-            r.f32(&format!("{p}.attn_v.bias"))?,
+            r.f32(&format!("{p}.attn_q.bias"), &[dim])?,
+            r.f32(&format!("{p}.attn_k.bias"), &[kv])?,
+            r.f32(&format!("{p}.attn_v.bias"), &[kv])?,
         ]),
     };
     Ok(Block {
-        attn_norm: r.f32(&format!("{p}.attn_norm.weight"))?,
-        wq: r.matmul(&format!("{p}.attn_q.weight"))?,
-        wk: r.matmul(&format!("{p}.attn_k.weight"))?,
-        wv: r.matmul(&format!("{p}.attn_v.weight"))?,
+        attn_norm: r.f32(&format!("{p}.attn_norm.weight"), &[dim])?,
+        wq: r.matmul(&format!("{p}.attn_q.weight"), &[dim, dim])?,
+        wk: r.matmul(&format!("{p}.attn_k.weight"), &[kv, dim])?,
+        wv: r.matmul(&format!("{p}.attn_v.weight"), &[kv, dim])?,
         bias,
-        wo: r.matmul(&format!("{p}.attn_output.weight"))?,
-        ffn_norm: r.f32(&format!("{p}.ffn_norm.weight"))?,
-        gate: r.matmul(&format!("{p}.ffn_gate.weight"))?,
-        up: r.matmul(&format!("{p}.ffn_up.weight"))?,
-        down: r.matmul(&format!("{p}.ffn_down.weight"))?,
+        wo: r.matmul(&format!("{p}.attn_output.weight"), &[dim, dim])?,
+        ffn_norm: r.f32(&format!("{p}.ffn_norm.weight"), &[dim])?,
+        gate: r.matmul(&format!("{p}.ffn_gate.weight"), &[hidden, dim])?,
+        up: r.matmul(&format!("{p}.ffn_up.weight"), &[hidden, dim])?,
+        down: r.matmul(&format!("{p}.ffn_down.weight"), &[dim, hidden])?,
     })
 }
 

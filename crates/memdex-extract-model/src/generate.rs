@@ -16,6 +16,7 @@ use candle_core::{Device, Tensor};
 use tokenizers::Tokenizer;
 
 use crate::decoder::{greedy, Decoder, KvCache};
+use crate::error::plain;
 use crate::gguf::GgufHeader;
 use crate::requant;
 use crate::ModelError;
@@ -68,7 +69,7 @@ impl Generator {
         let path = header.path;
         let weights = |cause| ModelError::Weights {
             path: path.clone(),
-            cause,
+            cause: plain(cause),
         };
         let faster = if requantize && device.is_cpu() {
             requant::requantize(&header.content, reader).map_err(weights)?
@@ -89,7 +90,10 @@ impl Generator {
                 }
                 Ok(())
             })
-            .map_err(|cause| ModelError::Prompt { path, cause })?;
+            .map_err(|cause| ModelError::Prompt {
+                path,
+                cause: plain(cause),
+            })?;
         Ok(Generator {
             decoder,
             prefix: cache,

@@ -12,6 +12,7 @@ use serde_json::json;
 use tokenizers::Tokenizer;
 
 use crate::decoder::Arch;
+use crate::error::{clip, plain};
 use crate::ModelError;
 
 /// GGUF token types (llama.cpp's `llama_token_type`): control and user-defined tokens are
@@ -46,7 +47,7 @@ impl GgufHeader {
         reader.rewind().map_err(io)?;
         let content = Content::read(&mut reader).map_err(|e| ModelError::NotGguf {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: clip(&plain(e).to_string()),
         })?;
         let h = GgufHeader {
             path: path.to_path_buf(),
@@ -61,7 +62,7 @@ impl GgufHeader {
         let arch = self.string("general.architecture")?;
         Arch::from_name(&arch).ok_or_else(|| ModelError::Architecture {
             path: self.path.clone(),
-            arch,
+            arch: clip(&arch),
         })
     }
 
@@ -75,8 +76,8 @@ impl GgufHeader {
     fn bad(&self, field: &str, message: impl ToString) -> ModelError {
         ModelError::Metadata {
             path: self.path.clone(),
-            field: field.to_string(),
-            message: message.to_string(),
+            field: clip(field),
+            message: clip(&message.to_string()),
         }
     }
 
@@ -121,14 +122,15 @@ impl GgufHeader {
         if let Some(json) = self.path.parent().map(|d| d.join("tokenizer.json")) {
             if json.is_file() {
                 return Tokenizer::from_file(&json)
-                    .map_err(|e| bad(format!("{}: {e}", json.display())));
+                    .map_err(|e| bad(format!("{}: {}", json.display(), clip(&e.to_string()))));
             }
         }
         let model = self.string("tokenizer.ggml.model")?;
         if model != "gpt2" {
             return Err(bad(format!(
-                "tokenizer model {model:?} (only byte-level BPE, \"gpt2\", is rebuilt from GGUF \
-                 metadata; put a tokenizer.json beside the file)"
+                "tokenizer model {:?} (only byte-level BPE, \"gpt2\", is rebuilt from GGUF \
+                 metadata; put a tokenizer.json beside the file)",
+                clip(&model)
             )));
         }
         let tokens = self.strings("tokenizer.ggml.tokens")?;
@@ -136,8 +138,8 @@ impl GgufHeader {
         let types = self.token_types(tokens.len())?;
         let pre = self.string("tokenizer.ggml.pre").unwrap_or_default();
         let spec = tokenizer_json(&tokens, &types, &merges, &pre);
-        let bytes = serde_json::to_vec(&spec).map_err(|e| bad(e.to_string()))?;
-        Tokenizer::from_bytes(bytes).map_err(|e| bad(e.to_string()))
+        let bytes = serde_json::to_vec(&spec).map_err(|e| bad(clip(&e.to_string())))?;
+        Tokenizer::from_bytes(bytes).map_err(|e| bad(clip(&e.to_string())))
     }
 }
 

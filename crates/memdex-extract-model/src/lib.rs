@@ -56,7 +56,7 @@ impl ModelDevice {
         match self {
             ModelDevice::Cpu => Ok(Device::Cpu),
             ModelDevice::Cuda if cfg!(feature = "cuda") => {
-                Device::new_cuda(0).map_err(ModelError::Cuda)
+                Device::new_cuda(0).map_err(|e| ModelError::Cuda(error::plain(e)))
             }
             ModelDevice::Cuda => Err(ModelError::NoCuda),
         }

@@ -193,7 +193,7 @@ fn set(md: &mut Metadata, key: &str, v: Value) {
 fn inconsistent_models_are_refused_at_load() {
     let dir = tempfile::tempdir().expect("tmp");
     let good = tiny(dir.path(), "llama");
-    let edits: [(&str, Edit); 5] = [
+    let edits: [(&str, Edit); 7] = [
         ("zero-heads", |md, _| {
             set(md, "llama.attention.head_count", Value::U32(0))
         }),
@@ -211,6 +211,25 @@ fn inconsistent_models_are_refused_at_load() {
             let q = QTensor::quantize(&w, GgmlDType::F32).expect("q");
             let slot = ts.iter_mut().find(|(n, _)| n == "blk.1.attn_q.weight");
             slot.expect("tensor").1 = q;
+        }),
+        // a width the weights do not have: the rotary tables it implies would need terabytes
+        ("wide", |md, _| {
+            set(md, "llama.embedding_length", Value::U32(1 << 30));
+            set(md, "llama.attention.head_count", Value::U32(1));
+            set(md, "llama.attention.head_count_kv", Value::U32(1));
+            set(md, "llama.rope.dimension_count", Value::U32(1 << 30));
+        }),
+        // a feed-forward of width 0 (a division by zero in candle's quantized matmul)
+        ("zero-width", |_, ts| {
+            for (n, t) in ts.iter_mut() {
+                let dims = match n.rsplit('.').nth(1) {
+                    Some("ffn_gate" | "ffn_up") => (0, 32),
+                    Some("ffn_down") => (32, 0),
+                    _ => continue,
+                };
+                let w = Tensor::zeros(dims, candle_core::DType::F32, &Device::Cpu).expect("0");
+                *t = QTensor::quantize(&w, GgmlDType::F32).expect("q");
+            }
         }),
     ];
     for (name, edit) in edits {
