@@ -13,5 +13,6 @@ pub use item::{content_hash, MemoryItem, Role, Session, Turn};
 pub use model::{ModelInfo, Pooling, TextKind};
 pub use options::{DeviceChoice, Granularity, KeyRoles, OnError};
 pub use tenant::{
-    check_tenant_name, clip, tenant_name_from, TenantProblem, MAX_TENANT_BYTES, TENANT_RULE,
+    check_tenant_name, clip, clip_message, tenant_name_from, TenantProblem, MAX_TENANT_BYTES,
+    TENANT_RULE,
 };

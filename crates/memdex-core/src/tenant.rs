@@ -95,6 +95,25 @@ pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}…({} bytes)", &s[..end], s.len()))
 }
 
+/// A parser's message cut to its first 160 and last 60 bytes when longer (serde and other
+/// parsers quote whole values; the end holds the position).
+pub fn clip_message(m: &str) -> String {
+    const HEAD: usize = 160;
+    const TAIL: usize = 60;
+    if m.len() <= HEAD + TAIL + 32 {
+        return m.to_string();
+    }
+    let mut head = HEAD;
+    while !m.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = m.len() - TAIL;
+    while !m.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}…({} bytes cut)…{}", &m[..head], tail - head, &m[tail..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +195,21 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
         assert!(names[0].starts_with("a_b-"), "{}", names[0]);
+    }
+
+    #[test]
+    fn clip_message_keeps_the_head_and_the_position_at_the_end() {
+        let short = "invalid type: string \"x\", expected usize at line 1 column 9";
+        assert_eq!(clip_message(short), short);
+        let long = format!(
+            "invalid type: string \"{}\", expected usize at line 3 column 9",
+            "é".repeat(500)
+        );
+        let c = clip_message(&long);
+        assert!(c.len() < 260, "{c}");
+        assert!(c.starts_with("invalid type: string"), "{c}");
+        assert!(c.ends_with("expected usize at line 3 column 9"), "{c}");
+        assert!(c.contains("bytes cut"), "{c}");
     }
 
     #[test]

@@ -51,33 +51,9 @@ pub(crate) fn plain(e: candle_core::Error) -> candle_core::Error {
     }
 }
 
-/// Longest message an error quotes from a file (names and values in a hostile header can be
-/// megabytes long).
-const MAX_QUOTE: usize = 240;
-
-/// The first line of `message`, at most [`MAX_QUOTE`] characters, `…` where cut.
-pub(crate) fn clip(message: &str) -> String {
-    let line = message.lines().next().unwrap_or("");
-    match line.char_indices().nth(MAX_QUOTE) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None if line.len() < message.trim_end().len() => format!("{line}…"),
-        None => line.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clip_keeps_one_short_line() {
-        assert_eq!(clip("no tensor"), "no tensor");
-        assert_eq!(clip("no tensor\n   0: frame"), "no tensor…");
-        let long = "é".repeat(1000);
-        let c = clip(&long);
-        assert_eq!(c.chars().count(), MAX_QUOTE + 1);
-        assert!(c.ends_with('…'));
-    }
 
     #[test]
     fn plain_drops_the_backtrace() {

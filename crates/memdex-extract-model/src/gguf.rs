@@ -12,7 +12,9 @@ use serde_json::json;
 use tokenizers::Tokenizer;
 
 use crate::decoder::Arch;
-use crate::error::{clip, plain};
+use memdex_core::clip_message as clip;
+
+use crate::error::plain;
 use crate::ModelError;
 
 /// GGUF token types (llama.cpp's `llama_token_type`): control and user-defined tokens are
@@ -73,11 +75,12 @@ impl GgufHeader {
             .ok_or_else(|| self.bad(field, "missing"))
     }
 
-    fn bad(&self, field: &str, message: impl ToString) -> ModelError {
+    /// A metadata error; `message` may be a candle error (its backtrace is dropped) or text.
+    fn bad(&self, field: &str, message: impl Into<Plain>) -> ModelError {
         ModelError::Metadata {
             path: self.path.clone(),
             field: clip(field),
-            message: clip(&message.to_string()),
+            message: clip(&message.into().0),
         }
     }
 
@@ -140,6 +143,21 @@ impl GgufHeader {
         let spec = tokenizer_json(&tokens, &types, &merges, &pre);
         let bytes = serde_json::to_vec(&spec).map_err(|e| bad(clip(&e.to_string())))?;
         Tokenizer::from_bytes(bytes).map_err(|e| bad(clip(&e.to_string())))
+    }
+}
+
+/// An error message without candle's backtrace.
+struct Plain(String);
+
+impl From<candle_core::Error> for Plain {
+    fn from(e: candle_core::Error) -> Plain {
+        Plain(plain(e).to_string())
+    }
+}
+
+impl From<&str> for Plain {
+    fn from(s: &str) -> Plain {
+        Plain(s.to_string())
     }
 }
 

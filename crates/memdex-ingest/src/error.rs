@@ -59,22 +59,3 @@ pub enum IngestError {
         offset: usize,
     },
 }
-
-/// A parser message cut to its first 160 and last 60 bytes (serde quotes whole values; the
-/// end holds the position).
-pub(crate) fn clip_message(m: &str) -> String {
-    const HEAD: usize = 160;
-    const TAIL: usize = 60;
-    if m.len() <= HEAD + TAIL + 32 {
-        return m.to_string();
-    }
-    let mut head = HEAD;
-    while !m.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = m.len() - TAIL;
-    while !m.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!("{}…({} bytes cut)…{}", &m[..head], tail - head, &m[tail..])
-}

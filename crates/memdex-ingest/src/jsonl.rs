@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use memdex_core::{OnError, Session};
 
-use crate::error::clip_message;
 use crate::{Context, IngestError, SessionIn, SessionLimits, SessionSource, WireError};
+use memdex_core::clip_message;
 
 /// Default cap on one input line (one session): 64 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;

@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::date::check_year;
-use crate::error::clip_message;
 use crate::{check_session, IngestError, SessionLimits};
+use memdex_core::clip_message;
 
 /// LoCoMo's question categories.
 pub fn category_name(c: u8) -> &'static str {

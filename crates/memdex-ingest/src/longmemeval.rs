@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use memdex_core::{clip, content_hash, tenant_name_from, Role, Session, Turn};
 use serde::Deserialize;
 
-use crate::error::clip_message;
 use crate::{check_session, parse_date, IngestError, SessionLimits};
+use memdex_core::clip_message;
 
 /// One question with its haystack. Each question is its own tenant.
 #[derive(Debug, Clone, PartialEq)]
