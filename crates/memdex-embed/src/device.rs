@@ -53,8 +53,7 @@ fn cuda(_n: usize, requested: &str) -> Result<Device, EmbedError> {
 
 /// A candle error's message without the backtrace candle attaches when `RUST_BACKTRACE` is
 /// set: a user-facing error names the failure, it does not dump frames.
-#[cfg(any(feature = "cuda", test))]
-fn plain_message(e: &candle_core::Error) -> String {
+pub(crate) fn plain_message(e: &candle_core::Error) -> String {
     match e {
         candle_core::Error::WithBacktrace { inner, .. } => plain_message(inner),
         e => e.to_string(),

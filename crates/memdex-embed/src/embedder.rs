@@ -1,7 +1,7 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config as BertConfig;
-use memdex_core::{ModelInfo, Pooling, TextKind};
+use memdex_core::{clip, clip_message, ModelInfo, Pooling, TextKind};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::fast_bert::{FastBert, Layout};
@@ -511,7 +511,7 @@ fn load_backend(
     let weights_err = |e: candle_core::Error| EmbedError::Weights {
         path: weights_path.clone(),
         config: files.config.clone(),
-        message: e.to_string(),
+        message: clip_message(&crate::device::plain_message(&e)),
     };
     let is_cuda = device.is_cuda();
     let fast = !is_cuda && opts.cpu_backend == CpuBackend::Fast;
@@ -603,7 +603,7 @@ fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
     let mut v: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
             path: path.to_path_buf(),
-            message: format!("invalid JSON: {e}"),
+            message: format!("invalid JSON: {}", clip_message(&e.to_string())),
         })?;
     if let Some(act) = v.get_mut("hidden_act") {
         let mapped = match act.as_str() {
@@ -622,11 +622,14 @@ fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
     if model_type != "bert" {
         return Err(EmbedError::Config {
             path: path.to_path_buf(),
-            message: format!("model_type {model_type:?} is not a BERT-family encoder"),
+            message: format!(
+                "model_type {:?} is not a BERT-family encoder",
+                clip(model_type, 64)
+            ),
         });
     }
     serde_json::from_value(v).map_err(|e| EmbedError::Config {
         path: path.to_path_buf(),
-        message: format!("not a BERT config: {e}"),
+        message: format!("not a BERT config: {}", clip_message(&e.to_string())),
     })
 }

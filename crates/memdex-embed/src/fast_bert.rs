@@ -154,11 +154,12 @@ impl FastBert {
             &[cfg.type_vocab_size, h],
             "token_type_embeddings.weight",
         )?;
-        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        // nothing is sized by config.json alone: a hostile count or width must fail on the
+        // first weight it does not match, not reserve terabytes first
+        let mut layers = Vec::new();
         for l in 0..cfg.num_hidden_layers {
             let v = vb.pp(format!("encoder.layer.{l}"));
-            let mut qkv_w = Vec::with_capacity(3 * h * h);
-            let mut qkv_b = Vec::with_capacity(3 * h);
+            let (mut qkv_w, mut qkv_b) = (Vec::new(), Vec::new());
             for n in ["query", "key", "value"] {
                 qkv_w.extend(get(&v, &[h, h], &format!("attention.self.{n}.weight"))?);
                 qkv_b.extend(get(&v, &[h], &format!("attention.self.{n}.bias"))?);

@@ -97,7 +97,10 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, EmbedErro
     })?;
     serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
         path: path.to_path_buf(),
-        message: format!("invalid JSON: {e}"),
+        message: format!(
+            "invalid JSON: {}",
+            memdex_core::clip_message(&e.to_string())
+        ),
     })
 }
 
