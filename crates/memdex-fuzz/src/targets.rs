@@ -107,6 +107,12 @@ pub const TARGETS: &[Target] = &[
         seeds: models::e5s1_seeds,
     },
     Target {
+        name: "model_dir",
+        shape: Shape::Json,
+        run: models::model_dir,
+        seeds: models::model_dir_seeds,
+    },
+    Target {
         name: "model_answer",
         shape: Shape::Text,
         run: models::model_answer,

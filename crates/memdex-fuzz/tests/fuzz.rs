@@ -22,6 +22,7 @@ fn execs(name: &str) -> u64 {
         // a load and one generation of a tiny model per execution
         "gguf" => 300,
         "e5s1" => 1_500,
+        "model_dir" => 400,
         _ => 20_000,
     };
     let scale: f64 = std::env::var("MEMDEX_FUZZ_SCALE")
@@ -74,6 +75,7 @@ short!(
     http_bodies,
     gguf,
     e5s1,
+    model_dir,
     model_answer
 );
 
@@ -94,6 +96,7 @@ fn every_target_has_a_short_pass_and_valid_seeds() {
             "http_bodies",
             "gguf",
             "e5s1",
+            "model_dir",
             "model_answer"
         ]
     );
