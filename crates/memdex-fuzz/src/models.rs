@@ -11,7 +11,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use memdex_convert::{convert_e5s1, E5s1, Source};
 use memdex_core::TextKind;
-use memdex_embed::{CpuBackend, EmbedOptions, Embedder};
+use memdex_embed::{CpuBackend, EmbedOptions, Embedder, WeightFormat};
 use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
@@ -134,25 +134,93 @@ pub fn model_dir(data: &[u8]) -> u64 {
             cpu_backend,
             ..EmbedOptions::default()
         };
-        match Embedder::load(&dir.display().to_string(), Device::Cpu, &opts) {
-            Ok(m) => match m.embed(&["where does Ann live?", ""], TextKind::Query) {
-                Ok(e) => {
-                    assert_eq!(
-                        e.data.len(),
-                        2 * e.dim,
-                        "{} values, dim {}",
-                        e.data.len(),
-                        e.dim
-                    );
-                    sig.add(("ok", e.dim, e.tokens));
-                }
-                Err(e) => check_message(&e.to_string(), &dir, &mut sig),
-            },
-            Err(e) => check_message(&e.to_string(), &dir, &mut sig),
-        }
+        embed_two(&dir, &opts, &mut sig);
     }
     let _ = std::fs::remove_dir_all(&dir);
     sig.done()
+}
+
+/// The files of a converted E5 folder that [`embed_gguf`] keeps (the weights are the input).
+const E5_FILES: &[&str] = &[
+    "config.json",
+    "tokenizer.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling/config.json",
+    "model.gguf",
+];
+
+/// The tiny E5S1 container converted once, its files held in memory ([`E5_FILES`]; its
+/// `model.gguf` is the seed of [`embed_gguf`]).
+fn converted_tiny_e5() -> &'static [(&'static str, Vec<u8>)] {
+    static FILES: std::sync::OnceLock<Vec<(&'static str, Vec<u8>)>> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        let dir = scratch("e5-template");
+        let c = E5s1::parse(Path::new("tiny-e5s1.bin"), e5s1_seeds().remove(0))
+            .expect("the committed tiny container parses");
+        convert_e5s1(&c, &dir, &Source::default()).expect("the tiny container converts");
+        let files = E5_FILES
+            .iter()
+            .map(|f| (*f, std::fs::read(dir.join(f)).expect("a converted file")))
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        files
+    })
+}
+
+/// An embedding model's `model.gguf` (`--weights gguf`): the input as the weights of the
+/// converted tiny E5, loaded with both CPU encoders (the fast one dequantises it, candle's
+/// runs the blocks) and asked for two vectors.
+pub fn embed_gguf(data: &[u8]) -> u64 {
+    let mut sig = Sig::default();
+    let dir = scratch("e5");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("1_Pooling")).expect("create the scratch folder");
+    for (file, bytes) in converted_tiny_e5() {
+        let bytes = if *file == "model.gguf" { data } else { bytes };
+        std::fs::write(dir.join(file), bytes).expect("write a model file");
+    }
+    for cpu_backend in [CpuBackend::Fast, CpuBackend::Candle] {
+        let opts = EmbedOptions {
+            cpu_backend,
+            weights: WeightFormat::Gguf,
+            ..EmbedOptions::default()
+        };
+        embed_two(&dir, &opts, &mut sig);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    sig.done()
+}
+
+/// Loads the model in `dir` and embeds a query and an empty text: two vectors of its width,
+/// or an error naming a file of the folder.
+fn embed_two(dir: &Path, opts: &EmbedOptions, sig: &mut Sig) {
+    match Embedder::load(&dir.display().to_string(), Device::Cpu, opts) {
+        Ok(m) => match m.embed(&["where does Ann live?", ""], TextKind::Query) {
+            Ok(e) => {
+                assert_eq!(
+                    e.data.len(),
+                    2 * e.dim,
+                    "{} values, dim {}",
+                    e.data.len(),
+                    e.dim
+                );
+                sig.add(("ok", e.dim, e.tokens));
+            }
+            Err(e) => check_message(&e.to_string(), dir, sig),
+        },
+        Err(e) => check_message(&e.to_string(), dir, sig),
+    }
+}
+
+/// The converted tiny E5's `model.gguf`.
+pub fn embed_gguf_seeds() -> Vec<Vec<u8>> {
+    converted_tiny_e5()
+        .iter()
+        .filter(|(f, _)| *f == "model.gguf")
+        .map(|(_, bytes)| bytes.clone())
+        .collect()
 }
 
 /// What a small model may answer for an item: the input is the item's text, a line `---`,

@@ -113,6 +113,12 @@ pub const TARGETS: &[Target] = &[
         seeds: models::model_dir_seeds,
     },
     Target {
+        name: "embed_gguf",
+        shape: Shape::Binary,
+        run: models::embed_gguf,
+        seeds: models::embed_gguf_seeds,
+    },
+    Target {
         name: "model_answer",
         shape: Shape::Text,
         run: models::model_answer,

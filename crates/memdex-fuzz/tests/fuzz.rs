@@ -23,6 +23,7 @@ fn execs(name: &str) -> u64 {
         "gguf" => 300,
         "e5s1" => 1_500,
         "model_dir" => 400,
+        "embed_gguf" => 300,
         _ => 20_000,
     };
     let scale: f64 = std::env::var("MEMDEX_FUZZ_SCALE")
@@ -76,6 +77,7 @@ short!(
     gguf,
     e5s1,
     model_dir,
+    embed_gguf,
     model_answer
 );
 
@@ -97,6 +99,7 @@ fn every_target_has_a_short_pass_and_valid_seeds() {
             "gguf",
             "e5s1",
             "model_dir",
+            "embed_gguf",
             "model_answer"
         ]
     );
