@@ -27,6 +27,7 @@ mod compact;
 mod contents;
 mod error;
 mod failpoint;
+mod ipc;
 mod live;
 mod lsh_column;
 mod manifest;

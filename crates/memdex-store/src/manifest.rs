@@ -2,7 +2,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memdex_core::{Granularity, ModelInfo};
+use memdex_core::{check_tenant_name, clip, clip_message, Granularity, ModelInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{io, StoreError};
@@ -192,7 +192,7 @@ impl Manifest {
         }
         let v: Version = serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
             path: path.clone(),
-            message: e.to_string(),
+            message: clip_message(&e.to_string()),
         })?;
         if v.format_version != FORMAT_VERSION && v.format_version != FORMAT_VERSION_SHARED {
             return Err(StoreError::FormatVersion {
@@ -203,10 +203,12 @@ impl Manifest {
         }
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| StoreError::Manifest {
             path: path.clone(),
-            message: e.to_string(),
+            message: clip_message(&e.to_string()),
         })?;
-        m.validate()
-            .map_err(|message| StoreError::Manifest { path, message })?;
+        m.validate().map_err(|message| StoreError::Manifest {
+            path,
+            message: clip_message(&message),
+        })?;
         Ok(m)
     }
 
@@ -218,7 +220,7 @@ impl Manifest {
         let mut ids = std::collections::HashSet::new();
         let mut files = std::collections::HashSet::new();
         for s in &self.segments {
-            let seg = format!("segment {} ({:?})", s.id, s.file);
+            let seg = format!("segment {} ({:?})", s.id, clip(&s.file, 64));
             if !is_file_name(&s.file, "seg-") {
                 return Err(format!("{seg}: file name must be seg-<digits>.arrow"));
             }
@@ -235,6 +237,8 @@ impl Manifest {
             }
             let mut next = 0u64;
             for t in &s.tenants {
+                // a name the store would not accept is no tenant of it
+                check_tenant_name(&t.tenant).map_err(|e| format!("{seg}: {e}"))?;
                 if t.start != next || t.rows == 0 {
                     return Err(format!(
                         "{seg}: tenant {:?} range starts at row {} with {} rows; ranges must tile the rows",
@@ -280,7 +284,7 @@ impl Manifest {
         }
         let mut seen = std::collections::HashSet::new();
         for c in &self.contents {
-            let what = format!("content file {} ({:?})", c.id, c.file);
+            let what = format!("content file {} ({:?})", c.id, clip(&c.file, 64));
             if !is_file_name(&c.file, "cnt-") {
                 return Err(format!("{what}: file name must be cnt-<digits>.arrow"));
             }

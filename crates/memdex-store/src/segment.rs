@@ -13,8 +13,6 @@ use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, ListArray, RecordBatch,
     StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
 };
-use arrow_buffer::Buffer;
-use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
 use arrow_ipc::MetadataVersion;
 use memdex_core::{MemoryItem, Role};
@@ -629,7 +627,7 @@ pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreErr
         let len = buffer.len();
         return Err(bad(format!("file is {len} bytes, manifest says {bytes}")));
     }
-    decode_single_batch(&buffer).map_err(bad)
+    crate::ipc::decode_single_batch(&buffer).map_err(bad)
 }
 
 /// The row count the manifest says (at most `u32::MAX`: rows are located by u32) and no nulls.
@@ -642,45 +640,4 @@ pub(crate) fn check_shape(batch: &RecordBatch, rows: u64) -> Result<(), String> 
         return Err("unexpected nulls".into());
     }
     Ok(())
-}
-
-/// Decodes the one record batch of an IPC file held in `buffer`, without copying its data.
-pub(crate) fn decode_single_batch(buffer: &Buffer) -> Result<RecordBatch, String> {
-    use arrow_ipc::convert::try_fb_to_schema;
-    use arrow_ipc::reader::read_footer_length;
-    use arrow_ipc::root_as_footer;
-
-    let len = buffer.len();
-    if len < 16 || &buffer[..6] != b"ARROW1" || &buffer[len - 6..] != b"ARROW1" {
-        return Err("not an Arrow IPC file (missing ARROW1 magic at start or end)".into());
-    }
-    let trailer: [u8; 10] = buffer[len - 10..]
-        .try_into()
-        .map_err(|_| "short trailer".to_string())?;
-    let footer_len = read_footer_length(trailer).map_err(|e| e.to_string())?;
-    if footer_len + 10 > len {
-        return Err(format!("footer length {footer_len} exceeds the file"));
-    }
-    let footer = root_as_footer(&buffer[len - 10 - footer_len..len - 10])
-        .map_err(|e| format!("bad footer: {e}"))?;
-    let schema = try_fb_to_schema(footer.schema().ok_or("footer has no schema")?)
-        .map_err(|e| format!("bad schema: {e}"))?;
-    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
-    let blocks = footer
-        .recordBatches()
-        .ok_or("footer lists no record batches")?;
-    if blocks.len() != 1 {
-        return Err(format!("expected 1 record batch, found {}", blocks.len()));
-    }
-    let block = blocks.get(0);
-    let start = usize::try_from(block.offset()).map_err(|_| "negative block offset")?;
-    let block_len = block.bodyLength() as usize + block.metaDataLength() as usize;
-    if start.checked_add(block_len).is_none_or(|end| end > len) {
-        return Err("record batch block lies outside the file".into());
-    }
-    let data = buffer.slice_with_length(start, block_len);
-    decoder
-        .read_record_batch(block, &data)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "empty record batch block".to_string())
 }

@@ -215,7 +215,7 @@ fn open_segment(dir: &Path, m: &AuxSegmentMeta) -> Result<arrow_array::RecordBat
             m.bytes
         )));
     }
-    let batch = crate::segment::decode_single_batch(&buffer).map_err(bad)?;
+    let batch = crate::ipc::decode_single_batch(&buffer).map_err(bad)?;
     aux_rows::check(&batch, m.kind, m.rows).map_err(bad)?;
     Ok(batch)
 }
