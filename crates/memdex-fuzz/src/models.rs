@@ -5,7 +5,7 @@
 //! error names the file; an answer yields at most [`MAX_FACTS`] one-line facts with no
 //! question and no `|` left in them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
@@ -16,14 +16,7 @@ use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
 
-use crate::targets::{Sig, MAX_ERROR};
-
-/// A scratch path of this process and thread (harnesses run on several threads).
-fn scratch(ext: &str) -> PathBuf {
-    let thread = format!("{:?}", std::thread::current().id());
-    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
-    std::env::temp_dir().join(format!("memdex-fuzz-{}-{thread}.{ext}", std::process::id()))
-}
+use crate::targets::{scratch, Sig, MAX_ERROR};
 
 fn check_message(m: &str, path: &Path, sig: &mut Sig) {
     let name = path.display().to_string();
@@ -41,7 +34,7 @@ fn check_message(m: &str, path: &Path, sig: &mut Sig) {
 /// it loads, one item extracted (generation, parsing, the fallback to the rules).
 pub fn gguf(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
-    let path = scratch("gguf");
+    let path = scratch("extractor.gguf");
     std::fs::write(&path, data).expect("write the scratch model file");
     match ModelFacts::load(&path, ModelOptions::default()) {
         Ok(model) => {
@@ -66,7 +59,7 @@ pub fn e5s1(data: &[u8]) -> u64 {
     let path = Path::new("fuzz-e5s1.bin");
     match E5s1::parse(path, data.to_vec()) {
         Ok(c) => {
-            let dir = scratch("e5s1");
+            let dir = scratch("e5s1-converted");
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("create the scratch folder");
             match convert_e5s1(&c, &dir, &Source::default()) {

@@ -27,6 +27,7 @@ use serde_json::Value;
 use crate::models;
 use crate::mutate::Shape;
 use crate::seeds;
+use crate::store;
 
 /// A fuzz target.
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +120,18 @@ pub const TARGETS: &[Target] = &[
         seeds: models::embed_gguf_seeds,
     },
     Target {
+        name: "store_manifest",
+        shape: Shape::Json,
+        run: store::manifest,
+        seeds: store::manifest_seeds,
+    },
+    Target {
+        name: "store_segment",
+        shape: Shape::Binary,
+        run: store::segment,
+        seeds: store::segment_seeds,
+    },
+    Target {
         name: "model_answer",
         shape: Shape::Text,
         run: models::model_answer,
@@ -157,6 +170,16 @@ impl Sig {
     pub(crate) fn done(self) -> u64 {
         self.0.finish()
     }
+}
+
+/// A scratch path for `what`, of this process and thread (harnesses run on several threads).
+pub(crate) fn scratch(what: &str) -> std::path::PathBuf {
+    let thread = format!("{:?}", std::thread::current().id());
+    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
+    std::env::temp_dir().join(format!(
+        "memdex-fuzz-{}-{thread}-{what}",
+        std::process::id()
+    ))
 }
 
 fn year_ok(ms: i64) -> bool {

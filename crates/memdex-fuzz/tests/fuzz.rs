@@ -24,6 +24,8 @@ fn execs(name: &str) -> u64 {
         "e5s1" => 1_500,
         "model_dir" => 400,
         "embed_gguf" => 300,
+        "store_manifest" => 1_500,
+        "store_segment" => 1_000,
         _ => 20_000,
     };
     let scale: f64 = std::env::var("MEMDEX_FUZZ_SCALE")
@@ -78,6 +80,8 @@ short!(
     e5s1,
     model_dir,
     embed_gguf,
+    store_manifest,
+    store_segment,
     model_answer
 );
 
@@ -100,6 +104,8 @@ fn every_target_has_a_short_pass_and_valid_seeds() {
             "e5s1",
             "model_dir",
             "embed_gguf",
+            "store_manifest",
+            "store_segment",
             "model_answer"
         ]
     );
