@@ -16,19 +16,7 @@ use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
 
-use crate::targets::{scratch, Sig, MAX_ERROR};
-
-fn check_message(m: &str, path: &Path, sig: &mut Sig) {
-    let name = path.display().to_string();
-    assert!(m.contains(&name), "error without the file: {m}");
-    assert!(
-        m.len() <= MAX_ERROR,
-        "error keeps {} bytes: {}",
-        m.len(),
-        m.chars().take(200).collect::<String>()
-    );
-    sig.add_msg(&m.replace(&name, "FILE"));
-}
+use crate::targets::{check_message, scratch, Sig};
 
 /// A GGUF extractor model: loaded on the CPU as `--extractor model:FILE` loads it, and when
 /// it loads, one item extracted (generation, parsing, the fallback to the rules).

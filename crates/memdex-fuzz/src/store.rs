@@ -12,7 +12,7 @@ use memdex_extract::HeuristicFacts;
 use memdex_store::{Layout, Store, StoreSpec, StoreWriter};
 use memdex_testkit::{item, model, vectors};
 
-use crate::targets::{scratch, Sig, MAX_ERROR};
+use crate::targets::{check_message, scratch, Sig};
 
 const DIM: usize = 4;
 
@@ -102,20 +102,7 @@ fn open_with(layout: Layout, replace: impl Fn(&Path) -> Option<Vec<u8>>, sig: &m
     }
     match Store::open(&dir) {
         Ok(store) => read_all(&store, sig),
-        Err(e) => {
-            let m = e.to_string();
-            assert!(
-                m.contains(&dir.display().to_string()),
-                "error without the store: {m}"
-            );
-            assert!(
-                m.len() <= MAX_ERROR,
-                "error keeps {} bytes: {}",
-                m.len(),
-                m.chars().take(300).collect::<String>()
-            );
-            sig.add_msg(&m.replace(&dir.display().to_string(), "DIR"));
-        }
+        Err(e) => check_message(&e.to_string(), &dir, sig),
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -182,6 +182,20 @@ pub(crate) fn scratch(what: &str) -> std::path::PathBuf {
     ))
 }
 
+/// An error of a harness that writes its input to `path` (a file or folder): it names the
+/// path and keeps a short message; its kind goes into the signature.
+pub(crate) fn check_message(m: &str, path: &Path, sig: &mut Sig) {
+    let name = path.display().to_string();
+    assert!(m.contains(&name), "error without the file: {m}");
+    assert!(
+        m.len() <= MAX_ERROR,
+        "error keeps {} bytes: {}",
+        m.len(),
+        m.chars().take(300).collect::<String>()
+    );
+    sig.add_msg(&m.replace(&name, "FILE"));
+}
+
 fn year_ok(ms: i64) -> bool {
     // the year as written is bounded; an offset may move the instant a day either way
     chrono::DateTime::from_timestamp_millis(ms)
