@@ -8,12 +8,11 @@ use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file::{Content, Value};
+use memdex_core::{clip, clip_message};
 use serde_json::json;
 use tokenizers::Tokenizer;
 
 use crate::decoder::Arch;
-use memdex_core::clip_message as clip;
-
 use crate::error::plain;
 use crate::ModelError;
 
@@ -49,7 +48,7 @@ impl GgufHeader {
         reader.rewind().map_err(io)?;
         let content = Content::read(&mut reader).map_err(|e| ModelError::NotGguf {
             path: path.to_path_buf(),
-            message: clip(&plain(e).to_string()),
+            message: clip_message(&plain(e).to_string()),
         })?;
         let h = GgufHeader {
             path: path.to_path_buf(),
@@ -64,7 +63,7 @@ impl GgufHeader {
         let arch = self.string("general.architecture")?;
         Arch::from_name(&arch).ok_or_else(|| ModelError::Architecture {
             path: self.path.clone(),
-            arch: clip(&arch),
+            arch: clip(&arch, 64).into_owned(),
         })
     }
 
@@ -79,8 +78,8 @@ impl GgufHeader {
     fn bad(&self, field: &str, message: impl Into<Plain>) -> ModelError {
         ModelError::Metadata {
             path: self.path.clone(),
-            field: clip(field),
-            message: clip(&message.into().0),
+            field: field.to_string(),
+            message: clip_message(&message.into().0),
         }
     }
 
@@ -124,8 +123,13 @@ impl GgufHeader {
         };
         if let Some(json) = self.path.parent().map(|d| d.join("tokenizer.json")) {
             if json.is_file() {
-                return Tokenizer::from_file(&json)
-                    .map_err(|e| bad(format!("{}: {}", json.display(), clip(&e.to_string()))));
+                return Tokenizer::from_file(&json).map_err(|e| {
+                    bad(format!(
+                        "{}: {}",
+                        json.display(),
+                        clip_message(&e.to_string())
+                    ))
+                });
             }
         }
         let model = self.string("tokenizer.ggml.model")?;
@@ -133,7 +137,7 @@ impl GgufHeader {
             return Err(bad(format!(
                 "tokenizer model {:?} (only byte-level BPE, \"gpt2\", is rebuilt from GGUF \
                  metadata; put a tokenizer.json beside the file)",
-                clip(&model)
+                clip(&model, 64)
             )));
         }
         let tokens = self.strings("tokenizer.ggml.tokens")?;
@@ -141,8 +145,8 @@ impl GgufHeader {
         let types = self.token_types(tokens.len())?;
         let pre = self.string("tokenizer.ggml.pre").unwrap_or_default();
         let spec = tokenizer_json(&tokens, &types, &merges, &pre);
-        let bytes = serde_json::to_vec(&spec).map_err(|e| bad(clip(&e.to_string())))?;
-        Tokenizer::from_bytes(bytes).map_err(|e| bad(clip(&e.to_string())))
+        let bytes = serde_json::to_vec(&spec).map_err(|e| bad(clip_message(&e.to_string())))?;
+        Tokenizer::from_bytes(bytes).map_err(|e| bad(clip_message(&e.to_string())))
     }
 }
 
