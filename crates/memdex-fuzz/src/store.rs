@@ -12,7 +12,7 @@ use memdex_extract::HeuristicFacts;
 use memdex_store::{Layout, Store, StoreSpec, StoreWriter};
 use memdex_testkit::{item, model, vectors};
 
-use crate::targets::{check_message, scratch, Sig};
+use crate::targets::{check_message, scratch, scratch_folder, Sig};
 
 const DIM: usize = 4;
 
@@ -87,19 +87,14 @@ fn collect(root: &Path, dir: &Path, out: &mut Files) {
     }
 }
 
-/// The template of `layout` written to a scratch folder with `replace(path) -> Some(bytes)`
-/// in place of the files it names; opened and read whole.
-fn open_with(layout: Layout, replace: impl Fn(&Path) -> Option<Vec<u8>>, sig: &mut Sig) {
-    let dir = scratch("store");
-    let _ = std::fs::remove_dir_all(&dir);
-    for (rel, bytes) in template(layout) {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create the scratch store");
-        }
-        let bytes = replace(rel).unwrap_or_else(|| bytes.clone());
-        std::fs::write(&path, bytes).expect("write a store file");
-    }
+/// The template of `layout` written to a scratch folder with `input` in place of the file
+/// at `replaced`; opened and read whole.
+fn open_with(layout: Layout, replaced: &Path, input: &[u8], sig: &mut Sig) {
+    let files = template(layout).iter().map(|(rel, bytes)| {
+        let bytes = if rel == replaced { input } else { bytes };
+        (rel.as_path(), bytes)
+    });
+    let dir = scratch_folder("store", files);
     match Store::open(&dir) {
         Ok(store) => read_all(&store, sig),
         Err(e) => check_message(&e.to_string(), &dir, sig),
@@ -142,8 +137,7 @@ pub fn manifest(data: &[u8]) -> u64 {
     } else {
         Layout::Shared
     };
-    let is_manifest = |p: &Path| p == Path::new("manifest.json");
-    open_with(layout, |p| is_manifest(p).then(|| data.to_vec()), &mut sig);
+    open_with(layout, Path::new("manifest.json"), data, &mut sig);
     sig.done()
 }
 
@@ -151,8 +145,7 @@ pub fn manifest(data: &[u8]) -> u64 {
 pub fn segment(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
     for layout in [Layout::Inline, Layout::Shared] {
-        let first = first_segment(layout);
-        open_with(layout, |p| (p == first).then(|| data.to_vec()), &mut sig);
+        open_with(layout, first_segment(layout), data, &mut sig);
     }
     sig.done()
 }

@@ -182,6 +182,24 @@ pub(crate) fn scratch(what: &str) -> std::path::PathBuf {
     ))
 }
 
+/// A fresh scratch folder for `what` holding `files` (paths inside it, bytes); parents are
+/// created. The caller removes it.
+pub(crate) fn scratch_folder<'a>(
+    what: &str,
+    files: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+) -> std::path::PathBuf {
+    let dir = scratch(what);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the scratch folder");
+        }
+        std::fs::write(&path, bytes).expect("write a scratch file");
+    }
+    dir
+}
+
 /// An error of a harness that writes its input to `path` (a file or folder): it names the
 /// path and keeps a short message; its kind goes into the signature.
 pub(crate) fn check_message(m: &str, path: &Path, sig: &mut Sig) {
