@@ -5,10 +5,10 @@
                      sentence-transformers on the same texts
   search-latency     memdex bench search: embed / rank / total latency percentiles
   index-scaling      memdex index: build time and peak memory against rows
-  cpu-vs-gpu         the same measures side by side per device
+  cpu-vs-gpu         the same measures side by side per device (only with --gpu)
 
-Every bar comes from a JSON file; a measure with no file (a GPU run not made yet) is drawn as
-an empty, labelled slot, never a number.
+Every bar comes from a JSON file; a device with no folder is left out of the charts (no empty
+slots). The GPU box's own charts come from its device run: scripts/gpu-run-chart.py.
 
 usage: charts.py --cpu DIR [--gpu DIR] [--out docs/charts]
 """
@@ -22,7 +22,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-MISSING = "not measured yet"
 CPU_C, GPU_C, REF_C = "#2b6cb0", "#2f855a", "#9b2c2c"
 
 
@@ -40,17 +39,6 @@ def machine_note(d):
     return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('date', '')}"
 
 
-def missing_bar(ax, x, height, label=MISSING, horizontal=False):
-    kw = dict(fill=False, hatch="//", edgecolor="#999999", linewidth=0.8)
-    if horizontal:
-        ax.barh(x, height, **kw)
-        ax.text(height * 0.02, x, label, va="center", ha="left", fontsize=8, color="#555555")
-    else:
-        ax.bar(x, height, **kw)
-        ax.text(x, height * 0.5, label, ha="center", va="center", rotation=90, fontsize=8,
-                color="#555555")
-
-
 def save(fig, out, name):
     fig.tight_layout()
     for ext in ("svg", "png"):
@@ -62,6 +50,8 @@ def save(fig, out, name):
 def embed_rows(cpu, gpu):
     rows = []
     for dev, d in (("CPU", cpu), ("GPU", gpu)):
+        if not d:
+            continue
         for f, label, color in (("embed-memdex-fast.json", "memdex fast encoder", CPU_C),
                                 ("embed-memdex-candle.json", "memdex candle encoder", CPU_C),
                                 ("embed-st.json", "sentence-transformers", REF_C)):
@@ -80,12 +70,10 @@ def chart_embed(cpu, gpu, out):
     known = [v for _, v, _, _ in rows if v]
     top = max(known) if known else 1.0
     fig, ax = plt.subplots(figsize=(8, 4.2))
+    rows = [r for r in rows if r[1] is not None]
     for i, (label, v, color, r) in enumerate(rows):
-        if v is None:
-            missing_bar(ax, i, top * 0.9)
-        else:
-            ax.bar(i, v, color=color)
-            ax.text(i, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
+        ax.bar(i, v, color=color)
+        ax.text(i, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
     ref = load(cpu, "embed-st.json")
     if ref:
         ax.axhline(ref["tokens_per_s"], color=REF_C, lw=0.8, ls="--")
@@ -99,16 +87,13 @@ def chart_embed(cpu, gpu, out):
 
 
 def chart_search(cpu, gpu, out):
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True)
+    runs = [(dev, load(d, "search.json")) for dev, d in (("CPU", cpu), ("GPU", gpu)) if d]
+    runs = [(dev, r) for dev, r in runs if r]
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.8), sharey=True,
+                             squeeze=False)
+    axes = axes[0]
     pcts = ("p50", "p90", "p99", "max")
-    for ax, (dev, d) in zip(axes, (("CPU", cpu), ("GPU", gpu))):
-        r = load(d, "search.json")
-        if not r:
-            ax.set_title(f"{dev}: {MISSING}", fontsize=10)
-            ax.text(0.5, 0.5, f"no {dev} run of memdex bench search yet", ha="center",
-                    va="center", transform=ax.transAxes, color="#555555")
-            ax.set_xticks([])
-            continue
+    for ax, (dev, r) in zip(axes, runs):
         for stage, style in (("embed_ms", "o-"), ("rank_ms", "s-"), ("total_ms", "^-")):
             ys = [r[stage][p] for p in pcts]
             ax.plot(pcts, ys, style, label=stage.replace("_ms", ""))
@@ -135,8 +120,6 @@ def chart_index(cpu, gpu, out):
     for dev, d, color in (("CPU", cpu, CPU_C), ("GPU", gpu, GPU_C)):
         pts = index_points(d)
         if not pts:
-            for ax in (a1, a2):
-                ax.plot([], [], color=color, label=f"{dev}: {MISSING}")
             continue
         rows = [p[0] for p in pts]
         a1.plot(rows, [p[1] for p in pts], "o-", color=color, label=f"{dev}")
@@ -167,18 +150,14 @@ def chart_devices(cpu, gpu, out):
     ]
     fig, axes = plt.subplots(1, len(measures), figsize=(10, 3.6))
     for ax, (name, get) in zip(axes, measures):
-        vals = [get(cpu), get(gpu) if gpu else None]
-        top = max(v for v in vals if v) if any(vals) else 1.0
+        vals = [get(cpu), get(gpu)]
         for i, (dev, v, color) in enumerate(zip(("CPU", "GPU"), vals, (CPU_C, GPU_C))):
-            if v is None:
-                missing_bar(ax, i, top * 0.9)
-            else:
+            if v is not None:
                 ax.bar(i, v, color=color)
                 ax.text(i, v, f"{v:,.1f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks([0, 1], ["CPU", "GPU"])
         ax.set_title(name, fontsize=9)
-    fig.suptitle("CPU vs GPU, same benchmarks (GPU: empty until a GPU run is recorded)",
-                 fontsize=10)
+    fig.suptitle("CPU vs GPU, same benchmarks", fontsize=10)
     save(fig, out, "cpu-vs-gpu")
 
 
@@ -193,7 +172,8 @@ def main():
     chart_embed(a.cpu, a.gpu, a.out)
     chart_search(a.cpu, a.gpu, a.out)
     chart_index(a.cpu, a.gpu, a.out)
-    chart_devices(a.cpu, a.gpu, a.out)
+    if a.gpu:
+        chart_devices(a.cpu, a.gpu, a.out)
 
 
 if __name__ == "__main__":

@@ -1,93 +1,63 @@
 #!/usr/bin/env bash
-# The first device calls of a GPU session, ready to run (a device command line is limited to
-# 2,000 characters). Runs ON the GPU box from the repository root with dist/gpu carried
-# (`scripts/build-cuda.sh` first, here, at the commit to test). Each call tars its reports into
-# $OUT/callN.tgz (only a few files come back) and prints the verdicts.
+# The device run: every GPU figure of docs/benchmarks.md in one call of at most BUDGET seconds
+# (default 540, a 9-minute call), on the GPU box, from the repository root with dist/gpu carried
+# (`scripts/build-cuda.sh` first, here, at the commit to test). The device tool's command:
 #
-#   OUT=$OUT bash scripts/gpu-first.sh call1   # ~6–7 min: env, kernel checks (incl. the fused
-#                                              # ranking), scan numbers, memcheck, one profile
-#   OUT=$OUT bash scripts/gpu-first.sh call2   # ~3–4 min: parity, embedding throughput
-#   OUT=$OUT bash scripts/gpu-first.sh call3   # ~3–5 min: fused default ranking (rank), serve
-#   OUT=$OUT bash scripts/gpu-first.sh one     # a 15-minute lease: every stage in one call,
-#   OUT=$OUT bash scripts/gpu-first.sh two     # then memcheck, e2e (S), ncu on the warm machine
-#   then: E2E_SCALES=s, and E2E_SCALES=m E2E_CPU_SCALES=none, each `gpu-check.sh e2e` alone
-# (plan from ../shared/reviews/gpu-kernels-review.md, "First 10 minutes on the GPU box").
+#   OUT=$OUT bash scripts/gpu-first.sh                 # every stage of PLAN
+#   OUT=$OUT PLAN="load:300" bash scripts/gpu-first.sh # a spare call: one stage again
+#
+# Each stage of PLAN (stage:timeout-seconds, in order) runs `dist/gpu/scripts/gpu-check.sh
+# STAGE` under its own timeout, cut to what is left of BUDGET; a stage with under 20 s left is
+# skipped and counted as a failure. The reports (gpu-check.sh's files), summary.json (a verdict
+# per target, the figures each stage measured) and summary.txt are tarred into $OUT/run.tgz;
+# verdicts.jsonl and summary.json also come back alone. Draw the charts here afterwards:
+# `scripts/gpu-chart.py DIR --out docs/charts/gpu-KIND` (the box has no matplotlib).
+#
+# Exit status: 1 if any stage failed, timed out or was skipped, 3 if every check passed but a
+# performance goal was missed, 0 only when everything passed.
+# Smoke test without a GPU (numbers meaningless): DEVICE=cpu ST_DTYPE=fp32 TEXT_REPEAT=1
+# BENCH_LIMIT=300 LOAD_SECONDS=3 LOAD_RUNS=3 PLAN="env kernels eval load" OUT=/tmp/o bash …
 set -uo pipefail
 export PYTHONUNBUFFERED=1 WORK=${WORK:-/tmp/gc}
 OUT=${OUT:?set OUT}
 CHECK=dist/gpu/scripts/gpu-check.sh
-call=${1:?call1, call2 or call3}
-R=/tmp/rep-$call
-mkdir -p "$R"
-case $call in
-  call1)
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw \
-      --format=csv > "$R/smi.csv"
-    OUT=$R bash $CHECK env kernels scan
-    LIB=$(python3 -c 'import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],"cu13","lib"))')
-    export LD_LIBRARY_PATH=$LIB:${LD_LIBRARY_PATH:-}
-    B=$WORK/bin
-    timeout 150 compute-sanitizer --tool memcheck --print-limit 10 "$B/memdex-kernels-check" \
-      selection scores fragrel rank > "$R/memcheck.log" 2>&1
-    timeout 120 ncu --clock-control none -k regex:memdex_segmented_topk_d512 --launch-skip 1 \
-      --launch-count 1 --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
-      --metrics dram__bytes_read.sum "$B/memdex-gpu-bench" --repeats 1 > "$R/ncu.txt" 2>&1
-    timeout 60 "$B/memdex-gpu-bench" --k 128 --repeats 5 > "$R/scan-k128.jsonl" 2>&1
-    timeout 60 env MEMDEX_TOPK_SPLITS=14 "$B/memdex-gpu-bench" --repeats 5 > "$R/scan-s14.jsonl" 2>&1
-    tar -C "$R" -czf "$OUT/call1.tgz" .
-    cat "$R/summary.txt"; tail -4 "$R/scan.log"; tail -2 "$R/memcheck.log"
-    grep -hE '"case":"per_tenant_1x"' "$R/scan-k128.jsonl" "$R/scan-s14.jsonl" | cut -c1-260
-    grep -E 'dram__bytes_read|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per' \
-      "$R/ncu.txt"
-    ;;
-  call2)
-    OUT=$R bash $CHECK parity embed
-    tar -C "$R" -czf "$OUT/call2.tgz" .
-    cat "$R/summary.txt"; tail -3 "$R/embed.log"; cat "$R/parity-st-fp16-cuda.json"
-    ;;
-  call3)
-    OUT=$R bash $CHECK rank serve
-    tar -C "$R" -czf "$OUT/call3.tgz" .
-    cat "$R/summary.txt"; cut -c1-600 "$R/rank.json"; echo; cut -c1-600 "$R/serve.json" 2>/dev/null
-    ;;
-  one|two)
-    # A short lease (15 minutes of device time, start included) in one or two calls: every
-    # stage under its own timeout, in the order of their verdicts' weight, skipping what would
-    # overrun BUDGET seconds; `two` is the follow-up on the same warm machine.
-    BUDGET=${BUDGET:-540}; t0=$SECONDS
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw \
-      --format=csv > "$R/smi.csv" 2>&1
-    if [[ $call == one ]]; then
-      plan=${PLAN:-env:25 kernels:60 scan:90 parity:90 embed:150 rank:120 load:130 serve:110}
-    else plan=${PLAN:-memcheck:100 e2e:150 ncu:60}; fi
-    for spec in $plan; do
-      st=${spec%%:*} t=${spec##*:} left=$((BUDGET - (SECONDS - t0)))
-      ((left < 20)) && { echo "$st: SKIP (call budget)" >> "$R/summary.txt"; continue; }
-      ((t > left)) && t=$left
-      echo "== $st (timeout ${t}s, $((SECONDS - t0)) s in)" >&2
-      case $st in
-        memcheck|ncu)
-          export LD_LIBRARY_PATH=$(python3 -c 'import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],"cu13","lib"))'):${LD_LIBRARY_PATH:-}
-          [[ -x $WORK/bin/memdex-kernels-check ]] || OUT=$R bash $CHECK env > /dev/null 2>&1
-          if [[ $st == memcheck ]]; then
-            timeout "$t" compute-sanitizer --tool memcheck --print-limit 10 \
-              "$WORK/bin/memdex-kernels-check" selection scores fragrel rank > "$R/memcheck.log" 2>&1
-            echo "memcheck: rc=$? $(tail -1 "$R/memcheck.log")" >> "$R/summary.txt"
-          else
-            timeout "$t" ncu --clock-control none -k regex:memdex_segmented_topk_d512 --launch-skip 1 \
-              --launch-count 1 --section SpeedOfLight --section Occupancy \
-              --section MemoryWorkloadAnalysis --metrics dram__bytes_read.sum \
-              "$WORK/bin/memdex-gpu-bench" --repeats 1 > "$R/ncu.txt" 2>&1
-            echo "ncu: rc=$?" >> "$R/summary.txt"
-          fi ;;
-        *) OUT=$R E2E_SCALES=${E2E_SCALES:-s} E2E_CPU_SCALES=${E2E_CPU_SCALES:-s} \
-             timeout -k 5 "$t" bash $CHECK "$st" > "$R/stage-$st.out" 2>&1 \
-             || echo "$st: rc=$? (timeout ${t}s)" >> "$R/summary.txt" ;;
-      esac
-    done
-    tar -C "$R" -czf "$OUT/$call.tgz" .
-    cat "$R/summary.txt"; tail -6 "$R/scan.log" 2>/dev/null; tail -2 "$R/embed.log" 2>/dev/null
-    cat "$R/load.txt" 2>/dev/null | grep -E '^==|Requests/sec|latency_us'
-    ;;
-  *) echo "unknown call $call (call1, call2, call3)" >&2; exit 2 ;;
-esac
+[[ -f $CHECK ]] || { echo "no $CHECK: carry dist/gpu (scripts/build-cuda.sh)" >&2; exit 1; }
+R=/tmp/rep-run
+rm -rf "$R" && mkdir -p "$R"
+BUDGET=${BUDGET:-540}
+t0=$SECONDS
+# sized for one call: 3 x 30 s closed loop + 20 s open loop per served configuration, ~14k
+# texts for embedding, 5 timed scans per case; the sanitizers last, in what is left
+export TEXT_REPEAT=${TEXT_REPEAT:-5} ST_REPEATS=${ST_REPEATS:-2} TOKEN_BUDGETS=${TOKEN_BUDGETS:-16384 65536}
+export SCAN_REPEATS=${SCAN_REPEATS:-5} LOAD_SECONDS=${LOAD_SECONDS:-30} OPEN_SECONDS=${OPEN_SECONDS:-20}
+export SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-60} SANITIZE_TIMEOUT2=${SANITIZE_TIMEOUT2:-30}
+plan=${PLAN:-env:30 kernels:40 scan:60 ncu:60 embed:60 eval:60 load:290 sanitize:130}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,memory.total \
+  --format=csv > "$R/smi.csv" 2>&1
+cp dist/gpu/COMMIT "$R/COMMIT" 2>/dev/null
+for spec in $plan; do
+  st=${spec%%:*} t=${spec##*:}
+  [[ $t == "$spec" ]] && t=120
+  left=$((BUDGET - (SECONDS - t0)))
+  if ((left < 20)); then
+    echo "$st: FAIL skipped (call budget spent)" >> "$R/summary.txt"
+    echo "{\"stage\": \"$st\", \"status\": \"FAIL\", \"detail\": \"skipped: call budget spent\"}" >> "$R/verdicts.jsonl"
+    continue
+  fi
+  ((t > left)) && t=$left
+  echo "== $st (timeout ${t}s, $((SECONDS - t0)) s in)" >&2
+  OUT=$R timeout -k 5 "$t" bash $CHECK "$st" > "$R/stage-$st.out" 2>&1
+  rc=$?
+  if ((rc == 124 || rc == 137)); then
+    echo "$st: FAIL timed out after ${t}s" >> "$R/summary.txt"
+    echo "{\"stage\": \"$st\", \"status\": \"FAIL\", \"detail\": \"timed out after ${t}s\"}" >> "$R/verdicts.jsonl"
+  fi
+done
+echo "== done in $((SECONDS - t0)) s" >&2
+python3 dist/gpu/scripts/gpu-report.py summary "$R"
+tar -C "$R" -cJf "$OUT/run.tar.xz" . 2>/dev/null || tar -C "$R" -czf "$OUT/run.tgz" .
+cp "$R/summary.json" "$R/verdicts.jsonl" "$OUT/" 2>/dev/null
+cat "$R/summary.txt"
+if grep -q '"status": "FAIL"' "$R/verdicts.jsonl"; then exit 1; fi
+if grep -q '"status": "MISS"' "$R/verdicts.jsonl"; then exit 3; fi
+exit 0

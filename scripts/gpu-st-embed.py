@@ -20,13 +20,21 @@ import sys
 import time
 
 
+def attn_implementation(model):
+    """The attention kernel transformers picked for the encoder (eager, sdpa, ...)."""
+    try:
+        return getattr(model[0].auto_model.config, "_attn_implementation", None)
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--golden")
     ap.add_argument("--output")
     ap.add_argument("--bench")
-    ap.add_argument("--batch-sizes", default="64,256,1024")
+    ap.add_argument("--batch-sizes", default="64,128,256,512,1024,2048,4096")
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dtype", choices=["fp16", "fp32"], default="fp16")
@@ -47,7 +55,8 @@ def main():
     model.max_seq_length = args.max_length
     report = {"engine": "sentence-transformers", "dtype": args.dtype,
               "device": torch.cuda.get_device_name(0) if cuda else "cpu", "torch": torch.__version__,
-              "sentence_transformers": sys.modules["sentence_transformers"].__version__}
+              "sentence_transformers": sys.modules["sentence_transformers"].__version__,
+              "attn_implementation": attn_implementation(model)}
 
     def read(path):
         with open(path, encoding="utf-8") as f:

@@ -41,9 +41,35 @@ function setup(thread)
 end
 function init(args) math.randomseed(os.time() * 1000 + tid) end
 
--- wrk counts only socket errors and non-2xx/3xx; print status codes seen to be explicit
+-- wrk counts only socket errors and non-2xx/3xx. Every answer is checked here: a search counts
+-- as ok only when it is a 200 whose body holds exactly K hits (K = the k asked for) and every
+-- "tenant" in it (the answer's own and each hit's) is the same one; an append only when it is a
+-- 200/201. Anything else is counted by kind and printed by done().
+K = 10
 statuses = {}
-function response(status, headers, body) statuses[status] = (statuses[status] or 0) + 1 end
+checks = {}
+function count(t, k) t[k] = (t[k] or 0) + 1 end
+function check_body(status, body)
+  if status ~= 200 and status ~= 201 then return "status " .. status end
+  if not body:find('"hits"', 1, true) then
+    if body:find('"report"', 1, true) then return "ok" end   -- an append's answer
+    return "no hits array"
+  end
+  local hits = 0
+  for _ in body:gmatch('"item_id":') do hits = hits + 1 end
+  if hits ~= K then return "hit count " .. hits end
+  local first, n = nil, 0
+  for t in body:gmatch('"tenant":"([^"]*)"') do
+    n = n + 1
+    if first == nil then first = t elseif t ~= first then return "foreign hit" end
+  end
+  if n ~= K + 1 then return "tenant fields " .. n end
+  return "ok"
+end
+function response(status, headers, body)
+  count(statuses, status)
+  count(checks, check_body(status, body))
+end
 function done(summary, latency, requests)
   local tot = {}
   for _, t in ipairs(threads) do
@@ -53,5 +79,17 @@ function done(summary, latency, requests)
   local parts = {}
   for k, v in pairs(tot) do table.insert(parts, k .. "=" .. v) end
   io.write("statuses: " .. table.concat(parts, " ") .. "\n")
+  local ck, bad, good = {}, 0, 0
+  for _, t in ipairs(threads) do
+    for k, v in pairs(t:get("checks")) do ck[k] = (ck[k] or 0) + v end
+  end
+  parts = {}
+  for k, v in pairs(ck) do
+    table.insert(parts, k .. "=" .. v)
+    if k == "ok" then good = good + v else bad = bad + v end
+  end
+  io.write("checks: " .. table.concat(parts, " ") .. "\n")
+  io.write(string.format("body_checked ok=%d wrong=%d ok_per_s=%.1f\n", good, bad,
+    good / (summary.duration / 1e6)))
   io.write(string.format("latency_us p50=%d p90=%d p99=%d max=%d\n", latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
 end

@@ -522,6 +522,45 @@ pub enum BenchCommand {
     /// items/s, generated tokens/s, how many items keep a model fact; batched generation,
     /// one item at a time, or both (the second checked equal to the first).
     Extract(BenchExtractArgs),
+    /// HTTP load on a running `memdex serve`: searches over many keep-alive connections,
+    /// closed loop or open loop at a fixed rate (latency from when each request was due);
+    /// a success is a 200 holding k hits of the tenant asked for, anything else an error
+    /// (the command fails if any). Tenants are PREFIX0 … PREFIX{N-1}.
+    Load(BenchLoadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLoadArgs {
+    /// The server (host:port, plain HTTP).
+    #[arg(long, default_value = "127.0.0.1:7811")]
+    pub addr: String,
+    /// Tenants searched, drawn at random: `{tenant_prefix}0` … `{tenant_prefix}{N-1}`.
+    #[arg(long, default_value_t = 100)]
+    pub tenants: usize,
+    #[arg(long, default_value = "tenant-")]
+    pub tenant_prefix: String,
+    /// Hits asked for (and required) per search.
+    #[arg(long, default_value_t = 10)]
+    pub k: usize,
+    /// Keep-alive connections, one thread each.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub seconds: f64,
+    /// Unmeasured seconds first (same load).
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup_seconds: f64,
+    /// Open loop: requests per second, due at fixed times whatever the answers do.
+    /// Without it: closed loop, each connection waits for its answer.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Bearer token, if the server wants one.
+    #[arg(long, env = "MEMDEX_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Print as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! `memdex-kernels-check`: runs every kernel check (`memdex_kernels::checks`) on the CPU
 //! reference and on `cuda:0`, catching each failure, and prints one JSON line per (check,
-//! device) plus a summary; exits 1 if any failed or if no CUDA device answers. What
+//! device) plus a summary with the counts of each device apart; exits 1 if any failed or if no CUDA device answers. What
 //! `scripts/gpu-check.sh` runs on the GPU box (no Rust there, so no `cargo test`).
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -27,6 +27,8 @@ fn main() {
     }
     let filter: Vec<String> = std::env::args().skip(1).collect();
     let (mut passed, mut failed) = (0, 0);
+    // per device: [passed, failed] (the CPU reference and cuda:0 are counted apart)
+    let mut by_device: std::collections::BTreeMap<String, [u32; 2]> = Default::default();
     for (name, check) in ALL {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -41,10 +43,13 @@ fn main() {
                     .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "panic".into())
             });
+            let tally = by_device.entry(k.device()).or_default();
             if ok {
                 passed += 1;
+                tally[0] += 1;
             } else {
                 failed += 1;
+                tally[1] += 1;
             }
             println!(
                 "{}",
@@ -53,9 +58,14 @@ fn main() {
             );
         }
     }
+    let by_device: serde_json::Map<String, serde_json::Value> = by_device
+        .into_iter()
+        .map(|(d, [p, f])| (d, serde_json::json!({"passed": p, "failed": f})))
+        .collect();
     println!(
         "{}",
-        serde_json::json!({"passed": passed, "failed": failed, "cuda": gpu.is_some()})
+        serde_json::json!({"passed": passed, "failed": failed, "cuda": gpu.is_some(),
+            "by_device": by_device})
     );
     if failed > 0 || gpu.is_none() {
         std::process::exit(1);

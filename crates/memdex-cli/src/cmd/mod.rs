@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_extract;
+mod bench_load;
 mod bench_lsh;
 mod bench_rank;
 mod bench_search;
@@ -166,6 +167,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
         Command::Bench(BenchCommand::Rank(a)) => bench_rank::run(*a),
         Command::Bench(BenchCommand::Extract(a)) => bench_extract::run(a),
+        Command::Bench(BenchCommand::Load(a)) => bench_load::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Reads the reports a device run wrote under OUT (scripts/gpu-check.sh) and writes its
+summaries. Standard library only (it runs on the GPU box).
+
+  gpu-report.py kernels OUT   kernels.jsonl (+ kernels-tests.log): passed/failed per device
+  gpu-report.py sanitize OUT  memcheck/racecheck/synccheck logs: the error count of each
+  gpu-report.py scan OUT      scan-memdex.jsonl + scan-torch.jsonl -> scan.json
+  gpu-report.py ncu OUT       ncu-scan.csv (+ ncu-rank.csv) -> ncu.json: DRAM bytes read, L2 hit
+                              rate and duration per profiled launch; DRAM GB/s over the
+                              measured copy bandwidth
+  gpu-report.py load OUT      load-*.txt (wrk, body-checked) + open-*.json -> load.json
+  gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json
+  gpu-report.py self-test     each reader on small synthetic reports, good and bad
+
+Each prints one line for gpu-check.sh's verdict and exits 1 when its input shows a failure.
+"""
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def jl(path):
+    with open(path) as f:
+        return [json.loads(x) for x in f if x.strip().startswith("{")]
+
+
+def dump(out, name, obj):
+    with open(os.path.join(out, name), "w") as f:
+        json.dump(obj, f, indent=1)
+
+
+def kernels(out):
+    rows = jl(os.path.join(out, "kernels.jsonl"))
+    last = rows[-1] if rows else {}
+    by = last.get("by_device", {})
+    checks = {r["check"] for r in rows if "check" in r}
+    cuda = by.get("cuda:0", {"passed": 0, "failed": 0})
+    tests = None
+    log = os.path.join(out, "kernels-tests.log")
+    if os.path.exists(log):
+        m = re.findall(r"test result: (\w+)\. (\d+) passed; (\d+) failed", open(log).read())
+        tests = {"result": m[-1][0], "passed": int(m[-1][1]), "failed": int(m[-1][2])} if m else None
+    ok = (cuda["passed"] == len(checks) > 0 and cuda["failed"] == 0
+          and by.get("cpu", {}).get("failed", 1) == 0
+          and (tests is None or (tests["result"] == "ok" and tests["failed"] == 0)))
+    rep = {"checks": len(checks), "by_device": by, "cargo_tests": tests, "ok": ok}
+    dump(out, "kernels.json", rep)
+    t = f"; cargo tests (MEMDEX_REQUIRE_CUDA={os.environ.get('MEMDEX_REQUIRE_CUDA', 'unset')}) {tests['passed']} passed, {tests['failed']} failed" if tests else "; cargo tests: none run"
+    print(f"cuda:0 {cuda['passed']}/{len(checks)} checks passed, CPU reference "
+          f"{by.get('cpu', {}).get('passed', 0)}/{len(checks)}{t}")
+    return ok
+
+
+def sanitize(out):
+    rep, ok = {}, True
+    for log in sorted(glob.glob(os.path.join(out, "sanitize-*.log"))):
+        tool = os.path.basename(log)[len("sanitize-"):-4]
+        text = open(log, errors="replace").read()
+        m = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+        checks = re.findall(r'"check":"(\w+)","device":"cuda:0"', text)
+        rep[tool] = {"errors": int(m[-1]) if m else None, "device_checks": len(checks),
+                     "all_checks_passed": '"failed":0' in text}
+        ok &= bool(m) and int(m[-1]) == 0 and rep[tool]["all_checks_passed"]
+    dump(out, "sanitize.json", rep)
+    print("; ".join(f"{t}: {r['errors']} errors over {r['device_checks']} device checks"
+                    for t, r in rep.items()) or "no sanitizer logs")
+    return ok and bool(rep)
+
+
+def scan(out):
+    m = jl(os.path.join(out, "scan-memdex.jsonl"))
+    t = jl(os.path.join(out, "scan-torch.jsonl"))
+    copy = next(x for x in m if x["bench"] == "d2d_copy")["gb_per_s"]
+    rep = {"copy_gb_per_s": copy, "device": next((x for x in m if x["bench"] == "device"), {}),
+           "torch_copy_gb_per_s": next((x["gb_per_s"] for x in t if x["bench"] == "torch_d2d_copy"), None),
+           "cases": {}}
+    for x in (x for x in m if x["bench"] == "segmented_topk"):
+        c = x["case"]
+        tor = {y["case"]: y["ms"] for y in t if y.get("case", "").startswith(c)}
+        row = {k: x.get(k) for k in ("ms", "queries", "per_tenant", "logical_bytes", "distinct_bytes",
+                                      "scan_gb_per_s", "distinct_gb_per_s", "fraction_of_copy_bw",
+                                      "distinct_fraction_of_copy_bw", "queries_per_s")}
+        for label, key in (("torch_gather", c), ("torch_grouped", c + "_grouped"),
+                           ("torch_no_gather", c + "_no_gather")):
+            if key in tor:
+                row[label + "_ms"] = tor[key]
+                row["speedup_vs_" + label] = tor[key] / x["ms"]
+        rep["cases"][c] = row
+    rep["other"] = [x for x in m if x["bench"] in ("segmented_topk_lsh", "fragrel_topk", "lsh_project")]
+    dump(out, "scan.json", rep)
+    parts = []
+    for c, r in rep["cases"].items():
+        g = r.get("speedup_vs_torch_grouped") or r.get("speedup_vs_torch_gather")
+        parts.append(f"{c} {r['ms']:.2f} ms ({r.get('distinct_gb_per_s') or 0:.0f} GB/s distinct, "
+                     f"{r['scan_gb_per_s']:.0f} logical; {g and round(g, 2)}x torch grouped)")
+    print(f"copy {copy:.0f} GB/s; " + "; ".join(parts))
+    return True
+
+
+def ncu_rows(path):
+    """The raw page of `ncu --csv --page raw --print-units base`: one dict per launch."""
+    lines = [x for x in open(path, errors="replace") if x.startswith('"')]
+    rows = list(csv.DictReader(lines))
+    num = lambda v: float(v.replace(",", "")) if re.fullmatch(r"[\d,.eE+-]+", v or "") else None
+    out = []
+    for r in rows:
+        if not (r.get("ID") or "").strip().isdigit():
+            continue  # the units row
+        out.append({"id": int(r["ID"]), "kernel": r.get("Kernel Name", ""),
+                    "dram_bytes_read": num(r.get("dram__bytes_read.sum", "")),
+                    "l2_hit_pct": num(r.get("lts__t_sector_hit_rate.pct", "")),
+                    "duration_ns": num(r.get("gpu__time_duration.sum", ""))})
+    return out
+
+
+def ncu(out):
+    scan_rep = json.load(open(os.path.join(out, "scan.json")))
+    copy = scan_rep["copy_gb_per_s"]
+    lines = []
+    rep = {"copy_gb_per_s": copy, "note": "ncu --cache-control all (caches flushed before each "
+           "profiled launch), --clock-control none", "scan": {}, "rank": []}
+    rows = ncu_rows(os.path.join(out, "ncu-scan.csv"))
+    # memdex-gpu-bench --repeats 1: per case a warm-up launch then the timed one
+    for i, case in enumerate(("per_tenant_1x", "per_tenant_10x", "single_query_all_rows")):
+        if 2 * i + 1 >= len(rows):
+            break
+        r = dict(rows[2 * i + 1])
+        c = scan_rep["cases"].get(case, {})
+        if r["dram_bytes_read"] and r["duration_ns"]:
+            r["dram_gb_per_s"] = r["dram_bytes_read"] / r["duration_ns"]
+            r["fraction_of_copy_bw"] = r["dram_gb_per_s"] / copy
+        r["logical_bytes"], r["distinct_bytes"] = c.get("logical_bytes"), c.get("distinct_bytes")
+        rep["scan"][case] = r
+        lines.append(f"{case}: DRAM {r['dram_bytes_read'] / 1e9:.2f} GB read (distinct "
+                     f"{(r['distinct_bytes'] or 0) / 1e9:.2f}, logical {(r['logical_bytes'] or 0) / 1e9:.2f})"
+                     f" in {r['duration_ns'] / 1e6:.2f} ms = {r.get('fraction_of_copy_bw', 0):.0%} "
+                     f"of copy, L2 hit {r['l2_hit_pct']}%")
+    rank_csv = os.path.join(out, "ncu-rank.csv")
+    if os.path.exists(rank_csv):
+        for r in ncu_rows(rank_csv):
+            if r["dram_bytes_read"] and r["duration_ns"]:
+                r["dram_gb_per_s"] = r["dram_bytes_read"] / r["duration_ns"]
+                r["fraction_of_copy_bw"] = r["dram_gb_per_s"] / copy
+            rep["rank"].append(r)
+        if rep["rank"]:
+            r = rep["rank"][-1]
+            lines.append(f"rank: DRAM {r['dram_bytes_read'] / 1e6:.1f} MB in "
+                         f"{r['duration_ns'] / 1e6:.3f} ms, L2 hit {r['l2_hit_pct']}%")
+    dump(out, "ncu.json", rep)
+    print("; ".join(lines) or "no ncu rows")
+    return bool(rep["scan"])
+
+
+def wrk_run(path):
+    t = open(path).read()
+    g = lambda pat, f=float: (lambda m: f(m.group(1)) if m else None)(re.search(pat, t))
+    return {"file": os.path.basename(path), "requests_per_s": g(r"Requests/sec:\s+([\d.]+)"),
+            "ok": g(r"body_checked ok=(\d+)", int), "wrong": g(r"body_checked ok=\d+ wrong=(\d+)", int),
+            "ok_per_s": g(r"ok_per_s=([\d.]+)"), "checks": g(r"checks: (.*)", str),
+            "p50_ms": (g(r"latency_us p50=(\d+)") or 0) / 1e3,
+            "p99_ms": (g(r"latency_us p50=\d+ p90=\d+ p99=(\d+)") or 0) / 1e3}
+
+
+def load(out):
+    rep, ok, lines = {}, True, []
+    for f in sorted(glob.glob(os.path.join(out, "load-*-run*.txt"))):
+        cfg = re.match(r"load-(.+)-run\d+\.txt", os.path.basename(f)).group(1)
+        rep.setdefault(cfg, {"closed": []})["closed"].append(wrk_run(f))
+    for f in sorted(glob.glob(os.path.join(out, "open-*.json"))):
+        cfg = os.path.basename(f)[5:-5]
+        try:
+            rep.setdefault(cfg, {"closed": []})["open"] = json.load(open(f))
+        except ValueError:
+            rep.setdefault(cfg, {"closed": []})["open"] = {"error": "no report"}
+    for cfg, r in rep.items():
+        runs = r["closed"]
+        wrong = sum((x["wrong"] if x["wrong"] is not None else 1) for x in runs)
+        r["runs"], r["wrong_total"] = len(runs), wrong
+        r["median_ok_per_s"] = statistics.median([x["ok_per_s"] or 0 for x in runs]) if runs else 0
+        r["median_p99_ms"] = statistics.median([x["p99_ms"] for x in runs]) if runs else None
+        o = r.get("open", {})
+        ow = sum(o.get("errors", {}).values()) if "errors" in o else 1
+        ok &= wrong == 0 and len(runs) >= 3 and ow == 0
+        lines.append(f"{cfg}: closed {r['median_ok_per_s']:.0f}/s body-checked (median of "
+                     f"{len(runs)}, p99 {r['median_p99_ms']} ms, {wrong} wrong); open "
+                     f"{o.get('target_rate') or 0:.0f}/s -> p99 {o.get('latency_ms', {}).get('p99')} ms, "
+                     f"{ow} wrong")
+    dump(out, "load.json", rep)
+    print("; ".join(lines) or "no load runs")
+    return ok and bool(rep)
+
+
+def summary(out):
+    verdicts = jl(os.path.join(out, "verdicts.jsonl")) if os.path.exists(os.path.join(out, "verdicts.jsonl")) else []
+    smi = open(os.path.join(out, "smi.csv")).read().splitlines() if os.path.exists(os.path.join(out, "smi.csv")) else []
+    s = {"device": smi[1].split(",")[0].strip() if len(smi) > 1 else None,
+         "commit": open(os.path.join(out, "COMMIT")).read().strip() if os.path.exists(os.path.join(out, "COMMIT")) else None,
+         "verdicts": verdicts}
+    for name in ("kernels", "sanitize", "scan", "ncu", "load", "eval-diff", "embed", "rank-load"):
+        p = os.path.join(out, name + ".json")
+        if os.path.exists(p):
+            try:
+                s[name.replace("-", "_")] = json.load(open(p))
+            except ValueError:
+                s[name.replace("-", "_")] = {"error": "unreadable"}
+    s["failed"] = [v["stage"] for v in verdicts if v["status"] == "FAIL"]
+    s["missed"] = [v["stage"] for v in verdicts if v["status"] == "MISS"]
+    dump(out, "summary.json", s)
+    print(f"{len(verdicts)} verdicts; failed {s['failed']}; missed {s['missed']}")
+    return not s["failed"]
+
+
+def self_test():
+    """Writes small reports of each kind, good and bad, and asserts each reader's verdict."""
+    import contextlib
+    import io
+    import tempfile
+
+    def w(d, name, text):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+
+    def run(fn, d):
+        with contextlib.redirect_stdout(io.StringIO()):
+            return fn(d)
+
+    check = lambda name, dev, ok=True: json.dumps({"check": name, "device": dev, "ok": ok})  # noqa: E731
+    wrk = ("Requests/sec: 100.0\nbody_checked ok=%d wrong=%d ok_per_s=100.0\n"
+           "latency_us p50=1000 p90=2000 p99=3000 max=4000\n")
+    opened = json.dumps({"target_rate": 80, "errors": {}, "latency_ms": {"p99": 3.0}})
+    ncu_csv = ('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum",'
+               '"lts__t_sector_hit_rate.pct"\n"","","byte","nsecond","%"\n'
+               + "".join(f'"{i}","memdex_segmented_topk","3,840,000,000","1000000","5"\n'
+                         for i in range(6)))
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        both = [check("a", "cpu"), check("a", "cuda:0"), check("b", "cpu"), check("b", "cuda:0")]
+        tally = {"passed": 4, "failed": 0, "by_device": {"cpu": {"passed": 2, "failed": 0},
+                                                           "cuda:0": {"passed": 2, "failed": 0}}}
+        w(d, "kernels.jsonl", "\n".join(both + [json.dumps(tally)]))
+        results.append(("kernels all pass", run(kernels, d), True))
+        tally["by_device"]["cuda:0"] = {"passed": 1, "failed": 1}
+        w(d, "kernels.jsonl", "\n".join(both + [json.dumps(tally)]))
+        results.append(("kernels cuda failure", run(kernels, d), False))
+        w(d, "sanitize-memcheck.log", '{"check":"a","device":"cuda:0"}\n{"failed":0}\n'
+          "========= ERROR SUMMARY: 0 errors\n")
+        results.append(("sanitize clean", run(sanitize, d), True))
+        w(d, "sanitize-racecheck.log", '{"failed":0}\n========= ERROR SUMMARY: 2 errors\n')
+        results.append(("sanitize race", run(sanitize, d), False))
+        w(d, "scan-memdex.jsonl", json.dumps({"bench": "d2d_copy", "gb_per_s": 4000.0}) + "\n"
+          + json.dumps({"bench": "segmented_topk", "case": "per_tenant_1x", "ms": 1.0,
+                        "scan_gb_per_s": 3840.0, "fraction_of_copy_bw": 0.96}))
+        w(d, "scan-torch.jsonl", json.dumps({"bench": "torch_matmul_topk",
+                                             "case": "per_tenant_1x_grouped", "ms": 2.0}))
+        results.append(("scan", run(scan, d), True))
+        speed = json.load(open(os.path.join(d, "scan.json")))["cases"]["per_tenant_1x"]
+        results.append(("scan speedup 2x", speed.get("speedup_vs_torch_grouped") == 2.0, True))
+        w(d, "ncu-scan.csv", ncu_csv)
+        results.append(("ncu", run(ncu, d), True))
+        frac = json.load(open(os.path.join(d, "ncu.json")))["scan"]["per_tenant_1x"]
+        results.append(("ncu fraction 0.96", abs(frac["fraction_of_copy_bw"] - 0.96) < 1e-9, True))
+        for r in (1, 2, 3):
+            w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0))
+        w(d, "open-gpu.json", opened)
+        results.append(("load clean", run(load, d), True))
+        w(d, "load-gpu-run2.txt", wrk % (990, 10))
+        results.append(("load wrong bodies", run(load, d), False))
+        w(d, "load-gpu-run2.txt", wrk % (1000, 0))
+        os.remove(os.path.join(d, "open-gpu.json"))
+        results.append(("load without open loop", run(load, d), False))
+        w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))
+        results.append(("summary with a FAIL", run(summary, d), False))
+    bad = [(n, got, want) for n, got, want in results if bool(got) != want]
+    for n, got, want in results:
+        print(f"{'ok  ' if bool(got) == want else 'FAIL'} {n}: {bool(got)} (want {want})")
+    return not bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["self-test"]:
+        sys.exit(0 if self_test() else 1)
+    cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
+            "summary": summary}
+    if len(sys.argv) != 3 or sys.argv[1] not in cmds:
+        sys.exit(__doc__)
+    try:
+        ok = cmds[sys.argv[1]](sys.argv[2])
+    except (OSError, ValueError, KeyError, StopIteration, IndexError) as e:
+        print(f"{sys.argv[1]}: unreadable report ({type(e).__name__}: {e})")
+        ok = False
+    sys.exit(0 if ok else 1)
