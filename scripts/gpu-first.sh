@@ -10,8 +10,8 @@
 # STAGE` under its own timeout, cut to what is left of BUDGET; a stage with under 20 s left is
 # skipped and counted as a failure. The reports (gpu-check.sh's files), summary.json (a verdict
 # per target, the figures each stage measured) and summary.txt are tarred into $OUT/run.tgz;
-# verdicts.jsonl and summary.json also come back alone. Draw the charts here afterwards:
-# `scripts/gpu-chart.py DIR --out docs/charts/gpu-KIND` (the box has no matplotlib).
+# verdicts.jsonl and summary.json also come back alone, with the chart of this device kind
+# ($OUT/gpu-h100.png/.svg, scripts/gpu-run-chart.py).
 #
 # Exit status: 1 if any stage failed, timed out or was skipped, 3 if every check passed but a
 # performance goal was missed, 0 only when everything passed.
@@ -57,6 +57,10 @@ echo "== done in $((SECONDS - t0)) s" >&2
 python3 dist/gpu/scripts/gpu-report.py summary "$R"
 tar -C "$R" -cJf "$OUT/run.tar.xz" . 2>/dev/null || tar -C "$R" -czf "$OUT/run.tgz" .
 cp "$R/summary.json" "$R/verdicts.jsonl" "$OUT/" 2>/dev/null
+# the chart of this device kind (the box's python3 has matplotlib): gpu-h100, gpu-h200, ...
+kind=$(sed -n 2p "$R/smi.csv" | grep -oiE 'H100|H200|A100|L40S|B200' | head -1 | tr 'A-Z' 'a-z')
+python3 scripts/gpu-run-chart.py "$R" --out "$OUT/gpu-${kind:-device}" > /dev/null 2>&1 \
+  || echo "chart: not drawn (draw it here: scripts/gpu-run-chart.py DIR --out docs/charts/gpu-KIND)"
 cat "$R/summary.txt"
 if grep -q '"status": "FAIL"' "$R/verdicts.jsonl"; then exit 1; fi
 if grep -q '"status": "MISS"' "$R/verdicts.jsonl"; then exit 3; fi
