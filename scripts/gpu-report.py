@@ -60,10 +60,16 @@ def sanitize(out):
     for log in sorted(glob.glob(os.path.join(out, "sanitize-*.log"))):
         tool = os.path.basename(log)[len("sanitize-"):-4]
         text = open(log, errors="replace").read()
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+        # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with
+        # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; none: cut short
+        m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
+            re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
+        warn = re.findall(r"RACECHECK SUMMARY: .*?(\d+) warning", text)
         checks = re.findall(r'"check":"(\w+)","device":"cuda:0"', text)
         rep[tool] = {"errors": int(m[-1]) if m else None, "device_checks": len(checks),
                      "all_checks_passed": '"failed":0' in text}
+        if warn:
+            rep[tool]["warnings"] = int(warn[-1])
         ok &= bool(m) and int(m[-1]) == 0 and rep[tool]["all_checks_passed"]
     dump(out, "sanitize.json", rep)
     print("; ".join(f"{t}: {r['errors']} errors over {r['device_checks']} device checks"
@@ -249,8 +255,14 @@ def self_test():
         w(d, "sanitize-memcheck.log", '{"check":"a","device":"cuda:0"}\n{"failed":0}\n'
           "========= ERROR SUMMARY: 0 errors\n")
         results.append(("sanitize clean", run(sanitize, d), True))
-        w(d, "sanitize-racecheck.log", '{"failed":0}\n========= ERROR SUMMARY: 2 errors\n')
-        results.append(("sanitize race", run(sanitize, d), False))
+        w(d, "sanitize-racecheck-rank.log", '{"failed":0}\n========= RACECHECK SUMMARY: '
+          '0 hazards displayed (0 errors, 0 warnings)\n')
+        results.append(("racecheck clean", run(sanitize, d), True))
+        w(d, "sanitize-racecheck-topk.log", '{"failed":0}\n========= RACECHECK SUMMARY: '
+          '2 hazards displayed (2 errors, 0 warnings)\n')
+        results.append(("racecheck hazards", run(sanitize, d), False))
+        w(d, "sanitize-racecheck-topk.log", '{"check":"a","device":"cuda:0"}\n')
+        results.append(("racecheck cut short", run(sanitize, d), False))
         w(d, "scan-memdex.jsonl", json.dumps({"bench": "d2d_copy", "gb_per_s": 4000.0}) + "\n"
           + json.dumps({"bench": "segmented_topk", "case": "per_tenant_1x", "ms": 1.0,
                         "scan_gb_per_s": 3840.0, "fraction_of_copy_bw": 0.96}))

@@ -68,12 +68,13 @@ def scan(ax, d):
                 vals.append(r[key])
                 colors.append(c)
     bars(ax, labels, vals, colors, lambda v: f"{v:.2f}")
+    ax.set_yscale("log")
     frac = {c: r.get("fraction_of_copy_bw") for c, r in n.get("scan", {}).items()}
     ax.set_title("Scan top-10, 1,000 tenants x 5,000 rows x 384 (ms, lower is better)\n"
                  "DRAM (ncu) / copy bandwidth: " + ", ".join(
                      f"{c.replace('per_tenant_', '')} {v:.0%}" for c, v in frac.items() if v),
                  fontsize=8)
-    ax.set_ylabel("ms per batch")
+    ax.set_ylabel("ms per batch (log scale)")
 
 
 def ranking(ax, d):
