@@ -14,6 +14,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use memdex_core::{MemoryItem, Session};
 use memdex_embed::Embeddings;
 use memdex_extract::invalid_dates;
@@ -47,9 +49,15 @@ pub struct Admitted {
     /// Index of its first item among the pending items, and how many.
     pub start: usize,
     pub items: usize,
-    /// Items with an extracted event date, and date-shaped words naming no day.
-    pub with_events: usize,
-    pub invalid_dates: usize,
+}
+
+/// What the extractors found, summed since the last [`AppendPipeline::take_extracted`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// Items with an extracted event date.
+    pub with_events: u64,
+    /// Date-shaped words naming no calendar day.
+    pub invalid_dates: u64,
 }
 
 /// What one commit wrote.
@@ -90,6 +98,22 @@ pub struct AppendPipeline {
     structures: Option<StructureSync>,
     /// What the last structure sync did.
     last_sync: Option<SyncReport>,
+    /// Seconds spent itemizing and extracting since the last [`Self::take_profile`].
+    profile: PrepareSeconds,
+    extracted: Extracted,
+}
+
+/// Where the prepare stage of a build spends its time (busy seconds, summed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PrepareSeconds {
+    /// Reading and parsing the input into sessions (JSON, dates, session hashes).
+    pub read: f64,
+    /// Turning sessions into items and checking each against what is stored or admitted.
+    pub itemize: f64,
+    /// Fact, event and key extraction over the admitted items.
+    pub extract: f64,
+    /// Cutting batches: which keys are fresh, stored, or in flight.
+    pub plan: f64,
 }
 
 impl AppendPipeline {
@@ -121,7 +145,20 @@ impl AppendPipeline {
             pending: Vec::new(),
             derived: Vec::new(),
             stale: false,
+            profile: PrepareSeconds::default(),
+            extracted: Extracted::default(),
         }
+    }
+
+    /// What the extractors found since the last call.
+    pub fn take_extracted(&mut self) -> Extracted {
+        std::mem::take(&mut self.extracted)
+    }
+
+    /// The itemize, extract and plan seconds since the last call (the read field is the
+    /// caller's to fill).
+    pub fn take_profile(&mut self) -> PrepareSeconds {
+        std::mem::take(&mut self.profile)
     }
 
     /// The committed view the pipeline reads (key reuse, neighbours, idempotency).
@@ -137,6 +174,7 @@ impl AppendPipeline {
     /// Offers one request's sessions: either every one is admitted (stored or unchanged) or
     /// none is (a conflicting or empty session refuses the request).
     pub fn admit(&mut self, sessions: &[Session]) -> Result<Vec<Admitted>, EngineError> {
+        let t = Instant::now();
         let mut mine: HashMap<(String, String), u64> = HashMap::new();
         let mut plans: Vec<(Admitted, Vec<MemoryItem>)> = Vec::with_capacity(sessions.len());
         let mut start = self.pending.len();
@@ -175,8 +213,6 @@ impl AppendPipeline {
                 status,
                 start,
                 items: n,
-                with_events: 0,
-                invalid_dates: 0,
             };
             if status == SessionStatus::Stored {
                 mine.insert(key, hash);
@@ -187,25 +223,46 @@ impl AppendPipeline {
             start += n;
         }
         self.staged.extend(mine);
-        Ok(plans
-            .into_iter()
-            .map(|(mut a, items)| {
-                self.stage(&mut a, items);
-                a
-            })
-            .collect())
+        self.profile.itemize += t.elapsed().as_secs_f64();
+        let mut admitted = Vec::with_capacity(plans.len());
+        for (a, items) in plans {
+            self.pending.extend(items);
+            admitted.push(a);
+        }
+        if !self.defers_extraction() {
+            self.extract_pending();
+        }
+        Ok(admitted)
     }
 
-    /// Runs the extractors over a session's items and queues them.
-    fn stage(&mut self, a: &mut Admitted, mut items: Vec<MemoryItem>) {
-        let x = &self.extract;
-        let derived = x.derive_all(&mut items, self.parallel);
-        if x.events {
-            a.with_events = derived.iter().filter(|d| !d.events.is_empty()).count();
-            a.invalid_dates = items.iter().map(|it| invalid_dates(&it.value)).sum();
+    /// A batch job with rule extractors extracts a whole batch at once, when it is cut: one
+    /// parallel pass over thousands of items instead of one per session of a few (a model
+    /// extractor keeps its per-request batches; a server extracts each request inline).
+    fn defers_extraction(&self) -> bool {
+        self.parallel && !self.extract.batched()
+    }
+
+    /// Runs the extractors over the pending items not extracted yet.
+    fn extract_pending(&mut self) {
+        let from = self.derived.len();
+        if from == self.pending.len() {
+            return;
         }
-        self.pending.extend(items);
+        let t = Instant::now();
+        let (x, items) = (&self.extract, &mut self.pending[from..]);
+        let derived = x.derive_all(items, self.parallel);
+        if x.events {
+            let bad = |it: &MemoryItem| invalid_dates(&it.value) as u64;
+            self.extracted.with_events +=
+                derived.iter().filter(|d| !d.events.is_empty()).count() as u64;
+            self.extracted.invalid_dates += if self.parallel {
+                items.par_iter().map(bad).sum::<u64>()
+            } else {
+                items.iter().map(bad).sum::<u64>()
+            };
+        }
         self.derived.extend(derived);
+        self.profile.extract += t.elapsed().as_secs_f64();
     }
 
     /// Forgets everything admitted and not committed.
@@ -267,6 +324,8 @@ impl AppendPipeline {
             self.staged.clear();
             return None;
         }
+        self.extract_pending();
+        let t = Instant::now();
         let items = std::mem::take(&mut self.pending);
         let derived = std::mem::take(&mut self.derived);
         let sessions: Vec<(String, String)> = self.staged.keys().cloned().collect();
@@ -290,6 +349,7 @@ impl AppendPipeline {
                 }
             })
             .collect();
+        self.profile.plan += t.elapsed().as_secs_f64();
         Some(Batch {
             items,
             derived,

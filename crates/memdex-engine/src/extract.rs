@@ -112,6 +112,11 @@ impl Extractors {
         derive_item(item, self.events, self.facts.as_deref())
     }
 
+    /// The fact extractor wants whole batches (a model), not one item at a time.
+    pub fn batched(&self) -> bool {
+        self.facts.as_deref().is_some_and(|f| f.batched())
+    }
+
     /// [`Self::derive`] over `items`, over the thread pool when `parallel`; a batched fact
     /// extractor (a model) gets all the items in one call on this thread first.
     pub fn derive_all(&self, items: &mut [MemoryItem], parallel: bool) -> Vec<Derived> {

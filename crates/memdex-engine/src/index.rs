@@ -22,7 +22,7 @@ use memdex_ingest::{ItemizeOptions, SessionSource};
 use memdex_store::{Store, StoreWriter};
 use serde::Serialize;
 
-use crate::append::{AppendPipeline, SessionStatus};
+use crate::append::{AppendPipeline, PrepareSeconds, SessionStatus};
 use crate::batch::{write_batch, Batch, InFlight};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
@@ -67,10 +67,39 @@ impl IndexProgress for () {}
 pub struct StageSeconds {
     /// Reading, itemizing, idempotency, extraction, key planning.
     pub prepare: f64,
+    /// The prepare stage's busy seconds by part.
+    pub prepare_parts: PrepareSeconds,
     pub embed: f64,
     /// Terms, neighbours, bucket ids, the segment and manifest (fsynced), key-cache refresh.
     pub write: f64,
     pub wall: f64,
+}
+
+/// Rates of a build over its wall time, and each stage's busy seconds over the wall time: with
+/// the stages overlapped, the busiest stage bounds the build (the embed stage is the device's
+/// share when the model runs on one; prepare and write are the host's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Throughput {
+    pub rows_per_s: f64,
+    pub keys_per_s: f64,
+    pub tokens_per_s: f64,
+    pub prepare_busy: f64,
+    pub embed_busy: f64,
+    pub write_busy: f64,
+}
+
+impl Throughput {
+    fn of(r: &IndexReport) -> Throughput {
+        let wall = r.stages.wall.max(1e-9);
+        Throughput {
+            rows_per_s: r.items_written as f64 / wall,
+            keys_per_s: r.keys_embedded as f64 / wall,
+            tokens_per_s: r.tokens_embedded as f64 / wall,
+            prepare_busy: r.stages.prepare / wall,
+            embed_busy: r.stages.embed / wall,
+            write_busy: r.stages.write / wall,
+        }
+    }
 }
 
 /// What an index run did.
@@ -100,6 +129,8 @@ pub struct IndexReport {
     pub embed_seconds: f64,
     pub seconds: f64,
     pub stages: StageSeconds,
+    /// Rates over the run's wall time, and how busy each stage was.
+    pub throughput: Throughput,
     /// Messages of rejected records, with file and line.
     pub errors: Vec<String>,
     /// The structures' sync after the last batch (None: the store keeps none).
@@ -145,7 +176,12 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     let (cut_tx, cut_rx) = sync_channel::<Cut>(1);
     let (emb_tx, emb_rx) = sync_channel::<(Cut, Embeddings)>(1);
     let (prep, embed, write) = std::thread::scope(|sc| {
-        let prep = sc.spawn(|| prepare(source, pipeline, opts, cut_tx, progress));
+        // the prepare stage's parallel work (extraction) runs on a pool of its own: on the
+        // global pool its jobs queued behind the encoder's, and the stage waited on them
+        let prep = sc.spawn(|| match prepare_pool() {
+            Some(pool) => pool.install(|| prepare(source, pipeline, opts, cut_tx, progress)),
+            None => prepare(source, pipeline, opts, cut_tx, progress),
+        });
         let write =
             sc.spawn(|| write_stage(writer, writer_keys, emb_rx, progress, opts.accel.as_ref()));
         let embed = embed_stage(encoder, dim, cut_rx, emb_tx, progress);
@@ -167,6 +203,7 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     let synced = sync_structures(writer, encoder);
     report.seconds = start.elapsed().as_secs_f64();
     report.stages.wall = report.seconds;
+    report.throughput = Throughput::of(&report);
     // the first failure in pipeline order explains the others (a closed queue)
     match write_failure.or(embed_failure).or(prep_failure) {
         Some(e) => Err(e),
@@ -175,6 +212,15 @@ pub fn index_sessions_with<S: SessionSource + Send>(
             Ok(report)
         }
     }
+}
+
+/// A thread pool for the prepare stage, one thread per core (None: it could not be built;
+/// the global pool serves).
+fn prepare_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("memdex-prepare-{i}"))
+        .build()
+        .ok()
 }
 
 /// Brings the store's TiM thoughts and MemTree (when it keeps them) up to the committed
@@ -232,7 +278,10 @@ fn prepare<S: SessionSource>(
         *busy = Instant::now();
         sent
     };
-    while let Some(next) = source.next() {
+    loop {
+        let t = Instant::now();
+        let Some(next) = source.next() else { break };
+        r.stages.prepare_parts.read += t.elapsed().as_secs_f64();
         let session = match next {
             Ok(s) => s,
             Err(e) => {
@@ -254,6 +303,13 @@ fn prepare<S: SessionSource>(
     }
     send(&mut pipeline, &mut r, &mut busy, source.position());
     r.stages.prepare += busy.elapsed().as_secs_f64();
+    let found = pipeline.take_extracted();
+    r.items_with_events = found.with_events;
+    r.invalid_dates = found.invalid_dates;
+    let parts = pipeline.take_profile();
+    r.stages.prepare_parts.itemize = parts.itemize;
+    r.stages.prepare_parts.extract = parts.extract;
+    r.stages.prepare_parts.plan = parts.plan;
     for e in source.skipped() {
         r.sessions_rejected += 1;
         r.errors.push(e.to_string());
@@ -275,8 +331,6 @@ fn admit(
                     SessionStatus::Stored => r.sessions_indexed += 1,
                     SessionStatus::Unchanged => r.sessions_unchanged += 1,
                 }
-                r.items_with_events += a.with_events as u64;
-                r.invalid_dates += a.invalid_dates as u64;
             }
             Ok(())
         }

@@ -25,13 +25,16 @@ mod search;
 mod structures;
 mod vectors;
 
-pub use append::{session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, SessionStatus};
+pub use append::{
+    session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, Extracted, PrepareSeconds,
+    SessionStatus,
+};
 pub use batch::{write_batch, Batch, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
 pub use fused::{rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle};
 pub use index::{
-    index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport,
+    index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport, Throughput,
     DEFAULT_FLUSH_ITEMS,
 };
 pub use keys::KeyCache;

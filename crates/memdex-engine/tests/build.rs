@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Role, Session, TextKind, Turn};
 use memdex_embed::{EmbedError, Encoder};
-use memdex_engine::{index_sessions, IndexOptions};
+use memdex_engine::{index_sessions, AppendPipeline, EngineError, ExtractOptions, IndexOptions};
 use memdex_ingest::{IngestError, ItemizeOptions, SessionSource};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HookedEncoder;
@@ -85,21 +85,98 @@ fn run(
     dir: &std::path::Path,
     enc: &dyn Encoder,
 ) -> Result<memdex_engine::IndexReport, memdex_engine::EngineError> {
-    let mut w = StoreWriter::open_or_create_with(
-        dir,
-        enc.info(),
-        Granularity::Turn,
-        None,
-        &Extraction::default(),
-    )
-    .unwrap();
+    run_with(dir, enc, &Extraction::default(), history().0)
+}
+
+fn run_with(
+    dir: &std::path::Path,
+    enc: &dyn Encoder,
+    extraction: &Extraction,
+    sessions: Vec<Session>,
+) -> Result<memdex_engine::IndexReport, memdex_engine::EngineError> {
+    let mut w =
+        StoreWriter::open_or_create_with(dir, enc.info(), Granularity::Turn, None, extraction)
+            .unwrap();
     let opts = IndexOptions {
         itemize: ItemizeOptions::new(Granularity::Turn),
         on_error: OnError::Abort,
         flush_items: 7,
         accel: None,
     };
-    index_sessions(Sessions(history().0.into_iter()), &mut w, enc, &opts, &())
+    index_sessions(Sessions(sessions.into_iter()), &mut w, enc, &opts, &())
+}
+
+/// Sessions whose turns hold dates, relative times and statements (both extractors find
+/// something), over two tenants.
+fn dated_history() -> Vec<Session> {
+    let texts = [
+        "I moved to Lisbon on 3 March 2023 with my sister.",
+        "Yesterday I started a new job at the bakery.",
+        "My car broke down last week, so I bought a bike.",
+        "The rent went up to 1,200 euros in May.",
+        "We talked about the trip to Porto two days ago.",
+        "I no longer eat meat since January.",
+    ];
+    (0..12)
+        .map(|i| Session {
+            tenant: format!("t{}", i % 2),
+            session_id: format!("d{i}"),
+            timestamp_ms: 1_683_540_000_000 + i as i64 * 86_400_000,
+            turns: (0..3)
+                .map(|t| Turn {
+                    role: Role::User,
+                    content: texts[(i + t) % texts.len()].to_string(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Every live row of `dir`: tenant, session, value, key, facts and events, in store order.
+type Row = (String, String, String, String, String, Vec<(i64, i64)>);
+fn rows(dir: &std::path::Path) -> Vec<Row> {
+    let store = Store::open(dir).unwrap();
+    let mut out = Vec::new();
+    for tenant in store.tenants().keys() {
+        for slice in store.tenant_slices(tenant) {
+            for i in 0..slice.rows {
+                out.push((
+                    tenant.to_string(),
+                    slice.session_id(i).to_string(),
+                    slice.value(i).to_string(),
+                    slice.key(i).to_string(),
+                    slice.facts(i).to_string(),
+                    slice.events(i).collect(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_build_extracts_what_one_request_at_a_time_does() {
+    // the build extracts each batch at once; a server extracts each request as it comes
+    let x = ExtractOptions::default().extraction();
+    let (enc, _) = counting(usize::MAX);
+    let built = tempfile::tempdir().unwrap();
+    let r = run_with(built.path(), &enc, &x, dated_history()).unwrap();
+    assert!(r.items_with_events > 0, "{r:?}");
+    let served = tempfile::tempdir().unwrap();
+    let mut w =
+        StoreWriter::open_or_create_with(served.path(), enc.info(), Granularity::Turn, None, &x)
+            .unwrap();
+    let store = Store::open(served.path()).unwrap();
+    let mut p = AppendPipeline::new(store, ItemizeOptions::new(Granularity::Turn), false).unwrap();
+    let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
+    for s in dated_history() {
+        p.admit(std::slice::from_ref(&s)).unwrap();
+        p.commit(&mut w, &mut embed).unwrap();
+    }
+    let (a, b) = (rows(built.path()), rows(served.path()));
+    assert_eq!(a.len(), 36);
+    assert!(a.iter().any(|r| !r.4.is_empty()) && a.iter().any(|r| !r.5.is_empty()));
+    assert_eq!(a, b);
 }
 
 #[test]
@@ -118,7 +195,22 @@ fn batches_in_flight_share_keys_and_a_rerun_resumes() {
     );
     assert_eq!(counts.keys.load(Ordering::SeqCst), distinct);
     assert_eq!(r.keys_reused, 120 - distinct as u64);
-    assert!(r.stages.embed >= 0.0 && r.stages.wall >= r.stages.write);
+    // the stages' busy seconds: each within the wall time, the prepare parts within prepare,
+    // the rates and busy fractions consistent with them
+    let (st, p) = (r.stages, r.stages.prepare_parts);
+    assert!(
+        st.wall > 0.0 && st.wall >= st.write && st.wall >= st.embed,
+        "{st:?}"
+    );
+    let parts = p.read + p.itemize + p.extract + p.plan;
+    assert!(parts > 0.0 && parts <= st.prepare + 1e-3, "{st:?}");
+    let t = r.throughput;
+    assert!((t.rows_per_s * st.wall - 120.0).abs() < 1e-6, "{t:?}");
+    assert!((t.embed_busy * st.wall - st.embed).abs() < 1e-9, "{t:?}");
+    assert!(
+        t.prepare_busy > 0.0 && t.prepare_busy <= 1.0 + 1e-9,
+        "{t:?}"
+    );
 
     // interrupted: the encoder stops at its 3rd batch; the batches before it are committed
     let tmp = tempfile::tempdir().unwrap();

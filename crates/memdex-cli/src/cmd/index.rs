@@ -16,9 +16,10 @@ use crate::cli::{IndexArgs, InputFormat};
 use crate::output::print_json;
 
 /// Progress of a build: input bytes behind the committed segments (rate and ETA), sessions
-/// read, keys embedded and rows committed, and the peak anonymous memory seen.
+/// read, keys embedded and rows committed with their rates, and the peak anonymous memory seen.
 struct Bars {
     bar: ProgressBar,
+    start: std::time::Instant,
     sessions: AtomicU64,
     keys: AtomicU64,
     rows: AtomicU64,
@@ -29,6 +30,7 @@ impl Bars {
     fn new() -> Bars {
         Bars {
             bar: crate::output::progress_bytes("indexed"),
+            start: std::time::Instant::now(),
             sessions: AtomicU64::new(0),
             keys: AtomicU64::new(0),
             rows: AtomicU64::new(0),
@@ -43,11 +45,18 @@ impl Bars {
     }
 
     fn message(&self) {
-        self.bar.set_message(format!(
-            "{} sessions read, {} keys embedded, {} rows committed",
+        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+        let (sessions, keys, rows) = (
             self.sessions.load(Ordering::Relaxed),
             self.keys.load(Ordering::Relaxed),
-            self.rows.load(Ordering::Relaxed)
+            self.rows.load(Ordering::Relaxed),
+        );
+        self.bar.set_message(format!(
+            "{sessions} sessions read ({:.0}/s), {keys} keys embedded ({:.0}/s), \
+             {rows} rows committed ({:.0}/s)",
+            sessions as f64 / secs,
+            keys as f64 / secs,
+            rows as f64 / secs
         ));
     }
 }
