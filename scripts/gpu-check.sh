@@ -59,13 +59,35 @@ GOLDEN=$WORK/data/minilm-reference.jsonl
 . "$PACK/scripts/gpu-libs.sh"
 
 # One e2e build: index $1 (s|m) with the model on $2, then rank every question on the store.
+# On the CPU the index runs under E2E_CPU_TIMEOUT seconds (default: none): a capped build
+# records the rows it committed, the rows the same build has on the device, and the
+# extrapolated wall time (resumable: the committed segments stay).
 e2e_one() {
   local sc=$1 d=$2 store="$WORK/store-$1-$2"
   rm -rf "$store"
-  local t0 t1 t2
+  local t0 t1 t2 cap=()
+  [[ $d == cpu && -n ${E2E_CPU_TIMEOUT:-} ]] && cap=(timeout -s INT "$E2E_CPU_TIMEOUT")
   t0=$(date +%s.%N)
-  if "$MEMDEX" index --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
-    --format longmemeval --granularity turn --store "$store" --json > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log" \
+  "${cap[@]}" "$MEMDEX" index --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
+    --format longmemeval --granularity turn --store "$store" --json > "$WORK/index-$sc-$d.json" 2>> "$OUT/e2e.log"
+  local rc=$?
+  if ((rc == 124 || rc == 130)) && [[ $d == cpu ]]; then
+    "$PY" - "$store" "$sc" "$E2E_CPU_TIMEOUT" "$(grep -h "\"scale\": \"$sc\"" "$OUT/e2e.jsonl" | head -1)" \
+      "$MEMDEX" >> "$OUT/e2e.jsonl" <<'PY'
+import json, subprocess, sys
+store, sc, cap, dev_line, memdex = sys.argv[1:6]
+info = json.loads(subprocess.run([memdex, "info", "--store", store, "--json"],
+                                 capture_output=True, text=True).stdout or "{}")
+rows = info.get("rows") or info.get("store_rows") or 0
+dev = json.loads(dev_line) if dev_line else {}
+total = dev.get("items_written")
+print(json.dumps({"scale": sc, "device": "cpu", "capped_at_s": float(cap), "rows_committed": rows,
+                  "rows_total": total, "extrapolated_index_s": float(cap) * total / rows
+                  if rows and total else None}))
+PY
+    rm -rf "$store"; return
+  fi
+  if ((rc == 0)) \
     && t1=$(date +%s.%N) \
     && "$MEMDEX" eval --model "$MODEL" --device "$d" --input "$WORK/$sc.json" \
       --format longmemeval --preset default --store "$store" --json > "$WORK/eval-$sc-$d.json" 2>> "$OUT/e2e.log"; then
