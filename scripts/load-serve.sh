@@ -41,7 +41,7 @@ fi
 run() {  # name connections threads script
   echo "== $1: wrk -t$3 -c$2 -d${dur}s -s scripts/load/$4 --latency"
   timeout $((dur + 30)) wrk -t"$3" -c"$2" -d"${dur}s" --timeout 10s -s "scripts/load/$4" --latency "http://$addr" \
-    | grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|latency_us|requests in'
+    | grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|checks|body_checked|latency_us|requests in'
 }
 run "search, 1 client" 1 1 search.lua
 run "search, 8 clients" 8 2 search.lua
