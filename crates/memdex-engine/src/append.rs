@@ -14,11 +14,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use memdex_core::{MemoryItem, Session};
 use memdex_embed::Embeddings;
-use memdex_extract::invalid_dates;
 use memdex_ingest::{itemize, ItemizeOptions};
 use memdex_store::{session_hash, Derived, Store, StoreWriter};
 use serde::Serialize;
@@ -250,16 +247,11 @@ impl AppendPipeline {
         }
         let t = Instant::now();
         let (x, items) = (&self.extract, &mut self.pending[from..]);
-        let derived = x.derive_all(items, self.parallel);
+        let (derived, bad) = x.derive_all_counted(items, self.parallel);
         if x.events {
-            let bad = |it: &MemoryItem| invalid_dates(&it.value) as u64;
             self.extracted.with_events +=
                 derived.iter().filter(|d| !d.events.is_empty()).count() as u64;
-            self.extracted.invalid_dates += if self.parallel {
-                items.par_iter().map(bad).sum::<u64>()
-            } else {
-                items.iter().map(bad).sum::<u64>()
-            };
+            self.extracted.invalid_dates += bad;
         }
         self.derived.extend(derived);
         self.profile.extract += t.elapsed().as_secs_f64();

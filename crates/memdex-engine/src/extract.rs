@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use memdex_core::{Granularity, MemoryItem};
 use memdex_extract::time::ms_day;
-use memdex_extract::{expand_key, extract_events, FactExtractor, HeuristicFacts};
+use memdex_extract::{
+    events_and_invalid_dates, expand_key, invalid_dates, FactExtractor, HeuristicFacts,
+};
 use memdex_store::{Derived, Extraction};
 
 use rayon::prelude::*;
@@ -120,12 +122,27 @@ impl Extractors {
     /// [`Self::derive`] over `items`, over the thread pool when `parallel`; a batched fact
     /// extractor (a model) gets all the items in one call on this thread first.
     pub fn derive_all(&self, items: &mut [MemoryItem], parallel: bool) -> Vec<Derived> {
-        let Some(f) = self.facts.as_deref().filter(|f| f.batched()) else {
-            return if parallel {
-                items.par_iter_mut().map(|it| self.derive(it)).collect()
+        let (derived, _) = self.derive_all_counted(items, parallel);
+        derived
+    }
+
+    /// [`Self::derive_all`], with the date-shaped words naming no calendar day counted over
+    /// the items (with events on; 0 otherwise).
+    pub fn derive_all_counted(
+        &self,
+        items: &mut [MemoryItem],
+        parallel: bool,
+    ) -> (Vec<Derived>, u64) {
+        let (events, facts) = (self.events, self.facts.as_deref());
+        let one = |it: &mut MemoryItem| derive_counted(it, events, facts);
+        let Some(f) = facts.filter(|f| f.batched()) else {
+            let pairs: Vec<(Derived, usize)> = if parallel {
+                items.par_iter_mut().map(one).collect()
             } else {
-                items.iter_mut().map(|it| self.derive(it)).collect()
+                items.iter_mut().map(one).collect()
             };
+            let bad = pairs.iter().map(|p| p.1 as u64).sum();
+            return (pairs.into_iter().map(|p| p.0).collect(), bad);
         };
         let inputs: Vec<(&str, _)> = items
             .iter()
@@ -133,14 +150,17 @@ impl Extractors {
             .collect();
         let facts = f.extract_batch(&inputs);
         let mut found = facts.into_iter();
-        items
+        let mut bad = 0;
+        let derived = items
             .iter_mut()
             .map(|it| {
-                let mut d = derive_item(it, self.events, None);
+                let (mut d, n) = derive_counted(it, events, None);
+                bad += n as u64;
                 expand(it, &mut d, found.next().unwrap_or_default());
                 d
             })
-            .collect()
+            .collect();
+        (derived, bad)
     }
 }
 
@@ -158,19 +178,35 @@ pub fn derive_item(
     events: bool,
     facts: Option<&dyn FactExtractor>,
 ) -> Derived {
+    derive_counted(item, events, facts).0
+}
+
+/// [`derive_item`], with the date-shaped words of the value naming no calendar day (counted
+/// with events on; one tokenization serves both).
+fn derive_counted(
+    item: &mut MemoryItem,
+    events: bool,
+    facts: Option<&dyn FactExtractor>,
+) -> (Derived, usize) {
     let anchor = ms_day(item.timestamp_ms);
     let mut d = Derived::default();
-    if let (true, Some(a)) = (events, anchor) {
-        for e in extract_events(&item.value, a) {
-            let (start, end) = e.range.to_ms();
-            d.events.extend([start, end]);
+    let bad = match (events, anchor) {
+        (true, Some(a)) => {
+            let (found, bad) = events_and_invalid_dates(&item.value, a);
+            for e in found {
+                let (start, end) = e.range.to_ms();
+                d.events.extend([start, end]);
+            }
+            bad
         }
-    }
+        (true, None) => invalid_dates(&item.value),
+        (false, _) => 0,
+    };
     if let Some(f) = facts {
         let found = f.extract(&item.value, anchor);
         expand(item, &mut d, found);
     }
-    d
+    (d, bad)
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use std::fmt::Debug;
 
 use chrono::NaiveDate;
 
-use crate::lexicon::tokens;
-use crate::time::extract_events;
+use crate::lexicon::{tokens, Token, WordFilter};
+use crate::time::events_in;
 
 /// Extracts short fact strings from an item's text. `anchor` is the session date (for
 /// resolving relative time expressions), when known.
@@ -163,6 +163,10 @@ const CUES: &[&str] = &[
 
 const FIRST_PERSON: &[&str] = &["i", "my", "me", "we", "our", "i'm", "i've", "mine"];
 
+/// Pass every cue word and first-person word (a fast reject before the exact lookup).
+const CUE_FILTER: WordFilter = WordFilter::EMPTY.with(CUES);
+const FIRST_PERSON_FILTER: WordFilter = WordFilter::EMPTY.with(FIRST_PERSON);
+
 impl FactExtractor for HeuristicFacts {
     fn name(&self) -> &str {
         "heuristic-v1"
@@ -177,22 +181,16 @@ impl FactExtractor for HeuristicFacts {
             if toks.len() < 3 || toks.len() > 60 {
                 continue;
             }
-            collect_phrases(sentence, &mut phrases);
+            collect_phrases(sentence, &toks, &mut phrases);
             if facts.len() >= self.max_facts {
                 continue;
             }
-            let event = anchor.and_then(|a| extract_events(sentence, a).into_iter().next());
+            let event = anchor.and_then(|a| events_in(&toks, a).into_iter().next());
             let dated = event.as_ref().map(|e| e.range);
             let stamp = event
                 .filter(|e| self.relative_dates || !e.relative)
                 .map(|e| e.range);
-            let first_person = toks
-                .iter()
-                .any(|t| FIRST_PERSON.contains(&t.lower.as_str()));
-            let cue = toks.iter().any(|t| {
-                CUES.contains(&t.lower.as_str()) || t.lower.bytes().any(|b| b.is_ascii_digit())
-            });
-            if !(dated.is_some() || (first_person && cue)) {
+            if !(dated.is_some() || first_person_fact(&toks)) {
                 continue;
             }
             let mut fact = match speaker {
@@ -220,6 +218,19 @@ impl FactExtractor for HeuristicFacts {
     }
 }
 
+/// A first-person sentence with a fact cue (a cue word or a number).
+fn first_person_fact(toks: &[Token<'_>]) -> bool {
+    let listed =
+        |filter: &WordFilter, list: &[&str], w: &str| filter.may_contain(w) && list.contains(&w);
+    let first_person = toks
+        .iter()
+        .any(|t| listed(&FIRST_PERSON_FILTER, FIRST_PERSON, &t.lower));
+    first_person
+        && toks.iter().any(|t| {
+            listed(&CUE_FILTER, CUES, &t.lower) || t.lower.bytes().any(|b| b.is_ascii_digit())
+        })
+}
+
 /// `Caroline: text` → (`Caroline`, `text`) when the prefix looks like a name.
 fn split_speaker(text: &str) -> (Option<&str>, &str) {
     if let Some((name, rest)) = text.split_once(": ") {
@@ -234,10 +245,21 @@ fn split_speaker(text: &str) -> (Option<&str>, &str) {
     (None, text)
 }
 
+/// The trimmed, non-empty pieces of `text` each ending at `.`, `!`, `?` or a newline (kept).
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split_inclusive(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    // split_inclusive on bytes: the ends are ASCII, so a piece never splits a character
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let end = rest
+            .bytes()
+            .position(|b| matches!(b, b'.' | b'!' | b'?' | b'\n'))
+            .map_or(rest.len(), |p| p + 1);
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        (!piece.is_empty()).then_some(piece)
+    })
+    .map(str::trim)
+    .filter(|s| !s.is_empty())
 }
 
 /// First-person pronouns → the speaker's name (`I` → `Caroline`, `my` → `Caroline's`).
@@ -269,8 +291,7 @@ fn third_person(sentence: &str, name: &str) -> String {
 }
 
 /// Runs of capitalised words that do not start the sentence (names, places, titles).
-fn collect_phrases(sentence: &str, out: &mut Vec<String>) {
-    let toks = tokens(sentence);
+fn collect_phrases(sentence: &str, toks: &[Token<'_>], out: &mut Vec<String>) {
     let mut run: Vec<&str> = Vec::new();
     let flush = |run: &mut Vec<&str>, out: &mut Vec<String>| {
         if !run.is_empty() {
@@ -343,6 +364,18 @@ mod tests {
         assert_eq!(f[0], "I have two dogs.");
         assert_eq!(f[1], "My favorite band is Muse.");
         assert_eq!(f[2], "Muse");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sentences_split_like_split_inclusive(text in "[a-z .!?\n\t\u{3000}é]{0,40}") {
+            let reference: Vec<&str> = text
+                .split_inclusive(['.', '!', '?', '\n'])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            proptest::prop_assert_eq!(sentences(&text).collect::<Vec<_>>(), reference);
+        }
     }
 
     #[test]

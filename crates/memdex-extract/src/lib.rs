@@ -14,4 +14,7 @@ mod lexicon;
 pub mod time;
 
 pub use facts::{expand_key, FactExtractor, HeuristicFacts};
-pub use time::{extract_events, invalid_dates, parse_query, DayRange, QueryTime, TimeExpr};
+pub use time::{
+    events_and_invalid_dates, extract_events, invalid_dates, parse_query, DayRange, QueryTime,
+    TimeExpr,
+};

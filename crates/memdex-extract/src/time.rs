@@ -24,6 +24,7 @@ use chrono::{Datelike, Duration, Months, NaiveDate};
 
 use crate::lexicon::{
     day_number, month, month_alone, number, season, tokens, unit, weekday, year, Token, Unit,
+    WordFilter, MONTHS, NUMBER_WORDS, SEASONS,
 };
 
 /// An inclusive range of calendar days.
@@ -104,30 +105,40 @@ pub struct TimeExpr {
 
 /// Every time expression in `text`, resolved against `anchor` (the session date).
 pub fn extract_events(text: &str, anchor: NaiveDate) -> Vec<TimeExpr> {
-    scan(&tokens(text), anchor, false)
+    events_in(&tokens(text), anchor)
+}
+
+/// [`extract_events`] over the tokens of a text.
+pub(crate) fn events_in(toks: &[Token<'_>], anchor: NaiveDate) -> Vec<TimeExpr> {
+    scan(toks, anchor, false)
 }
 
 /// How many date-shaped words of `text` name no calendar day (`2023-02-30`, `13/45/2023`,
 /// `May 32`): counted by the indexer, never fatal (the item keeps its session date).
 pub fn invalid_dates(text: &str) -> usize {
+    count_invalid(&tokens(text))
+}
+
+/// [`extract_events`] and [`invalid_dates`] of one text from one tokenization: what the indexer
+/// needs of each item, for the cost of about one of them.
+pub fn events_and_invalid_dates(text: &str, anchor: NaiveDate) -> (Vec<TimeExpr>, usize) {
     let toks = tokens(text);
-    let shaped = |w: &str| {
-        let parts: Vec<&str> = w.split(['-', '/']).collect();
-        parts.len() == 3
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            && (parts[0].len() == 4 || parts[2].len() == 4)
-    };
+    (events_in(&toks, anchor), count_invalid(&toks))
+}
+
+/// [`invalid_dates`] over the tokens of a text.
+fn count_invalid(toks: &[Token<'_>]) -> usize {
+    let shaped = |w: &str| date_parts(w).is_some_and(|p| p[0].len() == 4 || p[2].len() == 4);
     toks.iter()
         .enumerate()
         .filter(|(i, t)| {
             let bad_numeric = shaped(&t.lower) && numeric_date(&t.lower).is_none();
-            let bad_day = month(t).is_some()
-                && toks
-                    .get(i + 1)
-                    .and_then(|n| day_number(&n.lower))
-                    .is_some_and(|d| d == 0 || d > 31);
+            // the rare day number first: most words are no month either
+            let bad_day = toks
+                .get(i + 1)
+                .and_then(|n| day_number(&n.lower))
+                .is_some_and(|d| d == 0 || d > 31)
+                && month(t).is_some();
             bad_numeric || bad_day
         })
         .count()
@@ -171,7 +182,7 @@ pub fn parse_query(text: &str, anchor: NaiveDate) -> QueryTime {
     }
 }
 
-fn asks_when(toks: &[Token]) -> bool {
+fn asks_when(toks: &[Token<'_>]) -> bool {
     let w = |i: usize| toks.get(i).map_or("", |t| t.lower.as_str());
     (0..toks.len()).any(|i| match w(i) {
         "when" => true,
@@ -184,10 +195,14 @@ fn asks_when(toks: &[Token]) -> bool {
     })
 }
 
-fn scan(toks: &[Token], anchor: NaiveDate, query: bool) -> Vec<TimeExpr> {
+fn scan(toks: &[Token<'_>], anchor: NaiveDate, query: bool) -> Vec<TimeExpr> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < toks.len() {
+        if !may_start(&toks[i]) {
+            i += 1;
+            continue;
+        }
         match match_at(toks, i, anchor, query) {
             Some((range, n)) => {
                 let explicit = toks[i..i + n]
@@ -207,8 +222,43 @@ fn scan(toks: &[Token], anchor: NaiveDate, query: bool) -> Vec<TimeExpr> {
     out
 }
 
+/// The words [`match_at`]'s rules start with, besides words starting with a digit (dates, day
+/// numbers, `3 days ago`): its keywords, number words (`two weeks ago`, `a few days ago`),
+/// months (`May 8`) and seasons (`summer 2023`). Keep in step with `match_at`: a word this
+/// rejects is never tried.
+const STARTS: WordFilter = WordFilter::EMPTY
+    .with(&[
+        "yesterday",
+        "today",
+        "tonight",
+        "tomorrow",
+        "last",
+        "this",
+        "next",
+        "past",
+        "the",
+        "on",
+        "in",
+        "since",
+        "during",
+    ])
+    .with_keys(NUMBER_WORDS)
+    .with_keys(MONTHS)
+    .with_keys(SEASONS);
+
+/// Whether an expression may start at `tok`: a fast reject for most words of a text.
+fn may_start(tok: &Token<'_>) -> bool {
+    let w = tok.lower.as_bytes();
+    w.first().is_some_and(u8::is_ascii_digit) || STARTS.may_contain(&tok.lower)
+}
+
 /// The expression starting at word `i`: its range and how many words it spans.
-fn match_at(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<(DayRange, usize)> {
+fn match_at(
+    toks: &[Token<'_>],
+    i: usize,
+    anchor: NaiveDate,
+    query: bool,
+) -> Option<(DayRange, usize)> {
     let w = |k: usize| toks.get(i + k).map_or("", |t| t.lower.as_str());
     let day = |d: NaiveDate| Some((DayRange::day(d), 1));
     match w(0) {
@@ -281,10 +331,7 @@ fn match_at(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<
 
 /// `2023-05-08`, `2023/05/08`, `5/8/2023`.
 fn numeric_date(word: &str) -> Option<NaiveDate> {
-    let parts: Vec<&str> = word.split(['-', '/']).collect();
-    if parts.len() != 3 || !parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_digit())) {
-        return None;
-    }
+    let parts = date_parts(word)?;
     let n = |s: &str| s.parse::<u32>().ok();
     if parts[0].len() == 4 {
         NaiveDate::from_ymd_opt(year(parts[0])?, n(parts[1])?, n(parts[2])?)
@@ -295,9 +342,21 @@ fn numeric_date(word: &str) -> Option<NaiveDate> {
     }
 }
 
+/// The three parts of a word split at `-` and `/` when there are exactly three and all are
+/// non-empty runs of ASCII digits (an empty part names no date either way).
+fn date_parts(word: &str) -> Option<[&str; 3]> {
+    if !word.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut parts = word.split(['-', '/']);
+    let three = [parts.next()?, parts.next()?, parts.next()?];
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    (parts.next().is_none() && three.iter().all(|p| digits(p))).then_some(three)
+}
+
 /// Reads `N unit` at word `i` (`two weeks`, `a couple of days`, `a few months`); returns
 /// (N, unit, words used).
-fn amount(toks: &[Token], i: usize) -> Option<(u32, Unit, usize)> {
+fn amount(toks: &[Token<'_>], i: usize) -> Option<(u32, Unit, usize)> {
     let w = |k: usize| toks.get(i + k).map_or("", |t| t.lower.as_str());
     let mut k = 0;
     if matches!(w(0), "a" | "an") && matches!(w(1), "couple" | "few") {
@@ -326,7 +385,7 @@ fn shift(anchor: NaiveDate, n: u32, u: Unit, back: bool) -> Option<NaiveDate> {
 
 /// `N units ago` → that day, widened by the unit's vagueness (±3 days for weeks, ±15 for
 /// months, ±182 for years). In queries also `N units before <date>` (re-anchored on the date).
-fn ago(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<(DayRange, usize)> {
+fn ago(toks: &[Token<'_>], i: usize, anchor: NaiveDate, query: bool) -> Option<(DayRange, usize)> {
     let (n, u, used) = amount(toks, i)?;
     let word = toks.get(i + used)?.lower.as_str();
     if !(word == "ago" || (query && word == "before")) || n == 0 || n > 100 {
@@ -343,7 +402,7 @@ fn ago(toks: &[Token], i: usize, anchor: NaiveDate, query: bool) -> Option<(DayR
 }
 
 /// Queries: `[in] the last|past N units`, `the past week` → `[anchor − N units, anchor]`.
-fn past_span(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
+fn past_span(toks: &[Token<'_>], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
     let w = |k: usize| toks.get(i + k).map_or("", |t| t.lower.as_str());
     let mut k = usize::from(w(0) == "in");
     if w(k) != "the" || !matches!(w(k + 1), "last" | "past") {
@@ -456,7 +515,7 @@ fn resolve_day(anchor: NaiveDate, m: u32, d: u32, y: Option<i32>) -> Option<Naiv
 }
 
 /// `8 May`, `8th of May`, `May 8`, `May 8th, 2023`, `8 May 2023`.
-fn day_month(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
+fn day_month(toks: &[Token<'_>], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
     let tok = |k: usize| toks.get(i + k);
     let w = |k: usize| tok(k).map_or("", |t| t.lower.as_str());
     let (d, m, mut used) = if let Some(d) = day_number(w(0)) {
@@ -477,7 +536,7 @@ fn day_month(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, u
 }
 
 /// `March 2023`, `March of 2023`, `in March` (an unambiguous month alone).
-fn month_year(toks: &[Token], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
+fn month_year(toks: &[Token<'_>], i: usize, anchor: NaiveDate) -> Option<(DayRange, usize)> {
     let t = toks.get(i)?;
     let m = month(t)?;
     let w = |k: usize| toks.get(i + k).map_or("", |t| t.lower.as_str());

@@ -154,6 +154,100 @@ fn invalid_dates_are_counted_not_resolved() {
 }
 
 #[test]
+fn one_tokenization_gives_events_and_invalid_dates() {
+    let text = "on 2023-02-30 and 13/45/2023, then May 32; yesterday and 8 May 2023.";
+    let (events, invalid) = events_and_invalid_dates(text, anchor());
+    assert_eq!(events, extract_events(text, anchor()));
+    assert_eq!(invalid, invalid_dates(text));
+    assert_eq!((events.len(), invalid), (2, 3));
+}
+
+/// Every word a rule can start with, in the case it is written and capitalised, and in the
+/// places the rules look at (first, after `in`/`the`/`a`): `may_start` must pass each start.
+#[test]
+fn the_start_filter_passes_every_expression() {
+    let mut words: Vec<&str> = TIME_WORDS.to_vec();
+    words.extend(crate::lexicon::NUMBER_WORDS.iter().map(|(w, _)| *w));
+    words.extend(crate::lexicon::MONTHS.iter().map(|(w, _)| *w));
+    words.extend(crate::lexicon::SEASONS.iter().map(|(w, _)| *w));
+    words.extend([
+        "autumn",
+        "several",
+        "three",
+        "tuesday",
+        "weekends",
+        "evening",
+        "afternoon",
+        "jan",
+        "sept",
+        "2023-5-8",
+        "08",
+        "3rd",
+        "0",
+        "32",
+    ]);
+    let capitalised: Vec<String> = words
+        .iter()
+        .map(|w| w[..1].to_uppercase() + &w[1..])
+        .collect();
+    let all: Vec<&str> = words
+        .iter()
+        .copied()
+        .chain(capitalised.iter().map(String::as_str))
+        .collect();
+    for a in &all {
+        for b in &all {
+            for c in [
+                "",
+                "ago",
+                "2023",
+                "of 2023",
+                "before last",
+                "of",
+                "days ago",
+            ] {
+                let text = format!("{a} {b} {c}");
+                assert_starts_pass(&text, anchor());
+            }
+        }
+    }
+}
+
+/// At every word of `text` where an expression matches, `may_start` lets it through.
+fn assert_starts_pass(text: &str, a: NaiveDate) {
+    let toks = tokens(text);
+    for i in 0..toks.len() {
+        for query in [false, true] {
+            if match_at(&toks, i, a, query).is_some() {
+                assert!(may_start(&toks[i]), "{text:?} at word {i}");
+            }
+        }
+    }
+}
+
+/// `numeric_date` and the date shape of `invalid_dates` as first written (a `Vec` of parts).
+fn reference_numeric_date(word: &str) -> (Option<NaiveDate>, bool) {
+    let parts: Vec<&str> = word.split(['-', '/']).collect();
+    let shaped = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && (parts[0].len() == 4 || parts[2].len() == 4);
+    if parts.len() != 3 || !parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+        return (None, shaped);
+    }
+    let n = |s: &str| s.parse::<u32>().ok();
+    let date = if parts[0].len() == 4 {
+        year(parts[0]).and_then(|y| NaiveDate::from_ymd_opt(y, n(parts[1])?, n(parts[2])?))
+    } else if parts[2].len() == 4 && word.contains('/') {
+        year(parts[2]).and_then(|y| NaiveDate::from_ymd_opt(y, n(parts[0])?, n(parts[1])?))
+    } else {
+        None
+    };
+    (date, shaped)
+}
+
+#[test]
 fn ms_round_trip() {
     let r = span(d(2023, 5, 6), d(2023, 5, 7));
     let (a, b) = r.to_ms();
@@ -313,6 +407,25 @@ mod props {
         #[test]
         fn any_text_at_any_anchor_resolves_without_panicking(t in text(), a in anchor()) {
             check(&t, a);
+        }
+
+        #[test]
+        fn only_words_the_filter_passes_start_expressions(t in text(), a in anchor()) {
+            assert_starts_pass(&t, a);
+        }
+
+        #[test]
+        fn one_tokenization_equals_two(t in text(), a in anchor()) {
+            prop_assert_eq!(
+                events_and_invalid_dates(&t, a),
+                (extract_events(&t, a), invalid_dates(&t))
+            );
+        }
+
+        #[test]
+        fn numeric_dates_match_the_reference(w in "[0-9a-]{0,5}([-/][0-9]{0,5}){0,4}") {
+            let shaped = date_parts(&w).is_some_and(|p| p[0].len() == 4 || p[2].len() == 4);
+            prop_assert_eq!((numeric_date(&w), shaped), reference_numeric_date(&w));
         }
 
         #[test]
