@@ -237,11 +237,22 @@ pub struct IndexArgs {
     /// TiM LSH: seed of the projections.
     #[arg(long, env = "MEMDEX_LSH_SEED", default_value_t = 42)]
     pub lsh_seed: u64,
+    /// Where a hashing store's bucket ids are computed: `auto` = on the model's device when it
+    /// is an accelerator (memdex's lsh_project kernel), else the CPU; `cpu` = always the CPU.
+    #[arg(long, env = "MEMDEX_LSH_DEVICE", value_enum, default_value = "auto")]
+    pub lsh_device: LshDevice,
     /// Print the report as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// Where `memdex index` computes TiM bucket ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LshDevice {
+    Auto,
+    Cpu,
 }
 
 #[derive(Debug, Args)]

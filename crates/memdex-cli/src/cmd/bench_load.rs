@@ -40,6 +40,8 @@ const TEMPLATES: [&str; 12] = [
 ];
 /// Wrong answers quoted in the report (the first ones seen).
 const SAMPLES: usize = 5;
+/// Largest response body read (a search answer is a few KB).
+const MAX_BODY: usize = 64 << 20;
 
 #[derive(Serialize)]
 struct Latency {
@@ -291,6 +293,9 @@ fn read_response(r: &mut BufReader<TcpStream>) -> Result<(u16, bool, Vec<u8>)> {
             let n = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
                 .with_context(|| format!("bad chunk size {line:?}"))?;
             let at = body.len();
+            if at + n > MAX_BODY {
+                bail!("response body over {MAX_BODY} bytes");
+            }
             body.resize(at + n + 2, 0); // the chunk and its CRLF
             r.read_exact(&mut body[at..])?;
             body.truncate(at + n);
@@ -299,7 +304,11 @@ fn read_response(r: &mut BufReader<TcpStream>) -> Result<(u16, bool, Vec<u8>)> {
             }
         }
     } else {
-        body.resize(length.context("response without Content-Length")?, 0);
+        let n = length.context("response without Content-Length")?;
+        if n > MAX_BODY {
+            bail!("response body over {MAX_BODY} bytes");
+        }
+        body.resize(n, 0);
         r.read_exact(&mut body)?;
     }
     Ok((status, close, body))

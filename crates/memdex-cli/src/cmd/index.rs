@@ -12,7 +12,7 @@ use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
 use memdex_store::{LshMeta, Store, StoreSpec, StoreWriter};
 use serde::Serialize;
 
-use crate::cli::{IndexArgs, InputFormat};
+use crate::cli::{IndexArgs, InputFormat, LshDevice};
 use crate::output::print_json;
 
 /// Progress of a build: input bytes behind the committed segments (rate and ETA), sessions
@@ -138,7 +138,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
     }
     // a hashing store on a CUDA model: bucket ids from memdex's lsh_project kernel there
     let hashes = writer.manifest().lsh.is_some();
-    let accel = if hashes && embedder.is_accelerator() {
+    let accel = if hashes && embedder.is_accelerator() && a.lsh_device == LshDevice::Auto {
         let k = super::load_kernels(a.model.device)?;
         (k.device() != "cpu").then(|| KernelHandle(std::sync::Arc::from(k)))
     } else {
