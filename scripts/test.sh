@@ -26,9 +26,11 @@ export PYTHON="$venv/bin/python"
 export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1 MEMDEX_REQUIRE_SMOLLM2=1
 cargo test --release --workspace "$@"
 
-# the device run's report scripts (they run on the GPU box, where nothing else tests them)
+# the report scripts' self-tests (the device run's readers run on the GPU box, where nothing
+# else tests them; eval_crosscheck checks memdex's metric definitions)
 python3 scripts/eval-diff.py --self-test
 python3 scripts/gpu-report.py self-test
+python3 scripts/eval_crosscheck.py --self-test
 
 # the Python package: wheel built with maturin, pip-installed, its tests (interop included)
 scripts/build-py.sh "$venv"
