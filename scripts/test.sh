@@ -24,6 +24,8 @@ if ! "$venv/bin/python" -c "import pyarrow, polars, duckdb, numpy, pytest, matur
 fi
 export PYTHON="$venv/bin/python"
 export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1 MEMDEX_REQUIRE_SMOLLM2=1
+# the real full-disk test mounts a 1 MiB tmpfs (CI runs as root)
+export MEMDEX_REQUIRE_TMPFS=1
 cargo test --release --workspace "$@"
 
 # the report scripts' self-tests (the device run's readers run on the GPU box, where nothing

