@@ -390,9 +390,7 @@ for line in open(sys.argv[1]):
             -s scripts/load/search.lua --latency http://127.0.0.1:7811)
         } > "$OUT/load-$name-run$r.txt" 2>&1
       done
-      local rate; rate=$("$PY" "$PACK/scripts/gpu-report.py" load "$OUT" > /dev/null; "$PY" -c \
-        'import json,sys; print(round(0.8 * json.load(open(sys.argv[1]))[sys.argv[2]]["median_ok_per_s"]))' \
-        "$OUT/load.json" "$name" 2>/dev/null)
+      local rate; rate=$("$PY" "$PACK/scripts/gpu-report.py" open-rate "$OUT" "$name" 2>/dev/null)
       if [[ -n $rate && $rate -gt 0 ]]; then
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
           --rate "$rate" --k 10 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"

@@ -38,23 +38,21 @@ plan=${PLAN:-env:30 kernels:40 scan:60 ncu:60 embed:100 eval:60 load:290 sanitiz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,memory.total \
   --format=csv > "$R/smi.csv" 2>&1
 cp dist/gpu/COMMIT "$R/COMMIT" 2>/dev/null
+# fail STAGE DETAIL: a stage this driver stopped or never started, as gpu-check.sh's verdicts
+fail() {
+  echo "$1: FAIL $2" >> "$R/summary.txt"
+  echo "{\"stage\": \"$1\", \"status\": \"FAIL\", \"detail\": \"$2\"}" >> "$R/verdicts.jsonl"
+}
 for spec in $plan; do
   st=${spec%%:*} t=${spec##*:}
   [[ $t == "$spec" ]] && t=120
   left=$((BUDGET - (SECONDS - t0)))
-  if ((left < 20)); then
-    echo "$st: FAIL skipped (call budget spent)" >> "$R/summary.txt"
-    echo "{\"stage\": \"$st\", \"status\": \"FAIL\", \"detail\": \"skipped: call budget spent\"}" >> "$R/verdicts.jsonl"
-    continue
-  fi
+  if ((left < 20)); then fail "$st" "skipped: call budget spent"; continue; fi
   ((t > left)) && t=$left
   echo "== $st (timeout ${t}s, $((SECONDS - t0)) s in)" >&2
   OUT=$R timeout -k 5 "$t" bash $CHECK "$st" > "$R/stage-$st.out" 2>&1
   rc=$?
-  if ((rc == 124 || rc == 137)); then
-    echo "$st: FAIL timed out after ${t}s" >> "$R/summary.txt"
-    echo "{\"stage\": \"$st\", \"status\": \"FAIL\", \"detail\": \"timed out after ${t}s\"}" >> "$R/verdicts.jsonl"
-  fi
+  ((rc == 124 || rc == 137)) && fail "$st" "timed out after ${t}s"
 done
 echo "== done in $((SECONDS - t0)) s" >&2
 python3 dist/gpu/scripts/gpu-report.py summary "$R"

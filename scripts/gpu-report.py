@@ -9,6 +9,9 @@ summaries. Standard library only (it runs on the GPU box).
                               rate and duration per profiled launch; DRAM GB/s over the
                               measured copy bandwidth
   gpu-report.py load OUT      load-*.txt (wrk, body-checked) + open-*.json -> load.json
+  gpu-report.py open-rate OUT CFG
+                              80 % of CFG's median body-checked closed-loop rate (the
+                              open-loop run's rate), printed as an integer
   gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json
   gpu-report.py self-test     each reader on small synthetic reports, good and bad
 
@@ -200,6 +203,13 @@ def load(out):
     return ok and bool(rep)
 
 
+def open_rate(out, cfg):
+    runs = [wrk_run(f) for f in sorted(glob.glob(os.path.join(out, f"load-{cfg}-run*.txt")))]
+    rates = [x["ok_per_s"] or 0 for x in runs]
+    print(round(0.8 * statistics.median(rates)) if rates else 0)
+    return bool(rates)
+
+
 def summary(out):
     verdicts = jl(os.path.join(out, "verdicts.jsonl")) if os.path.exists(os.path.join(out, "verdicts.jsonl")) else []
     smi = open(os.path.join(out, "smi.csv")).read().splitlines() if os.path.exists(os.path.join(out, "smi.csv")) else []
@@ -295,6 +305,8 @@ def self_test():
 if __name__ == "__main__":
     if sys.argv[1:] == ["self-test"]:
         sys.exit(0 if self_test() else 1)
+    if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
+        sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
             "summary": summary}
     if len(sys.argv) != 3 or sys.argv[1] not in cmds:

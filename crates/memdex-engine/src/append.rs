@@ -246,13 +246,12 @@ impl AppendPipeline {
             return;
         }
         let t = Instant::now();
-        let (x, items) = (&self.extract, &mut self.pending[from..]);
-        let (derived, bad) = x.derive_all_counted(items, self.parallel);
-        if x.events {
-            self.extracted.with_events +=
-                derived.iter().filter(|d| !d.events.is_empty()).count() as u64;
-            self.extracted.invalid_dates += bad;
-        }
+        let (derived, bad) = self
+            .extract
+            .derive_all(&mut self.pending[from..], self.parallel);
+        self.extracted.with_events +=
+            derived.iter().filter(|d| !d.events.is_empty()).count() as u64;
+        self.extracted.invalid_dates += bad;
         self.derived.extend(derived);
         self.profile.extract += t.elapsed().as_secs_f64();
     }

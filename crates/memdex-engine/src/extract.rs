@@ -120,19 +120,10 @@ impl Extractors {
     }
 
     /// [`Self::derive`] over `items`, over the thread pool when `parallel`; a batched fact
-    /// extractor (a model) gets all the items in one call on this thread first.
-    pub fn derive_all(&self, items: &mut [MemoryItem], parallel: bool) -> Vec<Derived> {
-        let (derived, _) = self.derive_all_counted(items, parallel);
-        derived
-    }
-
-    /// [`Self::derive_all`], with the date-shaped words naming no calendar day counted over
-    /// the items (with events on; 0 otherwise).
-    pub fn derive_all_counted(
-        &self,
-        items: &mut [MemoryItem],
-        parallel: bool,
-    ) -> (Vec<Derived>, u64) {
+    /// extractor (a model) gets all the items in one call on this thread first. With the
+    /// derived columns, the date-shaped words naming no calendar day (counted with events on;
+    /// 0 otherwise).
+    pub fn derive_all(&self, items: &mut [MemoryItem], parallel: bool) -> (Vec<Derived>, u64) {
         let (events, facts) = (self.events, self.facts.as_deref());
         let one = |it: &mut MemoryItem| derive_counted(it, events, facts);
         let Some(f) = facts.filter(|f| f.batched()) else {
@@ -296,7 +287,7 @@ pub(crate) mod tests {
         ];
         for parallel in [true, false] {
             let mut its = items.clone();
-            let d = ex.derive_all(&mut its, parallel);
+            let (d, _) = ex.derive_all(&mut its, parallel);
             assert_eq!(d[0].facts, "Caroline:");
             assert!(its[0].key.starts_with("Caroline:\n"), "{}", its[0].key);
             assert_eq!(d[0].events.len(), 2, "events still extracted");
@@ -307,7 +298,7 @@ pub(crate) mod tests {
         // the rules still resolve when the caller's model is another one
         let rules = ExtractOptions::default().extraction();
         let ex = Extractors::for_store_with(&rules, Some(model)).unwrap();
-        let d = ex.derive_all(&mut items, true);
+        let (d, _) = ex.derive_all(&mut items, true);
         assert!(d[0].facts.starts_with("Caroline went"), "{}", d[0].facts);
     }
 

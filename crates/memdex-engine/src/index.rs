@@ -88,20 +88,6 @@ pub struct Throughput {
     pub write_busy: f64,
 }
 
-impl Throughput {
-    fn of(r: &IndexReport) -> Throughput {
-        let wall = r.stages.wall.max(1e-9);
-        Throughput {
-            rows_per_s: r.items_written as f64 / wall,
-            keys_per_s: r.keys_embedded as f64 / wall,
-            tokens_per_s: r.tokens_embedded as f64 / wall,
-            prepare_busy: r.stages.prepare / wall,
-            embed_busy: r.stages.embed / wall,
-            write_busy: r.stages.write / wall,
-        }
-    }
-}
-
 /// What an index run did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IndexReport {
@@ -129,12 +115,25 @@ pub struct IndexReport {
     pub embed_seconds: f64,
     pub seconds: f64,
     pub stages: StageSeconds,
-    /// Rates over the run's wall time, and how busy each stage was.
-    pub throughput: Throughput,
     /// Messages of rejected records, with file and line.
     pub errors: Vec<String>,
     /// The structures' sync after the last batch (None: the store keeps none).
     pub structures: Option<SyncReport>,
+}
+
+impl IndexReport {
+    /// Rates over the run's wall time, and how busy each stage was.
+    pub fn throughput(&self) -> Throughput {
+        let wall = self.stages.wall.max(1e-9);
+        Throughput {
+            rows_per_s: self.items_written as f64 / wall,
+            keys_per_s: self.keys_embedded as f64 / wall,
+            tokens_per_s: self.tokens_embedded as f64 / wall,
+            prepare_busy: self.stages.prepare / wall,
+            embed_busy: self.stages.embed / wall,
+            write_busy: self.stages.write / wall,
+        }
+    }
 }
 
 /// Reads every session of `source`, embeds its items with `encoder` and appends them to
@@ -203,7 +202,6 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     let synced = sync_structures(writer, encoder);
     report.seconds = start.elapsed().as_secs_f64();
     report.stages.wall = report.seconds;
-    report.throughput = Throughput::of(&report);
     // the first failure in pipeline order explains the others (a closed queue)
     match write_failure.or(embed_failure).or(prep_failure) {
         Some(e) => Err(e),
@@ -306,10 +304,11 @@ fn prepare<S: SessionSource>(
     let found = pipeline.take_extracted();
     r.items_with_events = found.with_events;
     r.invalid_dates = found.invalid_dates;
-    let parts = pipeline.take_profile();
-    r.stages.prepare_parts.itemize = parts.itemize;
-    r.stages.prepare_parts.extract = parts.extract;
-    r.stages.prepare_parts.plan = parts.plan;
+    let read = r.stages.prepare_parts.read;
+    r.stages.prepare_parts = PrepareSeconds {
+        read,
+        ..pipeline.take_profile()
+    };
     for e in source.skipped() {
         r.sessions_rejected += 1;
         r.errors.push(e.to_string());

@@ -204,7 +204,7 @@ fn batches_in_flight_share_keys_and_a_rerun_resumes() {
     );
     let parts = p.read + p.itemize + p.extract + p.plan;
     assert!(parts > 0.0 && parts <= st.prepare + 1e-3, "{st:?}");
-    let t = r.throughput;
+    let t = r.throughput();
     assert!((t.rows_per_s * st.wall - 120.0).abs() < 1e-6, "{t:?}");
     assert!((t.embed_busy * st.wall - st.embed).abs() < 1e-9, "{t:?}");
     assert!(

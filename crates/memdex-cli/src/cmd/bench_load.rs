@@ -15,6 +15,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use memdex_core::rng::SplitMix64;
 use serde::Serialize;
 
 use crate::cli::BenchLoadArgs;
@@ -107,18 +108,6 @@ impl Tally {
     }
 }
 
-/// splitmix64: a different, fixed stream per connection.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    }
-}
-
 pub fn run(a: BenchLoadArgs) -> Result<()> {
     if a.connections == 0 || a.tenants == 0 || a.seconds <= 0.0 {
         bail!("--connections, --tenants and --seconds must be > 0");
@@ -182,7 +171,8 @@ fn connection(
     rate: Option<f64>,
 ) -> Tally {
     let mut t = Tally::default();
-    let mut rng = Rng(0x5eed ^ (c as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    // a different, fixed stream per connection
+    let mut rng = SplitMix64::new(0x5eed ^ (c as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let mut conn: Option<BufReader<TcpStream>> = None;
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
     for i in 0.. {
@@ -200,7 +190,7 @@ fn connection(
             t.late += 1;
         }
         let tenant = format!("{}{}", a.tenant_prefix, rng.below(a.tenants));
-        let query = TEMPLATES[rng.below(TEMPLATES.len())].replace("{}", WORDS[rng.below(18)]);
+        let query = rng.pick(&TEMPLATES).replace("{}", rng.pick(&WORDS));
         let sent = if rate.is_some() { due } else { Instant::now() };
         match exchange(&mut conn, a, &tenant, &query) {
             Ok((status, body)) => {

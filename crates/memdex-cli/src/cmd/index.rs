@@ -88,6 +88,8 @@ struct Out<'a> {
     granularity: String,
     #[serde(flatten)]
     report: &'a IndexReport,
+    /// Rates over the wall time and each stage's busy fraction.
+    throughput: memdex_engine::Throughput,
     store_rows: u64,
     manifest_version: u64,
     /// `shared` or `inline`.
@@ -215,6 +217,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
             model: &m.model.name,
             granularity: m.granularity.to_string(),
             report: &report,
+            throughput: report.throughput(),
             store_rows: live_rows,
             manifest_version: m.version,
             layout: m.layout,
