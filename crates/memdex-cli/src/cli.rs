@@ -276,6 +276,11 @@ pub struct SearchArgs {
     /// and a Chain-of-Note prompt (LongMemEval, Figure 13) ready for any LLM.
     #[arg(long, env = "MEMDEX_CONTEXT")]
     pub context: bool,
+    /// Explain the ranking: each hit's score after every stage (dense, BM25, fusion, FragRel,
+    /// thoughts/tree, importance/recency) and its rank before the time and update stages
+    /// reordered it (with --json: an `explain` object per hit).
+    #[arg(long, env = "MEMDEX_EXPLAIN", conflicts_with = "context")]
+    pub explain: bool,
     /// A recent conversation turn, oldest first (repeat the flag). Used only when the query is
     /// ambiguous on its own (fewer than 3 content words, or a pronoun and no name).
     #[arg(long = "recent", env = "MEMDEX_RECENT", value_delimiter = '\n')]

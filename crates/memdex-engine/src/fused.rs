@@ -13,7 +13,7 @@ use memdex_kernels::{
     FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule,
 };
 use memdex_rank::{
-    flagged_first, FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions,
+    flagged_first, fused_depth, update_order, FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions,
     SearchHit, TenantCache,
 };
 use memdex_store::{ItemRef, Store};
@@ -88,7 +88,7 @@ pub fn rank_fused(
     let p = Prepared::new(store, cache, queries, opts)?;
     let top = p
         .gathered
-        .run(kernels, &p.parts(store.dim()), &p.params, k)?;
+        .run(kernels, &p.parts(store.dim()), &p.params, fused_depth(k, opts))?;
     let mut out = p.unknown;
     for (j, &(qi, t)) in p.asked.iter().enumerate() {
         let ranked: Vec<(f32, usize)> = top
@@ -96,7 +96,7 @@ pub fn rank_fused(
             .into_iter()
             .map(|(s, r)| (s, r as usize - p.starts[t]))
             .collect();
-        out[qi] = Ok(p.tenants[t].hits(&ranked));
+        out[qi] = Ok(p.tenants[t].hits(&ranked, &queries[qi].query, opts, k));
     }
     Ok(out)
 }
@@ -143,6 +143,9 @@ pub fn rank_fused_all<'s>(
         let flags = &p.gathered.flags[off..off + n];
         if p.gathered.time[j] == TimeRule::Front && flags.iter().any(|&f| f != 0) {
             flagged_first(&mut order, |i| flags[i] != 0);
+        }
+        if let Some(stage) = opts.update {
+            update_order(&mut order, |i| tenant.item(i), &queries[qi].query, stage);
         }
         off += n;
         out[qi] = Ok(FusedRanking {

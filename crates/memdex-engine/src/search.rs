@@ -4,7 +4,9 @@
 use memdex_core::TextKind;
 use memdex_embed::Encoder;
 use memdex_index::{CpuScorer, DenseScorer};
-use memdex_rank::{rank, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache};
+use memdex_rank::{
+    rank, rank_explained, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache,
+};
 use memdex_store::Store;
 
 use crate::EngineError;
@@ -67,6 +69,19 @@ impl Searcher {
         k: usize,
         opts: &RankOptions,
     ) -> Result<Vec<SearchHit>, EngineError> {
+        self.search_with(tenant, query, date_ms, k, opts, false)
+    }
+
+    /// [`Self::search`], each hit with its per-stage scores when `explain` is set.
+    pub fn search_with(
+        &self,
+        tenant: &str,
+        query: &str,
+        date_ms: Option<i64>,
+        k: usize,
+        opts: &RankOptions,
+        explain: bool,
+    ) -> Result<Vec<SearchHit>, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::EmptyQuery);
         }
@@ -76,7 +91,13 @@ impl Searcher {
             vector: q.row(0),
             date_ms,
         };
-        Ok(self.rank(tenant, &query, opts)?.hits(k))
+        if !explain {
+            return Ok(self.rank(tenant, &query, opts)?.hits(k));
+        }
+        let dense = Dense::Scorer(self.scorer.as_ref());
+        let (ranking, trace) =
+            rank_explained(&self.store, tenant, &query, dense, opts, &self.cache)?;
+        Ok(trace.hits(&ranking, k))
     }
 
     /// Ranks all of the tenant's live items for a query.

@@ -11,9 +11,11 @@
 
 pub mod facts;
 mod lexicon;
+mod sentences;
 pub mod time;
 
 pub use facts::{expand_key, FactExtractor, HeuristicFacts};
+pub use sentences::sentences;
 pub use time::{
     events_and_invalid_dates, extract_events, invalid_dates, parse_query, DayRange, QueryTime,
     TimeExpr,

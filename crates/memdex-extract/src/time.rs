@@ -153,6 +153,15 @@ pub struct QueryTime {
     /// The query asks about time itself (`when did…`, `how long ago…`, `what date…`, `how
     /// many days…`) without naming a range.
     pub asks_when: bool,
+    /// The query asks for an earlier state of something ("where did I live **before**?",
+    /// "my **old** car", "what **used to**…", "**previously**", "at **first**"): the update
+    /// stage then prefers older statements instead of newer ones.
+    pub asks_earlier: bool,
+    /// The question is in the present tense (its first auxiliary or copula is `is`, `are`,
+    /// `am`, `do`, `does` or a `'s` contraction: "where does my sister live?", "who is my
+    /// manager?"): it asks for the state now, so the update stage prefers newer statements.
+    /// Past (`did`, `was`), perfect (`has`) and modal (`would`) questions are left alone.
+    pub asks_present: bool,
     pub exprs: Vec<TimeExpr>,
 }
 
@@ -178,6 +187,8 @@ pub fn parse_query(text: &str, anchor: NaiveDate) -> QueryTime {
     QueryTime {
         range,
         asks_when: asks_when(&toks),
+        asks_earlier: asks_earlier(&toks),
+        asks_present: asks_present(&toks),
         exprs,
     }
 }
@@ -190,6 +201,57 @@ fn asks_when(toks: &[Token<'_>]) -> bool {
         "how" => {
             (w(i + 1) == "long" && matches!(w(i + 2), "ago" | "before" | "after" | "since"))
                 || (w(i + 1) == "many" && unit(w(i + 2)).is_some())
+        }
+        _ => false,
+    })
+}
+
+/// Whether the first auxiliary or copula of the question is in the present tense (words
+/// are alphanumeric runs: "what's" is `what` `s`).
+fn asks_present(toks: &[Token<'_>]) -> bool {
+    for (i, t) in toks.iter().enumerate() {
+        match t.lower.as_str() {
+            "is" | "are" | "am" | "do" | "does" => return true,
+            "s" | "re"
+                if i > 0
+                    && matches!(
+                        toks[i - 1].lower.as_str(),
+                        "what" | "where" | "who" | "how" | "which"
+                    ) =>
+            {
+                return true
+            }
+            "did" | "was" | "were" | "had" | "has" | "have" | "would" | "could" | "will"
+            | "might" | "should" | "can" | "may" | "must" => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Words that ask for an earlier state (closed-class time adverbs and adjectives, not
+/// relation words): `before`, `previously`, `used to`, `old` (not `how old`), `at first`, …
+fn asks_earlier(toks: &[Token<'_>]) -> bool {
+    let w = |i: usize| toks.get(i).map_or("", |t| t.lower.as_str());
+    (0..toks.len()).any(|i| match w(i) {
+        "before" | "previously" | "previous" | "formerly" | "former" | "originally"
+        | "original" | "initially" | "earlier" | "prior" | "older" => true,
+        "old" => i == 0 || w(i - 1) != "how",
+        "used" => {
+            w(i + 1) == "to"
+                && (i == 0
+                    || !matches!(
+                        w(i - 1),
+                        "get" | "got" | "getting" | "be" | "been" | "is" | "am" | "are"
+                    ))
+        }
+        "use" => w(i + 1) == "to" && i >= 2 && w(i - 2) == "did",
+        "first" => {
+            i > 0
+                && matches!(
+                    w(i - 1),
+                    "at" | "did" | "i" | "we" | "you" | "he" | "she" | "they"
+                )
         }
         _ => false,
     })

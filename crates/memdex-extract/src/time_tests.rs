@@ -436,3 +436,50 @@ mod props {
         }
     }
 }
+
+#[test]
+fn questions_about_an_earlier_state_are_told_apart_from_present_ones() {
+    for q in [
+        "Where did my sister live before?",
+        "What car did I use to drive?",
+        "Who was my previous manager?",
+        "What was my old phone?",
+        "Where did we originally plan to go?",
+        "What did I eat at first?",
+        "Where did I first work?",
+    ] {
+        assert!(parse_query(q, anchor()).asks_earlier, "{q}");
+    }
+    for q in [
+        "Where does my sister live?",
+        "How old is my son?",
+        "What am I getting used to?",
+        "Who is my manager these days?",
+        "What is the first step of the recipe?",
+    ] {
+        assert!(!parse_query(q, anchor()).asks_earlier, "{q}");
+    }
+}
+
+#[test]
+fn present_tense_questions_ask_for_the_state_now() {
+    for q in [
+        "Where does my sister live?",
+        "What car do I drive?",
+        "Who is my manager?",
+        "What's my rent?",
+        "Do I still smoke?",
+        "Whom am I dating?",
+    ] {
+        assert!(parse_query(q, anchor()).asks_present, "{q}");
+    }
+    for q in [
+        "Where did my sister live?",
+        "What was my old car?",
+        "How many times has Melanie gone to the beach?",
+        "Would Caroline pursue writing?",
+        "Which city",
+    ] {
+        assert!(!parse_query(q, anchor()).asks_present, "{q}");
+    }
+}

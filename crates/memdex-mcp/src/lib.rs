@@ -79,6 +79,8 @@ pub struct SearchArgs {
     pub stages: Option<serde_json::Map<String, Value>>,
     /// Answer the memories sorted by time with a reading prompt, ready to answer from.
     pub context: Option<bool>,
+    /// Give each memory its score after every ranking stage (why it ranked where it did).
+    pub explain: Option<bool>,
 }
 
 /// `list_memories`' arguments.
@@ -231,6 +233,7 @@ impl MemoryServer {
             date: a.date,
             recent_turns: a.recent_turns.unwrap_or_default(),
             stages,
+            explain: a.explain.unwrap_or(false),
         };
         let ans = self.run(move |m| m.search(&tenant, &req)).await?;
         if a.context.unwrap_or(false) {

@@ -54,6 +54,8 @@ pub struct SearchRequest {
     pub recent_turns: Vec<String>,
     /// Ranking stages over the search defaults (the `memdex search` flags).
     pub stages: Stages,
+    /// Each hit with its per-stage scores (ranked by the CPU pipeline, the reference).
+    pub explain: bool,
 }
 
 impl SearchRequest {
@@ -64,6 +66,7 @@ impl SearchRequest {
             date: None,
             recent_turns: Vec::new(),
             stages: Stages::default(),
+            explain: false,
         }
     }
 }
@@ -261,10 +264,13 @@ impl Memory {
             k: req.k,
             opts,
         };
-        let mut emb = wait(
+        // an explained search is ranked here, by the CPU pipeline (the reference)
+        let mut emb = wait(if req.explain {
+            self.engine.embed_query(searched.clone(), tenant, &view)?
+        } else {
             self.engine
-                .search_query(searched.clone(), tenant, &view, ask)?,
-        )?;
+                .search_query(searched.clone(), tenant, &view, ask)?
+        })?;
         let q = Query {
             text: &searched,
             vector: emb.vectors.row(0),
@@ -279,6 +285,7 @@ impl Memory {
                 self.engine.cpu_scorer(),
                 req.k,
                 &opts,
+                req.explain,
             )?,
         };
         Ok(SearchAnswer {

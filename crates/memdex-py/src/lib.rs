@@ -112,6 +112,7 @@ impl Native {
             date,
             recent_turns,
             stages,
+            explain: false,
         };
         let ans = py
             .detach(|| self.memory.search(&tenant, &req))

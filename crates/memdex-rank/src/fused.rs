@@ -57,6 +57,12 @@ impl FusedParams {
     }
 }
 
+/// How many hits to ask the kernel for when `k` are wanted: the update stage reorders its
+/// whole window, as [`crate::rank`] does.
+pub fn fused_depth(k: usize, opts: &RankOptions) -> usize {
+    k.max(opts.update.map_or(0, |u| u.window))
+}
+
 /// How the time stage treats one query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FusedTime {
@@ -198,12 +204,24 @@ impl<'s> FusedTenant<'s> {
         self.rows.item(i)
     }
 
-    /// Hits from the kernel's `(score, timeline index)` pairs, best first.
-    pub fn hits(&self, ranked: &[(f32, usize)]) -> Vec<SearchHit> {
-        ranked
+    /// The `k` hits of `query` from the kernel's `(score, timeline index)` pairs, best first
+    /// (it was asked for [`fused_depth`] of them), after the update stage.
+    pub fn hits(
+        &self,
+        ranked: &[(f32, usize)],
+        query: &Query<'_>,
+        opts: &RankOptions,
+        k: usize,
+    ) -> Vec<SearchHit> {
+        let mut order: Vec<usize> = (0..ranked.len()).collect();
+        if let Some(stage) = opts.update {
+            crate::update_order(&mut order, |r| self.item(ranked[r].1), query, stage);
+        }
+        order
             .iter()
+            .take(k)
             .enumerate()
-            .map(|(r, &(score, i))| SearchHit::new(r + 1, score, self.item(i)))
+            .map(|(r, &o)| SearchHit::new(r + 1, ranked[o].0, self.item(ranked[o].1)))
             .collect()
     }
 

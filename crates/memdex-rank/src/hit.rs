@@ -2,6 +2,8 @@ use memdex_core::Role;
 use memdex_store::ItemRef;
 use serde::Serialize;
 
+use crate::explain::Explain;
+
 /// One ranked item, as search answers it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -20,6 +22,10 @@ pub struct SearchHit {
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "user"))]
     pub role: Role,
     pub value: String,
+    /// Each stage's score and rank for this hit (only when asked: `search --explain`,
+    /// `"explain": true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Box<Explain>>,
 }
 
 impl SearchHit {
@@ -35,6 +41,7 @@ impl SearchHit {
             timestamp_ms: it.timestamp_ms,
             role: it.role,
             value: it.value.to_string(),
+            explain: None,
         }
     }
 }

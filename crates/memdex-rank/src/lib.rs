@@ -7,7 +7,7 @@
 //! * [`Stages`]: the user's overrides — the CLI flags (feature `clap`), the server's `stages`
 //!   object and its OpenAPI schema (feature `openapi`) — validated once in [`Stages::apply`].
 //! * [`rank`]: first stage (dense, BM25, fusion; or a structure as retriever) → FragRel →
-//!   structure stages (TiM thoughts, MemTree) → signals → order → time stage.
+//!   structure stages (TiM thoughts, MemTree) → signals → order → time stage → update stage.
 //! * [`FusedTenant`] and [`FusedParams`]: the CPU side of the fused default ranking (one
 //!   kernel per batch of queries, in memdex-kernels).
 //! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
@@ -16,6 +16,7 @@
 mod cache;
 mod context;
 mod error;
+mod explain;
 mod fused;
 mod hit;
 mod options;
@@ -25,20 +26,24 @@ mod score;
 mod stages;
 mod structures;
 mod time;
+mod update;
 
 pub use time::flagged_first;
 
 pub use cache::{CacheStats, TenantCache, DEFAULT_CACHE_BYTES};
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
-pub use fused::{FusedParams, FusedQuery, FusedTenant, FusedTime};
+pub use explain::{Explain, Trace};
+pub use fused::{fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTime};
 pub use hit::SearchHit;
 pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
-    TimeMode, TimeStage, TreeStage,
+    TimeMode, TimeStage, TreeStage, UpdateStage,
 };
 pub use pipeline::{
-    check_columns, dense_batch_request, dense_request, fit_to_store, rank, Dense, Query, Ranking,
+    check_columns, dense_batch_request, dense_request, fit_to_store, rank, rank_explained, Dense,
+    Query, Ranking,
 };
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
+pub use update::{update_order, UpdateDirection};

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::update::UpdateStage;
+
 /// Which ranking runs first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -174,6 +176,9 @@ pub struct RankOptions {
     pub thoughts: Option<ThoughtStage>,
     /// MemTree stage (needs the store's tree; weight 0: only the retriever's depth).
     pub tree: Option<TreeStage>,
+    /// The update stage: linked statements at the top ordered newest first for a question
+    /// about the present, oldest first for one about an earlier state.
+    pub update: Option<UpdateStage>,
 }
 
 impl Default for RankOptions {
@@ -194,6 +199,7 @@ impl Default for RankOptions {
             time: Some(TimeStage::default()),
             thoughts: None,
             tree: None,
+            update: Some(UpdateStage::default()),
         }
     }
 }
@@ -213,6 +219,7 @@ impl RankOptions {
             time: None,
             thoughts: None,
             tree: None,
+            update: None,
         }
     }
 

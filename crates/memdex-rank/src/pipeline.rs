@@ -1,6 +1,7 @@
 //! The ranking pipeline: a tenant's live rows (timeline order) → first-stage scores (dense,
 //! BM25 or their fusion, or a structure's retrieval) → FragRel environments → structure
-//! stages (TiM thoughts, MemTree) → recency and importance → order → time stage. Each stage
+//! stages (TiM thoughts, MemTree) → recency and importance → order → time stage → update
+//! stage (linked statements at the top ordered by time). Each stage
 //! is a function of plain score vectors in `score`, `structures` and `time`.
 
 use std::collections::HashMap;
@@ -9,9 +10,10 @@ use memdex_index::{Block, DenseScorer, Run};
 use memdex_store::{ItemRef, Store, TenantSlice};
 
 use crate::cache::TenantCache;
+use crate::explain::Trace;
 use crate::options::{FragRelScope, RankOptions, Retriever};
 use crate::score::{environment, first_stage, signals, Environment, Signals};
-use crate::{time, RankError, SearchHit};
+use crate::{time, update, RankError, SearchHit};
 
 /// One query: its text (BM25, the time stage), vector (dense) and date (recency and time
 /// references; default: the newest item's date).
@@ -142,6 +144,32 @@ pub fn rank<'s>(
     opts: &RankOptions,
     cache: &TenantCache,
 ) -> Result<Ranking<'s>, RankError> {
+    run(store, tenant, query, dense, opts, cache, None)
+}
+
+/// [`rank`], keeping every stage's scores: [`Trace::hits`] explains the top items.
+pub fn rank_explained<'s>(
+    store: &'s Store,
+    tenant: &str,
+    query: &Query<'_>,
+    dense: Dense<'_>,
+    opts: &RankOptions,
+    cache: &TenantCache,
+) -> Result<(Ranking<'s>, Trace), RankError> {
+    let mut trace = Trace::default();
+    let ranking = run(store, tenant, query, dense, opts, cache, Some(&mut trace))?;
+    Ok((ranking, trace))
+}
+
+fn run<'s>(
+    store: &'s Store,
+    tenant: &str,
+    query: &Query<'_>,
+    dense: Dense<'_>,
+    opts: &RankOptions,
+    cache: &TenantCache,
+    mut trace: Option<&mut Trace>,
+) -> Result<Ranking<'s>, RankError> {
     check_columns(store, opts)?;
     let slices = store.tenant_slices(tenant);
     if slices.is_empty() {
@@ -163,6 +191,16 @@ pub fn rank<'s>(
         }
         _ => first_stage(slices, query.text, &dense_scores, opts, tenant, cache),
     };
+    keep(&mut trace, |t| {
+        t.sparse = match opts.retriever {
+            Retriever::Bm25 | Retriever::Hybrid => {
+                crate::score::sparse_scores(slices, query.text, opts, tenant, cache)
+            }
+            _ => Vec::new(),
+        };
+        t.dense = dense_scores.clone();
+        t.first = scores.clone();
+    });
     if opts.fragrel.is_some() || opts.semantic.is_some() {
         let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
         let groups = opts.fragrel.map(|f| match f.scope {
@@ -176,9 +214,11 @@ pub fn rank<'s>(
             adjacency: adjacency.as_deref().map(Vec::as_slice),
         };
         scores = environment(&scores, &env, opts);
+        keep(&mut trace, |t| t.fragrel = Some(scores.clone()));
     }
     if let Some(f) = &found {
         crate::structures::lift(f, opts, &mut scores);
+        keep(&mut trace, |t| t.structures = Some(scores.clone()));
     }
     if opts.recency.is_some() || opts.importance.is_some() {
         let times: Vec<i64> = slices
@@ -193,19 +233,37 @@ pub fn rank<'s>(
             date_ms: query.date_ms,
         };
         signals(&mut scores, &input, opts);
+        keep(&mut trace, |t| t.signals = Some(scores.clone()));
     }
     if let Some(f) = &found {
         crate::structures::supersede(f, &mut scores);
+        keep(&mut trace, |t| t.superseded = Some(scores.clone()));
     }
     let mut order = memdex_index::fusion::rank_desc(&scores);
+    keep(&mut trace, |t| t.score_order = order.clone());
     if let Some(stage) = opts.time {
+        keep(&mut trace, |t| {
+            t.time_flags = time::flags(slices, query, stage).map(|(f, in_range)| (f, in_range));
+        });
         time::apply(slices, query, stage, &mut scores, &mut order);
+    }
+    keep(&mut trace, |t| t.time_order = order.clone());
+    if let Some(stage) = opts.update {
+        let moved = update::update_order(&mut order, |i| rows.item(i), query, stage);
+        keep(&mut trace, |t| t.update = Some(moved));
     }
     Ok(Ranking {
         rows,
         scores,
         order,
     })
+}
+
+/// Runs `f` on the trace when one is kept.
+fn keep(trace: &mut Option<&mut Trace>, f: impl FnOnce(&mut Trace)) {
+    if let Some(t) = trace.as_deref_mut() {
+        f(t);
+    }
 }
 
 fn dense_scores(

@@ -100,6 +100,18 @@ pub struct Stages {
     /// Tree nodes retrieved by the tree stage or retriever (default 5).
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TREE_K"))]
     pub tree_k: Option<usize>,
+    /// Update stage: top ranks within which statements of the same thing (different dates,
+    /// keys unusually close) are ordered newest first for a present-tense question, oldest
+    /// first for one about an earlier state ("before", "used to"); 0 = off. Default 5.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_WINDOW"))]
+    pub update_window: Option<usize>,
+    /// Standard deviations, 0 to 10, above the mean key cosine of the top 2 × window items at
+    /// which the update stage links two items. Default 1.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_SPREAD"))]
+    pub update_spread: Option<f64>,
+    /// Lowest key cosine, 0 to 1, that links two items in the update stage. Default 0.1.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_LINK"))]
+    pub update_link: Option<f64>,
 }
 
 /// Upper bound of the open-ended weights (α, importance, boosts): a typo guard.
@@ -207,7 +219,52 @@ impl Stages {
             }
         }
         self.apply_structures(&mut o, name)?;
+        self.apply_update(&mut o, name)?;
         Ok(o)
+    }
+
+    /// The update stage: a window of 0 turns it off; a link tunes it (on by itself).
+    fn apply_update(
+        &self,
+        o: &mut RankOptions,
+        name: &dyn Fn(&str) -> String,
+    ) -> Result<(), StageError> {
+        if self.update_window.is_none()
+            && self.update_link.is_none()
+            && self.update_spread.is_none()
+        {
+            return Ok(());
+        }
+        let mut u = o.update.unwrap_or_default();
+        if let Some(w) = self.update_window {
+            if w > 1000 {
+                return Err(StageError {
+                    field: "update_window",
+                    message: format!("{} must be in [0, 1000], got {w}", name("update_window")),
+                });
+            }
+            u.window = w;
+        }
+        if let Some(l) = self.update_link {
+            if !(0.0..=1.0).contains(&l) {
+                return Err(StageError {
+                    field: "update_link",
+                    message: format!("{} must be in [0, 1], got {l}", name("update_link")),
+                });
+            }
+            u.link = l as f32;
+        }
+        if let Some(z) = self.update_spread {
+            if !(0.0..=10.0).contains(&z) {
+                return Err(StageError {
+                    field: "update_spread",
+                    message: format!("{} must be in [0, 10], got {z}", name("update_spread")),
+                });
+            }
+            u.spread = z as f32;
+        }
+        o.update = (u.window > 1).then_some(u);
+        Ok(())
     }
 
     /// The thought and tree stages. A weight turns a stage on (0: off); `k` and `probes`

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use memdex_index::DenseScorer;
-use memdex_rank::{rank, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache};
+use memdex_rank::{
+    rank, rank_explained, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache,
+};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -101,8 +103,9 @@ impl View {
         }
     }
 
-    /// Ranks the tenant's live items for a query and returns the top `k`. `dense`: scores
-    /// computed on the model's device for this view, or None to score them here.
+    /// Ranks the tenant's live items for a query and returns the top `k` (each with its
+    /// per-stage scores when `explain`). `dense`: scores computed on the model's device for
+    /// this view, or None to score them here.
     pub fn search(
         &self,
         tenant: &str,
@@ -111,13 +114,19 @@ impl View {
         scorer: &dyn DenseScorer,
         k: usize,
         opts: &RankOptions,
+        explain: bool,
     ) -> Result<Vec<SearchHit>, RuntimeError> {
         let dense = match dense {
             Some(s) => Dense::Scores(s),
             None => Dense::Scorer(scorer),
         };
-        let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache)
-            .map_err(memdex_engine::EngineError::from)?;
+        let err = memdex_engine::EngineError::from;
+        if explain {
+            let (ranking, trace) =
+                rank_explained(&self.store, tenant, query, dense, opts, &self.cache).map_err(err)?;
+            return Ok(trace.hits(&ranking, k));
+        }
+        let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache).map_err(err)?;
         Ok(ranking.hits(k))
     }
 

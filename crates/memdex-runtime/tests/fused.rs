@@ -85,7 +85,7 @@ fn both(
         date_ms: None,
     };
     let cpu = view
-        .search(tenant, &q, None, e.cpu_scorer(), 10, &opts)
+        .search(tenant, &q, None, e.cpu_scorer(), 10, &opts, false)
         .unwrap();
     (emb.hits, cpu)
 }

@@ -109,6 +109,10 @@ pub struct SearchIn {
     /// Answer the reading-stage JSON (items by time, Chain-of-Note prompt) instead of hits.
     #[serde(default)]
     pub context: bool,
+    /// Each hit with an `explain` object: its score after every stage and its rank before
+    /// the time and update stages reordered it (ranked by the CPU pipeline, the reference).
+    #[serde(default)]
+    pub explain: bool,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -161,10 +165,14 @@ pub async fn search(
         k,
         opts,
     };
-    let mut emb = wait(
+    // an explained search is ranked here, by the CPU pipeline (the reference)
+    let explain = req.explain;
+    let mut emb = wait(if explain {
+        st.engine.embed_query(searched.clone(), &tenant, &view)?
+    } else {
         st.engine
-            .search_query(searched.clone(), &tenant, &view, ask)?,
-    )
+            .search_query(searched.clone(), &tenant, &view, ask)?
+    })
     .await?;
     let (t2, s2, engine) = (tenant.clone(), searched.clone(), st.engine.clone());
     let hits = match emb.hits.take() {
@@ -175,7 +183,8 @@ pub async fn search(
                 vector: emb.vectors.row(0),
                 date_ms: Some(date_ms),
             };
-            view.search(&t2, &q, emb.dense.as_deref(), engine.cpu_scorer(), k, &opts)
+            let dense = emb.dense.as_deref();
+            view.search(&t2, &q, dense, engine.cpu_scorer(), k, &opts, explain)
         })
         .await
         .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??,

@@ -92,6 +92,11 @@ pub struct SearchRequest {
 /// A search body: sizes, `k`, stages and date checked.
 pub fn search_request(body: &[u8], lim: &Limits, now_ms: i64) -> Result<SearchRequest, ApiError> {
     let req: SearchIn = parse(body)?;
+    if req.explain && req.context {
+        return Err(ApiError::BadRequest(
+            "explain and context cannot both be set (context answers no hits to explain)".into(),
+        ));
+    }
     let k = req.k.unwrap_or(10);
     if k == 0 || k > lim.max_k {
         return Err(ApiError::BadRequest(format!(

@@ -1,6 +1,8 @@
 use anyhow::Result;
 use memdex_engine::Searcher;
-use memdex_rank::{contextual_query, fit_to_store, format_ms, reading_context, RankOptions};
+use memdex_rank::{
+    contextual_query, fit_to_store, format_ms, reading_context, Explain, RankOptions,
+};
 use memdex_store::Store;
 
 use crate::cli::SearchArgs;
@@ -22,7 +24,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if query != a.query {
         tracing::info!("ambiguous query; searching with recent turns: {query:?}");
     }
-    let hits = searcher.search(&a.tenant, &query, date_ms, a.k, &opts)?;
+    let hits = searcher.search_with(&a.tenant, &query, date_ms, a.k, &opts, a.explain)?;
     if a.context {
         let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
         return print_json(&reading_context(&a.query, now, &hits));
@@ -39,9 +41,37 @@ pub fn run(a: SearchArgs) -> Result<()> {
         for line in h.value.lines() {
             println!("      {line}");
         }
+        if let Some(e) = &h.explain {
+            println!("      why: {}", explain_line(e));
+        }
     }
     if hits.is_empty() {
         println!("no items");
     }
     Ok(())
+}
+
+/// One line per hit: each stage's score in pipeline order, then the reorderings.
+fn explain_line(e: &Explain) -> String {
+    let mut parts = Vec::new();
+    let mut add = |name: &str, v: Option<f32>| {
+        if let Some(v) = v {
+            parts.push(format!("{name} {v:.4}"));
+        }
+    };
+    add("dense", e.dense);
+    add("bm25", e.bm25);
+    add("first stage", Some(e.first_stage));
+    add("fragrel", e.fragrel);
+    add("thoughts/tree", e.structures);
+    add("importance/recency", e.signals);
+    add("superseded", e.superseded);
+    parts.push(format!("score rank {}", e.score_rank));
+    if let Some(t) = e.time {
+        parts.push(format!("time stage: {t}, rank {}", e.time_rank));
+    }
+    if let Some(from) = e.update_moved_from {
+        parts.push(format!("update stage moved it from rank {from}"));
+    }
+    parts.join(" · ")
 }

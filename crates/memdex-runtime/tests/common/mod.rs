@@ -26,7 +26,7 @@ pub fn top_values(
         vector: emb.vectors.row(0),
         date_ms: None,
     };
-    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), k, opts)
+    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), k, opts, false)
         .unwrap()
         .into_iter()
         .map(|h| h.value)

@@ -16,7 +16,7 @@
 use std::fmt::Debug;
 
 use chrono::NaiveDate;
-use memdex_extract::FactExtractor;
+use memdex_extract::{sentences, FactExtractor};
 
 use super::lexicon::{
     is_verbish, AUX, DETERMINERS, FEMALE, FILLERS, MALE, NEGATIONS, OBJECT_STOPS, OPENERS,
@@ -243,12 +243,6 @@ pub fn split_speaker(text: &str) -> (Option<&str>, &str) {
         }
     }
     (None, text)
-}
-
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split_inclusive(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
 }
 
 /// One word: as written and lower-cased, and whether a clause ends after it (`,` `;` `:`).

@@ -1,0 +1,112 @@
+//! Why an item ranked where it did: [`crate::rank_explained`] keeps every stage's scores in
+//! a [`Trace`], and [`Trace::hits`] gives each top hit its [`Explain`]: the score after each
+//! stage that ran, and the rank before and after each stage that reorders.
+
+use serde::Serialize;
+
+use crate::pipeline::Ranking;
+use crate::SearchHit;
+
+/// Every stage's scores of one ranking, per item in timeline order (empty or None: the
+/// stage did not run).
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub dense: Vec<f64>,
+    pub sparse: Vec<f64>,
+    pub first: Vec<f64>,
+    pub fragrel: Option<Vec<f64>>,
+    pub structures: Option<Vec<f64>>,
+    pub signals: Option<Vec<f64>>,
+    pub superseded: Option<Vec<f64>>,
+    /// Order by score alone, before the time stage.
+    pub score_order: Vec<usize>,
+    /// The time stage's flags and whether the query named a range (else: a "when" question).
+    pub time_flags: Option<(Vec<bool>, bool)>,
+    /// Order after the time stage, before the update stage.
+    pub time_order: Vec<usize>,
+    /// Ranks the update stage changed (None: the stage is off).
+    pub update: Option<usize>,
+}
+
+/// One hit's path through the stages (scores are each stage's output for this item).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Explain {
+    /// Cosine of the query and the item's key (dense and hybrid retrievers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<f32>,
+    /// BM25 of the query over the key (bm25 and hybrid retrievers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25: Option<f32>,
+    /// First-stage score: the fusion of both (hybrid) or the retriever's own.
+    pub first_stage: f32,
+    /// After FragRel's environment scores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragrel: Option<f32>,
+    /// After the TiM thought and MemTree lifts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structures: Option<f32>,
+    /// After Mimir's recency and importance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signals: Option<f32>,
+    /// After the thought stage put newer statements above the ones they replace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<f32>,
+    /// Rank by score alone (1-based).
+    pub score_rank: usize,
+    /// The time stage's reason for preferring this item: `in_range` (a date in the query's
+    /// range) or `dated` (it states a date, for a "when" question); absent: not preferred.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<&'static str>,
+    /// Rank after the time stage (1-based).
+    pub time_rank: usize,
+    /// Rank before the update stage moved this item (absent: it did not move it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_moved_from: Option<usize>,
+}
+
+impl Trace {
+    /// The best `k` hits of `ranking` (the ranking this trace was kept for), each explained.
+    pub fn hits(&self, ranking: &Ranking<'_>, k: usize) -> Vec<SearchHit> {
+        let score_rank = ranks(&self.score_order);
+        let time_rank = ranks(&self.time_order);
+        let at = |v: &[f64], i: usize| v.get(i).map(|&x| x as f32);
+        let stage = |v: &Option<Vec<f64>>, i: usize| v.as_deref().and_then(|v| at(v, i));
+        let mut hits = ranking.hits(k);
+        for (hit, &i) in hits.iter_mut().zip(&ranking.order) {
+            let time = self.time_flags.as_ref().and_then(|(flags, in_range)| {
+                flags
+                    .get(i)
+                    .copied()
+                    .unwrap_or(false)
+                    .then_some(if *in_range { "in_range" } else { "dated" })
+            });
+            let before = time_rank.get(i).copied().unwrap_or(0);
+            hit.explain = Some(Box::new(Explain {
+                dense: at(&self.dense, i),
+                bm25: at(&self.sparse, i),
+                first_stage: at(&self.first, i).unwrap_or(0.0),
+                fragrel: stage(&self.fragrel, i),
+                structures: stage(&self.structures, i),
+                signals: stage(&self.signals, i),
+                superseded: stage(&self.superseded, i),
+                score_rank: score_rank.get(i).copied().unwrap_or(0),
+                time,
+                time_rank: before,
+                update_moved_from: (self.update.is_some() && before != hit.rank).then_some(before),
+            }));
+        }
+        hits
+    }
+}
+
+/// 1-based rank of each timeline index in `order`.
+fn ranks(order: &[usize]) -> Vec<usize> {
+    let mut r = vec![0; order.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        if let Some(slot) = r.get_mut(i) {
+            *slot = rank + 1;
+        }
+    }
+    r
+}
