@@ -13,8 +13,8 @@ use memdex_kernels::{
     FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule,
 };
 use memdex_rank::{
-    flagged_first, fused_depth, update_order, FusedParams, FusedQuery, FusedTenant, FusedTime, Query, RankError, RankOptions,
-    SearchHit, TenantCache,
+    flagged_first, fused_depth, update_order, FusedParams, FusedQuery, FusedTenant, FusedTime,
+    Query, RankError, RankOptions, SearchHit, TenantCache,
 };
 use memdex_store::{ItemRef, Store};
 
@@ -86,9 +86,12 @@ pub fn rank_fused(
     opts: &RankOptions,
 ) -> Result<BatchHits, EngineError> {
     let p = Prepared::new(store, cache, queries, opts)?;
-    let top = p
-        .gathered
-        .run(kernels, &p.parts(store.dim()), &p.params, fused_depth(k, opts))?;
+    let top = p.gathered.run(
+        kernels,
+        &p.parts(store.dim()),
+        &p.params,
+        fused_depth(k, opts),
+    )?;
     let mut out = p.unknown;
     for (j, &(qi, t)) in p.asked.iter().enumerate() {
         let ranked: Vec<(f32, usize)> = top

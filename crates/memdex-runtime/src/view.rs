@@ -123,7 +123,8 @@ impl View {
         let err = memdex_engine::EngineError::from;
         if explain {
             let (ranking, trace) =
-                rank_explained(&self.store, tenant, query, dense, opts, &self.cache).map_err(err)?;
+                rank_explained(&self.store, tenant, query, dense, opts, &self.cache)
+                    .map_err(err)?;
             return Ok(trace.hits(&ranking, k));
         }
         let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache).map_err(err)?;

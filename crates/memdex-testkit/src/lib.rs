@@ -337,3 +337,37 @@ mod tests {
         assert!((n - 1.0).abs() < 1e-5);
     }
 }
+
+/// The real all-MiniLM-L6-v2 (`MEMDEX_TEST_MODEL` or `models/all-MiniLM-L6-v2`, fetched by
+/// `scripts/fetch-model.sh`), or None with a visible skip; under `MEMDEX_REQUIRE_MODEL` a
+/// missing model fails the test instead.
+pub fn minilm(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var("MEMDEX_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2")
+        });
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("MEMDEX_REQUIRE_MODEL").is_err(),
+        "MEMDEX_REQUIRE_MODEL is set but no model at {} (run scripts/fetch-model.sh)",
+        dir.display()
+    );
+    // std::io::stderr directly, past the harness's capture: the skip shows in CI's output
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: no model at {}",
+        dir.display()
+    );
+    None
+}
+
+/// The public knowledge-update set (`fixtures/knowledge-updates.json`): 48 scenarios, each a
+/// tenant whose older statement is changed by a newer one, with a present-tense question
+/// (answered by `new_session`) and a past one (answered by `old_session`).
+pub fn knowledge_updates() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/knowledge-updates.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
