@@ -222,6 +222,15 @@ fn a_client_remembers_searches_lists_and_forgets() {
     assert_eq!(sc["date_ms"], 1_685_577_600_000i64, "{r}");
     let r = s.call("search_memory", json!({"query": "Lisbon", "context": true}));
     assert!(ok(&r)["structuredContent"]["prompt"].is_string(), "{r}");
+    let r = s.call(
+        "search_memory",
+        json!({"query": "Lisbon", "k": 2, "explain": true}),
+    );
+    let why = &ok(&r)["structuredContent"]["hits"][0]["explain"];
+    assert!(
+        why["first_stage"].is_f64() && why["score_rank"].is_u64(),
+        "{r}"
+    );
 
     // malformed calls: tool errors with memdex's messages; an unknown tool: a JSON-RPC error
     invalid_params(

@@ -91,7 +91,7 @@ impl Native {
     }
 
     /// Searches; answers the search answer (or, with `context`, the reading stage) as JSON.
-    #[pyo3(signature = (tenant, query, k, date, recent_turns, stages_json, context))]
+    #[pyo3(signature = (tenant, query, k, date, recent_turns, stages_json, context, explain=false))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -103,6 +103,7 @@ impl Native {
         recent_turns: Vec<String>,
         stages_json: &str,
         context: bool,
+        explain: bool,
     ) -> PyResult<String> {
         let stages: Stages =
             serde_json::from_str(stages_json).map_err(|e| invalid(format!("stages: {e}")))?;
@@ -112,7 +113,7 @@ impl Native {
             date,
             recent_turns,
             stages,
-            explain: false,
+            explain: explain && !context,
         };
         let ans = py
             .detach(|| self.memory.search(&tenant, &req))

@@ -52,6 +52,10 @@ def test_search_hits_stages_and_table(mem):
     assert table.num_rows == 2
     assert table.schema.field("timestamp").type == pa.timestamp("ms", tz="UTC")
     assert table.column("tenant").to_pylist() == ["alice", "alice"]
+    assert all(h.explain is None for h in hits)
+    why = mem.search("alice", "dog Rex", k=2, explain=True)
+    assert [h.item_id for h in why] == table.column("item_id").to_pylist()
+    assert all(h.explain["score_rank"] >= 1 and "first_stage" in h.explain for h in why)
 
 
 def test_context_and_recent_turns(mem):

@@ -87,6 +87,34 @@ fn append_search_forget_compact_round_trip() {
         &json!({"query": "dog", "stages": {"retriever": "dense"}, "k": 1}),
     );
     assert_eq!((st, r["hits"].as_array().unwrap().len()), (200, 1));
+    // explain: the same hits, each with its stage scores; not with context
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/alice/search",
+        None,
+        &json!({"query": "what is my dog's name?", "k": 10, "explain": true}),
+    );
+    assert_eq!(st, 200, "{r}");
+    assert!(ids(&r).contains(&rex_id));
+    for h in r["hits"].as_array().unwrap() {
+        let e = &h["explain"];
+        assert!(
+            e["dense"].is_f64() && e["bm25"].is_f64() && e["first_stage"].is_f64(),
+            "{h}"
+        );
+        assert!(e["score_rank"].as_u64().unwrap() >= 1, "{h}");
+    }
+    let (st, r) = s.json(
+        "POST",
+        "/v1/tenants/alice/search",
+        None,
+        &json!({"query": "dog", "context": true, "explain": true}),
+    );
+    assert_eq!(st, 400, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("explain"),
+        "{r}"
+    );
 
     // BM25 caches: a commit to bob keeps alice's; a commit to alice rebuilds hers
     let bm25 = json!({"query": "xylophone lessons", "stages": {"retriever": "bm25", "fragrel_alpha": 0.0}, "k": 1});

@@ -140,6 +140,9 @@ class Hit:
     role: str
     #: The item's text.
     value: str
+    #: With ``search(..., explain=True)``: the score after each ranking stage and the rank
+    #: before the time and update stages reordered it; else None.
+    explain: Optional[Dict[str, Any]] = None
 
     @property
     def date(self) -> _dt.datetime:
@@ -256,6 +259,7 @@ class Memory:
         *,
         recent_turns: Sequence[str] = (),
         as_table: bool = False,
+        explain: bool = False,
         **stages: Any,
     ) -> Any:
         """The tenant's top ``k`` items for ``query``, best first.
@@ -265,10 +269,11 @@ class Memory:
         first, searched with the query when it is ambiguous alone. ``**stages``: ranking
         stages by the names of ``memdex search``'s flags (see ``STAGES``), e.g.
         ``retriever="dense"``, ``dense_weight=0.7``, ``time="boost"``.
+        ``explain=True``: each hit's ``explain`` holds its score after every stage.
         Returns a list of ``Hit``, or with ``as_table=True`` a ``pyarrow.Table``.
         """
-        answer = self._search(tenant, query, k, date, recent_turns, stages, False)
-        hits = [Hit(**{f: h[f] for f in _HIT_FIELDS}) for h in answer["hits"]]
+        answer = self._search(tenant, query, k, date, recent_turns, stages, False, explain)
+        hits = [Hit(**{f: h.get(f) for f in _HIT_FIELDS}) for h in answer["hits"]]
         return hits_table(hits) if as_table else hits
 
     def context(
@@ -294,6 +299,7 @@ class Memory:
         recent_turns: Sequence[str],
         stages: Dict[str, Any],
         context: bool,
+        explain: bool = False,
     ) -> Dict[str, Any]:
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
@@ -307,6 +313,7 @@ class Memory:
             turns,
             _json.dumps(stages),
             context,
+            explain,
         )
         return _json.loads(text)
 
@@ -382,7 +389,7 @@ def hits_table(hits: Sequence[Hit]) -> "pyarrow.Table":
             ("value", pa.string()),
         ]
     )
-    cols = {name: [getattr(h, name) for h in hits] for name in _HIT_FIELDS}
+    cols = {name: [getattr(h, name) for h in hits] for name in _HIT_FIELDS if name != "explain"}
     cols["timestamp"] = cols.pop("timestamp_ms")
     return pa.table({f.name: pa.array(cols[f.name], type=f.type) for f in schema}, schema=schema)
 

@@ -25,6 +25,7 @@ class Native:
         recent_turns: List[str],
         stages_json: str,
         context: bool,
+        explain: bool = False,
     ) -> str: ...
     def delete(
         self, tenant: str, session_id: Optional[str] = None, item_id: Optional[int] = None
