@@ -4,6 +4,8 @@
 //! scenarios, and a question about the earlier state must still find the older one in its
 //! top 5, every time. Prints the before/after table (the update stage off and on) per relation.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

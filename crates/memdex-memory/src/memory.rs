@@ -278,15 +278,14 @@ impl Memory {
         };
         let hits = match emb.hits.take() {
             Some(hits) => hits,
-            None => view.search(
-                tenant,
-                &q,
-                emb.dense.as_deref(),
-                self.engine.cpu_scorer(),
-                req.k,
-                &opts,
-                req.explain,
-            )?,
+            None => {
+                let (dense, scorer) = (emb.dense.as_deref(), self.engine.cpu_scorer());
+                if req.explain {
+                    view.search_explained(tenant, &q, dense, scorer, req.k, &opts)?
+                } else {
+                    view.search(tenant, &q, dense, scorer, req.k, &opts)?
+                }
+            }
         };
         Ok(SearchAnswer {
             tenant: tenant.to_string(),

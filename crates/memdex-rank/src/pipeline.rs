@@ -243,7 +243,7 @@ fn run<'s>(
     keep(&mut trace, |t| t.score_order = order.clone());
     if let Some(stage) = opts.time {
         keep(&mut trace, |t| {
-            t.time_flags = time::flags(slices, query, stage).map(|(f, in_range)| (f, in_range));
+            t.time_flags = time::flags(slices, query, stage);
         });
         time::apply(slices, query, stage, &mut scores, &mut order);
     }

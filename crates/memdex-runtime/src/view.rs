@@ -103,9 +103,8 @@ impl View {
         }
     }
 
-    /// Ranks the tenant's live items for a query and returns the top `k` (each with its
-    /// per-stage scores when `explain`). `dense`: scores computed on the model's device for
-    /// this view, or None to score them here.
+    /// Ranks the tenant's live items for a query and returns the top `k`. `dense`: scores
+    /// computed on the model's device for this view, or None to score them here.
     pub fn search(
         &self,
         tenant: &str,
@@ -114,21 +113,27 @@ impl View {
         scorer: &dyn DenseScorer,
         k: usize,
         opts: &RankOptions,
-        explain: bool,
     ) -> Result<Vec<SearchHit>, RuntimeError> {
-        let dense = match dense {
-            Some(s) => Dense::Scores(s),
-            None => Dense::Scorer(scorer),
-        };
-        let err = memdex_engine::EngineError::from;
-        if explain {
-            let (ranking, trace) =
-                rank_explained(&self.store, tenant, query, dense, opts, &self.cache)
-                    .map_err(err)?;
-            return Ok(trace.hits(&ranking, k));
-        }
-        let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache).map_err(err)?;
+        let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
+        let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache)
+            .map_err(memdex_engine::EngineError::from)?;
         Ok(ranking.hits(k))
+    }
+
+    /// [`Self::search`], each hit with its per-stage scores (`explain`).
+    pub fn search_explained(
+        &self,
+        tenant: &str,
+        query: &Query<'_>,
+        dense: Option<&[f32]>,
+        scorer: &dyn DenseScorer,
+        k: usize,
+        opts: &RankOptions,
+    ) -> Result<Vec<SearchHit>, RuntimeError> {
+        let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
+        let (ranking, trace) = rank_explained(&self.store, tenant, query, dense, opts, &self.cache)
+            .map_err(memdex_engine::EngineError::from)?;
+        Ok(trace.hits(&ranking, k))
     }
 
     pub fn summary(&self) -> StoreSummary {

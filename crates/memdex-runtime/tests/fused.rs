@@ -85,7 +85,7 @@ fn both(
         date_ms: None,
     };
     let cpu = view
-        .search(tenant, &q, None, e.cpu_scorer(), 10, &opts, false)
+        .search(tenant, &q, None, e.cpu_scorer(), 10, &opts)
         .unwrap();
     (emb.hits, cpu)
 }

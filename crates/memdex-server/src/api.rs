@@ -183,8 +183,12 @@ pub async fn search(
                 vector: emb.vectors.row(0),
                 date_ms: Some(date_ms),
             };
-            let dense = emb.dense.as_deref();
-            view.search(&t2, &q, dense, engine.cpu_scorer(), k, &opts, explain)
+            let (dense, scorer) = (emb.dense.as_deref(), engine.cpu_scorer());
+            if explain {
+                view.search_explained(&t2, &q, dense, scorer, k, &opts)
+            } else {
+                view.search(&t2, &q, dense, scorer, k, &opts)
+            }
         })
         .await
         .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??,

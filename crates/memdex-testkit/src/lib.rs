@@ -322,22 +322,6 @@ pub fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hash_encoder_is_deterministic_and_normalised() {
-        let e = HashEncoder::new(32);
-        let a = e
-            .embed(&["My dog Rex", "my DOG rex!", "a cat"], TextKind::Passage)
-            .unwrap();
-        assert_eq!(a.row(0), a.row(1), "case and punctuation do not matter");
-        let n: f32 = a.row(2).iter().map(|x| x * x).sum();
-        assert!((n - 1.0).abs() < 1e-5);
-    }
-}
-
 /// The real all-MiniLM-L6-v2 (`MEMDEX_TEST_MODEL` or `models/all-MiniLM-L6-v2`, fetched by
 /// `scripts/fetch-model.sh`), or None with a visible skip; under `MEMDEX_REQUIRE_MODEL` a
 /// missing model fails the test instead.
@@ -370,4 +354,20 @@ pub fn minilm(test: &str) -> Option<PathBuf> {
 pub fn knowledge_updates() -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/knowledge-updates.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_encoder_is_deterministic_and_normalised() {
+        let e = HashEncoder::new(32);
+        let a = e
+            .embed(&["My dog Rex", "my DOG rex!", "a cat"], TextKind::Passage)
+            .unwrap();
+        assert_eq!(a.row(0), a.row(1), "case and punctuation do not matter");
+        let n: f32 = a.row(2).iter().map(|x| x * x).sum();
+        assert!((n - 1.0).abs() < 1e-5);
+    }
 }

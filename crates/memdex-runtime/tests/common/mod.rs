@@ -26,17 +26,9 @@ pub fn top_values(
         vector: emb.vectors.row(0),
         date_ms: None,
     };
-    view.search(
-        tenant,
-        &q,
-        emb.dense.as_deref(),
-        e.cpu_scorer(),
-        k,
-        opts,
-        false,
-    )
-    .unwrap()
-    .into_iter()
-    .map(|h| h.value)
-    .collect()
+    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), k, opts)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.value)
+        .collect()
 }
