@@ -248,3 +248,46 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
         assert_eq!(ids(&got.unwrap()).len(), ids(&want).len());
     }
 }
+
+/// The update stage on the fused path: the kernel is asked for `fused_depth(k)` hits so the
+/// stage sees the same top items as on the CPU; with k = 3 both paths answer the same three.
+#[test]
+fn the_update_stage_agrees_on_the_fused_path_for_a_small_k() {
+    const PRESENT: [&str; 4] = [
+        "what is my dog like?",
+        "where is my sister?",
+        "which guitar do I play?",
+        "what does my doctor say about yoga?",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let searcher = store(tmp.path());
+    let vectors = HashEncoder::new(DIM)
+        .embed(&PRESENT, TextKind::Query)
+        .unwrap();
+    let batch: Vec<BatchQuery<'_>> = (0..16)
+        .map(|i| BatchQuery {
+            tenant: ["tenant-0", "tenant-1", "tenant-2", "tenant-3"][i % 4],
+            query: Query {
+                text: PRESENT[i / 4],
+                vector: vectors.row(i / 4),
+                date_ms: None,
+            },
+        })
+        .collect();
+    let opts = RankOptions::default();
+    let off = RankOptions {
+        update: None,
+        ..RankOptions::default()
+    };
+    let fused = searcher.search_fused(&Cpu, &batch, 3, &opts).unwrap();
+    let mut moved = 0;
+    for (q, got) in batch.iter().zip(fused) {
+        let want = searcher.rank(q.tenant, &q.query, &opts).unwrap().hits(3);
+        let ids = |h: &[memdex_rank::SearchHit]| h.iter().map(|x| x.item_id).collect::<Vec<_>>();
+        let got = got.unwrap();
+        assert_eq!(ids(&got), ids(&want), "{}", q.query.text);
+        let plain = searcher.rank(q.tenant, &q.query, &off).unwrap().hits(3);
+        moved += usize::from(ids(&plain) != ids(&want));
+    }
+    assert!(moved > 0, "the update stage changed no query's top 3");
+}

@@ -57,10 +57,10 @@ impl FusedParams {
     }
 }
 
-/// How many hits to ask the kernel for when `k` are wanted: the update stage reorders its
-/// whole window, as [`crate::rank`] does.
+/// How many hits to ask the kernel for when `k` are wanted: the update stage reads the top
+/// `2 × window` (its bar) and reorders the top `window`, as it does in [`crate::rank`].
 pub fn fused_depth(k: usize, opts: &RankOptions) -> usize {
-    k.max(opts.update.map_or(0, |u| u.window))
+    k.max(opts.update.map_or(0, |u| 2 * u.window))
 }
 
 /// How the time stage treats one query.

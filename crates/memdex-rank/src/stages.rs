@@ -102,7 +102,8 @@ pub struct Stages {
     pub tree_k: Option<usize>,
     /// Update stage: top ranks within which statements of the same thing (different dates,
     /// keys unusually close) are ordered newest first for a present-tense question, oldest
-    /// first for one about an earlier state ("before", "used to"); 0 = off. Default 5.
+    /// first for one about an earlier state ("before", "used to"); 0 = off, at most 50.
+    /// Default 5.
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_WINDOW"))]
     pub update_window: Option<usize>,
     /// Standard deviations, 0 to 10, above the mean key cosine of the top 2 × window items at
@@ -113,6 +114,10 @@ pub struct Stages {
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_LINK"))]
     pub update_link: Option<f64>,
 }
+
+/// Upper bound of the update stage's window: it compares the top 2 × window items pairwise,
+/// and the fused kernel returns at most 128 hits.
+const MAX_UPDATE_WINDOW: usize = 50;
 
 /// Upper bound of the open-ended weights (α, importance, boosts): a typo guard.
 const MAX_WEIGHT: f64 = 100.0;
@@ -237,10 +242,13 @@ impl Stages {
         }
         let mut u = o.update.unwrap_or_default();
         if let Some(w) = self.update_window {
-            if w > 1000 {
+            if w > MAX_UPDATE_WINDOW {
                 return Err(StageError {
                     field: "update_window",
-                    message: format!("{} must be in [0, 1000], got {w}", name("update_window")),
+                    message: format!(
+                        "{} must be in [0, {MAX_UPDATE_WINDOW}], got {w}",
+                        name("update_window")
+                    ),
                 });
             }
             u.window = w;
@@ -394,6 +402,50 @@ mod tests {
             Stages::default().apply(RankOptions::default(), &flag),
             Ok(RankOptions::default())
         );
+    }
+
+    #[test]
+    fn the_update_stage_is_tuned_turned_off_and_checked() {
+        let set = |s: Stages| s.apply(RankOptions::default(), &flag);
+        let o = set(Stages {
+            update_spread: Some(2.0),
+            update_link: Some(0.3),
+            ..Stages::default()
+        })
+        .unwrap();
+        let u = o.update.unwrap();
+        assert_eq!((u.window, u.spread, u.link), (5, 2.0, 0.3));
+        let off = Stages {
+            update_window: Some(0),
+            ..Stages::default()
+        };
+        assert_eq!(set(off).unwrap().update, None);
+        for (bad, field) in [
+            (
+                Stages {
+                    update_window: Some(51),
+                    ..Stages::default()
+                },
+                "--update-window",
+            ),
+            (
+                Stages {
+                    update_link: Some(f64::NAN),
+                    ..Stages::default()
+                },
+                "--update-link",
+            ),
+            (
+                Stages {
+                    update_spread: Some(-1.0),
+                    ..Stages::default()
+                },
+                "--update-spread",
+            ),
+        ] {
+            let e = set(bad).unwrap_err();
+            assert!(e.message.starts_with(field), "{e}");
+        }
     }
 
     #[test]

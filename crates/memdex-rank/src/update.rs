@@ -10,9 +10,9 @@
 //! asks.
 //!
 //! So, among the top `window` items, two items from different times are **linked** when
-//! their key vectors are unusually close: their cosine is at least `spread` standard
-//! deviations above the mean cosine of the pairs among the top `2 × window` items, and at
-//! least `link`. The bar is relative because how alike a tenant's items are varies: one
+//! their key vectors are unusually close: their cosine is more than `spread` standard
+//! deviations above the mean cosine of the pairs among the top `2 × window` items, and more
+//! than `link`. The bar is relative because how alike a tenant's items are varies: one
 //! conversation between two friends is alike throughout, while the items a mixed history
 //! puts at the top of one question share little but the question. Each linked group keeps the
 //! ranks it holds and is reordered by time, newest first for a question in the present tense
@@ -127,9 +127,13 @@ pub(crate) fn apply<'a>(
             continue;
         }
         let mut members = ranks.clone();
-        members.sort_by_key(|&r| match dir {
-            UpdateDirection::NewestFirst => (std::cmp::Reverse(top[r].0), r),
-            UpdateDirection::OldestFirst => (std::cmp::Reverse(-top[r].0), r),
+        members.sort_by(|&x, &y| {
+            let by_time = top[x].0.cmp(&top[y].0);
+            match dir {
+                UpdateDirection::NewestFirst => by_time.reverse(),
+                UpdateDirection::OldestFirst => by_time,
+            }
+            .then(x.cmp(&y))
         });
         for (&rank, &m) in ranks.iter().zip(&members) {
             order[rank] = before[m];

@@ -314,7 +314,7 @@ impl Engine {
         search: SearchAsk,
     ) -> Result<Ticket<Embedded>, RuntimeError> {
         let fused = self.inner.fused.is_some()
-            && search.k <= memdex_kernels::MAX_K
+            && memdex_rank::fused_depth(search.k, &search.opts) <= memdex_kernels::MAX_K
             && FusedParams::from_options(&search.opts).is_ok();
         let scan = (self.inner.device_scan || fused).then(|| ScanRequest {
             view: view.clone(),
