@@ -33,6 +33,9 @@ cargo test --release --workspace "$@"
 python3 scripts/eval-diff.py --self-test
 python3 scripts/gpu-report.py self-test
 python3 scripts/eval_crosscheck.py --self-test
+# no new module cycle inside a crate (the allow file lists today's, to be removed)
+python3 scripts/module-cycles.py --self-test
+python3 scripts/module-cycles.py --allow scripts/module-cycles.allow
 
 # the Python package: wheel built with maturin, pip-installed, its tests (interop included)
 scripts/build-py.sh "$venv"

@@ -36,7 +36,7 @@ struct Entry {
     /// TiM thoughts and MemTree of the tenant, over its live items.
     structures: Option<Arc<memdex_structures::TenantView>>,
     /// The live rows as the fused kernels read them (f16 embeddings, timeline, groups).
-    fused: Option<Arc<crate::fused::FusedRows>>,
+    fused: Option<Arc<crate::kernel_rows::FusedRows>>,
     bytes: usize,
     /// Tick of the last use (the key of the tenant in `State::lru`).
     used: u64,
@@ -106,9 +106,9 @@ impl HeapBytes for Vec<u64> {
     }
 }
 
-impl HeapBytes for crate::fused::FusedRows {
+impl HeapBytes for crate::kernel_rows::FusedRows {
     fn heap_bytes(&self) -> usize {
-        crate::fused::FusedRows::heap_bytes(self)
+        crate::kernel_rows::FusedRows::heap_bytes(self)
     }
 }
 
@@ -231,15 +231,15 @@ impl TenantCache {
     }
 
     /// The tenant's rows for the fused kernels, built once per version of its rows (a new
-    /// build has a new key: see [`crate::fused::FusedRows::key`]).
+    /// build has a new key: see [`crate::kernel_rows::FusedRows::key`]).
     pub(crate) fn fused_rows(
         &self,
         tenant: &str,
         slices: &[TenantSlice<'_>],
         dim: usize,
-    ) -> Arc<crate::fused::FusedRows> {
+    ) -> Arc<crate::kernel_rows::FusedRows> {
         let groups = self.groups(tenant, slices);
-        let build = || Ok(crate::fused::FusedRows::build(slices, dim, &groups));
+        let build = || Ok(crate::kernel_rows::FusedRows::build(slices, dim, &groups));
         built(self.entry(tenant, |e| &mut e.fused, build))
     }
 

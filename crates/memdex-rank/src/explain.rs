@@ -2,9 +2,8 @@
 //! a [`Trace`], and [`Trace::hits`] gives each top hit its [`Explain`]: the score after each
 //! stage that ran, and the rank before and after each stage that reorders.
 
-use serde::Serialize;
-
-use crate::pipeline::Ranking;
+use crate::hit::Explain;
+use crate::rows::Ranking;
 use crate::SearchHit;
 
 /// Every stage's scores of one ranking, per item in timeline order (empty or None: the
@@ -26,43 +25,6 @@ pub struct Trace {
     pub time_order: Vec<usize>,
     /// Ranks the update stage changed (None: the stage is off).
     pub update: Option<usize>,
-}
-
-/// One hit's path through the stages (scores are each stage's output for this item).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Explain {
-    /// Cosine of the query and the item's key (dense and hybrid retrievers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dense: Option<f32>,
-    /// BM25 of the query over the key (bm25 and hybrid retrievers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bm25: Option<f32>,
-    /// First-stage score: the fusion of both (hybrid) or the retriever's own.
-    pub first_stage: f32,
-    /// After FragRel's environment scores.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fragrel: Option<f32>,
-    /// After the TiM thought and MemTree lifts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structures: Option<f32>,
-    /// After Mimir's recency and importance.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signals: Option<f32>,
-    /// After the thought stage put newer statements above the ones they replace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub superseded: Option<f32>,
-    /// Rank by score alone (1-based).
-    pub score_rank: usize,
-    /// The time stage's reason for preferring this item: `in_range` (a date in the query's
-    /// range) or `dated` (it states a date, for a "when" question); absent: not preferred.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time: Option<&'static str>,
-    /// Rank after the time stage (1-based).
-    pub time_rank: usize,
-    /// Rank before the update stage moved this item (absent: it did not move it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub update_moved_from: Option<usize>,
 }
 
 impl Trace {

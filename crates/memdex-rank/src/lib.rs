@@ -14,14 +14,18 @@
 //! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
 
 mod cache;
+mod columns;
 mod context;
 mod error;
 mod explain;
 mod fused;
 mod hit;
+mod kernel_rows;
 mod options;
 mod pipeline;
+mod query;
 mod reading;
+mod rows;
 mod score;
 mod stages;
 mod structures;
@@ -31,19 +35,19 @@ mod update;
 pub use time::flagged_first;
 
 pub use cache::{CacheStats, TenantCache, DEFAULT_CACHE_BYTES};
+pub use columns::{check_columns, fit_to_store};
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
-pub use explain::{Explain, Trace};
+pub use explain::Trace;
 pub use fused::{fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTime};
-pub use hit::SearchHit;
+pub use hit::{Explain, SearchHit};
 pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
     TimeMode, TimeStage, TreeStage, UpdateStage,
 };
-pub use pipeline::{
-    check_columns, dense_batch_request, dense_request, fit_to_store, rank, rank_explained, Dense,
-    Query, Ranking,
-};
+pub use pipeline::{dense_batch_request, dense_request, rank, rank_explained};
+pub use query::{Dense, Query};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
+pub use rows::Ranking;
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
 pub use update::{update_order, UpdateDirection};

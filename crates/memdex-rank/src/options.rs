@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::update::UpdateStage;
-
 /// Which ranking runs first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -247,6 +245,31 @@ impl Preset {
         match self {
             Preset::Default => RankOptions::default(),
             Preset::Dense => RankOptions::dense(),
+        }
+    }
+}
+
+/// The update stage's settings (see the `update` module).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UpdateStage {
+    /// Top ranks it may reorder.
+    pub window: usize,
+    /// Standard deviations above the mean pair cosine of the top `2 × window` items at which
+    /// two items state the same thing.
+    pub spread: f32,
+    /// Lowest cosine that links two items, whatever the spread says.
+    pub link: f32,
+}
+
+impl Default for UpdateStage {
+    /// Window 5 (recall@5 and beyond untouched), one standard deviation, and a floor of 0.1
+    /// (positively related at least). Chosen by principle; on LoCoMo dev and the public
+    /// knowledge-update set a floor anywhere in 0–0.15 gives the same rankings.
+    fn default() -> Self {
+        Self {
+            window: 5,
+            spread: 1.0,
+            link: 0.1,
         }
     }
 }

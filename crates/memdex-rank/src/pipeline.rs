@@ -6,100 +6,17 @@
 
 use std::collections::HashMap;
 
-use memdex_index::{Block, DenseScorer, Run};
-use memdex_store::{ItemRef, Store, TenantSlice};
+use memdex_index::{Block, Run};
+use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
+use crate::columns::check_columns;
 use crate::explain::Trace;
 use crate::options::{FragRelScope, RankOptions, Retriever};
+use crate::query::{Dense, Query};
+use crate::rows::{Ranking, TenantRows};
 use crate::score::{environment, first_stage, signals, Environment, Signals};
-use crate::{time, update, RankError, SearchHit};
-
-/// One query: its text (BM25, the time stage), vector (dense) and date (recency and time
-/// references; default: the newest item's date).
-#[derive(Debug, Clone, Copy)]
-pub struct Query<'a> {
-    pub text: &'a str,
-    pub vector: &'a [f32],
-    pub date_ms: Option<i64>,
-}
-
-/// Where a ranking's dense scores come from.
-#[derive(Debug, Clone, Copy)]
-pub enum Dense<'a> {
-    /// Computed now by this scorer (the CPU loop, usually).
-    Scorer(&'a dyn DenseScorer),
-    /// Computed elsewhere (a device scan of a whole batch), one per live row of the tenant in
-    /// timeline order; any other length is an error.
-    Scores(&'a [f32]),
-}
-
-/// A tenant's live rows in timeline order: its slices and where each starts.
-#[derive(Debug)]
-pub(crate) struct TenantRows<'s> {
-    pub slices: Vec<TenantSlice<'s>>,
-    starts: Vec<usize>,
-    rows: usize,
-}
-
-impl<'s> TenantRows<'s> {
-    pub fn new(slices: Vec<TenantSlice<'s>>) -> TenantRows<'s> {
-        let mut starts = Vec::with_capacity(slices.len());
-        let mut rows = 0;
-        for s in &slices {
-            starts.push(rows);
-            rows += s.rows;
-        }
-        TenantRows {
-            slices,
-            starts,
-            rows,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// The item at timeline index `i` (< [`Self::len`]).
-    pub fn item(&self, i: usize) -> ItemRef<'s> {
-        let s = self.starts.partition_point(|&st| st <= i) - 1;
-        self.slices[s].item(i - self.starts[s])
-    }
-}
-
-/// A tenant's items with their final scores; `order` lists timeline indices best first.
-#[derive(Debug)]
-pub struct Ranking<'s> {
-    rows: TenantRows<'s>,
-    pub scores: Vec<f64>,
-    pub order: Vec<usize>,
-}
-
-impl<'s> Ranking<'s> {
-    pub fn len(&self) -> usize {
-        self.scores.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    /// The item at timeline index `i`.
-    pub fn item(&self, i: usize) -> ItemRef<'s> {
-        self.rows.item(i)
-    }
-
-    /// The best `k` items as hits.
-    pub fn hits(&self, k: usize) -> Vec<SearchHit> {
-        self.order
-            .iter()
-            .take(k)
-            .enumerate()
-            .map(|(rank, &i)| SearchHit::new(rank + 1, self.scores[i] as f32, self.item(i)))
-            .collect()
-    }
-}
+use crate::{time, update, RankError};
 
 /// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
 /// a segment's own vectors, or a content file's).
@@ -298,54 +215,4 @@ fn dense_scores(
         });
     }
     Ok(scores.into_iter().map(f64::from).collect())
-}
-
-/// Refuses stages whose columns `store` was built without, naming the `index` option.
-pub fn check_columns(store: &Store, opts: &RankOptions) -> Result<(), RankError> {
-    let x = &store.manifest().extraction;
-    let missing = |stage, what, option| RankError::MissingColumns {
-        stage,
-        what,
-        store: store.dir().display().to_string(),
-        option,
-    };
-    if opts.semantic.is_some() && x.neighbors == 0 {
-        return Err(missing(
-            "FragRel semantic",
-            "semantic neighbours",
-            "`memdex index --neighbors M`",
-        ));
-    }
-    if opts.time.is_some() && !x.events {
-        return Err(missing(
-            "time",
-            "event dates",
-            "`memdex index --extract-events` (the default)",
-        ));
-    }
-    let (thoughts, tree) = crate::structures::kept(store);
-    let wants_thoughts =
-        opts.retriever == Retriever::Thoughts || opts.thoughts.is_some_and(|t| t.weight > 0.0);
-    if wants_thoughts && !thoughts {
-        return Err(missing(
-            "TiM thought",
-            "thoughts",
-            "`memdex index --thoughts`",
-        ));
-    }
-    let wants_tree = opts.retriever == Retriever::Tree || opts.tree.is_some_and(|t| t.weight > 0.0);
-    if wants_tree && !tree {
-        return Err(missing("MemTree", "a tree", "`memdex index --tree`"));
-    }
-    Ok(())
-}
-
-/// The default pipeline on a store indexed without event dates: the time stage is dropped
-/// unless the user asked for it (`time_asked`; then [`check_columns`] names the missing
-/// option).
-pub fn fit_to_store(opts: &mut RankOptions, time_asked: bool, store: &Store) {
-    if !time_asked && !store.manifest().extraction.events && opts.time.is_some() {
-        tracing::warn!("store has no event dates; time stage off");
-        opts.time = None;
-    }
 }

@@ -15,7 +15,7 @@ use memdex_structures::{Retrieved, TenantView};
 
 use crate::cache::TenantCache;
 use crate::options::{RankOptions, Retriever};
-use crate::pipeline::Query;
+use crate::query::Query;
 use crate::RankError;
 
 /// Whether the thoughts are read (stage on or retriever).
@@ -145,15 +145,6 @@ fn view(
             .collect();
         Ok(TenantView::build(store, tenant, &timeline)?)
     })
-}
-
-/// The structures a store keeps, for [`crate::check_columns`]: (thoughts, tree).
-pub(crate) fn kept(store: &Store) -> (bool, bool) {
-    store
-        .manifest()
-        .structures
-        .as_ref()
-        .map_or((false, false), |s| (s.thoughts.is_some(), s.tree.is_some()))
 }
 
 #[cfg(test)]

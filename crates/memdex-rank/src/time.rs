@@ -7,7 +7,7 @@ use memdex_index::fusion::rank_desc;
 use memdex_store::TenantSlice;
 
 use crate::options::{TimeMode, TimeStage};
-use crate::pipeline::Query;
+use crate::query::Query;
 
 /// The time stage (see [`TimeStage`]): reorders `order` or rescales `scores`.
 pub(crate) fn apply(

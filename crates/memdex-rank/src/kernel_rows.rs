@@ -1,0 +1,53 @@
+//! A tenant's live rows as the fused kernels read them (f16 embeddings, positions, FragRel
+//! groups), built once per version of its rows and kept in the [`crate::TenantCache`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use half::f16;
+use memdex_store::TenantSlice;
+
+/// A tenant's live rows in timeline order as the fused kernels read them, built once per
+/// version of its rows and kept in the [`TenantCache`].
+#[derive(Debug)]
+pub struct FusedRows {
+    /// Unique in this process per build (and so per version of the rows): a device keeps
+    /// what it uploaded under it. Even; `key + 1` names the rows with the whole history as
+    /// one FragRel group.
+    pub(crate) key: u64,
+    /// `rows × dim` (the stored, normalised f32 embeddings rounded to f16).
+    pub embeddings: Vec<f16>,
+    pub positions: Vec<u32>,
+    /// FragRel session groups (a new group whenever the session changes).
+    pub session_groups: Vec<u32>,
+    /// One group for the whole history.
+    pub one_group: Vec<u32>,
+}
+
+/// The next [`FusedRows::key`] (0 is left to "no key").
+static NEXT_KEY: AtomicU64 = AtomicU64::new(2);
+
+impl FusedRows {
+    pub(crate) fn build(slices: &[TenantSlice<'_>], dim: usize, groups: &[u64]) -> FusedRows {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let mut embeddings = Vec::with_capacity(groups.len() * dim);
+        for run in slices.iter().flat_map(|s| s.vector_runs()) {
+            embeddings.extend(run.data(dim).iter().map(|&x| f16::from_f32(x)));
+        }
+        FusedRows {
+            key: NEXT_KEY.fetch_add(2, Ordering::Relaxed),
+            embeddings,
+            positions: (slices.iter().flat_map(|s| s.positions()))
+                .map(|&p| narrow(p))
+                .collect(),
+            session_groups: groups.iter().map(|&g| narrow(g)).collect(),
+            one_group: vec![0; groups.len()],
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        2 * self.embeddings.capacity()
+            + 4 * (self.positions.capacity()
+                + self.session_groups.capacity()
+                + self.one_group.capacity())
+    }
+}
