@@ -505,3 +505,39 @@ fn read_directory(c: &mut Cursor<'_>) -> Result<HashMap<String, TensorRef>, Conv
     }
     Ok(out)
 }
+
+/// The Hugging Face BERT name of an E5S1 tensor.
+pub fn hf_name(name: &str) -> Option<String> {
+    let emb = match name {
+        "emb.word" => Some("word_embeddings.weight"),
+        "emb.pos" => Some("position_embeddings.weight"),
+        "emb.type" => Some("token_type_embeddings.weight"),
+        "emb.ln.w" => Some("LayerNorm.weight"),
+        "emb.ln.b" => Some("LayerNorm.bias"),
+        _ => None,
+    };
+    if let Some(e) = emb {
+        return Some(format!("embeddings.{e}"));
+    }
+    let rest = name.strip_prefix('l')?;
+    let (layer, rest) = rest.split_once('.')?;
+    let layer: usize = layer.parse().ok()?;
+    let (module, wb) = rest.split_once('.')?;
+    let wb = match wb {
+        "w" => "weight",
+        "b" => "bias",
+        _ => return None,
+    };
+    let module = match module {
+        "q" => "attention.self.query",
+        "k" => "attention.self.key",
+        "v" => "attention.self.value",
+        "ao" => "attention.output.dense",
+        "aln" => "attention.output.LayerNorm",
+        "fi" => "intermediate.dense",
+        "fo" => "output.dense",
+        "oln" => "output.LayerNorm",
+        _ => return None,
+    };
+    Some(format!("encoder.layer.{layer}.{module}.{wb}"))
+}

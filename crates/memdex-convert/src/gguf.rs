@@ -12,8 +12,8 @@
 use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 
+use crate::e5s1::hf_name;
 use crate::e5s1::{DType, E5s1};
-use crate::write::hf_name;
 use crate::ConvertError;
 
 const ALIGN: u64 = 32;

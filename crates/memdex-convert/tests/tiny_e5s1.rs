@@ -200,7 +200,7 @@ fn the_gguf_file_holds_the_containers_blocks_unchanged() {
     assert_eq!(content.tensor_infos.len(), 5 + 2 * 16);
     let c = E5s1::read(&fixture()).unwrap();
     for (name, dtype, dims) in c.expected_tensors() {
-        let hf = memdex_convert::write::hf_name(&name).unwrap();
+        let hf = memdex_convert::e5s1::hf_name(&name).unwrap();
         let t = content
             .tensor(&mut f, &hf, &candle_core::Device::Cpu)
             .unwrap();
