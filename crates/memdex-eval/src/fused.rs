@@ -12,7 +12,8 @@ use memdex_kernels::Kernels;
 use memdex_rank::{Query, RankError, RankOptions, SearchHit};
 use serde::Serialize;
 
-use crate::run::{batch_window, EvalOptions, Ranked};
+use crate::options::EvalOptions;
+use crate::ranked::{batch_window, Ranked, SCAN_BATCH};
 use crate::{EvalError, EvalQuestion, Skip};
 
 /// Scores closer than this count as a tie (the kernel scores f16 rows in f32 arithmetic).
@@ -152,11 +153,11 @@ pub fn compare_fused(
             },
         })
         .collect();
-    compare_batches(searcher, kernels, &batch, 10, crate::run::SCAN_BATCH, opts)
+    compare_batches(searcher, kernels, &batch, 10, SCAN_BATCH, opts)
 }
 
 /// The current batch's whole rankings from the fused kernel (`Searcher::rank_fused_all`): one
-/// kernel call per [`crate::run::SCAN_BATCH`] questions, its time shared among them.
+/// kernel call per [`SCAN_BATCH`] questions, its time shared among them.
 #[derive(Default)]
 pub(crate) struct FusedScan {
     /// First question of the batch; per question of the batch its ranking (None: abstention

@@ -6,6 +6,8 @@ mod dataset;
 mod fused;
 mod load;
 pub mod metrics;
+mod options;
+mod ranked;
 mod run;
 mod synth;
 
@@ -13,9 +15,10 @@ pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
 pub use fused::{compare_batches, compare_fused, FusedAgreement, TIE as FUSED_TIE};
 pub use load::{load_and_index, load_and_index_with, LoadOptions, LoadReport};
 pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
+pub use options::EvalOptions;
 pub use run::{
-    evaluate_questions, evaluate_questions_with, percentile, AltGold, EvalConfig, EvalOptions,
-    EvalReport, Latency, LevelMetrics, RunInfo,
+    evaluate_questions, evaluate_questions_with, percentile, AltGold, EvalConfig, EvalReport,
+    Latency, LevelMetrics, RunInfo,
 };
 pub use synth::{
     count as synth_count, plan as synth_plan, write_synth, Profile, Slot, SynthOptions, SynthReport,

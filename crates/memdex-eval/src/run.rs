@@ -11,20 +11,12 @@ use serde::Serialize;
 
 use memdex_kernels::Kernels;
 
-use crate::dataset::{Dataset, EvalQuestion, Gold, Skip};
+use crate::dataset::{Dataset, EvalQuestion, Skip};
 use crate::fused::FusedScan;
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
+use crate::options::EvalOptions;
+use crate::ranked::{batch_window, Ranked};
 use crate::EvalError;
-
-/// Evaluation settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EvalOptions {
-    pub dataset: Dataset,
-    pub granularity: Granularity,
-    pub ks: Vec<usize>,
-    /// The ranking pipeline under test.
-    pub rank: RankOptions,
-}
 
 /// Metric name (`recall_any@5`) → mean.
 pub type LevelMetrics = BTreeMap<String, f64>;
@@ -161,45 +153,6 @@ struct LogLine<'a> {
     retriever: Retriever,
     ranked: Vec<LogRanked<'a>>,
     gold: &'a [&'a str],
-}
-
-/// One question's ranking as corpus ids, with its gold.
-pub(crate) struct Ranked {
-    /// Corpus ids in timeline order, after the official renaming.
-    pub ids: Vec<String>,
-    /// The same before renaming (the alternative gold's turn → session rule reads them).
-    pub raw_ids: Vec<String>,
-    pub scores: Vec<f64>,
-    pub order: Vec<usize>,
-}
-
-impl Ranked {
-    fn ranked(&self) -> Vec<&str> {
-        self.order.iter().map(|&i| self.ids[i].as_str()).collect()
-    }
-
-    /// The gold ids: those marked in the corpus (LongMemEval) or listed (LoCoMo).
-    fn gold<'a>(&'a mut self, gold: &'a Gold) -> Vec<&'a str> {
-        match gold {
-            Gold::ContainsAnswer { rename } => {
-                for id in self.ids.iter_mut() {
-                    if rename.contains(id.as_str()) {
-                        *id = id.replace("answer", "noans");
-                    }
-                }
-                let mut g: Vec<&str> = self
-                    .ids
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|i| i.contains("answer"))
-                    .collect();
-                g.sort_unstable();
-                g.dedup();
-                g
-            }
-            Gold::Ids(g) => g.iter().map(String::as_str).collect(),
-        }
-    }
 }
 
 /// Latency samples (ms).
@@ -392,21 +345,8 @@ pub fn evaluate_questions_with(
 
 /// Ranks one question's haystack (None: its tenant has no items), timing the query's
 /// embedding (first 200 questions) and the ranking.
-/// Questions scored together on a batched (device) scorer or the fused kernel.
-pub(crate) const SCAN_BATCH: usize = 256;
-
-/// The batch of questions starting at `qi`: where it ends, and the questions in it that are
-/// ranked (abstentions are not).
-pub(crate) fn batch_window(questions: &[EvalQuestion], qi: usize) -> (usize, Vec<usize>) {
-    let end = (qi + SCAN_BATCH).min(questions.len());
-    let wanted = (qi..end)
-        .filter(|&i| questions[i].skip != Some(Skip::Abstention))
-        .collect();
-    (end, wanted)
-}
-
 /// Dense scores of the current batch of questions when the searcher's scorer batches (a
-/// device): one scorer call per [`SCAN_BATCH`] questions, its time shared among them.
+/// device): one scorer call per [`crate::ranked::SCAN_BATCH`] questions, its time shared among them.
 #[derive(Default)]
 struct Scan {
     /// First question of the batch, its questions' scores, and the call's ms per question.
