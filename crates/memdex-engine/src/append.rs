@@ -15,12 +15,11 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use memdex_core::{MemoryItem, Session};
-use memdex_embed::Embeddings;
 use memdex_ingest::{itemize, ItemizeOptions};
 use memdex_store::{session_hash, Derived, Store, StoreWriter};
 use serde::Serialize;
 
-use crate::batch::{write_batch, Batch, InFlight, KeySource};
+use crate::batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
 use crate::structures::StructureSync;
@@ -56,23 +55,6 @@ pub struct Extracted {
     /// Date-shaped words naming no calendar day.
     pub invalid_dates: u64,
 }
-
-/// What one commit wrote.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Committed {
-    /// Id of the first pending item (the others follow in admission order).
-    pub first_id: u64,
-    pub manifest_version: u64,
-    pub rows: u64,
-    pub keys_embedded: u64,
-    /// Items whose key a live row (or an earlier item of the same commit) already held.
-    pub keys_reused: u64,
-    pub tokens_embedded: u64,
-    pub embed_seconds: f64,
-}
-
-/// Embeds key texts for a commit (passages).
-pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Embeddings, EngineError> + 'a;
 
 /// Sessions admitted and waiting for one commit, with what committing needs.
 #[derive(Debug)]

@@ -12,10 +12,26 @@ use rayon::prelude::*;
 
 use memdex_kernels::Kernels;
 
-use crate::append::{Committed, EmbedFn};
 use crate::keys::KeyCache;
 use crate::vectors::derive_from_vectors;
 use crate::EngineError;
+
+/// What one commit wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Committed {
+    /// Id of the first pending item (the others follow in admission order).
+    pub first_id: u64,
+    pub manifest_version: u64,
+    pub rows: u64,
+    pub keys_embedded: u64,
+    /// Items whose key a live row (or an earlier item of the same commit) already held.
+    pub keys_reused: u64,
+    pub tokens_embedded: u64,
+    pub embed_seconds: f64,
+}
+
+/// Embeds key texts for a commit (passages).
+pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Embeddings, EngineError> + 'a;
 
 /// Where an item's key vector comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

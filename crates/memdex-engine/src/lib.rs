@@ -26,10 +26,9 @@ mod structures;
 mod vectors;
 
 pub use append::{
-    session_hash_of, Admitted, AppendPipeline, Committed, EmbedFn, Extracted, PrepareSeconds,
-    SessionStatus,
+    session_hash_of, Admitted, AppendPipeline, Extracted, PrepareSeconds, SessionStatus,
 };
-pub use batch::{write_batch, Batch, InFlight, KeySource};
+pub use batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
 pub use fused::{rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle};

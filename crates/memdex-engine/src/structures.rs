@@ -8,7 +8,7 @@ use std::sync::Arc;
 use memdex_store::{Store, StoreWriter};
 use memdex_structures::{Maintainer, SyncReport, ThoughtExtractor};
 
-use crate::append::EmbedFn;
+use crate::batch::EmbedFn;
 use crate::EngineError;
 
 /// Keeps a store's structures (when it has any) in step with its items.
