@@ -17,8 +17,8 @@ use memdex_rank::{FusedParams, RankOptions};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
-use crate::fused::FusedAsk;
-use crate::model::{model_loop, EmbedJob, Embedded, ScanRequest};
+use crate::job::{EmbedJob, Embedded, FusedAsk, ScanRequest};
+use crate::model::model_loop;
 use crate::stats::EngineStats;
 use crate::view::View;
 use crate::writer::{writer_loop, AppendReport, DeleteReport, DeleteTarget, WriteJob, WriterState};

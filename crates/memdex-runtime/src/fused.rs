@@ -14,17 +14,9 @@ use memdex_engine::{rank_fused, BatchQuery};
 use memdex_kernels::Kernels;
 use memdex_rank::{Query, RankOptions, SearchHit};
 
-use crate::model::EmbedJob;
+use crate::job::EmbedJob;
 use crate::stats::EngineStats;
 use crate::view::View;
-
-/// What a search asks of the fused ranking besides its query and tenant.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct FusedAsk {
-    pub date_ms: Option<i64>,
-    pub k: usize,
-    pub opts: RankOptions,
-}
 
 /// One group: searches of the same view with the same `k` and options.
 struct Group<'a> {

@@ -22,6 +22,7 @@ mod delete;
 mod engine;
 mod error;
 mod fused;
+mod job;
 mod model;
 mod stats;
 mod view;
@@ -29,7 +30,7 @@ mod writer;
 
 pub use engine::{Engine, EngineOptions, Health, SearchAsk, Ticket};
 pub use error::RuntimeError;
-pub use model::Embedded;
+pub use job::Embedded;
 pub use stats::{EngineStats, BATCH_BUCKETS, MODEL_STAGES};
 pub use view::{StoreSummary, View};
 pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};

@@ -20,7 +20,7 @@ use memdex_store::{CompactReport, StoreWriter};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use crate::model::{EmbedJob, Reply};
+use crate::job::{EmbedJob, Reply};
 use crate::stats::EngineStats;
 use crate::view::View;
 use crate::{EngineOptions, RuntimeError};
