@@ -10,55 +10,16 @@
 use memdex_index::fragrel::{relation_scores, FragRel};
 
 use crate::rank::{rank_scores_reference, rank_topk_reference};
+pub use crate::reference::{better, cosine, select};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,
-    Timeline, TopKResult, NO_ROW,
+    Timeline, TopKResult,
 };
 
 /// The reference implementations (single-threaded, straightforward).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cpu;
-
-/// `a` ranks before `b`: score descending, then row ascending.
-pub fn better(a: (f32, u32), b: (f32, u32)) -> bool {
-    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
-}
-
-fn sanitize(s: f32) -> f32 {
-    if s.is_nan() {
-        f32::NEG_INFINITY
-    } else {
-        s
-    }
-}
-
-/// Cosine of a query with one f16 row, as the kernels define it.
-pub fn cosine(q: &[f32], row: &[crate::f16]) -> f32 {
-    let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let (mut dot, mut nn) = (0f32, 0f32);
-    for (&a, &b) in q.iter().zip(row) {
-        let b = b.to_f32();
-        dot += a * b;
-        nn += b * b;
-    }
-    dot / (qn * nn.sqrt()).max(1e-30)
-}
-
-/// The best `k` of `cands`, best first, padded with empty slots.
-pub fn select(mut cands: Vec<(f32, u32)>, k: usize) -> Vec<(f32, u32)> {
-    for c in &mut cands {
-        c.0 = sanitize(c.0);
-    }
-    cands.sort_by(|a, b| {
-        b.0.partial_cmp(&a.0)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.1.cmp(&b.1))
-    });
-    cands.truncate(k);
-    cands.resize(k, (f32::NEG_INFINITY, NO_ROW));
-    cands
-}
 
 fn collect(per_query: Vec<Vec<(f32, u32)>>, k: usize) -> TopKResult {
     let (scores, rows) = per_query.into_iter().flatten().unzip();
