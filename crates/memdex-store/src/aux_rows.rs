@@ -2,6 +2,7 @@
 //! versions. Optional ids are stored as `u64::MAX`; embeddings are variable-length lists
 //! (empty where an event carries none), so no column has nulls.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -17,7 +18,23 @@ use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
 use arrow_ipc::MetadataVersion;
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 
-use crate::structures::{AuxKind, AuxTenantRange};
+/// Which structure a segment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuxKind {
+    /// TiM thought events (insert, merge, forget, retract): the audit log is these rows.
+    Thoughts,
+    /// MemTree node versions (the newest version of a node wins; removals end it).
+    Tree,
+}
+
+/// The rows of one tenant inside a structure segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuxTenantRange {
+    pub tenant: String,
+    pub start: u64,
+    pub rows: u64,
+}
 
 const NONE: u64 = u64::MAX;
 

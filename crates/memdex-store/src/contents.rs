@@ -19,9 +19,9 @@ use arrow_array::{Array, UInt64Array};
 use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch};
 
 use crate::error::StoreError;
+use crate::ipc::{check_shape, encode_batch, map_batch};
 use crate::manifest::ContentMeta;
 use crate::schema::*;
-use crate::segment::{check_shape, encode_batch, map_batch};
 
 /// Where a content lives: file index in [`Contents`] and row in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

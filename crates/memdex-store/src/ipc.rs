@@ -1,14 +1,20 @@
 //! Decoding a segment's Arrow IPC file from its mapping, trusting none of it: arrow-ipc's
 //! reader slices the body by the offsets the file states (a negative or oversized one panics
-//! there), so the block and every buffer it lists are checked against the file first.
+//! there), so the block and every buffer it lists are checked against the file first. Also
+//! the other way (one batch as IPC file bytes) and the shape checks every file gets.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_ipc::convert::try_fb_to_schema;
 use arrow_ipc::reader::{read_footer_length, FileDecoder};
-use arrow_ipc::{root_as_footer, root_as_message, Block};
+use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_ipc::{root_as_footer, root_as_message, Block, MetadataVersion};
+
+use crate::error::StoreError;
+use crate::mmap::map_file;
 
 /// What precedes an encapsulated message's length since format 0.15 (arrow-ipc keeps its own
 /// constant private).
@@ -86,4 +92,43 @@ fn check_block(block: &Block, buffer: &Buffer) -> Result<(usize, usize), String>
         }
     }
     Ok((start, block_len))
+}
+
+/// One record batch as Arrow IPC file bytes, every buffer 64-byte aligned (SIMD-aligned and
+/// read in place from the mapping).
+pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, arrow_schema::ArrowError> {
+    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5)?;
+    let mut bytes = Vec::new();
+    let mut w = FileWriter::try_new_with_options(&mut bytes, &batch.schema(), opts)?;
+    w.write(batch)?;
+    w.finish()?;
+    drop(w);
+    Ok(bytes)
+}
+
+/// Maps the committed file at `path`, checks its size against the manifest's `bytes` and
+/// decodes its one record batch; errors name the file.
+pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreError> {
+    let bad = |message: String| StoreError::Segment {
+        path: path.to_path_buf(),
+        message,
+    };
+    let buffer = map_file(path)?;
+    if buffer.len() as u64 != bytes {
+        let len = buffer.len();
+        return Err(bad(format!("file is {len} bytes, manifest says {bytes}")));
+    }
+    decode_single_batch(&buffer).map_err(bad)
+}
+
+/// The row count the manifest says (at most `u32::MAX`: rows are located by u32) and no nulls.
+pub(crate) fn check_shape(batch: &RecordBatch, rows: u64) -> Result<(), String> {
+    let n = batch.num_rows();
+    if n as u64 != rows || n > u32::MAX as usize {
+        return Err(format!("{n} rows, manifest says {rows}"));
+    }
+    if batch.columns().iter().any(|c| c.null_count() > 0) {
+        return Err("unexpected nulls".into());
+    }
+    Ok(())
 }

@@ -13,14 +13,12 @@ use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, ListArray, RecordBatch,
     StringArray, TimestampMillisecondArray, UInt32Array, UInt64Array,
 };
-use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
-use arrow_ipc::MetadataVersion;
 use memdex_core::{MemoryItem, Role};
 
 use crate::contents::{ContentFile, Loc, SharedContents};
 use crate::error::StoreError;
+use crate::ipc::{check_shape, encode_batch, map_batch};
 use crate::manifest::{write_durably, Layout, SegmentMeta, TenantRange};
-use crate::mmap::map_file;
 use crate::schema::*;
 
 /// A row to be written: the item plus what the writer assigns.
@@ -179,18 +177,6 @@ pub(crate) fn write_segment(
         max_item_id: rows.iter().map(|r| r.item_id).max().unwrap_or(0),
         tenants,
     })
-}
-
-/// One record batch as Arrow IPC file bytes, every buffer 64-byte aligned (SIMD-aligned and
-/// read in place from the mapping).
-pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, arrow_schema::ArrowError> {
-    let opts = IpcWriteOptions::try_new(64, false, MetadataVersion::V5)?;
-    let mut bytes = Vec::new();
-    let mut w = FileWriter::try_new_with_options(&mut bytes, &batch.schema(), opts)?;
-    w.write(batch)?;
-    w.finish()?;
-    drop(w);
-    Ok(bytes)
 }
 
 fn terms_array(rows: &[Row<'_>]) -> ListArray {
@@ -613,31 +599,4 @@ impl Segment {
             embedding: self.embedding(row),
         }
     }
-}
-
-/// Maps the committed file at `path`, checks its size against the manifest's `bytes` and
-/// decodes its one record batch; errors name the file.
-pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreError> {
-    let bad = |message: String| StoreError::Segment {
-        path: path.to_path_buf(),
-        message,
-    };
-    let buffer = map_file(path)?;
-    if buffer.len() as u64 != bytes {
-        let len = buffer.len();
-        return Err(bad(format!("file is {len} bytes, manifest says {bytes}")));
-    }
-    crate::ipc::decode_single_batch(&buffer).map_err(bad)
-}
-
-/// The row count the manifest says (at most `u32::MAX`: rows are located by u32) and no nulls.
-pub(crate) fn check_shape(batch: &RecordBatch, rows: u64) -> Result<(), String> {
-    let n = batch.num_rows();
-    if n as u64 != rows || n > u32::MAX as usize {
-        return Err(format!("{n} rows, manifest says {rows}"));
-    }
-    if batch.columns().iter().any(|c| c.null_count() > 0) {
-        return Err("unexpected nulls".into());
-    }
-    Ok(())
 }

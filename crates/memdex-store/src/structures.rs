@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::aux_rows::{self, ThoughtRow, TreeRow};
+pub use crate::aux_rows::{AuxKind, AuxTenantRange};
 use crate::error::{io, StoreError};
 use crate::manifest::{sync_dir, write_durably};
 use crate::mmap::map_file;
@@ -27,16 +28,6 @@ use crate::store::Store;
 use crate::writer::StoreWriter;
 
 pub(crate) const STRUCTURES_DIR: &str = "structures";
-
-/// Which structure a segment holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuxKind {
-    /// TiM thought events (insert, merge, forget, retract): the audit log is these rows.
-    Thoughts,
-    /// MemTree node versions (the newest version of a node wins; removals end it).
-    Tree,
-}
 
 /// TiM thought memory settings, fixed when the structures are enabled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,14 +66,6 @@ pub struct AuxSegmentMeta {
     pub bytes: u64,
     /// Tenants in row order; each occupies one contiguous row range.
     pub tenants: Vec<AuxTenantRange>,
-}
-
-/// The rows of one tenant inside a structure segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuxTenantRange {
-    pub tenant: String,
-    pub start: u64,
-    pub rows: u64,
 }
 
 /// The manifest's record of the structures: what is on, the segments, the watermark.
