@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli::ModelArgs;
+use crate::cli_common::{ModelArgs, StructureArgs};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -68,7 +68,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,
     #[command(flatten)]
-    pub structures: crate::cli::StructureArgs,
+    pub structures: StructureArgs,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -112,4 +112,21 @@ impl DeviceScanArg {
             DeviceScanArg::Off => Some(false),
         }
     }
+}
+
+/// `memdex mcp`: the store as Model Context Protocol tools on stdio.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Store directory (created if missing).
+    #[arg(long, env = "MEMDEX_STORE")]
+    pub store: PathBuf,
+    /// Serve only this tenant's memory (the tools then take no tenant). Default: each call
+    /// names its tenant.
+    #[arg(long, env = "MEMDEX_TENANT")]
+    pub tenant: Option<String>,
+    /// Seconds between background compaction checks (0: never).
+    #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
+    pub compact_every: u64,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }

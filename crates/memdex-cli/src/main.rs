@@ -1,6 +1,7 @@
 //! `memdex`: index chat histories into a local memory store and search them.
 
 mod cli;
+mod cli_common;
 mod cli_model;
 mod cli_serve;
 mod cmd;

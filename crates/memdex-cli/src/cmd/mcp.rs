@@ -1,30 +1,12 @@
 //! `memdex mcp`: the store as Model Context Protocol tools on stdio (crate `memdex-mcp`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Args;
 use memdex_memory::{EngineOptions, Memory};
 
-use crate::cli::ModelArgs;
-
-#[derive(Debug, Args)]
-pub struct McpArgs {
-    /// Store directory (created if missing).
-    #[arg(long, env = "MEMDEX_STORE")]
-    pub store: PathBuf,
-    /// Serve only this tenant's memory (the tools then take no tenant). Default: each call
-    /// names its tenant.
-    #[arg(long, env = "MEMDEX_TENANT")]
-    pub tenant: Option<String>,
-    /// Seconds between background compaction checks (0: never).
-    #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
-    pub compact_every: u64,
-    #[command(flatten)]
-    pub model: ModelArgs,
-}
+use crate::cli_serve::McpArgs;
 
 pub fn run(a: McpArgs) -> Result<()> {
     if let Some(t) = &a.tenant {
