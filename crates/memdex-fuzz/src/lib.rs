@@ -17,6 +17,7 @@
 //!   written (minimised) to `target/fuzz-crashes/<target>/`.
 
 pub mod driver;
+mod harness;
 pub mod models;
 pub mod mutate;
 pub mod rng;

@@ -16,7 +16,7 @@ use memdex_extract_model::parse::{parse_facts, MAX_FACTS};
 use memdex_extract_model::testing::write_tiny_as;
 use memdex_extract_model::{ModelFacts, ModelOptions};
 
-use crate::targets::{check_message, scratch, scratch_folder, Sig};
+use crate::harness::{check_message, scratch, scratch_folder, Sig};
 
 /// A GGUF extractor model: loaded on the CPU as `--extractor model:FILE` loads it, and when
 /// it loads, one item extracted (generation, parsing, the fallback to the rules).

@@ -12,7 +12,7 @@ use memdex_extract::HeuristicFacts;
 use memdex_store::{Layout, Store, StoreSpec, StoreWriter};
 use memdex_testkit::{item, model, vectors};
 
-use crate::targets::{check_message, scratch, scratch_folder, Sig};
+use crate::harness::{check_message, scratch, scratch_folder, Sig};
 
 const DIM: usize = 4;
 
