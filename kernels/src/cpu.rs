@@ -10,7 +10,7 @@
 use memdex_index::fragrel::{relation_scores, FragRel};
 
 use crate::rank::{rank_scores_reference, rank_topk_reference};
-pub use crate::reference::{better, cosine, select};
+pub use crate::scoring::{better, cosine, select};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,

@@ -11,7 +11,7 @@ pub mod cpu;
 pub mod gpu;
 pub mod parts;
 pub mod rank;
-mod reference;
+mod scoring;
 mod types;
 
 pub use half::f16;

@@ -3,7 +3,7 @@
 //!
 //! Semantics (those of `memdex_rank::rank` with the default options, restricted to the live
 //! rows of each query's range, in timeline order):
-//! 1. dense `d` = cosine of the query with each row ([`crate::reference::cosine`]);
+//! 1. dense `d` = cosine of the query with each row ([`crate::scoring::cosine`]);
 //! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the live rows; a
 //!    constant or empty column normalises to 0);
 //! 3. FragRel: `e = f + α · env(f)` along the timeline (dead rows take no part: the decay runs
@@ -17,7 +17,7 @@
 use memdex_index::fragrel::{relation_scores, FragRel};
 use memdex_index::fusion::hybrid;
 
-use crate::reference::{cosine, select};
+use crate::scoring::{cosine, select};
 use crate::types::{check_fragrel, check_queries, check_scan, check_timeline};
 use crate::{FragRelParams, KernelError, Matrix, Timeline, TopKResult, NO_ROW};
 

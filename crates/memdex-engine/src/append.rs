@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
-use crate::structures::StructureSync;
+use crate::structure_sync::StructureSync;
 use crate::EngineError;
 use memdex_structures::SyncReport;
 

@@ -26,7 +26,7 @@ use crate::append::{AppendPipeline, PrepareSeconds, SessionStatus};
 use crate::batch::{write_batch, Batch, InFlight};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
-use crate::structures::StructureSync;
+use crate::structure_sync::StructureSync;
 use crate::EngineError;
 use memdex_structures::SyncReport;
 

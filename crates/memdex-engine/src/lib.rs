@@ -17,12 +17,12 @@ mod append;
 mod batch;
 mod error;
 mod extract;
-mod fused;
 mod index;
+mod kernel_rank;
 mod keys;
 pub mod lsh;
 mod search;
-mod structures;
+mod structure_sync;
 mod vectors;
 
 pub use append::{
@@ -31,10 +31,12 @@ pub use append::{
 pub use batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
 pub use error::EngineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
-pub use fused::{rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle};
 pub use index::{
     index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport, Throughput,
     DEFAULT_FLUSH_ITEMS,
+};
+pub use kernel_rank::{
+    rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle,
 };
 pub use keys::KeyCache;
 pub use search::Searcher;

@@ -3,7 +3,7 @@
 //! per-question log that `scripts/eval_crosscheck.py` recomputes independently.
 
 mod dataset;
-mod fused;
+mod kernel_check;
 mod load;
 pub mod metrics;
 mod options;
@@ -12,7 +12,7 @@ mod run;
 mod synth;
 
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
-pub use fused::{compare_batches, compare_fused, FusedAgreement, TIE as FUSED_TIE};
+pub use kernel_check::{compare_batches, compare_fused, FusedAgreement, TIE as FUSED_TIE};
 pub use load::{load_and_index, load_and_index_with, LoadOptions, LoadReport};
 pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use options::EvalOptions;

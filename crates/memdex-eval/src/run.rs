@@ -12,7 +12,7 @@ use serde::Serialize;
 use memdex_kernels::Kernels;
 
 use crate::dataset::{Dataset, EvalQuestion, Skip};
-use crate::fused::FusedScan;
+use crate::kernel_check::FusedScan;
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
 use crate::options::EvalOptions;
 use crate::ranked::{batch_window, Ranked};

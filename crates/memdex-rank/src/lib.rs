@@ -18,8 +18,8 @@ mod columns;
 mod context;
 mod error;
 mod explain;
-mod fused;
 mod hit;
+mod kernel_inputs;
 mod kernel_rows;
 mod options;
 mod pipeline;
@@ -28,7 +28,7 @@ mod reading;
 mod rows;
 mod score;
 mod stages;
-mod structures;
+mod structure_stages;
 mod time;
 mod update;
 
@@ -39,8 +39,8 @@ pub use columns::{check_columns, fit_to_store};
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use explain::Trace;
-pub use fused::{fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTime};
 pub use hit::{Explain, SearchHit};
+pub use kernel_inputs::{fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTime};
 pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
     TimeMode, TimeStage, TreeStage, UpdateStage,

@@ -101,10 +101,10 @@ fn run<'s>(
         Retriever::Bm25 => Vec::new(),
         _ => dense_scores(store, slices, query, dense, n)?,
     };
-    let found = crate::structures::retrieve(store, tenant, slices, query, opts, cache)?;
+    let found = crate::structure_stages::retrieve(store, tenant, slices, query, opts, cache)?;
     let mut scores = match (&found, opts.retriever) {
         (Some(f), Retriever::Thoughts | Retriever::Tree) => {
-            crate::structures::first_stage(f, &dense_scores, opts)
+            crate::structure_stages::first_stage(f, &dense_scores, opts)
         }
         _ => first_stage(slices, query.text, &dense_scores, opts, tenant, cache),
     };
@@ -134,7 +134,7 @@ fn run<'s>(
         keep(&mut trace, |t| t.fragrel = Some(scores.clone()));
     }
     if let Some(f) = &found {
-        crate::structures::lift(f, opts, &mut scores);
+        crate::structure_stages::lift(f, opts, &mut scores);
         keep(&mut trace, |t| t.structures = Some(scores.clone()));
     }
     if opts.recency.is_some() || opts.importance.is_some() {
@@ -153,7 +153,7 @@ fn run<'s>(
         keep(&mut trace, |t| t.signals = Some(scores.clone()));
     }
     if let Some(f) = &found {
-        crate::structures::supersede(f, &mut scores);
+        crate::structure_stages::supersede(f, &mut scores);
         keep(&mut trace, |t| t.superseded = Some(scores.clone()));
     }
     let mut order = memdex_index::fusion::rank_desc(&scores);

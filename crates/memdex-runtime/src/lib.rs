@@ -21,8 +21,8 @@
 mod delete;
 mod engine;
 mod error;
-mod fused;
 mod job;
+mod kernel_groups;
 mod model;
 mod stats;
 mod view;

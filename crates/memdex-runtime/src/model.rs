@@ -13,8 +13,8 @@ use memdex_embed::{Embeddings, Encoder};
 use memdex_index::{Block, DenseScorer, Run};
 use memdex_kernels::Kernels;
 
-use crate::fused::fused_group;
 use crate::job::{EmbedJob, Embedded};
+use crate::kernel_groups::fused_group;
 use crate::stats::{EngineStats, ModelStage};
 use crate::view::View;
 use crate::RuntimeError;

@@ -36,7 +36,7 @@ mod schema;
 mod segment;
 mod snapshot;
 mod store;
-mod structures;
+mod structure_segments;
 mod writer;
 
 pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
@@ -53,7 +53,7 @@ pub use schema::{columns, content_ref};
 pub use segment::{Derived, ItemRef, Segment, VectorBlock, VectorRun};
 pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
-pub use structures::{
+pub use structure_segments::{
     AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
 };
 pub use writer::{AppendReport, StoreSpec, StoreWriter};

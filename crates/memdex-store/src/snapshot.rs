@@ -76,9 +76,9 @@ fn copy_structures(
     meta: &crate::StructuresMeta,
     attempt: usize,
 ) -> Result<bool, StoreError> {
-    let aux_out = out.join(crate::structures::STRUCTURES_DIR);
+    let aux_out = out.join(crate::structure_segments::STRUCTURES_DIR);
     fs::create_dir_all(&aux_out).map_err(io_err(&aux_out))?;
-    for rel in crate::structures::files(meta) {
+    for rel in crate::structure_segments::files(meta) {
         let (src, dst) = (dir.join(&rel), out.join(&rel));
         let mut f = match File::open(&src) {
             Ok(f) => f,

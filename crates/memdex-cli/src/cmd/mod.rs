@@ -14,7 +14,7 @@ pub mod mcp;
 mod model;
 mod search;
 mod serve;
-mod structures;
+mod structure_views;
 mod synth;
 
 use anyhow::{Context, Result};
@@ -172,8 +172,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Compact(a) => serve::compact(a),
         Command::Snapshot(a) => serve::snapshot(a),
         Command::Model(c) => model::run(c),
-        Command::Thoughts(a) => structures::thoughts(a),
-        Command::Tree(a) => structures::tree(a),
+        Command::Thoughts(a) => structure_views::thoughts(a),
+        Command::Tree(a) => structure_views::tree(a),
         Command::Mcp(a) => mcp::run(a),
     }
 }
