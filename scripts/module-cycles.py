@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Module cycles inside each crate: an edge a -> b when module a names `crate::b…` (or
 `super::b…`) outside comments and tests. Prints each cycle (a strongly connected component of
-two or more modules) and exits 1 when one is not in the allow file (cycles that exist today
-and are to be removed; a new one fails CI), or when an allowed one is gone (remove its line).
+two or more modules) and exits 1 when there is one (the workspace has none; `--allow FILE`
+tolerates the cycles it lists, one `crate: module module …` per line, and fails when a listed
+one is gone, for a branch that must land before its cycles are broken).
 
 usage: scripts/module-cycles.py [--allow scripts/module-cycles.allow] [ROOT ...]
        (ROOT: a folder whose subfolders with a src/ are crates; default crates/ and the root)

@@ -11,13 +11,14 @@ use axum::Json;
 use base64::Engine as _;
 use memdex_core::TextKind;
 use memdex_ingest::SessionIn;
-use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, Stages};
+use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit};
 use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, SearchAsk, Ticket};
 use memdex_store::CompactReport;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bodies::SearchRequest;
+pub use crate::bodies::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -47,14 +48,6 @@ async fn wait<T>(t: Ticket<T>) -> Result<T, ApiError> {
     t.await
         .map_err(|_| ApiError::Unavailable)?
         .map_err(ApiError::from)
-}
-
-/// An append body: a session, an array of sessions, or `{"sessions": [...]}` (the JSONL line
-/// format; `tenant` may be left out, the path names it).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppendIn {
-    pub sessions: Vec<SessionIn>,
 }
 
 /// The append body as documented (parsed by shape in [`append`], for errors that name the
@@ -92,29 +85,6 @@ pub async fn append(
     Ok(Json(AppendOut { tenant, report }))
 }
 
-/// A search.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchIn {
-    pub query: String,
-    /// When the question is asked (time references and recency); default now.
-    pub date: Option<String>,
-    /// The conversation's last turns, oldest first: used when the query alone is ambiguous.
-    #[serde(default)]
-    pub recent_turns: Vec<String>,
-    /// Hits to return (default 10).
-    pub k: Option<usize>,
-    /// Ranking stages over the search defaults.
-    pub stages: Option<Stages>,
-    /// Answer the reading-stage JSON (items by time, Chain-of-Note prompt) instead of hits.
-    #[serde(default)]
-    pub context: bool,
-    /// Each hit with an `explain` object: its score after every stage and its rank before
-    /// the time and update stages reordered it (ranked by the CPU pipeline, the reference).
-    #[serde(default)]
-    pub explain: bool,
-}
-
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SearchOut {
     pub tenant: String,
@@ -123,9 +93,6 @@ pub struct SearchOut {
     pub searched: String,
     pub hits: Vec<SearchHit>,
 }
-
-/// Recent turns a search may carry.
-pub const MAX_RECENT_TURNS: usize = 16;
 
 /// `POST /v1/tenants/{tenant}/search`.
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/search",
@@ -255,31 +222,6 @@ async fn delete(st: AppState, target: DeleteTarget) -> ApiResult<DeleteReport> {
     responses((status = 200, body = Object, description = "the compaction report")))]
 pub async fn compact(State(st): State<AppState>) -> ApiResult<CompactReport> {
     Ok(Json(wait(st.engine.compact()?).await?))
-}
-
-/// OpenAI-compatible embeddings request.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EmbeddingsIn {
-    pub input: InputIn,
-    pub model: Option<String>,
-    pub encoding_format: Option<FormatIn>,
-    pub dimensions: Option<usize>,
-    pub user: Option<String>,
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum InputIn {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FormatIn {
-    Float,
-    Base64,
 }
 
 /// `POST /v1/embeddings`, OpenAI-compatible: `input` a string or an array of strings.

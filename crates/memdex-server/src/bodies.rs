@@ -1,15 +1,75 @@
 //! Request bodies → what the handlers act on, as pure functions (no engine, no I/O), so each
 //! rule lives once and the fuzz harnesses drive exactly what the server runs. Every failure is
-//! a 4xx naming the field.
+//! a 4xx naming the field. The request body types (`SearchIn`, `AppendIn`, `EmbeddingsIn`)
+//! live here with their rules; `api` re-exports them for its handlers and the OpenAPI document.
 
 use memdex_core::{clip, ModelInfo, Session};
 use memdex_ingest::{Context, SessionIn, SessionLimits, WireError};
-use memdex_rank::RankOptions;
+use memdex_rank::{RankOptions, Stages};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
 use crate::error::{bad_json, ApiError};
 use crate::Limits;
+
+/// An append body: a session, an array of sessions, or `{"sessions": [...]}` (the JSONL line
+/// format; `tenant` may be left out, the path names it).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendIn {
+    pub sessions: Vec<SessionIn>,
+}
+
+/// A search.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchIn {
+    pub query: String,
+    /// When the question is asked (time references and recency); default now.
+    pub date: Option<String>,
+    /// The conversation's last turns, oldest first: used when the query alone is ambiguous.
+    #[serde(default)]
+    pub recent_turns: Vec<String>,
+    /// Hits to return (default 10).
+    pub k: Option<usize>,
+    /// Ranking stages over the search defaults.
+    pub stages: Option<Stages>,
+    /// Answer the reading-stage JSON (items by time, Chain-of-Note prompt) instead of hits.
+    #[serde(default)]
+    pub context: bool,
+    /// Each hit with an `explain` object: its score after every stage and its rank before
+    /// the time and update stages reordered it (ranked by the CPU pipeline, the reference).
+    #[serde(default)]
+    pub explain: bool,
+}
+
+/// Recent turns a search may carry.
+pub const MAX_RECENT_TURNS: usize = 16;
+
+/// OpenAI-compatible embeddings request.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsIn {
+    pub input: InputIn,
+    pub model: Option<String>,
+    pub encoding_format: Option<FormatIn>,
+    pub dimensions: Option<usize>,
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum InputIn {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FormatIn {
+    Float,
+    Base64,
+}
 
 fn parse<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(b).map_err(|e| bad_json(&e))
