@@ -30,7 +30,8 @@ pub struct SearchIn {
     /// The conversation's last turns, oldest first: used when the query alone is ambiguous.
     #[serde(default)]
     pub recent_turns: Vec<String>,
-    /// Hits to return (default 10).
+    /// Hits to return, 1 to the server's `max_k` (1000 by default); default 10.
+    #[schema(minimum = 1, maximum = 1000)]
     pub k: Option<usize>,
     /// Ranking stages over the search defaults.
     pub stages: Option<Stages>,
@@ -43,8 +44,8 @@ pub struct SearchIn {
     pub explain: bool,
 }
 
-/// Recent turns a search may carry.
-pub const MAX_RECENT_TURNS: usize = 16;
+/// Recent turns a search may carry (the rule every front end shares).
+pub use memdex_memory::MAX_RECENT_TURNS;
 
 /// OpenAI-compatible embeddings request.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -167,16 +168,8 @@ pub fn search_request(body: &[u8], lim: &Limits, now_ms: i64) -> Result<SearchRe
     if req.query.trim().is_empty() {
         return Err(ApiError::BadRequest("the query is empty".into()));
     }
-    let long = |t: &String| t.len() > lim.max_text_bytes;
-    if long(&req.query)
-        || req.recent_turns.len() > MAX_RECENT_TURNS
-        || req.recent_turns.iter().any(long)
-    {
-        return Err(ApiError::TooLarge(format!(
-            "query and recent turns: at most {} bytes each, {MAX_RECENT_TURNS} recent turns",
-            lim.max_text_bytes
-        )));
-    }
+    memdex_memory::limits::check_search_texts(&req.query, &req.recent_turns, lim.max_text_bytes)
+        .map_err(|e| ApiError::TooLarge(e.0))?;
     let stages = req.stages.clone().unwrap_or_default();
     let opts = stages
         .apply(RankOptions::default(), &|field| format!("stages.{field}"))
@@ -231,12 +224,7 @@ pub fn embeddings_request(
             texts.len()
         )));
     }
-    if let Some(t) = texts.iter().find(|t| t.len() > lim.max_text_bytes) {
-        return Err(ApiError::TooLarge(format!(
-            "an input of {} bytes; the limit is {}",
-            t.len(),
-            lim.max_text_bytes
-        )));
-    }
+    memdex_memory::limits::check_embed_texts(&texts, lim.max_text_bytes)
+        .map_err(|e| ApiError::TooLarge(e.0))?;
     Ok((texts, req.encoding_format == Some(FormatIn::Base64)))
 }

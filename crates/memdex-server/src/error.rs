@@ -20,6 +20,8 @@ pub enum ApiError {
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
     TooLarge(String),
@@ -42,6 +44,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -58,6 +61,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
             ApiError::TooLarge(_) => "too_large",
             ApiError::TooMany(_) => "too_many_requests",
@@ -137,8 +141,9 @@ pub struct ErrorBody {
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     pub status: u16,
-    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `too_large`,
-    /// `too_many_requests`, `unavailable`, `internal`.
+    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
+    /// `conflict`, `too_large`, `too_many_requests`, `timeout`, `insufficient_storage`,
+    /// `unavailable`, `internal`.
     pub code: String,
     pub message: String,
 }
@@ -153,7 +158,15 @@ impl IntoResponse for ApiError {
                 message: self.to_string(),
             },
         };
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            // a permit frees as soon as a request in flight ends: retry after a second
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }
 

@@ -67,9 +67,9 @@ impl Default for Limits {
         Self {
             max_body_bytes: 4 << 20,
             max_sessions: 100,
-            max_turns: 2000,
-            max_text_bytes: 32 << 10,
-            max_k: 1000,
+            max_turns: memdex_memory::MAX_TURNS,
+            max_text_bytes: memdex_memory::MAX_TEXT_BYTES,
+            max_k: memdex_memory::MAX_K,
             max_embed_inputs: 256,
             max_in_flight: 512,
             body_timeout: std::time::Duration::from_secs(30),
@@ -145,6 +145,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
         .route("/metrics", get(metrics_handler))
         .route("/openapi.json", get(openapi::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
         .layer(RequestBodyTimeoutLayer::new(state.limits.body_timeout))
@@ -154,6 +155,11 @@ pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
 
 async fn not_found() -> ApiError {
     ApiError::NotFound("no such route".into())
+}
+
+/// A route asked with a method it does not take: the error body (axum adds `Allow`).
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{} does not take {method}", uri.path()))
 }
 
 async fn metrics_handler(State(st): State<AppState>) -> Response {

@@ -622,6 +622,17 @@ fn openai_embeddings_metrics_openapi() {
     ] {
         assert!(paths.contains_key(p), "{p} not documented");
     }
+    // the schema's bounds are the validation's: k 1..=max_k
+    let k = &doc["components"]["schemas"]["SearchIn"]["properties"]["k"];
+    assert_eq!(
+        (k["minimum"].as_f64(), k["maximum"].as_f64()),
+        (Some(1.0), Some(1000.0)),
+        "{k}"
+    );
+    let explain = &doc["components"]["schemas"]["SearchIn"]["properties"]["explain"];
+    assert_eq!(explain["type"], "boolean", "{explain}");
+    let hit = &doc["components"]["schemas"]["SearchHit"]["properties"];
+    assert!(hit.get("explain").is_some(), "{hit}");
 }
 
 #[test]
@@ -686,6 +697,23 @@ fn requests_after_engine_shutdown_answer_503() {
 }
 
 #[test]
+fn wrong_methods_and_unknown_routes_answer_the_error_body() {
+    let s = TestServer::start(ServerConfig::default());
+    let (st, headers, body) = s.call_headers("GET", "/v1/tenants/bob/search", b"");
+    assert_eq!(st, 405, "{body}");
+    assert!(headers.contains("allow: post"), "{headers}");
+    let b: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(b["error"]["code"], "method_not_allowed", "{b}");
+    assert_eq!(b["error"]["status"], 405);
+    assert!(
+        b["error"]["message"].as_str().unwrap().contains("GET"),
+        "{b}"
+    );
+    let (st, b) = s.json("GET", "/v1/nowhere", None, &Value::Null);
+    assert_eq!((st, &b["error"]["code"]), (404, &json!("not_found")), "{b}");
+}
+
+#[test]
 fn over_the_in_flight_limit_answers_429() {
     let limits = Limits {
         max_in_flight: 0,
@@ -698,6 +726,8 @@ fn over_the_in_flight_limit_answers_429() {
     let (st, b) = s.json("POST", "/v1/tenants/t/search", None, &json!({"query": "x"}));
     assert_eq!(st, 429, "{b}");
     assert_eq!(b["error"]["code"], "too_many_requests");
+    let (st, headers, _) = s.call_headers("POST", "/v1/tenants/t/search", br#"{"query": "x"}"#);
+    assert!(st == 429 && headers.contains("retry-after: 1"), "{headers}");
     assert_eq!(
         s.call("POST", "/v1/embeddings", None, br#"{"input": "x"}"#)
             .0,

@@ -259,6 +259,28 @@ pub fn try_http(
     key: Option<&str>,
     body: &[u8],
 ) -> Result<(u16, String), String> {
+    try_http_headers(addr, method, path, key, body).map(|(status, _, body)| (status, body))
+}
+
+/// [`http`] with the response's header lines, lower-cased: (status, headers, body).
+pub fn http_headers(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &[u8],
+) -> (u16, String, String) {
+    try_http_headers(addr, method, path, key, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+fn try_http_headers(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &[u8],
+) -> Result<(u16, String, String), String> {
     let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(|e| e.to_string())?;
@@ -285,14 +307,12 @@ pub fn try_http(
     let chunked = headers
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    Ok((
-        status,
-        if chunked {
-            dechunk(body)
-        } else {
-            body.to_string()
-        },
-    ))
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Ok((status, headers.to_ascii_lowercase(), body))
 }
 
 fn dechunk(mut s: &str) -> String {

@@ -63,6 +63,11 @@ impl TestServer {
         http(self.addr, method, path, key, body)
     }
 
+    /// [`Self::call`] with the response's header lines (lower-cased): (status, headers, body).
+    pub fn call_headers(&self, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+        memdex_testkit::http_headers(self.addr, method, path, None, body)
+    }
+
     /// Calls with a JSON body and parses the JSON answer.
     pub fn json(&self, method: &str, path: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
         let b = if body.is_null() {
