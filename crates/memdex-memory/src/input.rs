@@ -10,7 +10,9 @@ use std::io::Cursor;
 use std::path::Path;
 
 use memdex_core::{clip, Session};
-use memdex_ingest::{parse_locomo, Context, LongMemEvalReader, SessionIn, SessionLimits};
+use memdex_ingest::{
+    check_session, parse_locomo, Context, LongMemEvalReader, SessionIn, SessionLimits,
+};
 use serde_json::Value;
 
 use crate::MemoryError;
@@ -78,13 +80,15 @@ pub fn sessions_from_json(
                 clip(&v.to_string(), 64)
             )));
         }
+        // the sessions of a benchmark file pass the same limits as memdex's own
         let from_file = |s: &Session| -> Result<(), MemoryError> {
             match tenant {
                 Some(t) if s.tenant != t => Err(at(format!(
                     "names tenant {:?} but this memory is for {t:?}",
                     s.tenant
                 ))),
-                _ => Ok(()),
+                _ => check_session(s, &limits)
+                    .map_err(|e| at(format!("session {:?}: {e}", clip(&s.session_id, 64)))),
             }
         };
         match shape_of(&v) {
@@ -206,6 +210,19 @@ mod tests {
                 "date \"soon\"",
             ),
             (json!([]), None, "no sessions"),
+            (
+                json!([{"tenant": "a", "session_id": "s", "turns": [
+                    {"role": "user", "content": "x".repeat(40)}]}]),
+                None,
+                "turns[0].content: 40 bytes; the limit is 32",
+            ),
+            (
+                json!([{"sample_id": "c", "conversation": {"speaker_a": "A", "speaker_b": "B",
+                    "session_1_date_time": "1:56 pm on 8 May, 2023",
+                    "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "y".repeat(40)}]}}]),
+                None,
+                "the limit is 32",
+            ),
             (json!(3), None, "expected a session object"),
             (json!([1]), None, "sessions[0]: expected an object"),
             (json!({"sessions": 1}), None, "`sessions` must be an array"),
@@ -224,7 +241,11 @@ mod tests {
         ];
         for (v, tenant, want) in cases {
             let shown = v.to_string();
-            let e = msg(sessions_from_json(v, tenant, 0, LIM));
+            let small = SessionLimits {
+                max_turns: 10,
+                max_text_bytes: 32,
+            };
+            let e = msg(sessions_from_json(v, tenant, 0, small));
             assert!(e.contains(want), "{shown}: {e}");
         }
     }

@@ -7,14 +7,16 @@
 
 mod error;
 pub mod input;
+pub mod limits;
 mod memory;
 
 pub use error::MemoryError;
+pub use limits::{MAX_K, MAX_RECENT_TURNS, MAX_TEXT_BYTES, MAX_TURNS, SESSION_LIMITS};
 pub use memdex_core::{DeviceChoice, TextKind};
 pub use memdex_rank::{format_ms, SearchHit, Stages};
 pub use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, EngineOptions};
 pub use memdex_store::CompactReport;
 pub use memory::{
     ItemInfo, Memory, OpenOptions, SearchAnswer, SearchRequest, SessionInfo, TenantAppend,
-    DEFAULT_MODEL_DIR, MAX_K, MAX_RECENT_TURNS,
+    DEFAULT_MODEL_DIR,
 };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memdex_core::{check_tenant_name, DeviceChoice, Role, Session, TextKind};
 use memdex_embed::{load_encoder, EmbedOptions, Embeddings, Encoder, ModelFiles};
-use memdex_ingest::{parse_date, SessionLimits};
+use memdex_ingest::parse_date;
 use memdex_rank::{
     contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages,
 };
@@ -21,15 +21,11 @@ use memdex_store::{CompactReport, Manifest};
 use serde::Serialize;
 
 use crate::input::sessions_from_json;
+use crate::limits::{check_embed_texts, check_search_texts, MAX_K, MAX_TEXT_BYTES, SESSION_LIMITS};
 use crate::MemoryError;
 
 /// Where the default model lives, relative to the working directory (as for `memdex`).
 pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
-/// Hits one search returns at most.
-pub const MAX_K: usize = 1000;
-/// Recent turns one search may carry.
-pub const MAX_RECENT_TURNS: usize = 16;
-
 /// How to open a memory.
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
@@ -191,7 +187,8 @@ impl Memory {
             check_tenant_name(t).map_err(|e| MemoryError::Invalid(e.to_string()))?;
         }
         let now = chrono::Utc::now().timestamp_millis();
-        let sessions = sessions_from_json(value, tenant, now, SessionLimits::FILES)?;
+        // the size rules of the HTTP server's defaults: what it refuses is refused here too
+        let sessions = sessions_from_json(value, tenant, now, SESSION_LIMITS)?;
         self.add(sessions)
     }
 
@@ -234,12 +231,8 @@ impl Memory {
         if req.query.trim().is_empty() {
             return Err(MemoryError::Invalid("the query is empty".into()));
         }
-        if req.recent_turns.len() > MAX_RECENT_TURNS {
-            return Err(MemoryError::Invalid(format!(
-                "{} recent turns; at most {MAX_RECENT_TURNS}",
-                req.recent_turns.len()
-            )));
-        }
+        check_search_texts(&req.query, &req.recent_turns, MAX_TEXT_BYTES)
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
         let mut opts = req
             .stages
             .apply(RankOptions::default(), &|f| f.to_string())
@@ -318,6 +311,8 @@ impl Memory {
     /// Embeds texts as passages (or queries, with the model's query prefix).
     pub fn embed(&self, texts: Vec<String>, kind: TextKind) -> Result<Embeddings, MemoryError> {
         self.live()?;
+        check_embed_texts(&texts, MAX_TEXT_BYTES)
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
         if texts.is_empty() {
             return Ok(Embeddings {
                 dim: self.engine.model().dim,

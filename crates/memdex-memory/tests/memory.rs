@@ -153,6 +153,28 @@ fn bad_calls_are_errors_with_memdex_messages() {
     assert!(matches!(e, MemoryError::NotFound(_)), "{e}");
     let e = m.add_json(json!({"turns": []}), Some("alice")).unwrap_err();
     assert!(e.to_string().contains("missing field `session_id`"), "{e}");
+    // texts the HTTP server refuses (its default limits) are refused here too
+    let big = "w ".repeat(memdex_memory::MAX_TEXT_BYTES / 2 + 1);
+    let e = m
+        .add_json(
+            json!({"session_id": "big", "turns": [{"role": "user", "content": big}]}),
+            Some("alice"),
+        )
+        .unwrap_err();
+    assert!(matches!(e, MemoryError::Invalid(_)), "{e}");
+    assert!(
+        e.to_string().contains("turns[0].content") && e.to_string().contains("limit is 32768"),
+        "{e}"
+    );
+    invalid(
+        m.search("alice", &SearchRequest::new(big.clone(), 1)),
+        "at most 32768 bytes",
+    );
+    let mut req = SearchRequest::new("x", 1);
+    req.recent_turns = vec![big.clone()];
+    invalid(m.search("alice", &req), "at most 32768 bytes");
+    let e = m.embed(vec![big], TextKind::Passage).unwrap_err();
+    assert!(e.to_string().contains("the limit is 32768"), "{e}");
     // nothing of a request with one bad session is stored
     let bad = json!([{"tenant": "carol", "session_id": "ok", "turns": [{"role": "user", "content": "hi"}]},
                      {"tenant": "carol", "session_id": "bad", "turns": []}]);
