@@ -145,6 +145,15 @@ def test_bad_calls_raise_with_memdex_messages(mem, call, exc, message):
         assert isinstance(info.value, memdex.MemdexError)
 
 
+def test_a_store_path_of_the_wrong_type_is_a_type_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match="store must be a str or os.PathLike, not int"):
+        memdex.Memory(123)
+    assert not (tmp_path / "123").exists()
+    with pytest.raises(TypeError, match="model must be"):
+        memdex.Memory(tmp_path / "s", model=5)
+
+
 def test_errors_are_standard_classes_too():
     assert issubclass(memdex.InvalidInput, ValueError)
     assert issubclass(memdex.NotFound, LookupError)

@@ -17,6 +17,7 @@ same directory is refused until ``close()``.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import json as _json
 from dataclasses import dataclass
 from typing import (
@@ -209,7 +210,13 @@ class Memory:
         device: str = "auto",
         compact_every: Optional[float] = 30.0,
     ) -> None:
-        self._native = _call(_memdex.Native, str(store), model, device, compact_every)
+        path = os.fspath(store) if isinstance(store, (str, os.PathLike)) else None
+        if not isinstance(path, str):
+            raise TypeError(f"store must be a str or os.PathLike, not {type(store).__name__}")
+        if model is not None and not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"model must be a str or os.PathLike, not {type(model).__name__}")
+        model = None if model is None else os.fspath(model)
+        self._native = _call(_memdex.Native, path, model, device, compact_every)
 
     # -- writing -------------------------------------------------------------------------
 
