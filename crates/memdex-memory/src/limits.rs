@@ -63,9 +63,9 @@ mod tests {
     fn one_rule_for_search_and_embed_texts() {
         let big = "x".repeat(MAX_TEXT_BYTES + 1);
         let ok = "x".repeat(MAX_TEXT_BYTES);
-        assert!(check_search_texts(&ok, &[ok.clone()], MAX_TEXT_BYTES).is_ok());
+        assert!(check_search_texts(&ok, std::slice::from_ref(&ok), MAX_TEXT_BYTES).is_ok());
         assert!(check_search_texts(&big, &[], MAX_TEXT_BYTES).is_err());
-        assert!(check_search_texts("q", &[big.clone()], MAX_TEXT_BYTES).is_err());
+        assert!(check_search_texts("q", std::slice::from_ref(&big), MAX_TEXT_BYTES).is_err());
         let many = vec!["t".to_string(); MAX_RECENT_TURNS + 1];
         assert!(check_search_texts("q", &many, MAX_TEXT_BYTES).is_err());
         assert!(check_embed_texts(&[ok], MAX_TEXT_BYTES).is_ok());

@@ -218,8 +218,27 @@ impl Memory {
             .collect()
     }
 
-    /// The tenant's top items for a query.
+    /// The tenant's top items for a query; `NotFound` when the tenant has no memory.
     pub fn search(&self, tenant: &str, req: &SearchRequest) -> Result<SearchAnswer, MemoryError> {
+        self.search_in(tenant, req, false)
+    }
+
+    /// [`Self::search`], but a tenant with no memory (yet, or any more) answers no hits, as
+    /// an assistant's first search of a new user should. The request is checked all the same.
+    pub fn search_or_empty(
+        &self,
+        tenant: &str,
+        req: &SearchRequest,
+    ) -> Result<SearchAnswer, MemoryError> {
+        self.search_in(tenant, req, true)
+    }
+
+    fn search_in(
+        &self,
+        tenant: &str,
+        req: &SearchRequest,
+        unknown_is_empty: bool,
+    ) -> Result<SearchAnswer, MemoryError> {
         self.live()?;
         check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
         if req.k == 0 || req.k > MAX_K {
@@ -246,12 +265,21 @@ impl Memory {
         // one committed view for the whole search
         let view = self.engine.view();
         fit_to_store(&mut opts, req.stages.time.is_some(), view.store());
+        let searched = contextual_query(&req.query, &req.recent_turns);
         if !view.has_tenant(tenant) {
+            if unknown_is_empty {
+                return Ok(SearchAnswer {
+                    tenant: tenant.to_string(),
+                    query: req.query.clone(),
+                    searched,
+                    date_ms,
+                    hits: Vec::new(),
+                });
+            }
             return Err(MemoryError::NotFound(format!(
                 "tenant {tenant:?} has no memory"
             )));
         }
-        let searched = contextual_query(&req.query, &req.recent_turns);
         let ask = SearchAsk {
             date_ms: Some(date_ms),
             k: req.k,

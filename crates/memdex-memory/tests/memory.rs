@@ -151,6 +151,15 @@ fn bad_calls_are_errors_with_memdex_messages() {
     invalid(m.search("alice", &req), "dense_weight must be in [0, 1]");
     let e = m.search("nobody", &SearchRequest::new("x", 1)).unwrap_err();
     assert!(matches!(e, MemoryError::NotFound(_)), "{e}");
+    // a new tenant's first search, where the caller wants it so: no hits, not an error
+    let empty = m
+        .search_or_empty("nobody", &SearchRequest::new("x", 1))
+        .unwrap();
+    assert!(empty.hits.is_empty() && empty.tenant == "nobody");
+    invalid(
+        m.search_or_empty("nobody", &SearchRequest::new(" ", 1)),
+        "the query is empty",
+    );
     let e = m.add_json(json!({"turns": []}), Some("alice")).unwrap_err();
     assert!(e.to_string().contains("missing field `session_id`"), "{e}");
     // texts the HTTP server refuses (its default limits) are refused here too
