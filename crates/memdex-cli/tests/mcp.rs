@@ -77,6 +77,18 @@ impl Session {
         }
     }
 
+    /// Sends a raw line and returns the next line the server writes.
+    fn raw(&mut self, line: &str) -> Value {
+        let stdin = self.stdin.as_mut().expect("open stdin");
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+        let answer = self
+            .lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|e| panic!("no answer to {line:?}: {e}"));
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
+    }
+
     fn call(&mut self, tool: &str, args: Value) -> Value {
         self.request("tools/call", json!({"name": tool, "arguments": args}))
     }
@@ -169,6 +181,38 @@ fn a_client_remembers_searches_lists_and_forgets() {
         .unwrap()
         .clone();
     assert_eq!(search_tool["inputSchema"]["required"], json!(["query"]));
+    // the schema's bounds are the validation's
+    let k = &search_tool["inputSchema"]["properties"]["k"];
+    assert_eq!(
+        (k["minimum"].as_u64(), k["maximum"].as_u64()),
+        (Some(1), Some(1000)),
+        "{k}"
+    );
+
+    // JSON-RPC's own errors: a line that is not JSON, params the SDK cannot read
+    let r = s.raw("this is not JSON");
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert!(r["id"].is_null() && r["jsonrpc"] == "2.0", "{r}");
+    let r = s.request(
+        "tools/call",
+        json!({"name": "search_memory", "arguments": "oops"}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "invalid params: {r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/call"),
+        "{r}"
+    );
+    let r = s.request("no/such/method", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+
+    // a new tenant's first search and listing: nothing yet, not an error
+    let r = s.call("search_memory", json!({"query": "what is my dog called?"}));
+    assert_eq!(ok(&r)["structuredContent"]["hits"], json!([]), "{r}");
+    let r = s.call("list_memories", json!({}));
+    assert_eq!(ok(&r)["structuredContent"]["sessions"], json!([]), "{r}");
 
     // remember: durable, idempotent without an id, conflicts named
     let conv = json!({"date": "2023-05-01T10:00:00Z", "turns": [
@@ -304,11 +348,8 @@ fn a_client_remembers_searches_lists_and_forgets() {
         "not_found",
     );
     ok(&s.call("forget", json!({"everything": true})));
-    tool_error(
-        &s.call("search_memory", json!({"query": "dog"})),
-        "tenant \"alice\" has no memory",
-        "not_found",
-    );
+    let r = s.call("search_memory", json!({"query": "dog"}));
+    assert_eq!(ok(&r)["structuredContent"]["hits"], json!([]), "{r}");
     assert!(s.close().success());
 }
 
@@ -330,12 +371,17 @@ fn an_unscoped_server_takes_the_tenant_per_call() {
     );
     let r = s.call("search_memory", json!({"tenant": "bob", "query": "cello"}));
     assert_eq!(ok(&r)["structuredContent"]["hits"][0]["tenant"], "bob");
+    let r = s.call(
+        "search_memory",
+        json!({"tenant": "carol", "query": "cello"}),
+    );
+    assert_eq!(ok(&r)["structuredContent"]["hits"], json!([]), "{r}");
     tool_error(
         &s.call(
-            "search_memory",
-            json!({"tenant": "carol", "query": "cello"}),
+            "list_memories",
+            json!({"tenant": "carol", "session_id": "x"}),
         ),
-        "no memory",
+        "not found",
         "not_found",
     );
     assert!(s.close().success());

@@ -11,7 +11,13 @@
 //! unknown tenant or session, a conflicting session id, a full queue or an uncommitted write
 //! is a tool result with `isError: true` carrying memdex's message (and `{"error": code,
 //! "message": …}` as structured content); a closed or broken engine is a JSON-RPC `-32603`;
-//! an unknown tool is a JSON-RPC error from the SDK.
+//! an unknown tool is a JSON-RPC error from the SDK; `arguments` that are no object (a call
+//! the SDK cannot read at all) are a JSON-RPC `-32602` (invalid params); a line that is not
+//! JSON is answered with a JSON-RPC `-32700` (parse error, `id: null`), as JSON-RPC 2.0 asks.
+//! A search of a tenant with no memory yet answers no hits, and listing it no conversations
+//! (an assistant's first call for a new user is not an error).
+
+mod stdio;
 
 use std::sync::Arc;
 
@@ -20,9 +26,11 @@ use memdex_memory::{format_ms, DeleteTarget, Memory, MemoryError, SearchRequest,
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, Implementation, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    ErrorData, Implementation, ServerCapabilities, ServerConfig,
 };
-use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -67,6 +75,7 @@ pub struct SearchArgs {
     /// The question, in the user's words.
     pub query: String,
     /// How many memories to return (1-1000, default 5).
+    #[schemars(range(min = 1, max = 1000))]
     pub k: Option<usize>,
     /// When the question is asked, for references such as "last weekend" (RFC 3339 or
     /// YYYY-MM-DD). Default: now.
@@ -235,7 +244,8 @@ impl MemoryServer {
             stages,
             explain: a.explain.unwrap_or(false),
         };
-        let ans = self.run(move |m| m.search(&tenant, &req)).await?;
+        // a tenant with no memory yet: no hits (an assistant's first search of a new user)
+        let ans = self.run(move |m| m.search_or_empty(&tenant, &req)).await?;
         if a.context.unwrap_or(false) {
             let v = ans.context();
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -261,7 +271,11 @@ impl MemoryServer {
         let tenant = self.tenant(a.tenant)?;
         let t = tenant.clone();
         let Some(id) = a.session_id else {
-            let s = self.run(move |m| m.sessions(&t)).await?;
+            // a tenant with no memory yet has no conversations
+            let s = match self.run(move |m| m.sessions(&t)).await {
+                Err(MemoryError::NotFound(_)) => Vec::new(),
+                r => r?,
+            };
             let text = lines(&s, |s| {
                 let when = format_ms(s.timestamp_ms);
                 format!("{} · {when} · {} memories", s.session_id, s.items)
@@ -349,8 +363,61 @@ impl MemoryServer {
     }
 }
 
+/// The requests MCP defines that a client may send a server: one of these that reaches
+/// [`ServerHandler::on_custom_request`] came with params the SDK could not read.
+const MCP_METHODS: [&str; 17] = [
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
+    /// A request the SDK could not read as any MCP request. A method MCP defines got params
+    /// of the wrong shape (`"arguments": "oops"`): JSON-RPC `-32602` (invalid params) naming
+    /// what is wrong; any other method: `-32601` (method not found).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if !MCP_METHODS.contains(&method) {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {}", memdex_core::clip(method, 64)),
+                None,
+            ));
+        }
+        let why = match (method, &request.params) {
+            ("tools/call", _) => match request.params_as::<CallToolRequestParams>() {
+                Err(e) => e.to_string(),
+                Ok(None) => "missing (tools/call needs a name and arguments)".to_string(),
+                Ok(Some(_)) => "not readable".to_string(),
+            },
+            (_, None) => "missing".to_string(),
+            (_, Some(_)) => "not of the shape the method takes".to_string(),
+        };
+        Err(ErrorData::invalid_params(
+            format!("invalid params for {method}: {why}"),
+            None,
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         let scope = match &self.tenant {
             Some(t) => format!("This server holds the memory of {t:?}; tools take no tenant."),
@@ -376,15 +443,20 @@ pub enum McpError {
     Session(String),
 }
 
-/// Serves MCP over this process's stdin and stdout until the client closes them.
+/// Serves MCP over this process's stdin and stdout until the client closes them. A line that
+/// is not JSON is answered with JSON-RPC's parse error (see [`stdio`]).
 pub async fn serve_stdio(server: MemoryServer) -> Result<(), McpError> {
+    let (sdk, pump) = stdio::pump(tokio::io::stdin(), tokio::io::stdout());
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve(sdk)
         .await
         .map_err(|e| McpError::Start(e.to_string()))?;
-    service
+    let done = service
         .waiting()
         .await
-        .map_err(|e| McpError::Session(e.to_string()))?;
+        .map_err(|e| McpError::Session(e.to_string()));
+    // everything answered reaches stdout before this returns
+    let _ = pump.await;
+    done?;
     Ok(())
 }
