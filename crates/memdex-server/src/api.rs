@@ -7,6 +7,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine as _;
 use memdex_core::TextKind;
@@ -17,8 +18,8 @@ use memdex_store::CompactReport;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::bodies::SearchRequest;
 pub use crate::bodies::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
+use crate::bodies::{EmbeddingsError, SearchRequest};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -229,16 +230,34 @@ pub async fn compact(State(st): State<AppState>) -> ApiResult<CompactReport> {
     request_body = EmbeddingsIn,
     responses((status = 200, body = Object, description = "{object: list, data: [{object, index, embedding}], model, usage}"),
               (status = 404, body = crate::error::ErrorBody, description = "another model was asked for")))]
-pub async fn embeddings(
-    State(st): State<AppState>,
+pub async fn embeddings(State(st): State<AppState>, b: Result<Bytes, BytesRejection>) -> Response {
+    match embed(&st, b).await {
+        Ok(j) => j.into_response(),
+        Err(EmbeddingsError { error, param }) => {
+            // the field it is about: OpenAI's `param`
+            let mut r = error.into_response();
+            if let Some(info) = r.extensions_mut().get_mut::<crate::error::ErrorInfo>() {
+                info.param = param;
+            }
+            r
+        }
+    }
+}
+
+async fn embed(
+    st: &AppState,
     b: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, EmbeddingsError> {
     let (texts, base64) =
-        crate::bodies::embeddings_request(&body(b)?, &st.limits, st.engine.model())?;
+        crate::bodies::embeddings_fields(&body(b)?, &st.limits, st.engine.model())?;
     let model = st.engine.model().name.clone();
-    let e = wait(st.engine.embed(texts, TextKind::Passage)?)
-        .await?
-        .vectors;
+    let e = wait(
+        st.engine
+            .embed(texts, TextKind::Passage)
+            .map_err(ApiError::from)?,
+    )
+    .await?
+    .vectors;
     let data: Vec<Value> = (0..e.len())
         .map(|i| {
             let row = e.row(i);

@@ -47,7 +47,8 @@ pub struct SearchIn {
 /// Recent turns a search may carry (the rule every front end shares).
 pub use memdex_memory::MAX_RECENT_TURNS;
 
-/// OpenAI-compatible embeddings request.
+/// OpenAI-compatible embeddings request, as documented ([`embeddings_fields`] reads it field by
+/// field, for messages that name the field).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddingsIn {
@@ -189,42 +190,158 @@ pub fn search_request(body: &[u8], lim: &Limits, now_ms: i64) -> Result<SearchRe
     })
 }
 
+/// An embeddings request's failure, with the body field it is about (OpenAI's `param`).
+#[derive(Debug)]
+pub struct EmbeddingsError {
+    pub error: ApiError,
+    pub param: Option<String>,
+}
+
+impl From<ApiError> for EmbeddingsError {
+    fn from(error: ApiError) -> Self {
+        EmbeddingsError { error, param: None }
+    }
+}
+
+/// The fields of an embeddings body ([`EmbeddingsIn`]).
+const EMBEDDINGS_FIELDS: [&str; 5] = ["input", "model", "encoding_format", "dimensions", "user"];
+
 /// An OpenAI-style embeddings body for `model`: the texts, and whether to answer base64.
 pub fn embeddings_request(
     body: &[u8],
     lim: &Limits,
     model: &ModelInfo,
 ) -> Result<(Vec<String>, bool), ApiError> {
-    let req: EmbeddingsIn = parse(body)?;
-    if let Some(m) = &req.model {
+    embeddings_fields(body, lim, model).map_err(|e| e.error)
+}
+
+/// [`embeddings_request`] with the field each failure is about. Read field by field (not
+/// with serde's derive), so a wrong type is a plain message naming the field, never a Rust
+/// type name.
+pub fn embeddings_fields(
+    body: &[u8],
+    lim: &Limits,
+    model: &ModelInfo,
+) -> Result<(Vec<String>, bool), EmbeddingsError> {
+    let at = |param: &str, error: ApiError| EmbeddingsError {
+        error,
+        param: Some(param.to_string()),
+    };
+    let bad = |param: &str, m: String| at(param, ApiError::BadRequest(m));
+    let mut o = match parse::<Value>(body) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => {
+            return Err(EmbeddingsError {
+                error: ApiError::BadRequest("the body must be a JSON object".into()),
+                param: None,
+            })
+        }
+        Err(error) => return Err(EmbeddingsError { error, param: None }),
+    };
+    if let Some(k) = o.keys().find(|k| !EMBEDDINGS_FIELDS.contains(&k.as_str())) {
+        let k = clip(k, 64).into_owned();
+        return Err(bad(
+            &k,
+            format!(
+                "unknown field `{k}`, expected one of {}",
+                EMBEDDINGS_FIELDS.join(", ")
+            ),
+        ));
+    }
+    let string = |o: &mut serde_json::Map<String, Value>, f: &str| match o.remove(f) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(bad(f, format!("{f} must be a string, not {}", kind(&v)))),
+    };
+    let req_model = string(&mut o, "model")?;
+    string(&mut o, "user")?;
+    let base64 = match string(&mut o, "encoding_format")?.as_deref() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(f) => {
+            return Err(bad(
+                "encoding_format",
+                format!(
+                    "encoding_format must be \"float\" or \"base64\", not {:?}",
+                    clip(f, 64)
+                ),
+            ))
+        }
+    };
+    if let Some(m) = &req_model {
         let name = &model.name;
         if m != name && !name.ends_with(&format!("/{m}")) && !m.ends_with(name.as_str()) {
-            return Err(ApiError::NotFound(format!(
-                "model {:?} is not served; this server runs {name:?}",
-                clip(m, 64)
-            )));
+            return Err(at(
+                "model",
+                ApiError::NotFound(format!(
+                    "model {:?} is not served; this server runs {name:?}",
+                    clip(m, 64)
+                )),
+            ));
         }
     }
-    if let Some(d) = req.dimensions {
-        if d != model.dim {
-            return Err(ApiError::BadRequest(format!(
-                "dimensions {d}: this model gives {}",
-                model.dim
-            )));
+    match o.remove("dimensions") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.as_u64() == Some(model.dim as u64) => {}
+        Some(v) => {
+            return Err(bad(
+                "dimensions",
+                format!(
+                    "dimensions {}: this model gives {}",
+                    clip(&v.to_string(), 64),
+                    model.dim
+                ),
+            ))
         }
     }
-    let texts = match req.input {
-        InputIn::One(s) => vec![s],
-        InputIn::Many(v) => v,
+    let texts = match o.remove("input") {
+        None => return Err(bad("input", "missing field `input`".into())),
+        Some(v) => input_texts(v).map_err(|m| bad("input", m))?,
     };
     if texts.is_empty() || texts.len() > lim.max_embed_inputs {
-        return Err(ApiError::BadRequest(format!(
-            "input must hold 1 to {} strings, got {}",
-            lim.max_embed_inputs,
-            texts.len()
-        )));
+        return Err(bad(
+            "input",
+            format!(
+                "input must hold 1 to {} strings, got {}",
+                lim.max_embed_inputs,
+                texts.len()
+            ),
+        ));
     }
     memdex_memory::limits::check_embed_texts(&texts, lim.max_text_bytes)
-        .map_err(|e| ApiError::TooLarge(e.0))?;
-    Ok((texts, req.encoding_format == Some(FormatIn::Base64)))
+        .map_err(|e| at("input", ApiError::TooLarge(e.0)))?;
+    Ok((texts, base64))
+}
+
+/// `input`: a string or an array of strings (OpenAI's token arrays are not taken).
+fn input_texts(v: Value) -> Result<Vec<String>, String> {
+    const WANT: &str = "input must be a string or an array of strings";
+    match v {
+        Value::String(s) => Ok(vec![s]),
+        Value::Array(a) => a
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| match x {
+                Value::String(s) => Ok(s),
+                Value::Number(_) | Value::Array(_) => Err(format!(
+                    "{WANT}: token ids are not supported, send the text (input[{i}] is {})",
+                    kind(&x)
+                )),
+                x => Err(format!("{WANT}; input[{i}] is {}", kind(&x))),
+            })
+            .collect(),
+        v => Err(format!("{WANT}, not {}", kind(&v))),
+    }
+}
+
+/// A JSON value's kind, for messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }

@@ -158,7 +158,13 @@ impl IntoResponse for ApiError {
                 message: self.to_string(),
             },
         };
+        let info = ErrorInfo {
+            code: body.error.code.clone(),
+            message: body.error.message.clone(),
+            param: None,
+        };
         let mut response = (status, axum::Json(body)).into_response();
+        response.extensions_mut().insert(info);
         if status == StatusCode::TOO_MANY_REQUESTS {
             // a permit frees as soon as a request in flight ends: retry after a second
             response.headers_mut().insert(
@@ -168,6 +174,67 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// The body of every error answer of the OpenAI-compatible route (`/v1/embeddings`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct OpenAiErrorBody {
+    pub error: OpenAiErrorDetail,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct OpenAiErrorDetail {
+    pub message: String,
+    /// `invalid_request_error`, `rate_limit_error` or `server_error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The body field the error is about, when there is one.
+    pub param: Option<String>,
+    /// memdex's error code (`bad_request`, `too_large`, …), or OpenAI's `invalid_api_key`,
+    /// `model_not_found`, `rate_limit_exceeded`.
+    pub code: Option<String>,
+}
+
+/// What an error answer says, kept with the response so a route may answer it in another
+/// ecosystem's shape ([`openai_shape`]); `param`: the body field it is about, when known.
+#[derive(Debug, Clone)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+/// An error answer in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}` (for
+/// the OpenAI-compatible route): the status and headers (`Allow`, `Retry-After`) stay, the
+/// body is rewritten. Any other response is returned as it is.
+pub fn openai_shape(response: Response) -> Response {
+    let status = response.status();
+    let Some(info) = response.extensions().get::<ErrorInfo>().cloned() else {
+        return response;
+    };
+    let (kind, code) = match status.as_u16() {
+        401 => ("invalid_request_error", "invalid_api_key".to_string()),
+        404 if info.param.as_deref() == Some("model") => {
+            ("invalid_request_error", "model_not_found".to_string())
+        }
+        429 => ("rate_limit_error", "rate_limit_exceeded".to_string()),
+        s if s >= 500 => ("server_error", info.code.clone()),
+        _ => ("invalid_request_error", info.code.clone()),
+    };
+    let body = serde_json::json!({"error": {
+        "message": info.message,
+        "type": kind,
+        "param": info.param,
+        "code": code,
+    }});
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let mut out = Response::from_parts(parts, axum::body::Body::from(body.to_string()));
+    out.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    out
 }
 
 /// A JSON body parse failure as a 400 naming what is wrong (unknown fields by name, wrong

@@ -149,8 +149,21 @@ pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
         .layer(RequestBodyTimeoutLayer::new(state.limits.body_timeout))
+        .layer(middleware::from_fn(openai_errors))
         .with_state(state.clone());
     (app, state)
+}
+
+/// The OpenAI-compatible route answers every failure (the guard's, a wrong method, the
+/// handler's) in OpenAI's error shape; every other route in memdex's.
+async fn openai_errors(req: Request, next: Next) -> Response {
+    let openai = req.uri().path() == "/v1/embeddings";
+    let resp = next.run(req).await;
+    if openai {
+        error::openai_shape(resp)
+    } else {
+        resp
+    }
 }
 
 async fn not_found() -> ApiError {

@@ -22,7 +22,12 @@ use crate::api;
         api::embeddings,
         api::healthz
     ),
-    components(schemas(crate::error::ErrorBody, memdex_rank::Stages, memdex_rank::SearchHit)),
+    components(schemas(
+        crate::error::ErrorBody,
+        crate::error::OpenAiErrorBody,
+        memdex_rank::Stages,
+        memdex_rank::SearchHit
+    )),
     modifiers(&Security),
     security(("bearer" = []))
 )]
@@ -63,10 +68,22 @@ pub fn document() -> Value {
     let mut doc = serde_json::to_value(Doc::openapi()).unwrap_or_else(|_| json!({}));
     doc["info"]["version"] = json!(env!("CARGO_PKG_VERSION"));
     let error = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}});
+    // the OpenAI-compatible route answers its failures in OpenAI's shape
+    let openai_error = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAiErrorBody"}}}});
     if let Some(paths) = doc["paths"].as_object_mut() {
-        for item in paths.values_mut().filter_map(Value::as_object_mut) {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            let openai = path == "/v1/embeddings";
+            let error = if openai { &openai_error } else { &error };
             for op in item.values_mut() {
                 if let Some(responses) = op["responses"].as_object_mut() {
+                    for (code, r) in responses.iter_mut().filter(|_| openai) {
+                        if !code.starts_with('2') {
+                            r["content"] = error["content"].clone();
+                        }
+                    }
                     for (code, desc) in COMMON {
                         let mut e = error.clone();
                         e["description"] = json!(desc);

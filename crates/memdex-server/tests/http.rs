@@ -576,6 +576,79 @@ fn openai_embeddings_metrics_openapi() {
             .0,
         400
     );
+    // failures in OpenAI's shape, with plain messages naming the field
+    let openai = |body: Value, status: u16, param: Value, want: &str| {
+        let (st, r) = s.json("POST", "/v1/embeddings", None, &body);
+        assert_eq!(st, status, "{body}: {r}");
+        let e = &r["error"];
+        let m = e["message"].as_str().unwrap_or_default();
+        assert!(m.contains(want), "{body}: {r}");
+        assert!(!m.contains("enum") && !m.contains("InputIn"), "{r}");
+        assert!(e["type"].is_string() && e["code"].is_string(), "{r}");
+        assert_eq!(e["param"], param, "{body}: {r}");
+        assert!(e.get("status").is_none(), "OpenAI's shape only: {r}");
+    };
+    let want = "input must be a string or an array of strings";
+    openai(json!({"input": 123}), 400, json!("input"), want);
+    openai(json!({"input": ["a", null]}), 400, json!("input"), want);
+    openai(
+        json!({"input": [[101, 7592, 102]]}),
+        400,
+        json!("input"),
+        "token ids are not supported",
+    );
+    openai(json!({}), 400, json!("input"), "missing field `input`");
+    openai(
+        json!({"input": "x", "colour": 1}),
+        400,
+        json!("colour"),
+        "unknown field",
+    );
+    openai(
+        json!({"input": "x", "encoding_format": "hex"}),
+        400,
+        json!("encoding_format"),
+        "float",
+    );
+    openai(
+        json!({"input": "x", "dimensions": 7}),
+        400,
+        json!("dimensions"),
+        "this model gives",
+    );
+    openai(
+        json!({"input": "x", "model": "gpt-4"}),
+        404,
+        json!("model"),
+        "not served",
+    );
+    let (st, r) = s.json(
+        "POST",
+        "/v1/embeddings",
+        None,
+        &json!({"input": "x", "model": "gpt-4"}),
+    );
+    assert_eq!(
+        (st, &r["error"]["code"]),
+        (404, &json!("model_not_found")),
+        "{r}"
+    );
+    let (st, body) = s.call("POST", "/v1/embeddings", None, b"{oops");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (st, &r["error"]["type"]),
+        (400, &json!("invalid_request_error")),
+        "{r}"
+    );
+    assert!(r["error"]["param"].is_null(), "{r}");
+    let (st, headers, body) = s.call_headers("GET", "/v1/embeddings", b"");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(st, 405, "{body}");
+    assert!(headers.contains("allow: post"), "{headers}");
+    assert_eq!(r["error"]["type"], "invalid_request_error", "{r}");
+    // the other routes keep memdex's shape
+    let (_, r) = s.json("POST", "/v1/tenants/t/search", None, &json!({"query": 3}));
+    assert_eq!(r["error"]["status"], 400, "{r}");
 
     s.json(
         "POST",
@@ -622,6 +695,13 @@ fn openai_embeddings_metrics_openapi() {
     ] {
         assert!(paths.contains_key(p), "{p} not documented");
     }
+    // the OpenAI-compatible route documents OpenAI's error shape
+    let bad = &doc["paths"]["/v1/embeddings"]["post"]["responses"]["400"];
+    assert_eq!(
+        bad["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/OpenAiErrorBody",
+        "{bad}"
+    );
     // the schema's bounds are the validation's: k 1..=max_k
     let k = &doc["components"]["schemas"]["SearchIn"]["properties"]["k"];
     assert_eq!(
@@ -728,11 +808,13 @@ fn over_the_in_flight_limit_answers_429() {
     assert_eq!(b["error"]["code"], "too_many_requests");
     let (st, headers, _) = s.call_headers("POST", "/v1/tenants/t/search", br#"{"query": "x"}"#);
     assert!(st == 429 && headers.contains("retry-after: 1"), "{headers}");
+    let (st, headers, body) = s.call_headers("POST", "/v1/embeddings", br#"{"input": "x"}"#);
+    assert_eq!(st, 429, "every authenticated route is limited");
+    assert!(headers.contains("retry-after: 1"), "{headers}");
+    let r: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
-        s.call("POST", "/v1/embeddings", None, br#"{"input": "x"}"#)
-            .0,
-        429,
-        "every authenticated route is limited"
+        r["error"]["code"], "rate_limit_exceeded",
+        "OpenAI's shape: {r}"
     );
     assert_eq!(
         s.call("GET", "/healthz", None, b"").0,
