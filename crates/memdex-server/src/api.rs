@@ -95,11 +95,32 @@ pub struct SearchOut {
     pub hits: Vec<SearchHit>,
 }
 
+/// The reading stage's JSON: what a search with `context: true` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReadingContext {
+    pub query: String,
+    /// When the question is asked, `YYYY-MM-DD HH:MM` (UTC).
+    pub question_date: String,
+    /// The hits, sorted by time.
+    pub items: Vec<SearchHit>,
+    /// A Chain-of-Note prompt holding the items, the date and the question.
+    pub prompt: String,
+}
+
+/// A search's answer: hits, or with `context: true` the reading stage's JSON.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum SearchAnswerOut {
+    Hits(SearchOut),
+    Context(ReadingContext),
+}
+
 /// `POST /v1/tenants/{tenant}/search`.
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/search",
     params(("tenant" = String, Path, description = "1-128 of A-Z a-z 0-9 . _ - @")),
     request_body = SearchIn,
-    responses((status = 200, body = SearchOut, description = "hits (or, with context, the reading-stage JSON)"),
+    responses((status = 200, body = SearchAnswerOut, description = "hits (SearchOut), or with context: true the reading-stage JSON (ReadingContext)"),
               (status = 404, body = crate::error::ErrorBody, description = "tenant has no memory")))]
 pub async fn search(
     State(st): State<AppState>,
