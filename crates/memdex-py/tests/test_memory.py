@@ -193,3 +193,18 @@ def test_threads_share_one_memory(mem):
         t.join()
     assert not errors
     assert len(results) == 20 and len(set(results)) == 1
+
+
+def test_texts_the_server_refuses_are_refused(mem):
+    # the HTTP server's default limits (memdex-memory's one definition): 32 KiB a text
+    big = "w " * (16 * 1024 + 1)
+    with pytest.raises(memdex.InvalidInput, match="the limit is 32768"):
+        mem.add({"tenant": "alice", "session_id": "big",
+                 "turns": [{"role": "user", "content": big}]})
+    assert "alice" not in mem.tenants()
+    with pytest.raises(memdex.InvalidInput, match="at most 32768 bytes"):
+        mem.search("alice", big)
+    with pytest.raises(memdex.InvalidInput, match="at most 32768 bytes"):
+        mem.search("alice", "x", recent_turns=[big])
+    with pytest.raises(memdex.InvalidInput, match="the limit is 32768"):
+        mem.embed([big])
