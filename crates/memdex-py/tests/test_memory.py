@@ -145,6 +145,15 @@ def test_bad_calls_raise_with_memdex_messages(mem, call, exc, message):
         assert isinstance(info.value, memdex.MemdexError)
 
 
+def test_stages_lists_every_stage_search_takes(mem):
+    mem.add(HISTORY)
+    with pytest.raises(memdex.InvalidInput) as info:
+        mem.search("alice", "dog", no_such_stage=1)
+    # serde names every field it expects: the same set as memdex.STAGES
+    expected = set(re.findall(r"`(\w+)`", str(info.value).split("expected", 1)[1]))
+    assert expected == set(memdex.STAGES), expected ^ set(memdex.STAGES)
+
+
 def test_a_store_path_of_the_wrong_type_is_a_type_error(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TypeError, match="store must be a str or os.PathLike, not int"):

@@ -70,6 +70,14 @@ STAGES = (
     "time",
     "time_boost",
     "when_boost",
+    "thought_weight",
+    "thought_k",
+    "thought_probes",
+    "tree_weight",
+    "tree_k",
+    "update_window",
+    "update_spread",
+    "update_link",
 )
 
 #: Hits one search returns at most.
