@@ -295,6 +295,13 @@ fn openai_embeddings_metrics_openapi() {
         "#/components/schemas/OpenAiErrorBody",
         "{bad}"
     );
+    // /healthz is public: it documents 200 and 503 only
+    let health = doc["paths"]["/healthz"]["get"]["responses"]
+        .as_object()
+        .unwrap();
+    let mut codes: Vec<&str> = health.keys().map(String::as_str).collect();
+    codes.sort_unstable();
+    assert_eq!(codes, ["200", "503"], "{health:?}");
     // the schema's bounds are the validation's: k 1..=max_k
     let k = &doc["components"]["schemas"]["SearchIn"]["properties"]["k"];
     assert_eq!(
