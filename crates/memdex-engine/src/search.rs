@@ -5,7 +5,7 @@ use memdex_core::TextKind;
 use memdex_embed::Encoder;
 use memdex_index::{CpuScorer, DenseScorer};
 use memdex_rank::{
-    rank, rank_explained, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache,
+    rank, top_hits, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache, TopK,
 };
 use memdex_store::Store;
 
@@ -69,18 +69,18 @@ impl Searcher {
         k: usize,
         opts: &RankOptions,
     ) -> Result<Vec<SearchHit>, EngineError> {
-        self.search_with(tenant, query, date_ms, k, opts, false)
+        self.search_with(tenant, query, date_ms, opts, TopK { k, explain: false })
     }
 
-    /// [`Self::search`], each hit with its per-stage scores when `explain` is set.
+    /// [`Self::search`], the top `top.k`, each hit with its per-stage scores when
+    /// `top.explain` is set.
     pub fn search_with(
         &self,
         tenant: &str,
         query: &str,
         date_ms: Option<i64>,
-        k: usize,
         opts: &RankOptions,
-        explain: bool,
+        top: TopK,
     ) -> Result<Vec<SearchHit>, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::EmptyQuery);
@@ -91,13 +91,16 @@ impl Searcher {
             vector: q.row(0),
             date_ms,
         };
-        if !explain {
-            return Ok(self.rank(tenant, &query, opts)?.hits(k));
-        }
         let dense = Dense::Scorer(self.scorer.as_ref());
-        let (ranking, trace) =
-            rank_explained(&self.store, tenant, &query, dense, opts, &self.cache)?;
-        Ok(trace.hits(&ranking, k))
+        Ok(top_hits(
+            &self.store,
+            tenant,
+            &query,
+            dense,
+            opts,
+            &self.cache,
+            top,
+        )?)
     }
 
     /// Ranks all of the tenant's live items for a query.

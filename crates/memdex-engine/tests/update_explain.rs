@@ -9,7 +9,7 @@ use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_engine::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_ingest::ItemizeOptions;
-use memdex_rank::{RankOptions, Stages};
+use memdex_rank::{RankOptions, Stages, TopK};
 use memdex_store::{Store, StoreWriter};
 use memdex_testkit::HashEncoder;
 
@@ -71,7 +71,18 @@ fn searcher(dir: &std::path::Path) -> Searcher {
 }
 
 fn top(s: &Searcher, q: &str, opts: &RankOptions) -> Vec<String> {
-    let hits = s.search_with("ann", q, None, 3, opts, true).unwrap();
+    let hits = s
+        .search_with(
+            "ann",
+            q,
+            None,
+            opts,
+            TopK {
+                k: 3,
+                explain: true,
+            },
+        )
+        .unwrap();
     hits.iter().map(|h| h.session_id.clone()).collect()
 }
 
@@ -105,7 +116,18 @@ fn explained_hits_agree_with_the_ranking_they_explain() {
     let opts = RankOptions::default();
     let q = "my sister lives in porto by the river, where does she live";
     let plain = s.search("ann", q, None, 5, &opts).unwrap();
-    let explained = s.search_with("ann", q, None, 5, &opts, true).unwrap();
+    let explained = s
+        .search_with(
+            "ann",
+            q,
+            None,
+            &opts,
+            TopK {
+                k: 5,
+                explain: true,
+            },
+        )
+        .unwrap();
     assert_eq!(plain.len(), explained.len());
     for (p, e) in plain.iter().zip(&explained) {
         assert_eq!((p.item_id, p.rank, p.score), (e.item_id, e.rank, e.score));

@@ -12,7 +12,7 @@ use memdex_core::{check_tenant_name, DeviceChoice, Role, Session, TextKind};
 use memdex_embed::{load_encoder, EmbedOptions, Embeddings, Encoder, ModelFiles};
 use memdex_ingest::parse_date;
 use memdex_rank::{
-    contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages,
+    contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages, TopK,
 };
 use memdex_runtime::{
     AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, SearchAsk, Ticket,
@@ -301,11 +301,11 @@ impl Memory {
             Some(hits) => hits,
             None => {
                 let (dense, scorer) = (emb.dense.as_deref(), self.engine.cpu_scorer());
-                if req.explain {
-                    view.search_explained(tenant, &q, dense, scorer, req.k, &opts)?
-                } else {
-                    view.search(tenant, &q, dense, scorer, req.k, &opts)?
-                }
+                let top = TopK {
+                    k: req.k,
+                    explain: req.explain,
+                };
+                view.search(tenant, &q, dense, scorer, &opts, top)?
             }
         };
         Ok(SearchAnswer {

@@ -16,7 +16,7 @@ use crate::options::{FragRelScope, RankOptions, Retriever};
 use crate::query::{Dense, Query};
 use crate::rows::{Ranking, TenantRows};
 use crate::score::{environment, first_stage, signals, Environment, Signals};
-use crate::{time, update, RankError};
+use crate::{time, update, RankError, SearchHit};
 
 /// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
 /// a segment's own vectors, or a content file's).
@@ -62,6 +62,31 @@ pub fn rank<'s>(
     cache: &TenantCache,
 ) -> Result<Ranking<'s>, RankError> {
     run(store, tenant, query, dense, opts, cache, None)
+}
+
+/// How many hits a search answers, and whether each carries its per-stage scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopK {
+    pub k: usize,
+    pub explain: bool,
+}
+
+/// The best `top.k` hits of [`rank`]; with `top.explain` each carries its [`crate::Explain`]
+/// (every stage's scores kept by [`rank_explained`]). What every search path answers.
+pub fn top_hits(
+    store: &Store,
+    tenant: &str,
+    query: &Query<'_>,
+    dense: Dense<'_>,
+    opts: &RankOptions,
+    cache: &TenantCache,
+    top: TopK,
+) -> Result<Vec<SearchHit>, RankError> {
+    if top.explain {
+        let (ranking, trace) = rank_explained(store, tenant, query, dense, opts, cache)?;
+        return Ok(trace.hits(&ranking, top.k));
+    }
+    Ok(rank(store, tenant, query, dense, opts, cache)?.hits(top.k))
 }
 
 /// [`rank`], keeping every stage's scores: [`Trace::hits`] explains the top items.

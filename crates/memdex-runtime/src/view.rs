@@ -6,9 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use memdex_index::DenseScorer;
-use memdex_rank::{
-    rank, rank_explained, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache,
-};
+use memdex_rank::{top_hits, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache, TopK};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -103,37 +101,23 @@ impl View {
         }
     }
 
-    /// Ranks the tenant's live items for a query and returns the top `k`. `dense`: scores
-    /// computed on the model's device for this view, or None to score them here.
+    /// Ranks the tenant's live items for a query and returns the top `top.k` (each explained
+    /// with `top.explain`). `dense`: scores computed on the model's device for this view, or
+    /// None to score them here.
     pub fn search(
         &self,
         tenant: &str,
         query: &Query<'_>,
         dense: Option<&[f32]>,
         scorer: &dyn DenseScorer,
-        k: usize,
         opts: &RankOptions,
+        top: TopK,
     ) -> Result<Vec<SearchHit>, RuntimeError> {
         let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
-        let ranking = rank(&self.store, tenant, query, dense, opts, &self.cache)
-            .map_err(memdex_engine::EngineError::from)?;
-        Ok(ranking.hits(k))
-    }
-
-    /// [`Self::search`], each hit with its per-stage scores (`explain`).
-    pub fn search_explained(
-        &self,
-        tenant: &str,
-        query: &Query<'_>,
-        dense: Option<&[f32]>,
-        scorer: &dyn DenseScorer,
-        k: usize,
-        opts: &RankOptions,
-    ) -> Result<Vec<SearchHit>, RuntimeError> {
-        let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
-        let (ranking, trace) = rank_explained(&self.store, tenant, query, dense, opts, &self.cache)
-            .map_err(memdex_engine::EngineError::from)?;
-        Ok(trace.hits(&ranking, k))
+        Ok(
+            top_hits(&self.store, tenant, query, dense, opts, &self.cache, top)
+                .map_err(memdex_engine::EngineError::from)?,
+        )
     }
 
     pub fn summary(&self) -> StoreSummary {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use memdex_core::{Role, Session, Turn};
 use memdex_engine::KernelHandle;
 use memdex_kernels::cpu::Cpu;
-use memdex_rank::{Query, RankOptions, Retriever, SearchHit};
+use memdex_rank::{Query, RankOptions, Retriever, SearchHit, TopK};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
 use memdex_testkit::HashEncoder;
 
@@ -85,7 +85,17 @@ fn both(
         date_ms: None,
     };
     let cpu = view
-        .search(tenant, &q, None, e.cpu_scorer(), 10, &opts)
+        .search(
+            tenant,
+            &q,
+            None,
+            e.cpu_scorer(),
+            &opts,
+            TopK {
+                k: 10,
+                explain: false,
+            },
+        )
         .unwrap();
     (emb.hits, cpu)
 }

@@ -12,7 +12,7 @@ use axum::Json;
 use base64::Engine as _;
 use memdex_core::TextKind;
 use memdex_ingest::SessionIn;
-use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit};
+use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, TopK};
 use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, SearchAsk, Ticket};
 use memdex_store::CompactReport;
 use serde::{Deserialize, Serialize};
@@ -172,12 +172,15 @@ pub async fn search(
                 vector: emb.vectors.row(0),
                 date_ms: Some(date_ms),
             };
-            let (dense, scorer) = (emb.dense.as_deref(), engine.cpu_scorer());
-            if explain {
-                view.search_explained(&t2, &q, dense, scorer, k, &opts)
-            } else {
-                view.search(&t2, &q, dense, scorer, k, &opts)
-            }
+            let top = TopK { k, explain };
+            view.search(
+                &t2,
+                &q,
+                emb.dense.as_deref(),
+                engine.cpu_scorer(),
+                &opts,
+                top,
+            )
         })
         .await
         .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??,

@@ -1,7 +1,7 @@
 use anyhow::Result;
 use memdex_engine::Searcher;
 use memdex_rank::{
-    contextual_query, fit_to_store, format_ms, reading_context, Explain, RankOptions,
+    contextual_query, fit_to_store, format_ms, reading_context, Explain, RankOptions, TopK,
 };
 use memdex_store::Store;
 
@@ -24,7 +24,11 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if query != a.query {
         tracing::info!("ambiguous query; searching with recent turns: {query:?}");
     }
-    let hits = searcher.search_with(&a.tenant, &query, date_ms, a.k, &opts, a.explain)?;
+    let top = TopK {
+        k: a.k,
+        explain: a.explain,
+    };
+    let hits = searcher.search_with(&a.tenant, &query, date_ms, &opts, top)?;
     if a.context {
         let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
         return print_json(&reading_context(&a.query, now, &hits));

@@ -26,7 +26,8 @@ pub fn top_values(
         vector: emb.vectors.row(0),
         date_ms: None,
     };
-    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), k, opts)
+    let top = memdex_rank::TopK { k, explain: false };
+    view.search(tenant, &q, emb.dense.as_deref(), e.cpu_scorer(), opts, top)
         .unwrap()
         .into_iter()
         .map(|h| h.value)
