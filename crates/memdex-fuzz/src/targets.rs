@@ -17,6 +17,7 @@ use memdex_ingest::{
     itemize, parse_date, parse_locomo, parse_locomo_date, IngestError, ItemizeOptions,
     JsonlOptions, JsonlSessions, LongMemEvalReader, SessionSource as _, MAX_YEAR, MIN_YEAR,
 };
+use memdex_memory::{input::sessions_from_json, plan_search};
 use memdex_rank::{contextual_query, format_ms, reading_context, RankOptions, Stages};
 use memdex_server::{bodies, ApiError, Limits};
 use memdex_structures::tree::aggregate;
@@ -509,15 +510,19 @@ pub fn query(data: &[u8]) -> u64 {
     sig.done()
 }
 
-/// The server's request bodies through the very functions the handlers call
-/// (`memdex_server::bodies`): every failure is a 4xx with a short message; accepted appends
-/// hold valid tenants and in-range years and go on to the store's extraction; accepted
-/// searches go on to query context, query time and the reading stage.
+/// The server's request bodies through the very functions the handlers and the front door
+/// call (`memdex_server::bodies`, then `memdex_memory`'s session reader and search plan):
+/// every failure is a 4xx with a short message; accepted appends hold valid tenants and
+/// in-range years and go on to the store's extraction; accepted searches go on to query
+/// context, query time and the reading stage.
 pub fn http_bodies(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
     let lim = Limits::default();
     let now = 1_685_490_000_000;
-    match bodies::append_sessions("t", data, &lim, now) {
+    let appended = serde_json::from_slice::<Value>(data)
+        .map_err(|e| memdex_server::bad_json(&e))
+        .and_then(|v| Ok(sessions_from_json(v, Some("t"), now, &lim.memory())?));
+    match appended {
         Ok(sessions) => {
             for s in &sessions {
                 assert!(check_tenant_name(&s.tenant).is_ok(), "{:?}", s.tenant);
@@ -527,15 +532,17 @@ pub fn http_bodies(data: &[u8]) -> u64 {
         }
         Err(e) => refused(&e, &mut sig),
     }
-    match bodies::search_request(data, &lim, now) {
-        Ok(r) => {
-            let searched = contextual_query(&r.req.query, &r.req.recent_turns);
-            if let Some(anchor) = memdex_extract::time::ms_day(r.date_ms) {
-                let t = parse_query(&searched, anchor);
+    let searched =
+        bodies::search_request(data).and_then(|r| Ok((plan_search(&r, &lim.memory(), now)?, r)));
+    match searched {
+        Ok((plan, r)) => {
+            assert_eq!(plan.searched, contextual_query(&r.query, &r.recent_turns));
+            if let Some(anchor) = memdex_extract::time::ms_day(plan.date_ms) {
+                let t = parse_query(&plan.searched, anchor);
                 sig.add((t.asks_when, t.range.is_some()));
             }
-            let _ = reading_context(&r.req.query, r.date_ms, &[]);
-            sig.add(("search", r.k.min(20), format!("{:?}", r.opts.retriever)));
+            let _ = reading_context(&r.query, plan.date_ms, &[]);
+            sig.add(("search", r.k.min(20), format!("{:?}", plan.opts.retriever)));
         }
         Err(e) => refused(&e, &mut sig),
     }
@@ -549,7 +556,7 @@ pub fn http_bodies(data: &[u8]) -> u64 {
         query_prefix: String::new(),
         passage_prefix: String::new(),
     };
-    match bodies::embeddings_request(data, &lim, &model) {
+    match bodies::embeddings_request(data, &lim.memory(), &model) {
         Ok((texts, b64)) => sig.add(("embed", texts.len().min(4), b64)),
         Err(e) => refused(&e, &mut sig),
     }

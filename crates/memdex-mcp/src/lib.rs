@@ -141,6 +141,8 @@ fn answer(e: MemoryError) -> Result<CallToolResult, ErrorData> {
             Some(json!({"code": code})),
         )),
         MemoryError::Invalid(_)
+        | MemoryError::TooLarge(_)
+        | MemoryError::DiskFull(_)
         | MemoryError::NotFound(_)
         | MemoryError::Conflict(_)
         | MemoryError::Busy(_)
@@ -243,10 +245,12 @@ impl MemoryServer {
             recent_turns: a.recent_turns.unwrap_or_default(),
             stages,
             explain: a.explain.unwrap_or(false),
+            context: a.context.unwrap_or(false),
         };
+        let req_context = req.context;
         // a tenant with no memory yet: no hits (an assistant's first search of a new user)
         let ans = self.run(move |m| m.search_or_empty(&tenant, &req)).await?;
-        if a.context.unwrap_or(false) {
+        if req_context {
             let v = ans.context();
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
             return Ok(structured(v, text));

@@ -1,6 +1,6 @@
-//! One error type for in-process callers, classified the way the HTTP server classifies its
-//! statuses, each carrying memdex's own message (the Python package raises it as is; the MCP
-//! server answers it as a JSON-RPC error).
+//! The one error type of the front door: every failure of every front end, classified once
+//! (the HTTP server maps each class to its status, the Python package to an exception, the MCP
+//! server to a tool error), each carrying memdex's own message.
 
 use memdex_engine::EngineError;
 use memdex_rank::RankError;
@@ -13,6 +13,9 @@ pub enum MemoryError {
     /// Bad input: a malformed session, an unknown stage, a bad date, an empty query (HTTP 400).
     #[error("{0}")]
     Invalid(String),
+    /// A text, a session or a call over a size limit (HTTP 413).
+    #[error("{0}")]
+    TooLarge(String),
     /// No such tenant, session or item (HTTP 404).
     #[error("{0}")]
     NotFound(String),
@@ -22,8 +25,12 @@ pub enum MemoryError {
     /// A queue is full; retry later (HTTP 429).
     #[error("{0}")]
     Busy(String),
-    /// A write that was not committed (the disk is full, or a store write failed): nothing of
-    /// it is stored, so retrying it later is safe (HTTP 507 or 500).
+    /// A write that was not committed because the store's disk is full: nothing of it is
+    /// stored; free space, then retry (HTTP 507).
+    #[error("{0}; the store's disk is full: free space, then retry")]
+    DiskFull(String),
+    /// A write that was not committed (a store write failed): nothing of it is stored, so
+    /// retrying it later is safe (HTTP 500).
     #[error("{0}")]
     NotCommitted(String),
     /// The memory was closed (HTTP 503).
@@ -39,9 +46,11 @@ impl MemoryError {
     pub fn code(&self) -> &'static str {
         match self {
             MemoryError::Invalid(_) => "invalid",
+            MemoryError::TooLarge(_) => "too_large",
             MemoryError::NotFound(_) => "not_found",
             MemoryError::Conflict(_) => "conflict",
             MemoryError::Busy(_) => "busy",
+            MemoryError::DiskFull(_) => "disk_full",
             MemoryError::NotCommitted(_) => "not_committed",
             MemoryError::Closed => "closed",
             MemoryError::Internal(_) => "internal",
@@ -59,6 +68,9 @@ impl From<RuntimeError> for MemoryError {
             RuntimeError::Busy { .. } => MemoryError::Busy(msg),
             RuntimeError::ShuttingDown => MemoryError::Closed,
             RuntimeError::Internal { .. } => MemoryError::Internal(msg),
+            RuntimeError::NotCommitted {
+                disk_full: true, ..
+            } => MemoryError::DiskFull(msg),
             RuntimeError::NotCommitted { .. } => MemoryError::NotCommitted(msg),
         }
     }
@@ -86,6 +98,12 @@ impl From<EngineError> for MemoryError {
             | EngineError::Kernel { .. }
             | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
         }
+    }
+}
+
+impl From<crate::limits::TooLarge> for MemoryError {
+    fn from(e: crate::limits::TooLarge) -> Self {
+        MemoryError::TooLarge(e.0)
     }
 }
 

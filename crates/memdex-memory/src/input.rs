@@ -11,10 +11,11 @@ use std::path::Path;
 
 use memdex_core::{clip, Session};
 use memdex_ingest::{
-    check_session, parse_locomo, Context, LongMemEvalReader, SessionIn, SessionLimits,
+    check_session, parse_locomo, Context, LongMemEvalReader, SessionIn, WireError,
 };
 use serde_json::Value;
 
+use crate::limits::Limits;
 use crate::MemoryError;
 
 /// The shape of one element.
@@ -40,13 +41,39 @@ pub fn shape_of(v: &Value) -> Shape {
 }
 
 /// The sessions `value` holds. `tenant`: the tenant of sessions that name none (a session
-/// naming another is refused); `now_ms`: the date of undated sessions.
+/// naming another is refused); `now_ms`: the date of undated sessions. Sizes over `limits`
+/// (per text, per session, per call) are [`MemoryError::TooLarge`].
 pub fn sessions_from_json(
     value: Value,
     tenant: Option<&str>,
     now_ms: i64,
-    limits: SessionLimits,
+    limits: &Limits,
 ) -> Result<Vec<Session>, MemoryError> {
+    let out = read_elements(value, tenant, now_ms, limits)?;
+    if out.len() > limits.max_sessions {
+        return Err(MemoryError::TooLarge(format!(
+            "{} sessions in one request; the limit is {}",
+            out.len(),
+            limits.max_sessions
+        )));
+    }
+    let turns: usize = out.iter().map(|s| s.turns.len()).sum();
+    if turns > limits.max_call_turns {
+        return Err(MemoryError::TooLarge(format!(
+            "{turns} turns in one request; the limit is {}",
+            limits.max_call_turns
+        )));
+    }
+    Ok(out)
+}
+
+fn read_elements(
+    value: Value,
+    tenant: Option<&str>,
+    now_ms: i64,
+    limits: &Limits,
+) -> Result<Vec<Session>, MemoryError> {
+    let limits = limits.sessions();
     let elements = match value {
         Value::Array(a) => a,
         Value::Object(mut o) if o.len() == 1 && o.contains_key("sessions") => {
@@ -74,6 +101,14 @@ pub fn sessions_from_json(
     let mut out = Vec::new();
     for (i, v) in elements.into_iter().enumerate() {
         let at = |m: String| invalid(format!("sessions[{i}]: {m}"));
+        // a wire error as its class: over a size limit, or invalid
+        let wire = |id: &str, e: WireError| {
+            let m = format!("sessions[{i}]: session {:?}: {e}", clip(id, 64));
+            match e {
+                WireError::TooLarge { .. } => MemoryError::TooLarge(m),
+                WireError::Invalid { .. } | WireError::Date { .. } => MemoryError::Invalid(m),
+            }
+        };
         if !v.is_object() {
             return Err(at(format!(
                 "expected an object, not {}",
@@ -87,26 +122,22 @@ pub fn sessions_from_json(
                     "names tenant {:?} but this memory is for {t:?}",
                     s.tenant
                 ))),
-                _ => check_session(s, &limits)
-                    .map_err(|e| at(format!("session {:?}: {e}", clip(&s.session_id, 64)))),
+                _ => check_session(s, &limits).map_err(|e| wire(&s.session_id, e)),
             }
         };
         match shape_of(&v) {
             Shape::Session => {
-                let s: SessionIn = serde_json::from_value(v).map_err(|e| at(e.to_string()))?;
-                let id = clip(&s.session_id, 64).into_owned();
-                let s = s
-                    .into_session(&cx)
-                    .map_err(|e| at(format!("session {id:?}: {e}")))?;
-                out.push(s);
+                let s: SessionIn = serde_json::from_value(v).map_err(|e| at(short(&e)))?;
+                let id = s.session_id.clone();
+                out.push(s.into_session(&cx).map_err(|e| wire(&id, e))?);
             }
             Shape::LongMemEval => {
                 let bytes =
-                    serde_json::to_vec(&Value::Array(vec![v])).map_err(|e| at(e.to_string()))?;
+                    serde_json::to_vec(&Value::Array(vec![v])).map_err(|e| at(short(&e)))?;
                 let name = format!("sessions[{i}] (LongMemEval)");
                 let reader = LongMemEvalReader::new(Path::new(&name), Cursor::new(bytes));
                 for inst in reader {
-                    let inst = inst.map_err(|e| invalid(e.to_string()))?;
+                    let inst = inst.map_err(|e| invalid(short(&e)))?;
                     for s in inst.sessions {
                         from_file(&s)?;
                         out.push(s);
@@ -114,10 +145,10 @@ pub fn sessions_from_json(
                 }
             }
             Shape::Locomo => {
-                let bytes = serde_json::to_vec(&v).map_err(|e| at(e.to_string()))?;
+                let bytes = serde_json::to_vec(&v).map_err(|e| at(short(&e)))?;
                 let name = format!("sessions[{i}] (LoCoMo)");
                 let convs =
-                    parse_locomo(Path::new(&name), &bytes).map_err(|e| invalid(e.to_string()))?;
+                    parse_locomo(Path::new(&name), &bytes).map_err(|e| invalid(short(&e)))?;
                 for c in convs {
                     for s in c.sessions {
                         from_file(&s)?;
@@ -130,6 +161,11 @@ pub fn sessions_from_json(
     Ok(out)
 }
 
+/// A parser's message, which may quote a mistyped value whole: a short prefix of it.
+fn short(e: &dyn std::fmt::Display) -> String {
+    clip(&e.to_string(), 240).into_owned()
+}
+
 fn invalid(m: impl Into<String>) -> MemoryError {
     MemoryError::Invalid(m.into())
 }
@@ -139,7 +175,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const LIM: SessionLimits = SessionLimits::FILES;
+    use memdex_ingest::SessionLimits;
+
+    /// Benchmark files' session limits, no bound per call.
+    fn lim() -> Limits {
+        let f = SessionLimits::FILES;
+        Limits {
+            max_turns: f.max_turns,
+            max_text_bytes: f.max_text_bytes,
+            ..Limits::in_process()
+        }
+    }
 
     fn msg(r: Result<Vec<Session>, MemoryError>) -> String {
         r.expect_err("should fail").to_string()
@@ -149,11 +195,11 @@ mod tests {
     fn every_shape_reads() {
         let one = json!({"tenant": "a", "session_id": "s1", "date": "2023-05-30",
                          "turns": [{"role": "user", "content": "I adopted a dog."}]});
-        let s = sessions_from_json(one.clone(), None, 7, LIM).unwrap();
+        let s = sessions_from_json(one.clone(), None, 7, &lim()).unwrap();
         assert_eq!((s.len(), s[0].tenant.as_str()), (1, "a"));
         let wrapped = json!({"sessions": [one.clone(), {"session_id": "s2",
             "turns": [{"role": "assistant", "content": "ok"}]}]});
-        let s = sessions_from_json(wrapped, Some("a"), 7, LIM).unwrap();
+        let s = sessions_from_json(wrapped, Some("a"), 7, &lim()).unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].timestamp_ms, 7, "undated: now");
         let lme = json!([{"question_id": "q1", "question_type": "single-session-user",
@@ -162,7 +208,7 @@ mod tests {
             "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/21 (Sun) 10:00"],
             "haystack_sessions": [[{"role": "user", "content": "x", "has_answer": true}],
                                   [{"role": "assistant", "content": "y"}]]}]);
-        let s = sessions_from_json(lme, None, 0, LIM).unwrap();
+        let s = sessions_from_json(lme, None, 0, &lim()).unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(
             (s[0].tenant.as_str(), s[1].session_id.as_str()),
@@ -173,7 +219,7 @@ mod tests {
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "hi Bob"},
                           {"speaker": "Bob", "dia_id": "D1:2", "text": "hi"}]}, "qa": []});
-        let s = sessions_from_json(locomo, None, 0, LIM).unwrap();
+        let s = sessions_from_json(locomo, None, 0, &lim()).unwrap();
         assert_eq!((s.len(), s[0].tenant.as_str()), (1, "conv-7"));
         assert_eq!(s[0].turns[0].content, "Ann: hi Bob");
     }
@@ -241,12 +287,49 @@ mod tests {
         ];
         for (v, tenant, want) in cases {
             let shown = v.to_string();
-            let small = SessionLimits {
+            let small = Limits {
                 max_turns: 10,
                 max_text_bytes: 32,
+                ..Limits::in_process()
             };
-            let e = msg(sessions_from_json(v, tenant, 0, small));
+            let e = msg(sessions_from_json(v, tenant, 0, &small));
             assert!(e.contains(want), "{shown}: {e}");
         }
+    }
+
+    #[test]
+    fn calls_over_a_count_limit_are_too_large() {
+        let s = |id: &str| {
+            json!({"session_id": id, "turns": [{"role": "user", "content": "x"},
+                                                         {"role": "assistant", "content": "y"}]})
+        };
+        let lim = Limits {
+            max_sessions: 2,
+            max_call_turns: 4,
+            ..Limits::default()
+        };
+        let three = json!([s("a"), s("b"), s("c")]);
+        let e = sessions_from_json(three, Some("t"), 0, &lim).unwrap_err();
+        assert!(
+            matches!(&e, MemoryError::TooLarge(m) if m.contains("3 sessions")),
+            "{e}"
+        );
+        let lim = Limits {
+            max_call_turns: 3,
+            ..lim
+        };
+        let e = sessions_from_json(json!([s("a"), s("b")]), Some("t"), 0, &lim).unwrap_err();
+        assert!(
+            matches!(&e, MemoryError::TooLarge(m) if m.contains("4 turns")),
+            "{e}"
+        );
+        let long =
+            json!({"session_id": "l", "turns": [{"role": "user", "content": "x".repeat(40)}]});
+        let small = Limits {
+            max_text_bytes: 32,
+            ..Limits::default()
+        };
+        let e = sessions_from_json(long, Some("t"), 0, &small).unwrap_err();
+        assert!(matches!(e, MemoryError::TooLarge(_)), "{e}");
     }
 }

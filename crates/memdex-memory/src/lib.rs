@@ -1,22 +1,25 @@
-//! memdex memory: one store and its model behind blocking calls, for in-process callers
-//! that are not the HTTP server — the Python package (`memdex-py`) and the MCP server
-//! (`memdex-mcp`). [`Memory`] owns a [`memdex_runtime::Engine`], so it appends, deletes,
-//! compacts and ranks exactly as `memdex serve` does; [`input`] reads the session shapes
-//! callers hold (memdex's, LongMemEval's, LoCoMo's); [`MemoryError`] classifies failures as
-//! the server's statuses do and keeps memdex's messages.
+//! memdex memory: the one way in. [`Memory`] is one store and its model behind blocking and
+//! async calls, and every front end goes through it: the HTTP server (`memdex-server`, async),
+//! the MCP server (`memdex-mcp`) and the Python package (`memdex-py`). It owns a
+//! [`memdex_runtime::Engine`], so appends, deletes, compactions and searches all go the same
+//! way; [`request`] checks what a caller asks against the memory's [`Limits`]; [`input`]
+//! reads the session shapes callers hold (memdex's, LongMemEval's, LoCoMo's); [`MemoryError`]
+//! is the one classification of failures, which each front end maps once to its protocol.
 
 mod error;
 pub mod input;
 pub mod limits;
 mod memory;
+mod memory_async;
+pub mod request;
 
 pub use error::MemoryError;
-pub use limits::{MAX_K, MAX_RECENT_TURNS, MAX_TEXT_BYTES, MAX_TURNS, SESSION_LIMITS};
+pub use limits::{Limits, DEFAULT_K, MAX_K, MAX_RECENT_TURNS, MAX_TEXT_BYTES, MAX_TURNS};
 pub use memdex_core::{DeviceChoice, TextKind};
-pub use memdex_rank::{format_ms, SearchHit, Stages};
-pub use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, EngineOptions};
+pub use memdex_rank::{format_ms, Explain, SearchHit, Stages};
+pub use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions};
 pub use memdex_store::CompactReport;
 pub use memory::{
-    ItemInfo, Memory, OpenOptions, SearchAnswer, SearchRequest, SessionInfo, TenantAppend,
-    DEFAULT_MODEL_DIR,
+    ItemInfo, Memory, OpenOptions, SearchAnswer, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR,
 };
+pub use request::{check_embed, plan_search, SearchPlan, SearchRequest};

@@ -1,7 +1,8 @@
-//! The size rules every front end applies to the texts it is given: the HTTP server's default
-//! limits (`memdex serve` may set its own), and the same limits for the Python package and the
-//! MCP server, so a text one front end refuses is refused by all of them. The server maps a
-//! [`TooLarge`] to 413; in-process callers get [`crate::MemoryError::Invalid`].
+//! The size rules of every front end, applied by [`crate::Memory`] (the one way in): the
+//! HTTP server's defaults (`memdex serve` may set its own [`Limits`]), and the same per-text
+//! and per-session limits for the Python package and the MCP server, so a text one front end
+//! refuses is refused by all of them. A text over a limit is [`crate::MemoryError::TooLarge`]
+//! (HTTP 413).
 
 use memdex_ingest::SessionLimits;
 
@@ -14,12 +15,61 @@ pub const MAX_K: usize = 1000;
 /// Recent turns one search may carry.
 pub const MAX_RECENT_TURNS: usize = 16;
 
-/// The session limits of every front end's defaults (the wire validation of `memdex-ingest`
-/// applies them to each session).
-pub const SESSION_LIMITS: SessionLimits = SessionLimits {
-    max_turns: MAX_TURNS,
-    max_text_bytes: MAX_TEXT_BYTES,
-};
+/// Hits one search returns by default.
+pub const DEFAULT_K: usize = 10;
+
+/// What one call may carry. [`Limits::default`] is the HTTP server's default;
+/// [`Limits::in_process`] lifts the per-call counts (a whole benchmark file in one `add`)
+/// and keeps every per-text and per-session rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Sessions in one append.
+    pub max_sessions: usize,
+    /// Turns in one append, all sessions together.
+    pub max_call_turns: usize,
+    /// Turns of one session.
+    pub max_turns: usize,
+    /// Bytes of one turn, query, recent turn or embedding input.
+    pub max_text_bytes: usize,
+    /// Hits one search returns at most.
+    pub max_k: usize,
+    /// Texts one embedding call takes.
+    pub max_embed_inputs: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_sessions: 100,
+            max_call_turns: MAX_TURNS,
+            max_turns: MAX_TURNS,
+            max_text_bytes: MAX_TEXT_BYTES,
+            max_k: MAX_K,
+            max_embed_inputs: 256,
+        }
+    }
+}
+
+impl Limits {
+    /// The server's rules for texts and sessions, no bound on how many sessions, turns or
+    /// texts one call carries.
+    pub fn in_process() -> Limits {
+        Limits {
+            max_sessions: usize::MAX,
+            max_call_turns: usize::MAX,
+            max_embed_inputs: usize::MAX,
+            ..Limits::default()
+        }
+    }
+
+    /// The per-session rules of the wire validation (`memdex-ingest`).
+    pub fn sessions(&self) -> SessionLimits {
+        SessionLimits {
+            max_turns: self.max_turns,
+            max_text_bytes: self.max_text_bytes,
+        }
+    }
+}
 
 /// A text over a size limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,27 +1,28 @@
-//! [`Memory`]: one store, one model, blocking calls. It owns a [`memdex_runtime::Engine`]
-//! (the model thread and the writer thread the HTTP server runs on), so every call here goes
-//! the server's way: appends group-committed and idempotent, deletes visible when they
-//! return, searches ranked on one committed view. Calls may come from many threads at once
-//! (the model thread batches their queries); none may come from inside an async runtime
-//! (they block: run them on a blocking thread there).
+//! [`Memory`]: one store, one model, the one way in for every front end (HTTP, MCP, Python).
+//! It owns a [`memdex_runtime::Engine`] (the model thread and the writer thread), so appends
+//! are group-committed and idempotent, deletes visible when they return, searches ranked on
+//! one committed view. Each call checks its input against the memory's [`Limits`] and answers
+//! a [`MemoryError`]. Blocking calls may come from many threads at once (the model thread
+//! batches their queries) but not from inside an async runtime: async callers use the
+//! `*_async` variants (`memory_async.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use memdex_core::{check_tenant_name, DeviceChoice, Role, Session, TextKind};
 use memdex_embed::{load_encoder, EmbedOptions, Embeddings, Encoder, ModelFiles};
-use memdex_ingest::parse_date;
-use memdex_rank::{
-    contextual_query, fit_to_store, reading_context, Query, RankOptions, SearchHit, Stages, TopK,
-};
+use memdex_rank::{fit_to_store, reading_context, Query, SearchHit, TopK};
 use memdex_runtime::{
-    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, SearchAsk, Ticket,
+    AppendReport, DeleteReport, DeleteTarget, Embedded, Engine, EngineOptions, SearchAsk, Ticket,
+    View,
 };
 use memdex_store::{CompactReport, Manifest};
 use serde::Serialize;
+use std::sync::Arc;
 
 use crate::input::sessions_from_json;
-use crate::limits::{check_embed_texts, check_search_texts, MAX_K, MAX_TEXT_BYTES, SESSION_LIMITS};
+use crate::limits::Limits;
+use crate::request::{check_embed, plan_search, SearchPlan, SearchRequest};
 use crate::MemoryError;
 
 /// Where the default model lives, relative to the working directory (as for `memdex`).
@@ -35,36 +36,8 @@ pub struct OpenOptions {
     pub device: DeviceChoice,
     pub embed: EmbedOptions,
     pub engine: EngineOptions,
-}
-
-/// A search.
-#[derive(Debug, Clone)]
-pub struct SearchRequest {
-    pub query: String,
-    /// Hits to return, 1 to [`MAX_K`].
-    pub k: usize,
-    /// When the question is asked (any date `memdex` reads); None: now.
-    pub date: Option<String>,
-    /// The conversation's last turns, oldest first: searched with the query when the query
-    /// alone is ambiguous ("and its age?").
-    pub recent_turns: Vec<String>,
-    /// Ranking stages over the search defaults (the `memdex search` flags).
-    pub stages: Stages,
-    /// Each hit with its per-stage scores (ranked by the CPU pipeline, the reference).
-    pub explain: bool,
-}
-
-impl SearchRequest {
-    pub fn new(query: impl Into<String>, k: usize) -> SearchRequest {
-        SearchRequest {
-            query: query.into(),
-            k,
-            date: None,
-            recent_turns: Vec::new(),
-            stages: Stages::default(),
-            explain: false,
-        }
-    }
+    /// What one call may carry; None: [`Limits::in_process`].
+    pub limits: Option<Limits>,
 }
 
 /// A search's answer.
@@ -114,11 +87,29 @@ pub struct ItemInfo {
     pub value: String,
 }
 
-/// One store and its model, open for blocking calls from any thread.
+/// One store and its model, open for calls from any thread.
 #[derive(Debug)]
 pub struct Memory {
-    engine: Engine,
+    pub(crate) engine: Engine,
+    pub(crate) limits: Limits,
     closed: AtomicBool,
+}
+
+/// A search checked and queued: what ranks it once the model thread answers.
+#[derive(Debug)]
+pub(crate) struct PendingSearch {
+    pub tenant: String,
+    pub query: String,
+    pub k: usize,
+    pub explain: bool,
+    pub plan: SearchPlan,
+    pub view: Arc<View>,
+}
+
+/// A search's first half: answered already (a tenant with no memory), or queued.
+pub(crate) enum Begun {
+    Done(SearchAnswer),
+    Queued(Box<PendingSearch>, Ticket<Embedded>),
 }
 
 impl Memory {
@@ -139,7 +130,9 @@ impl Memory {
             let source = dir.canonicalize().unwrap_or_else(|_| PathBuf::from(&spec));
             engine.model_source = Some(source.display().to_string());
         }
-        Self::with_encoder(dir, Box::new(encoder), engine)
+        let mut memory = Self::with_encoder(dir, Box::new(encoder), engine)?;
+        memory.limits = opts.limits.unwrap_or_else(Limits::in_process);
+        Ok(memory)
     }
 
     /// Opens (or creates) the store in `dir` for `encoder`.
@@ -154,14 +147,26 @@ impl Memory {
             }
             e => e.into(),
         })?;
-        Ok(Memory {
+        Ok(Self::from_engine(engine, Limits::in_process()))
+    }
+
+    /// The front door over an engine already started (the HTTP server starts its own, with
+    /// its device and batching options), with the caller's limits.
+    pub fn from_engine(engine: Engine, limits: Limits) -> Memory {
+        Memory {
             engine,
+            limits,
             closed: AtomicBool::new(false),
-        })
+        }
+    }
+
+    /// What one call may carry.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// `Closed` once [`Self::close`] ran: every call checks this first.
-    fn live(&self) -> Result<(), MemoryError> {
+    pub(crate) fn live(&self) -> Result<(), MemoryError> {
         if self.closed.load(Ordering::Acquire) {
             Err(MemoryError::Closed)
         } else {
@@ -182,18 +187,43 @@ impl Memory {
         value: serde_json::Value,
         tenant: Option<&str>,
     ) -> Result<Vec<TenantAppend>, MemoryError> {
+        let sessions = self.sessions_of(value, tenant)?;
+        self.add(sessions)
+    }
+
+    /// The sessions `value` holds, checked against the memory's limits; undated ones dated
+    /// now.
+    pub(crate) fn sessions_of(
+        &self,
+        value: serde_json::Value,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Session>, MemoryError> {
         self.live()?;
         if let Some(t) = tenant {
             check_tenant_name(t).map_err(|e| MemoryError::Invalid(e.to_string()))?;
         }
         let now = chrono::Utc::now().timestamp_millis();
-        // the size rules of the HTTP server's defaults: what it refuses is refused here too
-        let sessions = sessions_from_json(value, tenant, now, SESSION_LIMITS)?;
-        self.add(sessions)
+        sessions_from_json(value, tenant, now, &self.limits)
     }
 
     /// Stores validated sessions, one append per tenant.
     pub fn add(&self, sessions: Vec<Session>) -> Result<Vec<TenantAppend>, MemoryError> {
+        self.queue_appends(sessions)?
+            .into_iter()
+            .map(|(tenant, t)| {
+                Ok(TenantAppend {
+                    tenant,
+                    report: wait(t)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every tenant's append queued before any is waited for: they share one group commit.
+    pub(crate) fn queue_appends(
+        &self,
+        sessions: Vec<Session>,
+    ) -> Result<Vec<(String, Ticket<AppendReport>)>, MemoryError> {
         self.live()?;
         let mut groups: Vec<(String, Vec<Session>)> = Vec::new();
         for s in sessions {
@@ -202,19 +232,9 @@ impl Memory {
                 None => groups.push((s.tenant.clone(), vec![s])),
             }
         }
-        // queue every tenant's append before waiting: they share one group commit
-        let tickets = groups
+        groups
             .into_iter()
             .map(|(tenant, g)| Ok((tenant.clone(), self.engine.append(&tenant, g)?)))
-            .collect::<Result<Vec<_>, MemoryError>>()?;
-        tickets
-            .into_iter()
-            .map(|(tenant, t)| {
-                Ok(TenantAppend {
-                    tenant,
-                    report: wait(t)?,
-                })
-            })
             .collect()
     }
 
@@ -239,87 +259,77 @@ impl Memory {
         req: &SearchRequest,
         unknown_is_empty: bool,
     ) -> Result<SearchAnswer, MemoryError> {
+        match self.begin_search(tenant, req, unknown_is_empty)? {
+            Begun::Done(answer) => Ok(answer),
+            Begun::Queued(pending, ticket) => {
+                let emb = wait(ticket)?;
+                finish_search(pending, emb, &self.engine)
+            }
+        }
+    }
+
+    /// A search's first half: the request checked, one committed view taken, the query
+    /// queued for the model thread (which may rank it whole on the device).
+    pub(crate) fn begin_search(
+        &self,
+        tenant: &str,
+        req: &SearchRequest,
+        unknown_is_empty: bool,
+    ) -> Result<Begun, MemoryError> {
         self.live()?;
         check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        if req.k == 0 || req.k > MAX_K {
-            return Err(MemoryError::Invalid(format!(
-                "k must be 1 to {MAX_K}, got {}",
-                req.k
-            )));
-        }
-        if req.query.trim().is_empty() {
-            return Err(MemoryError::Invalid("the query is empty".into()));
-        }
-        check_search_texts(&req.query, &req.recent_turns, MAX_TEXT_BYTES)
-            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        let mut opts = req
-            .stages
-            .apply(RankOptions::default(), &|f| f.to_string())
-            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        let date_ms = match &req.date {
-            Some(d) => parse_date(d).map_err(|e| {
-                MemoryError::Invalid(format!("date {:?}: {e}", memdex_core::clip(d, 64)))
-            })?,
-            None => chrono::Utc::now().timestamp_millis(),
-        };
-        // one committed view for the whole search
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut plan = plan_search(req, &self.limits, now)?;
+        // one committed view for the whole search: option fitting, tenant check, ranking
         let view = self.engine.view();
-        fit_to_store(&mut opts, req.stages.time.is_some(), view.store());
-        let searched = contextual_query(&req.query, &req.recent_turns);
+        fit_to_store(&mut plan.opts, plan.time_asked, view.store());
         if !view.has_tenant(tenant) {
-            if unknown_is_empty {
-                return Ok(SearchAnswer {
-                    tenant: tenant.to_string(),
-                    query: req.query.clone(),
-                    searched,
-                    date_ms,
-                    hits: Vec::new(),
-                });
+            if !unknown_is_empty {
+                return Err(MemoryError::NotFound(format!(
+                    "tenant {tenant:?} has no memory"
+                )));
             }
-            return Err(MemoryError::NotFound(format!(
-                "tenant {tenant:?} has no memory"
-            )));
+            return Ok(Begun::Done(SearchAnswer {
+                tenant: tenant.to_string(),
+                query: req.query.clone(),
+                searched: plan.searched,
+                date_ms: plan.date_ms,
+                hits: Vec::new(),
+            }));
         }
-        let ask = SearchAsk {
-            date_ms: Some(date_ms),
-            k: req.k,
-            opts,
-        };
-        // an explained search is ranked here, by the CPU pipeline (the reference)
-        let mut emb = wait(if req.explain {
-            self.engine.embed_query(searched.clone(), tenant, &view)?
+        let searched = plan.searched.clone();
+        // an explained search is ranked by the CPU pipeline (the reference), not on the device
+        let ticket = if req.explain {
+            self.engine.embed_query(searched, tenant, &view)?
         } else {
-            self.engine
-                .search_query(searched.clone(), tenant, &view, ask)?
-        })?;
-        let q = Query {
-            text: &searched,
-            vector: emb.vectors.row(0),
-            date_ms: Some(date_ms),
+            let ask = SearchAsk {
+                date_ms: Some(plan.date_ms),
+                k: req.k,
+                opts: plan.opts,
+            };
+            self.engine.search_query(searched, tenant, &view, ask)?
         };
-        let hits = match emb.hits.take() {
-            Some(hits) => hits,
-            None => {
-                let (dense, scorer) = (emb.dense.as_deref(), self.engine.cpu_scorer());
-                let top = TopK {
-                    k: req.k,
-                    explain: req.explain,
-                };
-                view.search(tenant, &q, dense, scorer, &opts, top)?
-            }
-        };
-        Ok(SearchAnswer {
+        let pending = PendingSearch {
             tenant: tenant.to_string(),
             query: req.query.clone(),
-            searched,
-            date_ms,
-            hits,
-        })
+            k: req.k,
+            explain: req.explain,
+            plan,
+            view,
+        };
+        Ok(Begun::Queued(Box::new(pending), ticket))
     }
 
     /// Forgets an item, a session or a whole tenant; `NotFound` when nothing live matches.
     /// Searches no longer see them when this returns; [`Self::compact`] removes the bytes.
     pub fn delete(&self, target: DeleteTarget) -> Result<DeleteReport, MemoryError> {
+        wait(self.queue_delete(target)?)
+    }
+
+    pub(crate) fn queue_delete(
+        &self,
+        target: DeleteTarget,
+    ) -> Result<Ticket<DeleteReport>, MemoryError> {
         self.live()?;
         let tenant = match &target {
             DeleteTarget::Item { tenant, .. }
@@ -327,7 +337,7 @@ impl Memory {
             | DeleteTarget::Tenant { tenant } => tenant,
         };
         check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        wait(self.engine.delete(target)?)
+        Ok(self.engine.delete(target)?)
     }
 
     /// Removes deleted rows from disk and merges small segments.
@@ -339,8 +349,7 @@ impl Memory {
     /// Embeds texts as passages (or queries, with the model's query prefix).
     pub fn embed(&self, texts: Vec<String>, kind: TextKind) -> Result<Embeddings, MemoryError> {
         self.live()?;
-        check_embed_texts(&texts, MAX_TEXT_BYTES)
-            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        check_embed(&texts, &self.limits, true)?;
         if texts.is_empty() {
             return Ok(Embeddings {
                 dim: self.engine.model().dim,
@@ -429,7 +438,39 @@ impl Drop for Memory {
     }
 }
 
-fn wait<T>(t: Ticket<T>) -> Result<T, MemoryError> {
+/// A search's second half: the hits the device ranked, or the CPU pipeline's over the view.
+pub(crate) fn finish_search(
+    p: Box<PendingSearch>,
+    mut emb: Embedded,
+    engine: &Engine,
+) -> Result<SearchAnswer, MemoryError> {
+    let hits = match emb.hits.take() {
+        Some(hits) => hits,
+        None => {
+            let q = Query {
+                text: &p.plan.searched,
+                vector: emb.vectors.row(0),
+                date_ms: Some(p.plan.date_ms),
+            };
+            let top = TopK {
+                k: p.k,
+                explain: p.explain,
+            };
+            let (dense, scorer) = (emb.dense.as_deref(), engine.cpu_scorer());
+            p.view
+                .search(&p.tenant, &q, dense, scorer, &p.plan.opts, top)?
+        }
+    };
+    Ok(SearchAnswer {
+        tenant: p.tenant,
+        query: p.query,
+        searched: p.plan.searched,
+        date_ms: p.plan.date_ms,
+        hits,
+    })
+}
+
+pub(crate) fn wait<T>(t: Ticket<T>) -> Result<T, MemoryError> {
     t.blocking_recv()
         .map_err(|_| MemoryError::Closed)?
         .map_err(MemoryError::from)

@@ -134,6 +134,11 @@ fn bad_calls_are_errors_with_memdex_messages() {
         assert!(matches!(e, MemoryError::Invalid(_)), "{e}");
         assert!(e.to_string().contains(want), "{e} lacks {want}");
     };
+    let too_large = |r: Result<memdex_memory::SearchAnswer, MemoryError>, want: &str| {
+        let e = r.unwrap_err();
+        assert!(matches!(e, MemoryError::TooLarge(_)), "{e}");
+        assert!(e.to_string().contains(want), "{e} lacks {want}");
+    };
     invalid(
         m.search("alice", &SearchRequest::new(" ", 3)),
         "the query is empty",
@@ -170,20 +175,25 @@ fn bad_calls_are_errors_with_memdex_messages() {
             Some("alice"),
         )
         .unwrap_err();
-    assert!(matches!(e, MemoryError::Invalid(_)), "{e}");
+    assert!(matches!(e, MemoryError::TooLarge(_)), "{e}");
     assert!(
         e.to_string().contains("turns[0].content") && e.to_string().contains("limit is 32768"),
         "{e}"
     );
-    invalid(
+    too_large(
         m.search("alice", &SearchRequest::new(big.clone(), 1)),
         "at most 32768 bytes",
     );
     let mut req = SearchRequest::new("x", 1);
     req.recent_turns = vec![big.clone()];
-    invalid(m.search("alice", &req), "at most 32768 bytes");
+    too_large(m.search("alice", &req), "at most 32768 bytes");
     let e = m.embed(vec![big], TextKind::Passage).unwrap_err();
+    assert!(matches!(e, MemoryError::TooLarge(_)), "{e}");
     assert!(e.to_string().contains("the limit is 32768"), "{e}");
+    // explain with context: the one rule of every front end
+    let mut req = SearchRequest::new("x", 1);
+    (req.explain, req.context) = (true, true);
+    invalid(m.search("alice", &req), "explain and context");
     // nothing of a request with one bad session is stored
     let bad = json!([{"tenant": "carol", "session_id": "ok", "turns": [{"role": "user", "content": "hi"}]},
                      {"tenant": "carol", "session_id": "bad", "turns": []}]);

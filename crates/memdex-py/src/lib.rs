@@ -113,7 +113,8 @@ impl Native {
             date,
             recent_turns,
             stages,
-            explain: explain && !context,
+            explain,
+            context,
         };
         let ans = py
             .detach(|| self.memory.search(&tenant, &req))

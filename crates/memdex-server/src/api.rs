@@ -1,7 +1,8 @@
-//! Request and response bodies and the handlers. The route guard (`lib.rs`) has already
-//! authenticated the caller from its headers and taken an in-flight permit; bodies are read
-//! as bytes and parsed here, so every failure (syntax, unknown field, wrong type, bad UTF-8)
-//! goes through the one error mapping. Sessions are the one wire type of `memdex-ingest`.
+//! The handlers. The route guard (`lib.rs`) has already authenticated the caller from its
+//! headers and taken an in-flight permit; bodies are read as bytes and parsed here (syntax,
+//! unknown fields, wrong types, bad UTF-8 are 400s), then each handler makes one call of the
+//! front door, [`memdex_memory::Memory`], which checks the request and does the work, and
+//! answers its result or its [`memdex_memory::MemoryError`] mapped once (`error.rs`).
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -10,17 +11,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine as _;
-use memdex_core::TextKind;
 use memdex_ingest::SessionIn;
-use memdex_rank::{contextual_query, fit_to_store, reading_context, Query, SearchHit, TopK};
-use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Health, SearchAsk, Ticket};
-use memdex_store::CompactReport;
+use memdex_memory::{AppendReport, CompactReport, DeleteReport, DeleteTarget, SearchHit, TextKind};
+use memdex_runtime::Health;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bodies::EmbeddingsError;
 pub use crate::bodies::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
-use crate::bodies::{EmbeddingsError, SearchRequest};
-use crate::error::ApiError;
+use crate::error::{bad_json, ApiError};
 use crate::AppState;
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
@@ -43,12 +42,6 @@ fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(v)| v)
         .map_err(|e| ApiError::BadRequest(e.to_string()))
-}
-
-async fn wait<T>(t: Ticket<T>) -> Result<T, ApiError> {
-    t.await
-        .map_err(|_| ApiError::Unavailable)?
-        .map_err(ApiError::from)
 }
 
 /// The append body as documented (parsed by shape in [`append`], for errors that name the
@@ -80,9 +73,13 @@ pub async fn append(
     b: Result<Bytes, BytesRejection>,
 ) -> ApiResult<AppendOut> {
     let tenant = path(tenant)?;
-    let now_ms = chrono::Utc::now().timestamp_millis();
-    let out = crate::bodies::append_sessions(&tenant, &body(b)?, &st.limits, now_ms)?;
-    let report = wait(st.engine.append(&tenant, out)?).await?;
+    let value: Value = serde_json::from_slice(&body(b)?).map_err(|e| bad_json(&e))?;
+    let mut out = st.memory.add_json_async(value, Some(&tenant)).await?;
+    // every session names this tenant (or none): one append, one report
+    let report = out
+        .pop()
+        .map(|t| t.report)
+        .ok_or_else(|| ApiError::Internal("an append answered no report".into()))?;
     Ok(Json(AppendOut { tenant, report }))
 }
 
@@ -128,71 +125,16 @@ pub async fn search(
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let tenant = path(tenant)?;
-    let now_ms = chrono::Utc::now().timestamp_millis();
-    let SearchRequest {
-        req,
-        k,
-        mut opts,
-        time_asked,
-        date_ms,
-    } = crate::bodies::search_request(&body(b)?, &st.limits, now_ms)?;
-    // one committed view for the whole search: option fitting, tenant check, scan, ranking
-    let view = st.engine.view();
-    fit_to_store(&mut opts, time_asked, view.store());
-    // unknown tenants answer before any model work
-    if !view.has_tenant(&tenant) {
-        return Err(ApiError::NotFound(format!(
-            "tenant {tenant:?} has no memory"
-        )));
-    }
-    let searched = contextual_query(&req.query, &req.recent_turns);
-    // with the device scan the dense scores come back with the query vector, computed with
-    // the other searches of the model batch
-    // with fused kernels the model thread may rank it whole (hits come back)
-    let ask = SearchAsk {
-        date_ms: Some(date_ms),
-        k,
-        opts,
-    };
-    // an explained search is ranked here, by the CPU pipeline (the reference)
-    let explain = req.explain;
-    let mut emb = wait(if explain {
-        st.engine.embed_query(searched.clone(), &tenant, &view)?
-    } else {
-        st.engine
-            .search_query(searched.clone(), &tenant, &view, ask)?
-    })
-    .await?;
-    let (t2, s2, engine) = (tenant.clone(), searched.clone(), st.engine.clone());
-    let hits = match emb.hits.take() {
-        Some(hits) => hits,
-        None => tokio::task::spawn_blocking(move || {
-            let q = Query {
-                text: &s2,
-                vector: emb.vectors.row(0),
-                date_ms: Some(date_ms),
-            };
-            let top = TopK { k, explain };
-            view.search(
-                &t2,
-                &q,
-                emb.dense.as_deref(),
-                engine.cpu_scorer(),
-                &opts,
-                top,
-            )
-        })
-        .await
-        .map_err(|e| ApiError::Internal(format!("search task failed: {e}")))??,
-    };
+    let req = crate::bodies::search_request(&body(b)?)?;
+    let answer = st.memory.search_async(&tenant, &req).await?;
     if req.context {
-        return Ok(Json(reading_context(&req.query, date_ms, &hits)));
+        return Ok(Json(answer.context()));
     }
     let out = SearchOut {
         tenant,
-        query: req.query,
-        searched,
-        hits,
+        query: answer.query,
+        searched: answer.searched,
+        hits: answer.hits,
     };
     serde_json::to_value(out)
         .map(Json)
@@ -239,14 +181,14 @@ pub async fn delete_tenant(
 }
 
 async fn delete(st: AppState, target: DeleteTarget) -> ApiResult<DeleteReport> {
-    Ok(Json(wait(st.engine.delete(target)?).await?))
+    Ok(Json(st.memory.delete_async(target).await?))
 }
 
 /// `POST /v1/admin/compact` (admin key): deleted rows removed from disk, small segments merged.
 #[utoipa::path(post, path = "/v1/admin/compact",
     responses((status = 200, body = Object, description = "the compaction report")))]
 pub async fn compact(State(st): State<AppState>) -> ApiResult<CompactReport> {
-    Ok(Json(wait(st.engine.compact()?).await?))
+    Ok(Json(st.memory.compact_async().await?))
 }
 
 /// `POST /v1/embeddings`, OpenAI-compatible: `input` a string or an array of strings.
@@ -272,16 +214,15 @@ async fn embed(
     st: &AppState,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, EmbeddingsError> {
+    let engine = st.memory.engine();
     let (texts, base64) =
-        crate::bodies::embeddings_fields(&body(b)?, &st.limits, st.engine.model())?;
-    let model = st.engine.model().name.clone();
-    let e = wait(
-        st.engine
-            .embed(texts, TextKind::Passage)
-            .map_err(ApiError::from)?,
-    )
-    .await?
-    .vectors;
+        crate::bodies::embeddings_fields(&body(b)?, st.memory.limits(), engine.model())?;
+    let model = engine.model().name.clone();
+    let e = st
+        .memory
+        .embed_async(texts, TextKind::Passage)
+        .await
+        .map_err(ApiError::from)?;
     let data: Vec<Value> = (0..e.len())
         .map(|i| {
             let row = e.row(i);
@@ -317,17 +258,18 @@ pub struct HealthOut {
 #[utoipa::path(get, path = "/healthz", security(()),
     responses((status = 200, body = HealthOut), (status = 503, body = HealthOut, description = "a thread stopped, or shutting down")))]
 pub async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<HealthOut>) {
-    let (code, status) = match st.engine.health() {
+    let engine = st.memory.engine();
+    let (code, status) = match engine.health() {
         Health::Ok => (StatusCode::OK, "ok".to_string()),
         Health::Failed(why) => (StatusCode::SERVICE_UNAVAILABLE, why.to_string()),
         Health::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()),
     };
     let out = HealthOut {
         status,
-        model: st.engine.model().name.clone(),
-        dim: st.engine.model().dim,
-        device: st.engine.device().to_string(),
-        manifest_version: st.engine.view().store().manifest().version,
+        model: engine.model().name.clone(),
+        dim: engine.model().dim,
+        device: engine.device().to_string(),
+        manifest_version: engine.view().store().manifest().version,
     };
     (code, Json(out))
 }

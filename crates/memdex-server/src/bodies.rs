@@ -1,16 +1,16 @@
-//! Request bodies → what the handlers act on, as pure functions (no engine, no I/O), so each
-//! rule lives once and the fuzz harnesses drive exactly what the server runs. Every failure is
-//! a 4xx naming the field. The request body types (`SearchIn`, `AppendIn`, `EmbeddingsIn`)
-//! live here with their rules; `api` re-exports them for its handlers and the OpenAPI document.
+//! Request bodies → the front door's requests, as pure functions (no engine, no I/O): JSON
+//! syntax and field types are checked here (400s naming the field); what the values may be
+//! (sizes, `k`, stages, dates) is checked once, by `memdex-memory`, for every front end. The
+//! request body types (`SearchIn`, `AppendIn`, `EmbeddingsIn`) live here; `api` re-exports
+//! them for its handlers and the OpenAPI document.
 
-use memdex_core::{clip, ModelInfo, Session};
-use memdex_ingest::{Context, SessionIn, SessionLimits, WireError};
-use memdex_rank::{RankOptions, Stages};
+use memdex_core::{clip, ModelInfo};
+use memdex_ingest::SessionIn;
+use memdex_memory::{Limits, SearchRequest, Stages, DEFAULT_K};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{bad_json, ApiError};
-use crate::Limits;
 
 /// An append body: a session, an array of sessions, or `{"sessions": [...]}` (the JSONL line
 /// format; `tenant` may be left out, the path names it).
@@ -77,116 +77,17 @@ fn parse<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(b).map_err(|e| bad_json(&e))
 }
 
-fn wire(e: WireError, session: &str) -> ApiError {
-    let msg = format!("session {:?}: {e}", clip(session, 64));
-    match e {
-        WireError::TooLarge { .. } => ApiError::TooLarge(msg),
-        WireError::Invalid { .. } | WireError::Date { .. } => ApiError::BadRequest(msg),
-    }
-}
-
-/// An append body (a session, an array, or `{"sessions": [...]}`) for `tenant`: the sessions,
-/// validated with the one wire validation; undated ones dated `now_ms`.
-pub fn append_sessions(
-    tenant: &str,
-    body: &[u8],
-    lim: &Limits,
-    now_ms: i64,
-) -> Result<Vec<Session>, ApiError> {
-    let v: Value = parse(body)?;
-    let sessions: Vec<SessionIn> = match v {
-        Value::Array(_) => serde_json::from_value(v).map_err(|e| bad_json(&e))?,
-        Value::Object(ref o) if o.contains_key("sessions") => {
-            serde_json::from_value::<AppendIn>(v)
-                .map_err(|e| bad_json(&e))?
-                .sessions
-        }
-        _ => vec![serde_json::from_value(v).map_err(|e| bad_json(&e))?],
-    };
-    if sessions.is_empty() {
-        return Err(ApiError::BadRequest("no sessions".into()));
-    }
-    if sessions.len() > lim.max_sessions {
-        return Err(ApiError::TooLarge(format!(
-            "{} sessions in one request; the limit is {}",
-            sessions.len(),
-            lim.max_sessions
-        )));
-    }
-    let turns: usize = sessions.iter().map(|s| s.turns.len()).sum();
-    if turns > lim.max_turns {
-        return Err(ApiError::TooLarge(format!(
-            "{turns} turns in one request; the limit is {}",
-            lim.max_turns
-        )));
-    }
-    let cx = Context {
-        tenant: Some(tenant),
-        now_ms,
-        limits: SessionLimits {
-            max_turns: lim.max_turns,
-            max_text_bytes: lim.max_text_bytes,
-        },
-    };
-    sessions
-        .into_iter()
-        .map(|s| {
-            let id = s.session_id.clone();
-            s.into_session(&cx).map_err(|e| wire(e, &id))
-        })
-        .collect()
-}
-
-/// A search body, checked and turned into ranking options.
-#[derive(Debug)]
-pub struct SearchRequest {
-    pub req: SearchIn,
-    pub k: usize,
-    /// The search defaults with the body's `stages` applied.
-    pub opts: RankOptions,
-    /// Whether the body set the time stage (then a store without event dates is an error,
-    /// not a silent drop).
-    pub time_asked: bool,
-    /// When the question is asked: the body's `date`, or `now_ms`.
-    pub date_ms: i64,
-}
-
-/// A search body: sizes, `k`, stages and date checked.
-pub fn search_request(body: &[u8], lim: &Limits, now_ms: i64) -> Result<SearchRequest, ApiError> {
-    let req: SearchIn = parse(body)?;
-    if req.explain && req.context {
-        return Err(ApiError::BadRequest(
-            "explain and context cannot both be set (context answers no hits to explain)".into(),
-        ));
-    }
-    let k = req.k.unwrap_or(10);
-    if k == 0 || k > lim.max_k {
-        return Err(ApiError::BadRequest(format!(
-            "k must be 1 to {}, got {k}",
-            lim.max_k
-        )));
-    }
-    if req.query.trim().is_empty() {
-        return Err(ApiError::BadRequest("the query is empty".into()));
-    }
-    memdex_memory::limits::check_search_texts(&req.query, &req.recent_turns, lim.max_text_bytes)
-        .map_err(|e| ApiError::TooLarge(e.0))?;
-    let stages = req.stages.clone().unwrap_or_default();
-    let opts = stages
-        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let date_ms = match &req.date {
-        Some(d) => memdex_ingest::parse_date(d)
-            .map_err(|e| ApiError::BadRequest(format!("date {:?}: {e}", clip(d, 64))))?,
-        // a live service: relative time references ("last weekend") are relative to now
-        None => now_ms,
-    };
+/// A search body as the front door's request (its values are checked there).
+pub fn search_request(body: &[u8]) -> Result<SearchRequest, ApiError> {
+    let b: SearchIn = parse(body)?;
     Ok(SearchRequest {
-        k,
-        opts,
-        time_asked: stages.time.is_some(),
-        date_ms,
-        req,
+        query: b.query,
+        k: b.k.unwrap_or(DEFAULT_K),
+        date: b.date,
+        recent_turns: b.recent_turns,
+        stages: b.stages.unwrap_or_default(),
+        explain: b.explain,
+        context: b.context,
     })
 }
 
@@ -298,18 +199,8 @@ pub fn embeddings_fields(
         None => return Err(bad("input", "missing field `input`".into())),
         Some(v) => input_texts(v).map_err(|m| bad("input", m))?,
     };
-    if texts.is_empty() || texts.len() > lim.max_embed_inputs {
-        return Err(bad(
-            "input",
-            format!(
-                "input must hold 1 to {} strings, got {}",
-                lim.max_embed_inputs,
-                texts.len()
-            ),
-        ));
-    }
-    memdex_memory::limits::check_embed_texts(&texts, lim.max_text_bytes)
-        .map_err(|e| at("input", ApiError::TooLarge(e.0)))?;
+    // the front door's rule, checked here too so the failure names its field
+    memdex_memory::check_embed(&texts, lim, false).map_err(|e| at("input", e.into()))?;
     Ok((texts, base64))
 }
 

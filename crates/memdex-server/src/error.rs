@@ -1,11 +1,10 @@
-//! The one error → HTTP status mapping. Every failure answers `{"error": {status, code,
-//! message}}`.
+//! The one error → HTTP status mapping: the front door's [`MemoryError`] classes, and the
+//! failures only HTTP has (authentication, methods, bodies, the in-flight limit). Every
+//! failure answers `{"error": {status, code, message}}`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use memdex_engine::EngineError;
-use memdex_rank::RankError;
-use memdex_runtime::RuntimeError;
+use memdex_memory::MemoryError;
 use thiserror::Error;
 
 /// A request's failure, with its status.
@@ -73,57 +72,22 @@ impl ApiError {
     }
 }
 
-impl From<RuntimeError> for ApiError {
-    fn from(e: RuntimeError) -> Self {
+impl From<MemoryError> for ApiError {
+    fn from(e: MemoryError) -> Self {
         let msg = e.to_string();
         match e {
-            RuntimeError::Engine(e) => e.into(),
-            RuntimeError::NotFound { .. } => ApiError::NotFound(msg),
-            RuntimeError::Invalid { .. } => ApiError::BadRequest(msg),
-            RuntimeError::Busy { .. } => ApiError::TooMany(msg),
-            RuntimeError::ShuttingDown => ApiError::Unavailable,
-            RuntimeError::NotCommitted {
-                disk_full: true, ..
-            } => {
+            MemoryError::Invalid(_) => ApiError::BadRequest(msg),
+            MemoryError::TooLarge(_) => ApiError::TooLarge(msg),
+            MemoryError::NotFound(_) => ApiError::NotFound(msg),
+            MemoryError::Conflict(_) => ApiError::Conflict(msg),
+            MemoryError::Busy(_) => ApiError::TooMany(msg),
+            MemoryError::Closed => ApiError::Unavailable,
+            MemoryError::DiskFull(_) => {
                 tracing::error!("{msg}");
-                ApiError::InsufficientStorage(format!(
-                    "{msg}; the store's disk is full: free space, then retry"
-                ))
+                ApiError::InsufficientStorage(msg)
             }
-            RuntimeError::Internal { .. } | RuntimeError::NotCommitted { .. } => internal(msg),
+            MemoryError::NotCommitted(_) | MemoryError::Internal(_) => internal(msg),
         }
-    }
-}
-
-impl From<EngineError> for ApiError {
-    fn from(e: EngineError) -> Self {
-        let msg = e.to_string();
-        match e {
-            EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
-                ApiError::NotFound(format!("tenant {tenant:?} has no memory"))
-            }
-            EngineError::Rank(RankError::MissingColumns { .. } | RankError::NotFused { .. }) => {
-                ApiError::BadRequest(msg)
-            }
-            EngineError::SessionConflict { .. } => ApiError::Conflict(msg),
-            EngineError::EmptyQuery
-            | EngineError::EmptySession { .. }
-            | EngineError::Invalid { .. }
-            | EngineError::Ingest(_) => ApiError::BadRequest(msg),
-            EngineError::Rank(_)
-            | EngineError::Embed(_)
-            | EngineError::Store(_)
-            | EngineError::Model { .. }
-            | EngineError::Structures(_)
-            | EngineError::Kernel { .. }
-            | EngineError::UnknownExtractor { .. } => internal(msg),
-        }
-    }
-}
-
-impl From<memdex_rank::RankError> for ApiError {
-    fn from(e: memdex_rank::RankError) -> Self {
-        EngineError::from(e).into()
     }
 }
 

@@ -1,4 +1,5 @@
-//! memdex-server: the HTTP memory service over [`memdex_engine::Engine`].
+//! memdex-server: the HTTP memory service over the front door, [`memdex_memory::Memory`]
+//! (which owns the [`memdex_runtime::Engine`]).
 //!
 //! Routes (OpenAPI document at `/openapi.json`):
 //! `POST /v1/tenants/{tenant}/sessions`, `POST /v1/tenants/{tenant}/search`,
@@ -32,13 +33,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
+use memdex_memory::Memory;
 use memdex_runtime::Engine;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub use auth::{Caller, Keys};
-pub use error::ApiError;
+pub use error::{bad_json, ApiError};
 pub use metrics::Metrics;
 
 /// Request limits; each violation is a 4xx naming the limit.
@@ -62,15 +64,29 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
+impl Limits {
+    /// What the front door checks: the per-call, per-session and per-text limits.
+    pub fn memory(&self) -> memdex_memory::Limits {
+        memdex_memory::Limits {
+            max_sessions: self.max_sessions,
+            max_call_turns: self.max_turns,
+            max_turns: self.max_turns,
+            max_text_bytes: self.max_text_bytes,
+            max_k: self.max_k,
+            max_embed_inputs: self.max_embed_inputs,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_body_bytes: 4 << 20,
-            max_sessions: 100,
+            max_sessions: memdex_memory::Limits::default().max_sessions,
             max_turns: memdex_memory::MAX_TURNS,
             max_text_bytes: memdex_memory::MAX_TEXT_BYTES,
             max_k: memdex_memory::MAX_K,
-            max_embed_inputs: 256,
+            max_embed_inputs: memdex_memory::Limits::default().max_embed_inputs,
             max_in_flight: 512,
             body_timeout: std::time::Duration::from_secs(30),
             header_timeout: std::time::Duration::from_secs(10),
@@ -112,7 +128,8 @@ impl ServerConfig {
 /// What every handler shares.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub engine: Engine,
+    /// The one way in: every handler's work goes through it.
+    pub memory: Arc<Memory>,
     pub keys: Arc<Keys>,
     pub limits: Arc<Limits>,
     pub metrics: Arc<Metrics>,
@@ -123,7 +140,7 @@ pub struct AppState {
 /// The router with its middleware (metrics, 503 during shutdown, in-flight limit).
 pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
     let state = AppState {
-        engine,
+        memory: Arc::new(Memory::from_engine(engine, config.limits.memory())),
         keys: Arc::new(config.keys),
         in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
         limits: Arc::new(config.limits),
@@ -176,7 +193,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 }
 
 async fn metrics_handler(State(st): State<AppState>) -> Response {
-    let text = st.metrics.render(&st.engine);
+    let text = st.metrics.render(st.memory.engine());
     (
         [(
             axum::http::header::CONTENT_TYPE,

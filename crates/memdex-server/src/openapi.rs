@@ -25,8 +25,8 @@ use crate::api;
     components(schemas(
         crate::error::ErrorBody,
         crate::error::OpenAiErrorBody,
-        memdex_rank::Stages,
-        memdex_rank::SearchHit
+        memdex_memory::Stages,
+        memdex_memory::SearchHit
     )),
     modifiers(&Security),
     security(("bearer" = []))

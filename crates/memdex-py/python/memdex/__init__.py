@@ -51,6 +51,8 @@ __all__ = [
     "Conflict",
     "Busy",
     "NotCommitted",
+    "TooLarge",
+    "DiskFull",
     "Closed",
     "STAGES",
 ]
@@ -104,9 +106,18 @@ class Busy(MemdexError):
     """A queue is full; retry later."""
 
 
+class TooLarge(InvalidInput):
+    """A text, a session or a call over a size limit (the HTTP server's 413)."""
+
+
 class NotCommitted(MemdexError):
     """A write that was not committed (e.g. the disk is full): nothing of it is stored, so
     retrying it later is safe."""
+
+
+class DiskFull(NotCommitted):
+    """A write that was not committed because the store's disk is full: free space, then
+    retry."""
 
 
 class Closed(MemdexError):
@@ -115,10 +126,12 @@ class Closed(MemdexError):
 
 _ERRORS = {
     "invalid": InvalidInput,
+    "too_large": TooLarge,
     "not_found": NotFound,
     "conflict": Conflict,
     "busy": Busy,
     "not_committed": NotCommitted,
+    "disk_full": DiskFull,
     "closed": Closed,
 }
 

@@ -1,0 +1,89 @@
+//! The async variants of [`Memory`]'s calls, for callers inside an async runtime (the HTTP
+//! server): the same checks and the same engine calls, awaited instead of blocked on; the
+//! CPU ranking of a search runs on a blocking thread.
+
+use memdex_core::{Session, TextKind};
+use memdex_embed::Embeddings;
+use memdex_runtime::{DeleteReport, DeleteTarget, Ticket};
+use memdex_store::CompactReport;
+
+use crate::memory::{finish_search, Begun, TenantAppend};
+use crate::request::{check_embed, SearchRequest};
+use crate::{Memory, MemoryError, SearchAnswer};
+
+async fn done<T>(t: Ticket<T>) -> Result<T, MemoryError> {
+    t.await
+        .map_err(|_| MemoryError::Closed)?
+        .map_err(MemoryError::from)
+}
+
+impl Memory {
+    /// [`Memory::add_json`], awaited.
+    pub async fn add_json_async(
+        &self,
+        value: serde_json::Value,
+        tenant: Option<&str>,
+    ) -> Result<Vec<TenantAppend>, MemoryError> {
+        let sessions = self.sessions_of(value, tenant)?;
+        self.add_async(sessions).await
+    }
+
+    /// [`Memory::add`], awaited.
+    pub async fn add_async(
+        &self,
+        sessions: Vec<Session>,
+    ) -> Result<Vec<TenantAppend>, MemoryError> {
+        let mut out = Vec::new();
+        for (tenant, t) in self.queue_appends(sessions)? {
+            out.push(TenantAppend {
+                tenant,
+                report: done(t).await?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Memory::search`], awaited; the CPU ranking runs on a blocking thread.
+    pub async fn search_async(
+        &self,
+        tenant: &str,
+        req: &SearchRequest,
+    ) -> Result<SearchAnswer, MemoryError> {
+        match self.begin_search(tenant, req, false)? {
+            Begun::Done(answer) => Ok(answer),
+            Begun::Queued(pending, ticket) => {
+                let emb = done(ticket).await?;
+                if emb.hits.is_some() {
+                    // ranked whole on the device: nothing left to compute
+                    return finish_search(pending, emb, &self.engine);
+                }
+                let engine = self.engine.clone();
+                tokio::task::spawn_blocking(move || finish_search(pending, emb, &engine))
+                    .await
+                    .map_err(|e| MemoryError::Internal(format!("search task failed: {e}")))?
+            }
+        }
+    }
+
+    /// [`Memory::delete`], awaited.
+    pub async fn delete_async(&self, target: DeleteTarget) -> Result<DeleteReport, MemoryError> {
+        done(self.queue_delete(target)?).await
+    }
+
+    /// [`Memory::compact`], awaited.
+    pub async fn compact_async(&self) -> Result<CompactReport, MemoryError> {
+        self.live()?;
+        done(self.engine.compact()?).await
+    }
+
+    /// [`Memory::embed`], awaited; at least one text.
+    pub async fn embed_async(
+        &self,
+        texts: Vec<String>,
+        kind: TextKind,
+    ) -> Result<Embeddings, MemoryError> {
+        self.live()?;
+        check_embed(&texts, &self.limits, false)?;
+        Ok(done(self.engine.embed(texts, kind)?).await?.vectors)
+    }
+}
