@@ -256,7 +256,8 @@ fn search_errors_are_clear() {
     let err = fails(&memdex(&[
         "search", "--store", s, "--tenant", "zed", "--query", "x",
     ]));
-    assert!(err.contains("tenant \"zed\" has no items"), "{err}");
+    // the front door's message, as every front end says it
+    assert!(err.contains("tenant \"zed\" has no memory"), "{err}");
     let err = fails(&memdex(&[
         "search", "--store", s, "--tenant", "alice", "--query", "  ",
     ]));

@@ -181,6 +181,13 @@ fn a_client_remembers_searches_lists_and_forgets() {
         .unwrap()
         .clone();
     assert_eq!(search_tool["inputSchema"]["required"], json!(["query"]));
+    // a server for one tenant: no tool offers a tenant argument
+    for t in ok(&tools)["tools"].as_array().unwrap() {
+        assert!(
+            t["inputSchema"]["properties"].get("tenant").is_none(),
+            "{t}"
+        );
+    }
     // the schema's bounds are the validation's
     let k = &search_tool["inputSchema"]["properties"]["k"];
     assert_eq!(
@@ -359,6 +366,11 @@ fn an_unscoped_server_takes_the_tenant_per_call() {
     let store = dir.path().join("mem");
     let mut s = Session::start(&store, &[]);
     initialize(&mut s);
+    // every tool offers the tenant argument
+    let tools = s.request("tools/list", json!({}));
+    for t in ok(&tools)["tools"].as_array().unwrap() {
+        assert!(t["inputSchema"]["properties"]["tenant"].is_object(), "{t}");
+    }
     let turns = json!([{"role": "user", "content": "I play the cello."}]);
     ok(&s.call("remember", json!({"tenant": "bob", "turns": turns})));
     invalid_params(

@@ -17,7 +17,7 @@ use memdex_ingest::{
     itemize, parse_date, parse_locomo, parse_locomo_date, IngestError, ItemizeOptions,
     JsonlOptions, JsonlSessions, LongMemEvalReader, SessionSource as _, MAX_YEAR, MIN_YEAR,
 };
-use memdex_memory::{input::sessions_from_json, plan_search};
+use memdex_memory::{input::sessions_from_json, plan_search, StageNames};
 use memdex_rank::{contextual_query, format_ms, reading_context, RankOptions, Stages};
 use memdex_server::{bodies, ApiError, Limits};
 use memdex_structures::tree::aggregate;
@@ -532,16 +532,21 @@ pub fn http_bodies(data: &[u8]) -> u64 {
         }
         Err(e) => refused(&e, &mut sig),
     }
-    let searched =
-        bodies::search_request(data).and_then(|r| Ok((plan_search(&r, &lim.memory(), now)?, r)));
+    let searched = bodies::search_request(data).and_then(|r| {
+        Ok((
+            plan_search(&r, &lim.memory(), Some(now), StageNames::Body)?,
+            r,
+        ))
+    });
     match searched {
         Ok((plan, r)) => {
             assert_eq!(plan.searched, contextual_query(&r.query, &r.recent_turns));
-            if let Some(anchor) = memdex_extract::time::ms_day(plan.date_ms) {
+            let date_ms = plan.date_ms.unwrap_or(now);
+            if let Some(anchor) = memdex_extract::time::ms_day(date_ms) {
                 let t = parse_query(&plan.searched, anchor);
                 sig.add((t.asks_when, t.range.is_some()));
             }
-            let _ = reading_context(&r.query, plan.date_ms, &[]);
+            let _ = reading_context(&r.query, date_ms, &[]);
             sig.add(("search", r.k.min(20), format!("{:?}", plan.opts.retriever)));
         }
         Err(e) => refused(&e, &mut sig),

@@ -175,8 +175,8 @@ impl MemoryServer {
     pub fn new(memory: Arc<Memory>, tenant: Option<String>) -> MemoryServer {
         MemoryServer {
             memory,
+            tool_router: scoped(Self::tool_router(), tenant.is_some()),
             tenant,
-            tool_router: Self::tool_router(),
         }
     }
 
@@ -365,6 +365,24 @@ impl MemoryServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.do_forget(a).await.or_else(answer)
     }
+}
+
+/// The tools as a client sees them: a server started for one tenant takes no `tenant`
+/// argument, so its tool schemas do not list one.
+fn scoped(mut router: ToolRouter<MemoryServer>, one_tenant: bool) -> ToolRouter<MemoryServer> {
+    if one_tenant {
+        for route in router.map.values_mut() {
+            let mut schema = (*route.attr.input_schema).clone();
+            if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                props.remove("tenant");
+            }
+            if let Some(Value::Array(required)) = schema.get_mut("required") {
+                required.retain(|r| r != "tenant");
+            }
+            route.attr.input_schema = Arc::new(schema);
+        }
+    }
+    router
 }
 
 /// The requests MCP defines that a client may send a server: one of these that reaches

@@ -11,6 +11,7 @@ pub mod input;
 pub mod limits;
 mod memory;
 mod memory_async;
+mod reader;
 pub mod request;
 
 pub use error::MemoryError;
@@ -22,4 +23,5 @@ pub use memdex_store::CompactReport;
 pub use memory::{
     ItemInfo, Memory, OpenOptions, SearchAnswer, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR,
 };
-pub use request::{check_embed, plan_search, SearchPlan, SearchRequest};
+pub use reader::Reader;
+pub use request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};

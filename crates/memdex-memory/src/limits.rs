@@ -35,6 +35,8 @@ pub struct Limits {
     pub max_k: usize,
     /// Texts one embedding call takes.
     pub max_embed_inputs: usize,
+    /// Recent turns one search carries.
+    pub max_recent_turns: usize,
 }
 
 impl Default for Limits {
@@ -46,6 +48,7 @@ impl Default for Limits {
             max_text_bytes: MAX_TEXT_BYTES,
             max_k: MAX_K,
             max_embed_inputs: 256,
+            max_recent_turns: MAX_RECENT_TURNS,
         }
     }
 }
@@ -59,6 +62,19 @@ impl Limits {
             max_call_turns: usize::MAX,
             max_embed_inputs: usize::MAX,
             ..Limits::default()
+        }
+    }
+
+    /// No bound at all: an offline tool's own files and flags (`memdex search`).
+    pub fn offline() -> Limits {
+        Limits {
+            max_sessions: usize::MAX,
+            max_call_turns: usize::MAX,
+            max_turns: usize::MAX,
+            max_text_bytes: usize::MAX,
+            max_k: usize::MAX,
+            max_embed_inputs: usize::MAX,
+            max_recent_turns: usize::MAX,
         }
     }
 
@@ -77,18 +93,20 @@ impl Limits {
 pub struct TooLarge(pub String);
 
 /// A search's query and recent turns: at most `max_text_bytes` each, at most
-/// [`MAX_RECENT_TURNS`] recent turns.
+/// `max_recent_turns` recent turns.
 pub fn check_search_texts(
     query: &str,
     recent_turns: &[String],
-    max_text_bytes: usize,
+    limits: &Limits,
 ) -> Result<(), TooLarge> {
-    let long = |t: &str| t.len() > max_text_bytes;
-    if long(query) || recent_turns.len() > MAX_RECENT_TURNS || recent_turns.iter().any(|t| long(t))
+    let long = |t: &str| t.len() > limits.max_text_bytes;
+    if long(query)
+        || recent_turns.len() > limits.max_recent_turns
+        || recent_turns.iter().any(|t| long(t))
     {
         return Err(TooLarge(format!(
-            "query and recent turns: at most {max_text_bytes} bytes each, \
-             {MAX_RECENT_TURNS} recent turns"
+            "query and recent turns: at most {} bytes each, {} recent turns",
+            limits.max_text_bytes, limits.max_recent_turns
         )));
     }
     Ok(())
@@ -113,11 +131,13 @@ mod tests {
     fn one_rule_for_search_and_embed_texts() {
         let big = "x".repeat(MAX_TEXT_BYTES + 1);
         let ok = "x".repeat(MAX_TEXT_BYTES);
-        assert!(check_search_texts(&ok, std::slice::from_ref(&ok), MAX_TEXT_BYTES).is_ok());
-        assert!(check_search_texts(&big, &[], MAX_TEXT_BYTES).is_err());
-        assert!(check_search_texts("q", std::slice::from_ref(&big), MAX_TEXT_BYTES).is_err());
+        let lim = Limits::default();
+        assert!(check_search_texts(&ok, std::slice::from_ref(&ok), &lim).is_ok());
+        assert!(check_search_texts(&big, &[], &lim).is_err());
+        assert!(check_search_texts("q", std::slice::from_ref(&big), &lim).is_err());
         let many = vec!["t".to_string(); MAX_RECENT_TURNS + 1];
-        assert!(check_search_texts("q", &many, MAX_TEXT_BYTES).is_err());
+        assert!(check_search_texts("q", &many, &lim).is_err());
+        assert!(check_search_texts(&big, &many, &Limits::offline()).is_ok());
         assert!(check_embed_texts(&[ok], MAX_TEXT_BYTES).is_ok());
         let e = check_embed_texts(&[big], MAX_TEXT_BYTES).unwrap_err();
         assert!(e.0.contains("the limit is 32768"), "{e}");

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::input::sessions_from_json;
 use crate::limits::Limits;
-use crate::request::{check_embed, plan_search, SearchPlan, SearchRequest};
+use crate::request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};
 use crate::MemoryError;
 
 /// Where the default model lives, relative to the working directory (as for `memdex`).
@@ -279,7 +279,8 @@ impl Memory {
         self.live()?;
         check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
         let now = chrono::Utc::now().timestamp_millis();
-        let mut plan = plan_search(req, &self.limits, now)?;
+        let mut plan = plan_search(req, &self.limits, Some(now), StageNames::Body)?;
+        let date_ms = plan.date_ms.unwrap_or(now);
         // one committed view for the whole search: option fitting, tenant check, ranking
         let view = self.engine.view();
         fit_to_store(&mut plan.opts, plan.time_asked, view.store());
@@ -293,7 +294,7 @@ impl Memory {
                 tenant: tenant.to_string(),
                 query: req.query.clone(),
                 searched: plan.searched,
-                date_ms: plan.date_ms,
+                date_ms,
                 hits: Vec::new(),
             }));
         }
@@ -303,7 +304,7 @@ impl Memory {
             self.engine.embed_query(searched, tenant, &view)?
         } else {
             let ask = SearchAsk {
-                date_ms: Some(plan.date_ms),
+                date_ms: Some(date_ms),
                 k: req.k,
                 opts: plan.opts,
             };
@@ -450,7 +451,7 @@ pub(crate) fn finish_search(
             let q = Query {
                 text: &p.plan.searched,
                 vector: emb.vectors.row(0),
-                date_ms: Some(p.plan.date_ms),
+                date_ms: p.plan.date_ms,
             };
             let top = TopK {
                 k: p.k,
@@ -464,8 +465,8 @@ pub(crate) fn finish_search(
     Ok(SearchAnswer {
         tenant: p.tenant,
         query: p.query,
+        date_ms: p.plan.date_ms.unwrap_or_default(),
         searched: p.plan.searched,
-        date_ms: p.plan.date_ms,
         hits,
     })
 }

@@ -42,6 +42,25 @@ impl SearchRequest {
     }
 }
 
+/// How a front end names a ranking stage in its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StageNames {
+    /// As the HTTP body and the MCP arguments name it: `stages.fragrel_alpha`.
+    #[default]
+    Body,
+    /// As the command line names it: `--fragrel-alpha`.
+    Flags,
+}
+
+impl StageNames {
+    fn name(self, field: &str) -> String {
+        match self {
+            StageNames::Body => format!("stages.{field}"),
+            StageNames::Flags => format!("--{}", field.replace('_', "-")),
+        }
+    }
+}
+
 /// A checked search: what the ranking runs.
 #[derive(Debug, Clone)]
 pub struct SearchPlan {
@@ -50,18 +69,20 @@ pub struct SearchPlan {
     /// Whether the request set the time stage (then a store without event dates is an error,
     /// not a silent drop).
     pub time_asked: bool,
-    /// When the question is asked (ms since the epoch, UTC).
-    pub date_ms: i64,
+    /// When the question is asked (ms since the epoch, UTC): the request's date, else the
+    /// caller's default (None: the ranking takes the tenant's newest item's date).
+    pub date_ms: Option<i64>,
     /// The text searched: the query, or recent turns + query when the query is ambiguous.
     pub searched: String,
 }
 
-/// `req` checked against `limits`; `now_ms` dates a request without a date. A stage is named
-/// as the server's body names it (`stages.fragrel`).
+/// `req` checked against `limits`; `default_date` dates a request without a date (a live
+/// memory: now, so "last weekend" is relative to now). Stages are named as `names` says.
 pub fn plan_search(
     req: &SearchRequest,
     limits: &Limits,
-    now_ms: i64,
+    default_date: Option<i64>,
+    names: StageNames,
 ) -> Result<SearchPlan, MemoryError> {
     if req.explain && req.context {
         return Err(MemoryError::Invalid(
@@ -77,16 +98,17 @@ pub fn plan_search(
     if req.query.trim().is_empty() {
         return Err(MemoryError::Invalid("the query is empty".into()));
     }
-    check_search_texts(&req.query, &req.recent_turns, limits.max_text_bytes)?;
+    check_search_texts(&req.query, &req.recent_turns, limits)?;
     let opts = req
         .stages
-        .apply(RankOptions::default(), &|field| format!("stages.{field}"))
+        .apply(RankOptions::default(), &|field| names.name(field))
         .map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let date_ms = match &req.date {
-        Some(d) => memdex_ingest::parse_date(d)
-            .map_err(|e| MemoryError::Invalid(format!("date {:?}: {e}", clip(d, 64))))?,
-        // a live memory: relative time references ("last weekend") are relative to now
-        None => now_ms,
+        Some(d) => Some(
+            memdex_ingest::parse_date(d)
+                .map_err(|e| MemoryError::Invalid(format!("date {:?}: {e}", clip(d, 64))))?,
+        ),
+        None => default_date,
     };
     Ok(SearchPlan {
         opts,
@@ -122,42 +144,30 @@ mod tests {
     fn a_plan_checks_every_field_once() {
         let lim = Limits::default();
         let now = 1_700_000_000_000;
-        let ok = plan_search(&SearchRequest::new("where do I live?", 5), &lim, now).unwrap();
-        assert_eq!(ok.date_ms, now);
+        let plan = |r: &SearchRequest| plan_search(r, &lim, Some(now), StageNames::Body);
+        let ok = plan(&SearchRequest::new("where do I live?", 5)).unwrap();
+        assert_eq!(ok.date_ms, Some(now));
         assert_eq!(ok.searched, "where do I live?");
         let mut r = SearchRequest::new("q", 0);
-        assert!(plan_search(&r, &lim, now)
-            .unwrap_err()
-            .to_string()
-            .contains("k must be"));
+        assert!(plan(&r).unwrap_err().to_string().contains("k must be"));
         r.k = 3;
         r.query = "  ".into();
-        assert!(matches!(
-            plan_search(&r, &lim, now),
-            Err(MemoryError::Invalid(_))
-        ));
+        assert!(matches!(plan(&r), Err(MemoryError::Invalid(_))));
         r.query = "x".repeat(lim.max_text_bytes + 1);
-        assert!(matches!(
-            plan_search(&r, &lim, now),
-            Err(MemoryError::TooLarge(_))
-        ));
+        assert!(matches!(plan(&r), Err(MemoryError::TooLarge(_))));
         r.query = "q".into();
         r.date = Some("yesterday-ish".into());
-        assert!(plan_search(&r, &lim, now)
-            .unwrap_err()
-            .to_string()
-            .contains("date"));
+        assert!(plan(&r).unwrap_err().to_string().contains("date"));
         r.date = None;
         r.explain = true;
         r.context = true;
-        assert!(plan_search(&r, &lim, now)
-            .unwrap_err()
-            .to_string()
-            .contains("explain"));
+        assert!(plan(&r).unwrap_err().to_string().contains("explain"));
         r.context = false;
         r.stages.time_boost = Some(0.5);
-        let e = plan_search(&r, &lim, now).unwrap_err().to_string();
+        let e = plan(&r).unwrap_err().to_string();
         assert!(e.contains("stages.time_boost"), "{e}");
+        let e = plan_search(&r, &lim, None, StageNames::Flags).unwrap_err();
+        assert!(e.to_string().contains("--time-boost"), "{e}");
     }
 
     #[test]

@@ -74,6 +74,7 @@ impl Limits {
             max_text_bytes: self.max_text_bytes,
             max_k: self.max_k,
             max_embed_inputs: self.max_embed_inputs,
+            max_recent_turns: memdex_memory::MAX_RECENT_TURNS,
         }
     }
 }

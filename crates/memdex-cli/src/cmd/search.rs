@@ -1,38 +1,37 @@
 use anyhow::Result;
-use memdex_engine::Searcher;
-use memdex_rank::{
-    contextual_query, fit_to_store, format_ms, reading_context, Explain, RankOptions, TopK,
-};
+use memdex_memory::{Explain, Reader, SearchRequest, StageNames};
+use memdex_rank::format_ms;
 use memdex_store::Store;
 
 use crate::cli::SearchArgs;
 use crate::output::print_json;
 
+/// `memdex search`: one request through the door's read-only half ([`Reader`]), checked as
+/// every front end's is.
 pub fn run(a: SearchArgs) -> Result<()> {
     let store = Store::open(&a.store)?;
     let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let searcher = Searcher::new(store, Box::new(embedder))?;
-    let mut opts = super::rank_options(&a.rank, RankOptions::default())?;
-    fit_to_store(&mut opts, a.rank.time.is_some(), searcher.store());
-    let date_ms = match &a.date {
-        Some(d) => {
-            Some(memdex_ingest::parse_date(d).map_err(|e| anyhow::anyhow!("--date {d:?}: {e}"))?)
-        }
-        None => None,
-    };
-    let query = contextual_query(&a.query, &a.recent);
-    if query != a.query {
-        tracing::info!("ambiguous query; searching with recent turns: {query:?}");
-    }
-    let top = TopK {
+    let reader = Reader::new(store, Box::new(embedder), StageNames::Flags)?;
+    let req = SearchRequest {
+        query: a.query,
         k: a.k,
+        date: a.date,
+        recent_turns: a.recent,
+        stages: a.rank,
         explain: a.explain,
+        context: a.context,
     };
-    let hits = searcher.search_with(&a.tenant, &query, date_ms, &opts, top)?;
-    if a.context {
-        let now = date_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
-        return print_json(&reading_context(&a.query, now, &hits));
+    let answer = reader.search(&a.tenant, &req)?;
+    if answer.searched != answer.query {
+        tracing::info!(
+            "ambiguous query; searching with recent turns: {:?}",
+            answer.searched
+        );
     }
+    if a.context {
+        return print_json(&answer.context());
+    }
+    let hits = answer.hits;
     if a.json {
         return print_json(&hits);
     }
