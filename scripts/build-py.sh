@@ -15,8 +15,11 @@ py="$venv/bin/python"
 # shellcheck disable=SC2086
 "$py" -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" numpy pyarrow ${MEMDEX_PY_EXTRAS:-}
 rm -rf dist/py
-# same target directory and release profile as `cargo build --release`: only pyo3 and this
-# crate compile on top of a built workspace
+# same target directory and release profile as the workspace test build: on top of
+# `cargo test --release --workspace --features memdex-cli/full` (what scripts/test.sh builds
+# first) only pyo3 and memdex's own crates compile, because memdex-py pins its dependencies'
+# features to that build's (scripts/py-features.sh checks); on a fresh target directory
+# every dependency compiles (~10 min on 2 cores)
 "$venv/bin/maturin" build --release --quiet --manifest-path crates/memdex-py/Cargo.toml \
   --interpreter "$py" --out dist/py
 "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/py/memdex-*.whl

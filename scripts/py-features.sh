@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that crates/memdex-py's dependency features equal the workspace build's (see the
-# "Feature alignment" note in its Cargo.toml): prints each crate whose features differ and
+# "Feature alignment" note in its Cargo.toml) as scripts/test.sh builds the workspace: prints each crate whose features differ and
 # exits non-zero then. Run after changing dependencies; a difference only costs build time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,7 +17,8 @@ def load(args):
             d[(m[1], m[2])] |= {x for x in m[3].replace(" (*)", "").split(",") if x and x != "(*)"}
     return d
 
-py, ws = load(["-p", "memdex-py"]), load(["--workspace"])
+# the workspace as scripts/test.sh builds it (every optional part but CUDA)
+py, ws = load(["-p", "memdex-py"]), load(["--workspace", "--features", "memdex-cli/full"])
 diff = [(k, py[k] - ws[k], ws[k] - py[k]) for k in sorted(py)
         if not k[0].startswith("memdex-") and py[k] != ws.get(k, set())]
 for (name, version), only_py, only_ws in diff:

@@ -26,7 +26,8 @@ export PYTHON="$venv/bin/python"
 export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1 MEMDEX_REQUIRE_SMOLLM2=1
 # the real full-disk test mounts a 1 MiB tmpfs (CI runs as root)
 export MEMDEX_REQUIRE_TMPFS=1
-cargo test --release --workspace "$@"
+# every optional part of the binary (MCP, the extractor model, candle's encoders; not CUDA)
+cargo test --release --workspace --features memdex-cli/full "$@"
 
 # the report scripts' self-tests (the device run's readers run on the GPU box, where nothing
 # else tests them; eval_crosscheck checks memdex's metric definitions)

@@ -1,13 +1,17 @@
-use candle_core::{DType, Device, Tensor};
+#[cfg(feature = "candle")]
+use candle_core::Tensor;
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config as BertConfig;
-use memdex_core::{clip, clip_message, ModelInfo, Pooling, TextKind};
+use memdex_core::{clip_message, ModelInfo, Pooling, TextKind};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::config::{read_bert_config, BertConfig};
 use crate::fast_bert::{FastBert, Layout};
 use crate::files::{ModelFiles, WeightFiles};
 use crate::isa::{Isa, LargeBatchGemm};
+#[cfg(feature = "candle")]
 use crate::masked_bert::MaskedBert;
+#[cfg(feature = "candle")]
 use crate::quant_bert::QuantBert;
 use crate::split::{self, CpuSplit};
 use crate::{device_name, plan_batches, BatchPlan, EmbedError};
@@ -70,8 +74,12 @@ pub enum WeightFormat {
 }
 
 enum Backend {
+    /// candle-transformers' BERT encoder (every device; feature `candle`).
+    #[cfg(feature = "candle")]
     Candle(MaskedBert),
     Fast(FastBert),
+    /// GGUF blocks through candle's quantized matmul (feature `candle`).
+    #[cfg(feature = "candle")]
     Quantized(QuantBert),
 }
 
@@ -138,6 +146,8 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     device: Device,
     dtype: DType,
+    /// The padding token of the candle paths' padded batches.
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
     pad_id: u32,
     info: ModelInfo,
     files: ModelFiles,
@@ -283,7 +293,9 @@ impl Embedder {
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Fast(_) => "fast-cpu",
+            #[cfg(feature = "candle")]
             Backend::Candle(_) => "candle",
+            #[cfg(feature = "candle")]
             Backend::Quantized(_) => "candle-gguf",
         }
     }
@@ -317,8 +329,11 @@ impl Embedder {
                 LargeBatchGemm::I16 => format!("{}, i16 large batches", f.isa().name()),
                 LargeBatchGemm::F32 => f.isa().name().to_string(),
             },
+            #[cfg(feature = "candle")]
             Backend::Candle(_) if self.device().is_cpu() => "candle (gemm crate dispatch)".into(),
+            #[cfg(feature = "candle")]
             Backend::Candle(_) => format!("candle ({})", crate::device_name(self.device())),
+            #[cfg(feature = "candle")]
             Backend::Quantized(_) => "candle (quantized vec-dot kernels)".to_string(),
         }
     }
@@ -327,6 +342,7 @@ impl Embedder {
     pub fn cpu_isa(&self) -> Option<Isa> {
         match &self.backend {
             Backend::Fast(f) => Some(f.isa()),
+            #[cfg(feature = "candle")]
             Backend::Candle(_) | Backend::Quantized(_) => None,
         }
     }
@@ -428,14 +444,22 @@ impl Embedder {
         ids: &[Vec<u32>],
         small: bool,
     ) -> Result<Vec<f32>, EmbedError> {
-        let (indices, padded_len) = (&plan.indices, plan.padded_len);
+        let indices = &plan.indices;
         let mut pooled = match &self.backend {
-            Backend::Candle(model) => {
-                self.forward_padded(|i, t, m| model.forward(i, t, m), indices, ids, padded_len)?
-            }
-            Backend::Quantized(model) => {
-                self.forward_padded(|i, t, m| model.forward(i, t, m), indices, ids, padded_len)?
-            }
+            #[cfg(feature = "candle")]
+            Backend::Candle(model) => self.forward_padded(
+                |i, t, m| model.forward(i, t, m),
+                indices,
+                ids,
+                plan.padded_len,
+            )?,
+            #[cfg(feature = "candle")]
+            Backend::Quantized(model) => self.forward_padded(
+                |i, t, m| model.forward(i, t, m),
+                indices,
+                ids,
+                plan.padded_len,
+            )?,
             Backend::Fast(model) => {
                 let seqs: Vec<&[u32]> = indices.iter().map(|&i| ids[i].as_slice()).collect();
                 // on a pool thread, the pass's parallel steps split without a cross-thread
@@ -458,6 +482,7 @@ impl Embedder {
 
     /// The candle paths (reference BERT, quantized BERT): `model` maps `(ids, type ids,
     /// mask)` of a padded batch to hidden states `(b, L, H)`; pooling with masks.
+    #[cfg(feature = "candle")]
     fn forward_padded(
         &self,
         model: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
@@ -526,8 +551,16 @@ fn load_backend(
             });
         }
         if !fast {
-            let model = QuantBert::load(p, config, device).map_err(weights_err)?;
-            return Ok((Backend::Quantized(model), DType::F32));
+            #[cfg(feature = "candle")]
+            {
+                let model = QuantBert::load(p, config, device).map_err(weights_err)?;
+                return Ok((Backend::Quantized(model), DType::F32));
+            }
+            #[cfg(not(feature = "candle"))]
+            return Err(needs_candle(
+                files,
+                "GGUF blocks through candle's quantized matmul",
+            ));
         }
     }
     let precision = opts.precision.unwrap_or(if is_cuda {
@@ -542,7 +575,7 @@ fn load_backend(
         }
         WeightFiles::Pth(p) => VarBuilder::from_pth(p, dtype, device).map_err(weights_err)?,
         WeightFiles::Gguf(p) => {
-            crate::quant_bert::dequantized_var_builder(p, device).map_err(weights_err)?
+            crate::gguf::dequantized_var_builder(p, device).map_err(weights_err)?
         }
     };
     if fast && dtype == DType::F32 {
@@ -557,8 +590,36 @@ fn load_backend(
         let model = FastBert::load(vb, config, lay).map_err(weights_err)?;
         return Ok((Backend::Fast(model), dtype));
     }
-    let model = MaskedBert::load(vb, config).map_err(weights_err)?;
-    Ok((Backend::Candle(model), dtype))
+    #[cfg(feature = "candle")]
+    {
+        let candle_config = crate::config::candle_config(&files.config)?;
+        let model = MaskedBert::load(vb, &candle_config).map_err(weights_err)?;
+        Ok((Backend::Candle(model), dtype))
+    }
+    #[cfg(not(feature = "candle"))]
+    {
+        let _ = vb;
+        Err(needs_candle(
+            files,
+            &format!(
+                "candle's BERT encoder ({precision:?} on {})",
+                device_name(device)
+            ),
+        ))
+    }
+}
+
+/// What a build without the `candle` feature answers where only candle's encoders run.
+#[cfg(not(feature = "candle"))]
+fn needs_candle(files: &ModelFiles, what: &str) -> EmbedError {
+    EmbedError::Config {
+        path: files.config.clone(),
+        message: format!(
+            "these settings need {what}: this memdex was built without it; rebuild with \
+             `cargo build --release -p memdex-cli --features candle`, or embed with the fast \
+             CPU encoder (`--cpu-backend fast`, f32)"
+        ),
+    }
 }
 
 /// Pools packed hidden states (`Σ len × dim`, sequences back to back) into one row each.
@@ -592,44 +653,4 @@ fn pool_packed(hidden: &[f32], seqs: &[&[u32]], dim: usize, pooling: Pooling) ->
         start += seq.len();
     }
     out
-}
-
-/// Reads config.json into candle's BERT config, mapping activation names it does not know.
-fn read_bert_config(path: &std::path::Path) -> Result<BertConfig, EmbedError> {
-    let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut v: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| EmbedError::Config {
-            path: path.to_path_buf(),
-            message: format!("invalid JSON: {}", clip_message(&e.to_string())),
-        })?;
-    if let Some(act) = v.get_mut("hidden_act") {
-        let mapped = match act.as_str() {
-            Some("gelu_new" | "gelu_pytorch_tanh" | "gelu_fast") => Some("geluapproximate"),
-            _ => None,
-        };
-        if let Some(m) = mapped {
-            *act = serde_json::Value::String(m.into());
-        }
-    }
-    let model_type = v
-        .get("model_type")
-        .and_then(|m| m.as_str())
-        .unwrap_or("bert");
-    // RoBERTa-style models offset their position ids; candle's BERT would embed them wrongly.
-    if model_type != "bert" {
-        return Err(EmbedError::Config {
-            path: path.to_path_buf(),
-            message: format!(
-                "model_type {:?} is not a BERT-family encoder",
-                clip(model_type, 64)
-            ),
-        });
-    }
-    serde_json::from_value(v).map_err(|e| EmbedError::Config {
-        path: path.to_path_buf(),
-        message: format!("not a BERT config: {}", clip_message(&e.to_string())),
-    })
 }

@@ -10,9 +10,9 @@
 
 use std::sync::Mutex;
 
+use crate::config::{BertConfig, HiddenAct};
 use candle_core::DType;
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 use rayon::prelude::*;
 

@@ -15,20 +15,24 @@
 
 mod attention;
 mod batch;
+mod config;
 mod device;
 mod embedder;
 mod encoder;
 mod error;
 mod fast_bert;
 mod files;
+mod gguf;
 mod isa;
 mod linear;
+#[cfg(feature = "candle")]
 mod masked_bert;
 mod math;
 mod matmul;
 mod mmap;
 mod profile;
 mod qmatmul;
+#[cfg(feature = "candle")]
 mod quant_bert;
 mod scorer;
 mod skinny;

@@ -11,14 +11,13 @@
 //! dot products, so vectors differ from the dequantised-f32 model by that rounding too
 //! (docs/evaluation.md has the parity figures).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::quantized::{gguf_file, QTensor};
+use crate::config::{BertConfig as Config, HiddenAct};
+use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm};
-use candle_transformers::models::bert::{Config, HiddenAct};
 use candle_transformers::quantized_nn::{layer_norm, linear, Linear};
 use candle_transformers::quantized_var_builder::VarBuilder;
 
@@ -138,21 +137,4 @@ impl Layer {
         };
         self.out_norm.forward(&(self.out.forward(&i)? + a)?)
     }
-}
-
-/// Every tensor of a GGUF file dequantised to f32, as a `VarBuilder` for the dense encoders
-/// (`--weights gguf` with the fast CPU encoder: the small file, the fused kernels' speed, and
-/// the same vectors as the dequantised `model.safetensors`).
-pub(crate) fn dequantized_var_builder(
-    path: &Path,
-    device: &Device,
-) -> Result<candle_nn::VarBuilder<'static>> {
-    let mut f = std::fs::File::open(path)?;
-    let content = gguf_file::Content::read(&mut f)?;
-    let mut map = HashMap::with_capacity(content.tensor_infos.len());
-    for name in content.tensor_infos.keys() {
-        let t = content.tensor(&mut f, name, &Device::Cpu)?;
-        map.insert(name.clone(), t.dequantize(&Device::Cpu)?);
-    }
-    Ok(candle_nn::VarBuilder::from_tensors(map, DType::F32, device))
 }

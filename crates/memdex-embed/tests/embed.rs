@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use memdex_core::{Pooling, TextKind};
-use memdex_embed::{
-    CpuBackend, CpuSplit, EmbedError, EmbedOptions, Embedder, Isa, LargeBatchGemm, ModelFiles,
-};
+use memdex_embed::{CpuSplit, EmbedError, EmbedOptions, Embedder, Isa, ModelFiles};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -303,8 +301,11 @@ fn model_cases() -> Vec<(PathBuf, PathBuf)> {
 
 /// The fast CPU encoder against candle's BertModel (the reference), text by text, on the tiny
 /// model and, when present, the real one.
+/// Needs candle's encoder: CI builds the `candle` feature (`scripts/test.sh`).
+#[cfg(feature = "candle")]
 #[test]
 fn fast_cpu_matches_candle_reference() {
+    use memdex_embed::{CpuBackend, LargeBatchGemm};
     for (dir, texts) in model_cases() {
         let golden = read_golden(&texts);
         let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
@@ -529,6 +530,8 @@ fn minilm_parity_with_sentence_transformers() {
 /// into NaN in f16/bf16 (its mask overflows), memdex's `masked_bert` must not. Measured on the
 /// CPU here; the same code runs on CUDA. f16 holds the GPU goal (≥ 0.999); bf16's 8-bit
 /// mantissa does not (≈ 0.998 on these texts), which is why CUDA defaults to f16.
+/// Needs candle's encoder: CI builds the `candle` feature (`scripts/test.sh`).
+#[cfg(feature = "candle")]
 #[test]
 fn half_precision_keeps_parity() {
     use memdex_embed::Precision;

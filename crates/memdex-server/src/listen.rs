@@ -1,4 +1,4 @@
-//! The accept loop: hyper connections with a header-read timeout and a cap on open
+//! The accept loop: HTTP/1.1 hyper connections with a header-read timeout and a cap on open
 //! connections, so a peer that sends headers slowly (or never) cannot pin the server; graceful
 //! shutdown waits for the connections' requests in flight.
 
@@ -9,8 +9,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1::Builder;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -59,14 +59,11 @@ pub(crate) async fn accept_loop(
         let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             app.clone().oneshot(req.map(Body::new))
         });
-        let mut builder = Builder::new(TokioExecutor::new());
+        let mut builder = Builder::new();
         builder
-            .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout);
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-            .into_owned();
+        let conn = builder.serve_connection(TokioIo::new(stream), svc);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {

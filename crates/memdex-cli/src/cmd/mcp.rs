@@ -1,13 +1,27 @@
 //! `memdex mcp`: the store as Model Context Protocol tools on stdio (crate `memdex-mcp`).
 
+#[cfg(feature = "mcp")]
 use std::sync::Arc;
+#[cfg(feature = "mcp")]
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+#[cfg(feature = "mcp")]
+use anyhow::Context;
+use anyhow::Result;
+#[cfg(feature = "mcp")]
 use memdex_memory::{EngineOptions, Memory};
 
 use crate::cli_serve::McpArgs;
 
+#[cfg(not(feature = "mcp"))]
+pub fn run(_: McpArgs) -> Result<()> {
+    anyhow::bail!(
+        "`memdex mcp` needs memdex built with the MCP server: \
+         cargo build --release -p memdex-cli --features mcp"
+    )
+}
+
+#[cfg(feature = "mcp")]
 pub fn run(a: McpArgs) -> Result<()> {
     if let Some(t) = &a.tenant {
         memdex_core::check_tenant_name(t).with_context(|| format!("--tenant {t:?}"))?;

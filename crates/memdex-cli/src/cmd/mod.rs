@@ -1,6 +1,7 @@
 //! One module per subcommand; shared model loading here.
 
 mod bench;
+#[cfg(feature = "model-extractor")]
 mod bench_extract;
 mod bench_load;
 mod bench_lsh;
@@ -8,6 +9,7 @@ mod bench_rank;
 mod bench_search;
 mod embed;
 mod eval;
+mod fact_model;
 mod index;
 mod info;
 pub mod mcp;
@@ -23,17 +25,11 @@ use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 use memdex_kernels::Kernels;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use crate::cli::{
-    BenchCommand, Cli, Command, ExtractArgs, ExtractorChoice, ExtractorDevice, ExtractorSpec,
-    ModelArgs, StructureArgs,
-};
+use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
 use memdex_engine::ExtractOptions;
-use memdex_extract::FactExtractor;
-use memdex_extract_model::{ModelDevice, ModelFacts, ModelOptions};
 use memdex_rank::{RankOptions, Stages};
-use memdex_store::{Extraction, Manifest};
+use memdex_store::Manifest;
 
 /// Where and how a store is (or will be) built, for [`extract_options`].
 pub struct StoreAt<'a> {
@@ -46,6 +42,10 @@ pub struct StoreAt<'a> {
 /// The extraction for a store: `--key-context` as given, else the store's own (an existing
 /// store keeps its keys), else the new store's default; 0 unless the store holds turns
 /// (asking for more there is an error).
+#[cfg(feature = "model-extractor")]
+pub use fact_model::load_extractor;
+pub use fact_model::{as_fact_extractor, extraction, fact_model, report_fact_model};
+
 pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> Result<ExtractOptions> {
     if let Some(n) = a
         .key_context
@@ -70,64 +70,6 @@ pub fn extract_options(a: &ExtractArgs, facts: bool, at: &StoreAt<'_>) -> Result
         key_context: key_context.unwrap_or(at.key_context),
     }
     .for_granularity(at.granularity))
-}
-
-/// The fact extractor model `--extractor model:PATH` names, loaded (None: the rules).
-pub fn fact_model(a: &ExtractArgs, facts: bool) -> Result<Option<Arc<ModelFacts>>> {
-    if !facts && a.choice.extractor != ExtractorSpec::Rules {
-        anyhow::bail!("--extractor model:… extracts facts: it needs --facts true");
-    }
-    load_extractor(&a.choice)
-}
-
-/// The model `c` names, loaded on its device (None: the rules).
-pub fn load_extractor(c: &ExtractorChoice) -> Result<Option<Arc<ModelFacts>>> {
-    let ExtractorSpec::Model(path) = &c.extractor else {
-        return Ok(None);
-    };
-    let device = match c.extractor_device {
-        ExtractorDevice::Cpu => ModelDevice::Cpu,
-        ExtractorDevice::Cuda => ModelDevice::Cuda,
-    };
-    let opts = ModelOptions {
-        device,
-        ..ModelOptions::default()
-    };
-    let m = ModelFacts::load(path, opts)
-        .with_context(|| format!("loading the extractor model {}", path.display()))?;
-    Ok(Some(Arc::new(m)))
-}
-
-/// The store's extraction record for `o`, with `model` as the fact extractor when given.
-pub fn extraction(o: &ExtractOptions, model: Option<&Arc<ModelFacts>>) -> Extraction {
-    match model {
-        Some(m) => o.extraction_with(m.as_ref()),
-        None => o.extraction(),
-    }
-}
-
-/// `model` as the engine takes it.
-pub fn as_fact_extractor(model: &Option<Arc<ModelFacts>>) -> Option<Arc<dyn FactExtractor>> {
-    model.clone().map(|m| m as Arc<dyn FactExtractor>)
-}
-
-/// One line on what the extractor model did (stderr), when there is one.
-pub fn report_fact_model(model: &Option<Arc<ModelFacts>>) {
-    let Some(m) = model else { return };
-    let s = m.stats();
-    eprintln!(
-        "extractor {}: {} items, {} with model facts, {} fell back to the rules ({} failed); \
-         {} tokens generated in {:.1}s ({:.2} items/s, {:.1} tokens/s)",
-        m.name(),
-        s.items,
-        s.model_items,
-        s.fallback_items,
-        s.errors,
-        s.generated_tokens,
-        s.seconds,
-        s.items as f64 / s.seconds.max(1e-9),
-        s.generated_tokens as f64 / s.seconds.max(1e-9)
-    );
 }
 
 /// The structures `a` asks for (None each when not asked).
@@ -166,7 +108,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Lsh(a)) => bench_lsh::run(a),
         Command::Bench(BenchCommand::Search(a)) => bench_search::run(*a),
         Command::Bench(BenchCommand::Rank(a)) => bench_rank::run(*a),
+        #[cfg(feature = "model-extractor")]
         Command::Bench(BenchCommand::Extract(a)) => bench_extract::run(a),
+        #[cfg(not(feature = "model-extractor"))]
+        Command::Bench(BenchCommand::Extract(_)) => Err(fact_model::not_built()),
         Command::Bench(BenchCommand::Load(a)) => bench_load::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
