@@ -22,7 +22,8 @@ sizes="${SIZES:-250 500 1000 2000}"
 threads="${THREADS:-2}"
 mkdir -p "$out"
 scripts/fetch-model.sh "$model" >/dev/null
-[ -x "$memdex" ] || cargo build --release -p memdex-cli
+# the candle backend rows need the `candle` feature (a no-op when already built so)
+[ -n "${MEMDEX:-}" ] || cargo build --release -p memdex-cli --features candle
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

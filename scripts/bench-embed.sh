@@ -45,7 +45,8 @@ if [ -z "$texts" ]; then
   fi
 fi
 scripts/fetch-model.sh "$model" >/dev/null
-[ -x "$memdex" ] || cargo build --release -p memdex-cli
+# the candle backend rows need the `candle` feature (a no-op when already built so)
+[ -n "${MEMDEX:-}" ] || cargo build --release -p memdex-cli --features candle
 
 echo "== memdex (fast CPU encoder)" >&2
 RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --input "$texts" \

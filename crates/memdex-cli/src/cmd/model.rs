@@ -144,6 +144,13 @@ fn verify(a: VerifyArgs) -> Result<()> {
         runs.push((CpuBackend::Fast, WeightFormat::Gguf, "fast-cpu-gguf"));
         runs.push((CpuBackend::Candle, WeightFormat::Gguf, "candle-gguf"));
     }
+    if !cfg!(feature = "candle") {
+        eprintln!(
+            "note: checking the fast encoder only; candle's encoders need a build with \
+             `--features candle`"
+        );
+        runs.retain(|r| r.0 != CpuBackend::Candle);
+    }
     for (cpu_backend, weights, name) in runs {
         let opts = EmbedOptions {
             cpu_backend,
