@@ -3,7 +3,7 @@
 // (0 environment for an item alone in its group). Along the timeline both sums are exponential
 // scans, forward F_i = d_i (F_{i-1} + s_{i-1}) and backward B_i = d_{i+1} (B_{i+1} + s_{i+1})
 // with d_i = w^(p_i - p_{i-1}) inside a group and 0 across a group boundary (the same with s = 1
-// for the denominators): see memdex_index::fragrel. Each thread owns a contiguous chunk, composes
+// for the denominators): see memdex_score::fragrel. Each thread owns a contiguous chunk, composes
 // its chunk's affine map (x -> a x + b), thread 0 scans the chunk maps, each thread re-walks its
 // chunk with the right carry.
 //

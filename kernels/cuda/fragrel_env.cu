@@ -3,7 +3,7 @@
 // (0 for an item alone in its group), s = cosine of the query with row i. Along the timeline both
 // sums are exponential scans, forward F_i = d_i (F_{i-1} + s_{i-1}) and backward
 // B_i = d_{i+1} (B_{i+1} + s_{i+1}) with d_i = w^(pos_i - pos_{i-1}) inside a group and 0 across
-// a group boundary (and the same with s = 1 for the denominators): see memdex_index::fragrel.
+// a group boundary (and the same with s = 1 for the denominators): see memdex_score::fragrel.
 //
 // One block per query (grid = nq, 256 threads). The query's rows [start, end) must be its
 // tenant's timeline in order (positions ascending within each contiguous group).

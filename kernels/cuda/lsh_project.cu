@@ -1,6 +1,6 @@
 // TiM LSH bucket ids for a batch of vectors, all tables at once: F_t(x) = argmax([x R_t ; -x R_t]).
 //
-// x: n × dim f32 (row-major); proj: tables × half × dim f32 (memdex_index::lsh layout: one
+// x: n × dim f32 (row-major); proj: tables × half × dim f32 (memdex_score::lsh layout: one
 // projection vector per half-bucket); out: n × tables u32. One block per vector (grid = n):
 // the vector sits in shared memory, each warp computes dot products for columns warp, warp+8, ...
 // (the GEMM row), then one thread per table takes the arg-max over [v ; -v], first maximum wins

@@ -1,6 +1,6 @@
 //! The kernels' checks: every kernel against an independent brute force written here (f64
-//! cosines of every candidate, fully sorted; FragRel through memdex-index's O(N²) definition;
-//! LSH through memdex-index's hashing), and on a device other than the CPU also against the
+//! cosines of every candidate, fully sorted; FragRel through memdex-score's O(N²) definition;
+//! LSH through memdex-score's hashing), and on a device other than the CPU also against the
 //! CPU kernels ([`crate::cpu`]), exactly where scores are exact. Selection is compared on
 //! inputs whose scores are exact (small integers, with ties), score arithmetic within
 //! tolerance on random vectors, LSH by agreement and recall.
@@ -20,8 +20,8 @@ mod rank;
 pub use parts::rank_parts_match_one_matrix;
 pub use rank::{brute_rank_topk, rank_invalid_inputs_are_errors, rank_matches_reference};
 
-use memdex_index::fragrel::{relation_scores_reference, FragRel};
-use memdex_index::lsh::{Lsh, LshParams};
+use memdex_score::fragrel::{relation_scores_reference, FragRel};
+use memdex_score::lsh::{Lsh, LshParams};
 
 use crate::cpu::{better, Cpu};
 use crate::{
@@ -495,7 +495,7 @@ pub fn lsh_buckets_agree_and_keep_recall(k: &dyn Kernels) {
             .lsh_project(&x, dim, lsh.projection(), tables, buckets)
             .unwrap();
         assert_eq!(got.len(), rows * tables);
-        // against memdex-index's hashing (a different summation order: near-ties may flip)
+        // against memdex-score's hashing (a different summation order: near-ties may flip)
         let same = (0..rows * tables)
             .filter(|&i| got[i] == lsh.bucket(&x[i / tables * dim..][..dim], i % tables))
             .count();
@@ -542,7 +542,7 @@ pub fn lsh_buckets_agree_and_keep_recall(k: &dyn Kernels) {
                 .sum();
             found as f64 / (nq * 10) as f64
         };
-        // the recall with memdex-index's bucket ids, not the CPU kernel's
+        // the recall with memdex-score's bucket ids, not the CPU kernel's
         let reference: Vec<u32> = (0..rows * tables)
             .map(|i| lsh.bucket(&x[i / tables * dim..][..dim], i % tables))
             .collect();

@@ -4,10 +4,10 @@
 //!   GPU sums in a different order, so scores agree within tolerance, and bit for bit when every
 //!   partial sum is exact, as in the tests' small-integer inputs);
 //! - selection: score descending, then row ascending, NaN as −∞, empty slots (−∞, `NO_ROW`);
-//! - LSH: `argmax([xR ; −xR])`, first maximum wins ([`memdex_index::lsh`]);
-//! - FragRel: [`memdex_index::fragrel::relation_scores`] (f64) over the range's cosines.
+//! - LSH: `argmax([xR ; −xR])`, first maximum wins ([`memdex_score::lsh`]);
+//! - FragRel: [`memdex_score::fragrel::relation_scores`] (f64) over the range's cosines.
 
-use memdex_index::fragrel::{relation_scores, FragRel};
+use memdex_score::fragrel::{relation_scores, FragRel};
 
 use crate::rank::{rank_scores_reference, rank_topk_reference};
 pub use crate::scoring::{better, cosine, select};

@@ -51,7 +51,7 @@ pub trait Kernels {
 
     /// TiM bucket ids of `x` (`n × dim`, row-major) in every table: `n × tables` ids,
     /// `argmax([x R_t ; −x R_t])` with the first maximum winning. `proj` is
-    /// `tables × (buckets/2) × dim` ([`memdex_index::lsh::Lsh::projection`]).
+    /// `tables × (buckets/2) × dim` ([`memdex_score::lsh::Lsh::projection`]).
     fn lsh_project(
         &self,
         x: &[f32],

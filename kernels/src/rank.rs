@@ -14,8 +14,8 @@
 //!    in score order), `Boost(b)` rescales `(e − min(min e, 0)) · (1 + b)` for flagged rows;
 //! 6. top-k: score descending, then row ascending (flagged rows first under `Front`).
 
-use memdex_index::fragrel::{relation_scores, FragRel};
-use memdex_index::fusion::hybrid;
+use memdex_score::fragrel::{relation_scores, FragRel};
+use memdex_score::fusion::hybrid;
 
 use crate::scoring::{cosine, select};
 use crate::types::{check_fragrel, check_queries, check_scan, check_timeline};
@@ -238,7 +238,7 @@ fn score_query(
     }
 }
 
-/// The CPU reference of `rank_topk` (see the module docs): f64 stages from `memdex-index`
+/// The CPU reference of `rank_topk` (see the module docs): f64 stages from `memdex-score`
 /// over each query's live rows.
 pub fn rank_topk_reference(
     m: &Matrix<'_>,

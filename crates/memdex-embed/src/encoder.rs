@@ -3,7 +3,7 @@
 //! double, so code above this crate never needs candle types or a model on disk.
 
 use memdex_core::{DeviceChoice, ModelInfo, TextKind};
-use memdex_index::DenseScorer;
+use memdex_score::DenseScorer;
 
 use crate::{device_name, select_device, EmbedError, EmbedOptions, Embedder, Embeddings};
 

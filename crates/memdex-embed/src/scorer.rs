@@ -6,13 +6,13 @@
 //!
 //! It runs on the thread that owns the encoder. With the CUDA build the products run on
 //! cuBLAS; on the CPU the same code runs through candle's CPU backend (what the tests check),
-//! though [`memdex_index::CpuScorer`] is the faster choice there.
+//! though [`memdex_score::CpuScorer`] is the faster choice there.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor};
-use memdex_index::{check_request, Block, DenseScorer, Run, ScoreError};
+use memdex_score::{check_request, Block, DenseScorer, Run, ScoreError};
 
 use crate::device_name;
 
@@ -162,7 +162,7 @@ impl DenseScorer for CandleScorer {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use memdex_index::CpuScorer;
+    use memdex_score::CpuScorer;
 
     use super::*;
 

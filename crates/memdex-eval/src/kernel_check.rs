@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use memdex_core::TextKind;
 use memdex_embed::Embeddings;
-use memdex_engine::{BatchQuery, EngineError, FusedRanking, Searcher};
 use memdex_kernels::Kernels;
+use memdex_pipeline::{BatchQuery, EngineError, FusedRanking, Searcher};
 use memdex_rank::{Query, RankError, RankOptions, SearchHit};
 use serde::Serialize;
 

@@ -29,7 +29,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum EvalError {
     #[error(transparent)]
-    Engine(#[from] memdex_engine::EngineError),
+    Engine(#[from] memdex_pipeline::EngineError),
     #[error(transparent)]
     Ingest(#[from] memdex_ingest::IngestError),
     #[error(transparent)]

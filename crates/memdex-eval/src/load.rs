@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Session};
 use memdex_embed::Encoder;
-use memdex_engine::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
 use memdex_extract::FactExtractor;
 use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionSource};
+use memdex_pipeline::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
 use memdex_store::{Store, StoreWriter};
 use serde::Serialize;
 

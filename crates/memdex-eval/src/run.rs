@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use memdex_core::{Granularity, TextKind};
-use memdex_engine::{EngineError, Searcher};
+use memdex_pipeline::{EngineError, Searcher};
 use memdex_rank::{Query, RankError, RankOptions, Retriever};
 use serde::Serialize;
 
@@ -68,7 +68,7 @@ pub struct RunInfo {
     /// What the store extracted at index time (events, facts, neighbours): with `rank`, the
     /// whole pipeline.
     pub extraction: memdex_store::Extraction,
-    pub index: memdex_engine::IndexReport,
+    pub index: memdex_pipeline::IndexReport,
     pub warnings: usize,
     pub rank_seconds: f64,
 }

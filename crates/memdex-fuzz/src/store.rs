@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use memdex_core::Granularity;
-use memdex_engine::derive_item;
 use memdex_extract::HeuristicFacts;
+use memdex_pipeline::derive_item;
 use memdex_store::{Layout, Store, StoreSpec, StoreWriter};
 use memdex_testkit::{item, model, vectors};
 

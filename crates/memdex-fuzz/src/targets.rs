@@ -10,15 +10,15 @@ use std::path::Path;
 
 use chrono::{Datelike, NaiveDate};
 use memdex_core::{check_tenant_name, Granularity, Session};
-use memdex_engine::derive_item;
 use memdex_extract::{extract_events, invalid_dates, parse_query, FactExtractor, HeuristicFacts};
-use memdex_index::text::Analyzer;
 use memdex_ingest::{
     itemize, parse_date, parse_locomo, parse_locomo_date, IngestError, ItemizeOptions,
     JsonlOptions, JsonlSessions, LongMemEvalReader, SessionSource as _, MAX_YEAR, MIN_YEAR,
 };
 use memdex_memory::{input::sessions_from_json, plan_search, StageNames};
+use memdex_pipeline::derive_item;
 use memdex_rank::{contextual_query, format_ms, reading_context, RankOptions, Stages};
+use memdex_score::text::Analyzer;
 use memdex_server::{bodies, ApiError, Limits};
 use memdex_structures::tree::aggregate;
 use memdex_structures::{Context, RuleThoughts, ThoughtExtractor, ThoughtInput};
@@ -434,7 +434,7 @@ pub fn extract(data: &[u8]) -> u64 {
     }
     .extract(&text, Some(anchor));
     sig.add(facts.len());
-    sig.add(memdex_index::signals::importance(&text));
+    sig.add(memdex_score::signals::importance(&text));
     sig.done()
 }
 

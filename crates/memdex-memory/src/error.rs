@@ -2,7 +2,7 @@
 //! (the HTTP server maps each class to its status, the Python package to an exception, the MCP
 //! server to a tool error), each carrying memdex's own message.
 
-use memdex_engine::EngineError;
+use memdex_pipeline::EngineError;
 use memdex_rank::RankError;
 use memdex_runtime::RuntimeError;
 use thiserror::Error;

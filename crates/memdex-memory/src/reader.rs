@@ -5,7 +5,7 @@
 
 use memdex_core::check_tenant_name;
 use memdex_embed::Encoder;
-use memdex_engine::Searcher;
+use memdex_pipeline::Searcher;
 use memdex_rank::{fit_to_store, TopK};
 use memdex_store::Store;
 

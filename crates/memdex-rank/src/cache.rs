@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use memdex_index::bm25::{Bm25, Bm25Params, Idf};
-use memdex_index::signals::importance;
+use memdex_score::bm25::{Bm25, Bm25Params, Idf};
+use memdex_score::signals::importance;
 use memdex_store::TenantSlice;
 
 use crate::options::Bm25Flavour;

@@ -6,7 +6,7 @@
 //! is searched as the last two recent turns followed by the query; a specific one is searched
 //! alone, so recent chatter never drowns a clear question.
 
-use memdex_index::text::Analyzer;
+use memdex_score::text::Analyzer;
 
 const PRONOUNS: &[&str] = &[
     "it", "that", "this", "these", "those", "they", "them", "he", "she", "him", "her", "there",

@@ -24,7 +24,7 @@ pub enum RankError {
     #[error("the fused ranking does not run {stage}; rank without it (the CPU pipeline)")]
     NotFused { stage: &'static str },
     #[error(transparent)]
-    Score(#[from] memdex_index::ScoreError),
+    Score(#[from] memdex_score::ScoreError),
     #[error(transparent)]
     Structures(#[from] memdex_structures::StructuresError),
 }

@@ -1,7 +1,7 @@
 //! memdex ranking: the one pipeline that orders a tenant's live items for a query, used by
 //! `memdex search`, `eval`, `bench` and the server alike. Pure computation over a store view:
 //! no candle, no async runtime, no model (dense scores come through the
-//! [`memdex_index::DenseScorer`] seam or precomputed).
+//! [`memdex_score::DenseScorer`] seam or precomputed).
 //!
 //! * [`RankOptions`]: the stages and weights (serialisable, recorded whole in eval reports).
 //! * [`Stages`]: the user's overrides — the CLI flags (feature `clap`), the server's `stages`

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use memdex_index::{Block, Run};
+use memdex_score::{Block, Run};
 use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
@@ -181,7 +181,7 @@ fn run<'s>(
         crate::structure_stages::supersede(f, &mut scores);
         keep(&mut trace, |t| t.superseded = Some(scores.clone()));
     }
-    let mut order = memdex_index::fusion::rank_desc(&scores);
+    let mut order = memdex_score::fusion::rank_desc(&scores);
     keep(&mut trace, |t| t.score_order = order.clone());
     if let Some(stage) = opts.time {
         keep(&mut trace, |t| {

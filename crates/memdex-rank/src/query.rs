@@ -1,6 +1,6 @@
 //! One query as the ranking reads it, and where its dense scores come from.
 
-use memdex_index::DenseScorer;
+use memdex_score::DenseScorer;
 
 /// One query: its text (BM25, the time stage), vector (dense) and date (recency and time
 /// references; default: the newest item's date).

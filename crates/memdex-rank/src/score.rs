@@ -2,10 +2,10 @@
 //! first stage (dense, BM25, fusion), FragRel environments (context and semantic relation),
 //! Mimir's signals (recency, importance).
 
-use memdex_index::fragrel::{relation_scores, FragRel};
-use memdex_index::fusion::{hybrid, rrf};
-use memdex_index::signals::recency_factor;
-use memdex_index::text::Analyzer;
+use memdex_score::fragrel::{relation_scores, FragRel};
+use memdex_score::fusion::{hybrid, rrf};
+use memdex_score::signals::recency_factor;
+use memdex_score::text::Analyzer;
 use memdex_store::TenantSlice;
 
 use crate::cache::TenantCache;

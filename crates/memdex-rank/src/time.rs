@@ -3,7 +3,7 @@
 //! (`front`) or are boosted; "when…" questions without a range can boost dated items.
 
 use memdex_extract::time::{ms_day, parse_query};
-use memdex_index::fusion::rank_desc;
+use memdex_score::fusion::rank_desc;
 use memdex_store::TenantSlice;
 
 use crate::options::{TimeMode, TimeStage};

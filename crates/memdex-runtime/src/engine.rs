@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, ExtractOptions, KernelHandle};
-use memdex_index::{CpuScorer, DenseScorer};
 use memdex_ingest::ItemizeOptions;
+use memdex_pipeline::{AppendPipeline, ExtractOptions, KernelHandle};
 use memdex_rank::{FusedParams, RankOptions};
+use memdex_score::{CpuScorer, DenseScorer};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
@@ -146,7 +146,7 @@ impl Engine {
                 let x = ExtractOptions::default().for_granularity(Granularity::Round);
                 (Granularity::Round, x.extraction())
             }
-            Err(e) => return Err(RuntimeError::from(memdex_engine::EngineError::from(e))),
+            Err(e) => return Err(RuntimeError::from(memdex_pipeline::EngineError::from(e))),
         };
         let writer = StoreWriter::open_or_create_with(
             dir,
@@ -155,13 +155,14 @@ impl Engine {
             opts.model_source.clone(),
             &extraction,
         )
-        .map_err(memdex_engine::EngineError::from)?;
+        .map_err(memdex_pipeline::EngineError::from)?;
         let mut writer = writer;
         let (thoughts, tree) = opts.structures.clone();
         writer
             .enable_structures(thoughts, tree)
-            .map_err(memdex_engine::EngineError::from)?;
-        let store = Store::open_for_model(dir, &info).map_err(memdex_engine::EngineError::from)?;
+            .map_err(memdex_pipeline::EngineError::from)?;
+        let store =
+            Store::open_for_model(dir, &info).map_err(memdex_pipeline::EngineError::from)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
         let first = Arc::new(View::new(store, opts.cache_bytes));
         first.warm_all_in_background();

@@ -4,7 +4,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum RuntimeError {
     #[error(transparent)]
-    Engine(#[from] memdex_engine::EngineError),
+    Engine(#[from] memdex_pipeline::EngineError),
     #[error("busy: {queue} queue is full; retry later")]
     Busy { queue: &'static str },
     #[error("shutting down")]
@@ -36,10 +36,10 @@ impl RuntimeError {
     }
 
     /// The failure of a write that did not commit.
-    pub(crate) fn not_committed(e: &memdex_engine::EngineError) -> RuntimeError {
+    pub(crate) fn not_committed(e: &memdex_pipeline::EngineError) -> RuntimeError {
         RuntimeError::NotCommitted {
             message: e.to_string(),
-            disk_full: matches!(e, memdex_engine::EngineError::Store(s) if s.is_disk_full()),
+            disk_full: matches!(e, memdex_pipeline::EngineError::Store(s) if s.is_disk_full()),
         }
     }
 }

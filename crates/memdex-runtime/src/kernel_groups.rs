@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use memdex_embed::Embeddings;
-use memdex_engine::{rank_fused, BatchQuery};
 use memdex_kernels::Kernels;
+use memdex_pipeline::{rank_fused, BatchQuery};
 use memdex_rank::{Query, RankOptions, SearchHit};
 
 use crate::job::EmbedJob;

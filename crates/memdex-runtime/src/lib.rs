@@ -7,7 +7,7 @@
 //!   answers [`RuntimeError::Busy`] at once. With a device scorer it also scores the batch's
 //!   searches of all tenants on the device (`model`).
 //! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
-//!   [`memdex_engine::AppendPipeline`]: appends are group-committed (one segment, one
+//!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one
 //!   manifest), deletes commit tombstones, compaction runs on request and in the background
 //!   (`writer`).
 //! * Readers take an `Arc<`[`View`]`>`: an immutable committed store version (which knows its

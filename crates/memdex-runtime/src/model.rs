@@ -10,15 +10,15 @@ use std::sync::mpsc::Receiver;
 
 use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
-use memdex_index::{Block, DenseScorer, Run};
 use memdex_kernels::Kernels;
+use memdex_score::{Block, DenseScorer, Run};
 
 use crate::job::{EmbedJob, Embedded};
 use crate::kernel_groups::fused_group;
 use crate::stats::{EngineStats, ModelStage};
 use crate::view::View;
 use crate::RuntimeError;
-use memdex_engine::KernelHandle;
+use memdex_pipeline::KernelHandle;
 
 /// The model thread's loop; returns when every sender is gone.
 pub(crate) fn model_loop(

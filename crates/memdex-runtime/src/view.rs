@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use memdex_index::DenseScorer;
 use memdex_rank::{top_hits, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache, TopK};
+use memdex_score::DenseScorer;
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -116,7 +116,7 @@ impl View {
         let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
         Ok(
             top_hits(&self.store, tenant, query, dense, opts, &self.cache, top)
-                .map_err(memdex_engine::EngineError::from)?,
+                .map_err(memdex_pipeline::EngineError::from)?,
         )
     }
 

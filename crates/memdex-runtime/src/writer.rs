@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use memdex_core::{Session, TextKind};
-use memdex_engine::{AppendPipeline, Committed, EngineError, SessionStatus};
+use memdex_pipeline::{AppendPipeline, Committed, EngineError, SessionStatus};
 use memdex_store::{CompactReport, StoreWriter};
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -391,7 +391,7 @@ impl WriterState {
 }
 
 /// One request's answer: each admitted session with the ids its items got.
-fn append_report(admitted: &[memdex_engine::Admitted], c: &Committed) -> AppendReport {
+fn append_report(admitted: &[memdex_pipeline::Admitted], c: &Committed) -> AppendReport {
     let mut written = 0;
     let sessions = admitted
         .iter()

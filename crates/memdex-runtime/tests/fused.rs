@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use memdex_core::{Role, Session, Turn};
-use memdex_engine::KernelHandle;
 use memdex_kernels::cpu::Cpu;
+use memdex_pipeline::KernelHandle;
 use memdex_rank::{Query, RankOptions, Retriever, SearchHit, TopK};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
 use memdex_testkit::HashEncoder;

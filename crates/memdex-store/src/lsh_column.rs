@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub const LSH_BUCKETS: &str = "lsh_buckets";
 
 /// The hashing a store applies at index time (recorded in the manifest): `tables` seeded
-/// Gaussian projections `R ∈ R^{dim × buckets/2}` (`memdex_index::lsh::Lsh::new(dim, …)`).
+/// Gaussian projections `R ∈ R^{dim × buckets/2}` (`memdex_score::lsh::Lsh::new(dim, …)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LshMeta {
     pub seed: u64,

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use memdex_core::Role;
 use memdex_extract::time::ms_day;
-use memdex_index::lsh::{Lsh, LshParams};
-use memdex_index::text::Analyzer;
+use memdex_score::lsh::{Lsh, LshParams};
+use memdex_score::text::Analyzer;
 use memdex_store::{Store, StoreWriter, Structures, ThoughtOp, ThoughtRow, TreeRow};
 use rayon::prelude::*;
 use serde::Serialize;

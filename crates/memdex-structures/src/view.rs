@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memdex_index::lsh::Lsh;
-use memdex_index::{dot, Hit, TopK};
+use memdex_score::lsh::Lsh;
+use memdex_score::{dot, Hit, TopK};
 use memdex_store::{Store, Structures};
 
 use crate::sync::thought_lsh;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use memdex_core::rng::SplitMix64;
-use memdex_index::lsh::{Lsh, LshParams};
+use memdex_score::lsh::{Lsh, LshParams};
 use memdex_store::{ThoughtOp, ThoughtRow};
 
 use super::ThoughtIndex;

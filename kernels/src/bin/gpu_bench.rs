@@ -11,9 +11,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use candle_core::{DType, Storage, Tensor};
-use memdex_index::lsh::{Lsh, LshParams};
 use memdex_kernels::gpu::{DeviceMask, DeviceMatrix, DeviceQueries, DeviceTimeline, Gpu};
 use memdex_kernels::{f16, BucketMask, FragRelParams};
+use memdex_score::lsh::{Lsh, LshParams};
 
 struct Args {
     tenants: usize,

@@ -2,7 +2,7 @@
 //! f64 cosines, min-max, FragRel's O(N²) definition over the live rows, then importance, the
 //! time stage and a full sort.
 
-use memdex_index::fragrel::{relation_scores_reference, FragRel};
+use memdex_score::fragrel::{relation_scores_reference, FragRel};
 
 use super::{against_cpu_kernels, assert_close, brute_cosine, random_unit, timeline, to_f16, Rng};
 use crate::cpu::Cpu;

@@ -1,7 +1,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use memdex_index::lsh::{Lsh, LshParams};
+use memdex_score::lsh::{Lsh, LshParams};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -51,7 +51,7 @@ pub fn run(a: BenchLshArgs) -> Result<()> {
     let truth: Vec<Vec<u32>> = queries
         .iter()
         .map(|&q| {
-            memdex_index::top_k(&rows[q * dim..(q + 1) * dim], &[&rows], dim, 11)
+            memdex_score::top_k(&rows[q * dim..(q + 1) * dim], &[&rows], dim, 11)
                 .into_iter()
                 .filter(|h| h.row as usize != q)
                 .take(10)
@@ -163,7 +163,7 @@ fn stored_buckets(
     exact_ms: f64,
 ) -> Option<Stored> {
     let meta = store.manifest().lsh?;
-    let lsh = memdex_engine::lsh::projections(&meta);
+    let lsh = memdex_pipeline::lsh::projections(&meta);
     let dim = store.dim();
     // slice-relative hits → rows of the concatenated block
     let offsets: Vec<u32> = store
@@ -178,7 +178,7 @@ fn stored_buckets(
     let (mut found, mut scanned) = (0usize, 0usize);
     let t = Instant::now();
     for (qi, &q) in queries.iter().enumerate() {
-        let r = memdex_engine::lsh::lsh_top_k(
+        let r = memdex_pipeline::lsh::lsh_top_k(
             store,
             &lsh,
             tenant,

@@ -5,8 +5,8 @@
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
-use memdex_engine::BatchQuery;
 use memdex_eval::{compare_batches, FusedAgreement};
+use memdex_pipeline::BatchQuery;
 use memdex_rank::Query;
 use serde::Serialize;
 

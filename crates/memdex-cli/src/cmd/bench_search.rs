@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
-use memdex_engine::Searcher;
 use memdex_eval::percentile;
+use memdex_pipeline::Searcher;
 use memdex_rank::{fit_to_store, Query, RankOptions, Stages};
 use memdex_store::Store;
 use serde::Serialize;

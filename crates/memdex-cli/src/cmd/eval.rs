@@ -4,11 +4,11 @@ use std::io::{BufWriter, Write};
 use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_embed::Encoder as _;
-use memdex_engine::Searcher;
 use memdex_eval::{
     compare_fused, evaluate_questions_with, load_and_index_with, Dataset, EvalOptions, EvalReport,
     FusedAgreement, LoadOptions, RunInfo,
 };
+use memdex_pipeline::Searcher;
 use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
 
@@ -17,7 +17,7 @@ use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
 
-impl memdex_engine::IndexProgress for Progress {
+impl memdex_pipeline::IndexProgress for Progress {
     fn on_session(&self) {
         self.0.inc(1);
     }
@@ -71,7 +71,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         dataset,
         granularity,
         on_error: a.on_error,
-        flush_items: memdex_engine::DEFAULT_FLUSH_ITEMS,
+        flush_items: memdex_pipeline::DEFAULT_FLUSH_ITEMS,
     };
     let (questions, load) = load_and_index_with(
         &a.input,

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use memdex_engine::ExtractOptions;
 use memdex_extract::FactExtractor;
+use memdex_pipeline::ExtractOptions;
 use memdex_store::Extraction;
 
 use crate::cli::{ExtractArgs, ExtractorChoice, ExtractorSpec};

@@ -3,12 +3,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use memdex_embed::Encoder as _;
-use memdex_engine::{
+use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
+use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
+use memdex_pipeline::{
     index_sessions_with, EngineError, ExtractOptions, Extractors, IndexOptions, IndexProgress,
     IndexReport, KernelHandle,
 };
-use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
-use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
 use memdex_store::{LshMeta, Store, StoreSpec, StoreWriter};
 use serde::Serialize;
 
@@ -89,7 +89,7 @@ struct Out<'a> {
     #[serde(flatten)]
     report: &'a IndexReport,
     /// Rates over the wall time and each stage's busy fraction.
-    throughput: memdex_engine::Throughput,
+    throughput: memdex_pipeline::Throughput,
     store_rows: u64,
     manifest_version: u64,
     /// `shared` or `inline`.

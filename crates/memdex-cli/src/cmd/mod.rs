@@ -27,7 +27,7 @@ use memdex_kernels::Kernels;
 use std::path::Path;
 
 use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
-use memdex_engine::ExtractOptions;
+use memdex_pipeline::ExtractOptions;
 use memdex_rank::{RankOptions, Stages};
 use memdex_store::Manifest;
 

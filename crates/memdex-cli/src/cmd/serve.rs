@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use memdex_embed::Encoder as _;
-use memdex_engine::KernelHandle;
+use memdex_pipeline::KernelHandle;
 use memdex_runtime::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};

@@ -23,7 +23,7 @@
 
 use std::collections::HashSet;
 
-use memdex_index::dot;
+use memdex_score::dot;
 use memdex_store::{ThoughtOp, ThoughtRow};
 
 use super::extract::{object_key, Context, Polarity, Triple};

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use memdex_index::text::Analyzer;
+use memdex_score::text::Analyzer;
 use unicode_segmentation::UnicodeSegmentation;
 
 const TOPICS: &str = "Topics: ";

@@ -20,7 +20,7 @@ pub mod aggregate;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use memdex_index::text::Analyzer;
+use memdex_score::text::Analyzer;
 use memdex_store::TreeRow;
 use serde::Serialize;
 

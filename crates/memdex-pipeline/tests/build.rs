@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Role, Session, TextKind, Turn};
 use memdex_embed::{EmbedError, Encoder};
-use memdex_engine::{index_sessions, AppendPipeline, EngineError, ExtractOptions, IndexOptions};
 use memdex_ingest::{IngestError, ItemizeOptions, SessionSource};
+use memdex_pipeline::{index_sessions, AppendPipeline, EngineError, ExtractOptions, IndexOptions};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HookedEncoder;
 
@@ -84,7 +84,7 @@ fn history() -> (Vec<Session>, usize) {
 fn run(
     dir: &std::path::Path,
     enc: &dyn Encoder,
-) -> Result<memdex_engine::IndexReport, memdex_engine::EngineError> {
+) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::EngineError> {
     run_with(dir, enc, &Extraction::default(), history().0)
 }
 
@@ -93,7 +93,7 @@ fn run_with(
     enc: &dyn Encoder,
     extraction: &Extraction,
     sessions: Vec<Session>,
-) -> Result<memdex_engine::IndexReport, memdex_engine::EngineError> {
+) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::EngineError> {
     let mut w =
         StoreWriter::open_or_create_with(dir, enc.info(), Granularity::Turn, None, extraction)
             .unwrap();

@@ -3,10 +3,10 @@
 
 use memdex_core::TextKind;
 use memdex_embed::Encoder;
-use memdex_index::{CpuScorer, DenseScorer};
 use memdex_rank::{
     rank, top_hits, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache, TopK,
 };
+use memdex_score::{CpuScorer, DenseScorer};
 use memdex_store::Store;
 
 use crate::EngineError;

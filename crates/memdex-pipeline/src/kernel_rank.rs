@@ -142,7 +142,7 @@ pub fn rank_fused_all<'s>(
         let tenant = &p.tenants[t];
         let n = tenant.rows();
         let scores: Vec<f64> = all[off..off + n].iter().map(|&v| f64::from(v)).collect();
-        let mut order = memdex_index::fusion::rank_desc(&scores);
+        let mut order = memdex_score::fusion::rank_desc(&scores);
         let flags = &p.gathered.flags[off..off + n];
         if p.gathered.time[j] == TimeRule::Front && flags.iter().any(|&f| f != 0) {
             flagged_first(&mut order, |i| flags[i] != 0);

@@ -47,7 +47,7 @@ pub(crate) fn derive_from_vectors(
 
 /// Bucket ids through the kernels' `lsh_project` (argmax over `[xR ; −xR]`, as
 /// [`crate::lsh::bucket_ids`] up to summation order); the CPU's when the device fails.
-fn device_bucket_ids(k: &dyn Kernels, lsh: &memdex_index::lsh::Lsh, data: &[f32]) -> Vec<u16> {
+fn device_bucket_ids(k: &dyn Kernels, lsh: &memdex_score::lsh::Lsh, data: &[f32]) -> Vec<u16> {
     let p = lsh.params();
     match k.lsh_project(data, lsh.dim(), lsh.projection(), p.tables, p.buckets) {
         Ok(ids) => ids.into_iter().map(|b| b as u16).collect(),
@@ -102,7 +102,7 @@ pub(crate) fn neighbors(
         let found: Vec<Vec<(u64, f32)>> = rows
             .par_iter()
             .map(|&i| {
-                memdex_index::top_k(&data[i * dim..(i + 1) * dim], &blocks, dim, m + 1)
+                memdex_score::top_k(&data[i * dim..(i + 1) * dim], &blocks, dim, m + 1)
                     .into_iter()
                     .map(|h| {
                         let (b, r) = (h.block as usize, h.row as usize);

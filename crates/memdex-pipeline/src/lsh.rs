@@ -6,8 +6,8 @@
 //! scored exactly. Segments without the column (written before hashing was enabled) are scanned
 //! exactly, so results never miss rows for lack of ids.
 
-use memdex_index::lsh::{Lsh, LshParams};
-use memdex_index::{dot, Hit, TopK};
+use memdex_score::lsh::{Lsh, LshParams};
+use memdex_score::{dot, Hit, TopK};
 use memdex_store::{LshMeta, Store};
 use rayon::prelude::*;
 

@@ -6,10 +6,10 @@
 
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, EngineError, Searcher, SessionStatus};
-use memdex_index::CpuScorer;
 use memdex_ingest::ItemizeOptions;
+use memdex_pipeline::{AppendPipeline, EngineError, Searcher, SessionStatus};
 use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
+use memdex_score::CpuScorer;
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HashEncoder;
 

@@ -1,4 +1,4 @@
-//! memdex engine: indexing and search over a store with an encoder, synchronous (no async
+//! memdex pipelines: indexing and search over a store with an encoder, synchronous (no async
 //! runtime; the serving runtime in `memdex-runtime` builds on this).
 //!
 //! * [`AppendPipeline`]: the one append path — itemize → idempotency → extraction → key

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memdex_index::{dot, reference, top_k, Hit};
+use memdex_score::{dot, reference, top_k, Hit};
 use proptest::prelude::*;
 
 fn blocks_strategy() -> impl Strategy<Value = (usize, Vec<Vec<f32>>, Vec<f32>, usize)> {

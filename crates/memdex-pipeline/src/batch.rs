@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use memdex_core::MemoryItem;
 use memdex_embed::Embeddings;
-use memdex_index::text::Analyzer;
+use memdex_score::text::Analyzer;
 use memdex_store::{Derived, StoreWriter};
 use rayon::prelude::*;
 

@@ -1,4 +1,4 @@
-//! memdex retrieval indexes: exact cosine top-k over contiguous embedding blocks, the
+//! memdex scoring: exact cosine top-k over contiguous embedding blocks, the
 //! official whitespace BM25, and score fusion.
 //!
 //! Inputs are plain row-major `&[f32]` blocks (a tenant's slices of the mmapped store), so

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo, Role};
-use memdex_engine::lsh::{bucket_ids, lsh_top_k, projections};
-use memdex_index::top_k;
+use memdex_pipeline::lsh::{bucket_ids, lsh_top_k, projections};
+use memdex_score::top_k;
 use memdex_store::{LshMeta, Store, StoreWriter};
 
 const DIM: usize = 16;
@@ -66,7 +66,7 @@ fn missing_ids_are_scanned_exactly_and_full_probing_is_exact() {
     let q = &vectors(1, 3)[..];
     let exact: Vec<u32> = top_k(q, &[&all], DIM, 10).iter().map(|h| h.row).collect();
     let offsets = [0u32, 300];
-    let rows_of = |r: &memdex_engine::lsh::LshSearch| -> Vec<u32> {
+    let rows_of = |r: &memdex_pipeline::lsh::LshSearch| -> Vec<u32> {
         r.hits
             .iter()
             .map(|h| offsets[h.block as usize] + h.row)
@@ -105,7 +105,7 @@ impl memdex_ingest::SessionSource for Sessions {
 }
 
 /// Bucket ids of a hashing store's rows, as `memdex index` writes them with `accel`.
-fn indexed_ids(accel: Option<memdex_engine::KernelHandle>) -> Vec<u16> {
+fn indexed_ids(accel: Option<memdex_pipeline::KernelHandle>) -> Vec<u16> {
     use memdex_embed::Encoder;
     let tmp = tempfile::tempdir().unwrap();
     let enc = memdex_testkit::HashEncoder::new(32);
@@ -131,13 +131,13 @@ fn indexed_ids(accel: Option<memdex_engine::KernelHandle>) -> Vec<u16> {
                 .collect(),
         })
         .collect();
-    let opts = memdex_engine::IndexOptions {
+    let opts = memdex_pipeline::IndexOptions {
         itemize: memdex_ingest::ItemizeOptions::new(Granularity::Turn),
         on_error: memdex_core::OnError::Abort,
         flush_items: 60,
         accel,
     };
-    memdex_engine::index_sessions(Sessions(sessions.into_iter()), &mut w, &enc, &opts, &())
+    memdex_pipeline::index_sessions(Sessions(sessions.into_iter()), &mut w, &enc, &opts, &())
         .unwrap();
     drop(w);
     let store = Store::open(tmp.path()).unwrap();
@@ -154,7 +154,7 @@ fn indexed_ids(accel: Option<memdex_engine::KernelHandle>) -> Vec<u16> {
 fn bucket_ids_from_the_kernels_agree_with_the_cpus() {
     let cpu = indexed_ids(None);
     let spy = std::sync::Arc::new(memdex_testkit::SpyKernels::default());
-    let dev = indexed_ids(Some(memdex_engine::KernelHandle(spy.clone())));
+    let dev = indexed_ids(Some(memdex_pipeline::KernelHandle(spy.clone())));
     assert_eq!(cpu.len(), 200 * 4);
     let hashed = spy.hashed_rows();
     assert_eq!(hashed, 200, "every row hashed by the kernels");

@@ -7,8 +7,8 @@
 
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_ingest::ItemizeOptions;
+use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_rank::{RankOptions, Stages, TopK};
 use memdex_store::{Store, StoreWriter};
 use memdex_testkit::HashEncoder;

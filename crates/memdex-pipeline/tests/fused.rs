@@ -7,9 +7,9 @@
 
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, BatchQuery, EngineError, Searcher};
 use memdex_ingest::ItemizeOptions;
 use memdex_kernels::cpu::Cpu;
+use memdex_pipeline::{AppendPipeline, BatchQuery, EngineError, Searcher};
 use memdex_rank::{Query, RankError, RankOptions, Retriever};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HashEncoder;

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
-use memdex_engine::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_ingest::ItemizeOptions;
+use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_rank::{RankOptions, Retriever, ThoughtStage, TreeStage};
 use memdex_store::{Store, StoreWriter, Structures};
 use memdex_structures::{default_thoughts, default_tree, report, MemTree, ThoughtMemory};
@@ -345,15 +345,16 @@ fn batch_index_builds_the_structures_of_the_append_path() {
     open(a.path(), true);
     append(a.path(), &[story()]);
     let (mut w, _) = open(b.path(), true);
-    let opts = memdex_engine::IndexOptions {
+    let opts = memdex_pipeline::IndexOptions {
         itemize: ItemizeOptions::new(Granularity::Turn),
         on_error: memdex_core::OnError::Abort,
         flush_items: 5,
         accel: None,
     };
     let enc = HashEncoder::new(DIM);
-    let r = memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
-        .unwrap();
+    let r =
+        memdex_pipeline::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
+            .unwrap();
     let synced = r.structures.expect("the store keeps structures");
     assert_eq!(synced.items, 16);
     assert!(
@@ -368,7 +369,7 @@ fn batch_index_builds_the_structures_of_the_append_path() {
     );
     // a re-run finds nothing new: nothing thought or written again
     let again =
-        memdex_engine::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
+        memdex_pipeline::index_sessions(Sessions(story().into_iter()), &mut w, &enc, &opts, &())
             .unwrap();
     assert_eq!(again.structures.map(|s| s.items), Some(0));
 }
