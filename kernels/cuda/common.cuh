@@ -1,7 +1,7 @@
 // Shared device code of memdex's kernels: the top-k order, per-warp sorted candidate lists in
 // shared memory, and the cosine of one f16 row against a query held in registers.
 //
-// Order (the same as the CPU references in kernels/src/cpu.rs): score descending, then row index
+// Order (the same as the CPU references in crates/memdex-kernels/src/cpu.rs): score descending, then row index
 // ascending; NaN scores count as -inf. Empty slots hold (-inf, MEMDEX_NO_ROW), which every real
 // candidate beats, so "top-k of the union = top-k of the per-part top-ks" holds exactly.
 #pragma once

@@ -1,7 +1,7 @@
 // memdex's default ranking pipeline fused, one block per query (grid = nq, 256 threads): dense
 // cosine -> hybrid min-max fusion with the CPU's BM25 scores -> FragRel environment along the
 // timeline -> importance -> time stage -> top-k, over the live rows of the query's range. The
-// semantics are the CPU reference's (kernels/src/rank.rs, = memdex_rank::rank's defaults);
+// semantics are the CPU reference's (crates/memdex-kernels/src/rank.rs, = memdex_rank::rank's defaults);
 // dense scores never leave the block's scratch.
 //
 // Dead rows (alive bit clear) take no part: min/max and the selection skip them, and in the

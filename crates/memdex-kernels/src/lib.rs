@@ -1,4 +1,4 @@
-//! memdex's CUDA kernels (see README.md): the PTX built from `cuda/*.cu`, the CPU reference of
+//! memdex's CUDA kernels (see README.md): the PTX built from `kernels/cuda/*.cu`, the CPU reference of
 //! every kernel ([`cpu::Cpu`]), launch wrappers on candle's CUDA device (`gpu`, feature `cuda`),
 //! and [`test_device!`], which runs one test body on every device this build and machine have.
 //!
@@ -21,7 +21,7 @@ pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };
 
-/// PTX text of each `cuda/*.cu`, named after the file (`SEGMENTED_TOPK` for
+/// PTX text of each `kernels/cuda/*.cu`, named after the file (`SEGMENTED_TOPK` for
 /// `segmented_topk.cu`); empty strings when built without nvcc (`AVAILABLE == false`).
 pub mod ptx {
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));

@@ -296,7 +296,7 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Per-query top-k over device-resident rows (see `cuda/segmented_topk.cu`).
+    /// Per-query top-k over device-resident rows (see `kernels/cuda/segmented_topk.cu`).
     pub fn segmented_topk_dev(
         &self,
         m: &DeviceMatrix,
@@ -371,7 +371,7 @@ impl Gpu {
         })
     }
 
-    /// Per-query top-k of `s + α·env` (see `cuda/fragrel_env.cu`).
+    /// Per-query top-k of `s + α·env` (see `kernels/cuda/fragrel_env.cu`).
     pub fn fragrel_topk_dev(
         &self,
         m: &DeviceMatrix,
@@ -429,7 +429,7 @@ impl Gpu {
         })
     }
 
-    /// The default ranking pipeline fused (see `cuda/rank.cu`): `2k` slots per query, merged
+    /// The default ranking pipeline fused (see `kernels/cuda/rank.cu`): `2k` slots per query, merged
     /// into `k` by the host ([`Kernels::rank_topk`]).
     pub fn rank_topk_dev(
         &self,

@@ -1,4 +1,4 @@
-//! Compiles `cuda/*.cu` to PTX with nvcc and embeds the PTX text as constants.
+//! Compiles `kernels/cuda/*.cu` (at the repository's top level) to PTX with nvcc and embeds the PTX text as constants.
 //!
 //! nvcc runs only when `MEMDEX_NVCC=1` (or the `NVCC` variable names a compiler); otherwise
 //! the constants are empty strings and `memdex_kernels::ptx::AVAILABLE` is false, so the
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-changed=../../kernels/cuda");
     println!("cargo:rerun-if-env-changed=MEMDEX_NVCC");
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
@@ -25,7 +25,8 @@ fn main() {
         format!("sm_{cap}")
     };
 
-    let mut sources: Vec<PathBuf> = std::fs::read_dir("cuda")
+    // the CUDA sources stay at the repository's top level, in kernels/cuda
+    let mut sources: Vec<PathBuf> = std::fs::read_dir("../../kernels/cuda")
         .expect("kernels/cuda")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cu"))
