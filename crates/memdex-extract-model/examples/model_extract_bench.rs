@@ -1,7 +1,7 @@
 //! The model extractor against the rules on LoCoMo turns: speed and how many turns yield a
 //! model fact.
 //!
-//! cargo run --release -p memdex-extract-model --example extract_bench -- \
+//! cargo run --release -p memdex-extract-model --example model_extract_bench -- \
 //!     MODEL.gguf locomo.json [TURNS=60] [--no-requantize] [--show K] [--mode batched|alone|both]
 //!
 //! `--mode` (default batched): all turns in one `run_batch` (prompts of equal token length in
