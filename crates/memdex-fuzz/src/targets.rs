@@ -521,7 +521,7 @@ pub fn http_bodies(data: &[u8]) -> u64 {
     let now = 1_685_490_000_000;
     let appended = serde_json::from_slice::<Value>(data)
         .map_err(|e| memdex_server::bad_json(&e))
-        .and_then(|v| Ok(sessions_from_json(v, Some("t"), now, &lim.memory())?));
+        .and_then(|v| Ok(sessions_from_json(v, Some("t"), now, &lim.memory)?));
     match appended {
         Ok(sessions) => {
             for s in &sessions {
@@ -534,7 +534,7 @@ pub fn http_bodies(data: &[u8]) -> u64 {
     }
     let searched = bodies::search_request(data).and_then(|r| {
         Ok((
-            plan_search(&r, &lim.memory(), Some(now), StageNames::Body)?,
+            plan_search(&r, &lim.memory, Some(now), StageNames::Body)?,
             r,
         ))
     });
@@ -561,7 +561,7 @@ pub fn http_bodies(data: &[u8]) -> u64 {
         query_prefix: String::new(),
         passage_prefix: String::new(),
     };
-    match bodies::embeddings_request(data, &lim.memory(), &model) {
+    match bodies::embeddings_request(data, &lim.memory, &model) {
         Ok((texts, b64)) => sig.add(("embed", texts.len().min(4), b64)),
         Err(e) => refused(&e, &mut sig),
     }

@@ -46,14 +46,10 @@ pub use metrics::Metrics;
 /// Request limits; each violation is a 4xx naming the limit.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// What one call may carry (sessions and turns per append, bytes per text, `k`, embedding
+    /// inputs): the front door checks these, for HTTP as for every front end.
+    pub memory: memdex_memory::Limits,
     pub max_body_bytes: usize,
-    pub max_sessions: usize,
-    /// Turns in one append request, all sessions together.
-    pub max_turns: usize,
-    /// Bytes of one turn, query, recent turn or embedding input.
-    pub max_text_bytes: usize,
-    pub max_k: usize,
-    pub max_embed_inputs: usize,
     /// Requests handled at once; more answer 429.
     pub max_in_flight: usize,
     /// Time a request body may take to arrive, once its headers are in.
@@ -64,30 +60,11 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
-impl Limits {
-    /// What the front door checks: the per-call, per-session and per-text limits.
-    pub fn memory(&self) -> memdex_memory::Limits {
-        memdex_memory::Limits {
-            max_sessions: self.max_sessions,
-            max_call_turns: self.max_turns,
-            max_turns: self.max_turns,
-            max_text_bytes: self.max_text_bytes,
-            max_k: self.max_k,
-            max_embed_inputs: self.max_embed_inputs,
-            max_recent_turns: memdex_memory::MAX_RECENT_TURNS,
-        }
-    }
-}
-
 impl Default for Limits {
     fn default() -> Self {
         Self {
+            memory: memdex_memory::Limits::default(),
             max_body_bytes: 4 << 20,
-            max_sessions: memdex_memory::Limits::default().max_sessions,
-            max_turns: memdex_memory::MAX_TURNS,
-            max_text_bytes: memdex_memory::MAX_TEXT_BYTES,
-            max_k: memdex_memory::MAX_K,
-            max_embed_inputs: memdex_memory::Limits::default().max_embed_inputs,
             max_in_flight: 512,
             body_timeout: std::time::Duration::from_secs(30),
             header_timeout: std::time::Duration::from_secs(10),
@@ -141,7 +118,7 @@ pub struct AppState {
 /// The router with its middleware (metrics, 503 during shutdown, in-flight limit).
 pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
     let state = AppState {
-        memory: Arc::new(Memory::from_engine(engine, config.limits.memory())),
+        memory: Arc::new(Memory::from_engine(engine, config.limits.memory)),
         keys: Arc::new(config.keys),
         in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
         limits: Arc::new(config.limits),

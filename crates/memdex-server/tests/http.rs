@@ -354,9 +354,13 @@ fn tenant_keys_never_cross_tenants() {
 fn bad_input_answers_4xx_and_harms_nothing() {
     let limits = Limits {
         max_body_bytes: 64 << 10,
-        max_turns: 10,
-        max_text_bytes: 1000,
-        max_k: 50,
+        memory: memdex_memory::Limits {
+            max_call_turns: 10,
+            max_turns: 10,
+            max_text_bytes: 1000,
+            max_k: 50,
+            ..memdex_memory::Limits::default()
+        },
         ..Limits::default()
     };
     let s = TestServer::start(ServerConfig {
