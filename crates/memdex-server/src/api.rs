@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bodies::EmbeddingsError;
-pub use crate::bodies::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn, MAX_RECENT_TURNS};
+pub use crate::bodies::{AppendIn, EmbeddingsIn, FormatIn, InputIn, SearchIn};
 use crate::error::{bad_json, ApiError};
 use crate::AppState;
 

@@ -44,9 +44,6 @@ pub struct SearchIn {
     pub explain: bool,
 }
 
-/// Recent turns a search may carry (the rule every front end shares).
-pub use memdex_memory::MAX_RECENT_TURNS;
-
 /// OpenAI-compatible embeddings request, as documented ([`embeddings_fields`] reads it field by
 /// field, for messages that name the field).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
