@@ -374,17 +374,17 @@ pub struct EvalArgs {
     /// when the model runs on CUDA; on with a CPU model runs candle's batched CPU products.
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: crate::cli_serve::DeviceScanArg,
-    /// Rank every question through memdex's fused kernel (the default pipeline in one call
-    /// per batch of 256 questions, every row's final score): auto = on when the model runs on
-    /// CUDA and the ranking options are ones the kernel runs; on with a CPU model runs the
-    /// kernel's CPU reference (a check: slower than the CPU pipeline).
-    #[arg(long, env = "MEMDEX_FUSED_RANK", value_enum, default_value = "auto")]
-    pub fused_rank: crate::cli_serve::DeviceScanArg,
-    /// After the evaluation, rank the questions again through the fused kernel (batches of
-    /// 256, on the model's device; the kernels' CPU reference on the CPU) and report whether
-    /// its top-10 are the CPU pipeline's (`fused` in the report).
+    /// Where questions are ranked: auto = memdex's CUDA kernels when the model runs on CUDA
+    /// (batches of 256 questions, each placed on the GPU or the CPU by the cost model); cuda
+    /// = the GPU for every batch the kernel runs; cpu = the CPU ranker, question by question;
+    /// kernels = the kernels on the model's device (their CPU reference on the CPU: a check).
+    #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
+    pub rank_device: crate::cli_serve::RankDeviceArg,
+    /// After the evaluation, rank the questions again through memdex's kernels on the
+    /// model's device (their CPU reference on the CPU; batches of 256) and report whether the
+    /// top-10 are the CPU ranker's (`agreement` in the report).
     #[arg(long)]
-    pub fused_check: bool,
+    pub rank_check: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -437,9 +437,9 @@ pub enum BenchCommand {
     /// Search latency in process on a built store: query embedding and ranking, timed apart,
     /// one query at a time over the store's tenants (what one client of `memdex serve` waits).
     Search(Box<BenchSearchArgs>),
-    /// The default ranking of batches of queries through the fused kernel (memdex-kernels'
-    /// `rank_topk`: the CPU reference, or CUDA) against the CPU pipeline: time per batch and
-    /// whether both return the same top-k.
+    /// The accelerated ranker (memdex's kernels on the model's device: CUDA, or their CPU
+    /// reference) against the CPU ranker on batches of queries: time per batch on each side
+    /// (the CPU on one thread and on all cores) and whether both return the same top-k.
     Rank(Box<BenchRankArgs>),
     /// The fact extractor model (`model:PATH.gguf`) against the rules on the same texts:
     /// items/s, generated tokens/s, how many items keep a model fact; batched generation,
@@ -519,6 +519,13 @@ pub enum ExtractMode {
     Both,
 }
 
+/// `bench rank --placement`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    Device,
+    Auto,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchRankArgs {
     /// Store to search.
@@ -527,9 +534,14 @@ pub struct BenchRankArgs {
     /// Queries (distinct texts, tenants taken in turn).
     #[arg(long, env = "MEMDEX_BENCH_QUERIES", default_value_t = 1024)]
     pub queries: usize,
-    /// Queries per fused kernel call.
+    /// Queries per ranker call.
     #[arg(long, default_value_t = 256)]
     pub batch: usize,
+    /// Where the accelerated ranker puts each batch: device = the kernels' device, every
+    /// batch; auto = the device or the CPU ranker, by its cost model (measured on the first
+    /// batches of each size).
+    #[arg(long, value_enum, default_value = "device")]
+    pub placement: PlacementArg,
     /// Items returned per query (at most 128).
     #[arg(long, env = "MEMDEX_K", default_value_t = 10)]
     pub k: usize,

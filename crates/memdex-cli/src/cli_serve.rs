@@ -57,13 +57,14 @@ pub struct ServeArgs {
     /// auto = on when the model runs on CUDA.
     #[arg(long, env = "MEMDEX_DEVICE_SCAN", value_enum, default_value = "auto")]
     pub device_scan: DeviceScanArg,
-    /// Rank searches whole on the model thread through memdex's fused kernel (the default
-    /// pipeline in one `rank_topk` call per model batch, each tenant's rows resident on the
-    /// device): on with a CUDA model runs memdex's kernel; on with a CPU model its
-    /// single-threaded CPU reference (a check, slower than the CPU pipeline). auto = on when
-    /// the model runs on CUDA. Searches with other stages are ranked as before.
-    #[arg(long, env = "MEMDEX_FUSED_RANK", value_enum, default_value = "auto")]
-    pub fused_rank: DeviceScanArg,
+    /// Where searches are ranked: auto = memdex's CUDA kernels when the model runs on CUDA,
+    /// each model batch placed on the GPU or the CPU by a cost model measured as it serves
+    /// (tiny tenants stay on the CPU); cuda = the GPU for every batch the kernel runs (its
+    /// default stages; others rank on the CPU); cpu = the CPU ranker on each request thread;
+    /// kernels = memdex's kernels on the model's device for every batch (their CPU reference
+    /// with a CPU model: a check, slower than the CPU ranker).
+    #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
+    pub rank_device: RankDeviceArg,
     /// Async worker threads (HTTP); the model and the writer have a thread each besides.
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,
@@ -94,6 +95,15 @@ pub struct SnapshotArgs {
     /// New directory for the copy.
     #[arg(long, env = "MEMDEX_OUTPUT")]
     pub output: PathBuf,
+}
+
+/// `--rank-device`: where searches are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RankDeviceArg {
+    Auto,
+    Cpu,
+    Cuda,
+    Kernels,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

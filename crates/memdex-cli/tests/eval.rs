@@ -234,8 +234,8 @@ fn batched_device_scan_ranks_as_the_cpu_scorer() {
     };
     let (cpu, cpu_log) = run("off");
     let (dev, dev_log) = run("on");
-    assert_eq!(cpu["config"]["dense_scorer"], "cpu");
-    assert_eq!(dev["config"]["dense_scorer"], "candle-cpu");
+    assert_eq!(cpu["config"]["ranker"], "cpu");
+    assert_eq!(dev["config"]["ranker"], "cpu, dense scores on candle-cpu");
     assert_eq!(cpu_log.len(), dev_log.len());
     assert!(!cpu_log.is_empty());
     for (a, b) in cpu_log.iter().zip(&dev_log) {
@@ -268,38 +268,52 @@ fn batched_device_scan_ranks_as_the_cpu_scorer() {
     assert_metrics_close(&cpu, &dev);
 }
 
+/// `--rank-device kernels` ranks every question through the accelerated ranker (here on the
+/// kernels' CPU reference), and `--rank-check` compares its top-10 with the CPU ranker's.
 #[test]
-fn fused_ranking_evaluates_as_the_cpu_pipeline() {
+fn kernel_ranking_evaluates_as_the_cpu_ranker() {
     let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
-    let cpu = eval_locomo_mini(&["--device", "cpu", "--fused-rank", "off"]);
-    let fused = eval_locomo_mini(&["--device", "cpu", "--fused-rank", "on", "--fused-check"]);
-    assert!(cpu["config"].get("fused_ranking").is_none());
-    assert_eq!(fused["config"]["fused_ranking"], "cpu");
+    let cpu = eval_locomo_mini(&["--device", "cpu", "--rank-device", "cpu"]);
+    let fused = eval_locomo_mini(&[
+        "--device",
+        "cpu",
+        "--rank-device",
+        "kernels",
+        "--rank-check",
+    ]);
+    assert_eq!(cpu["config"]["ranker"], "cpu");
+    assert_eq!(fused["config"]["ranker"], "kernels on cpu");
+    assert!(
+        fused["config"]["rank_batches"]["kernels:cpu"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(fused["config"]["rank_batches"]["cpu"], 0);
     assert_eq!(cpu["questions"], fused["questions"]);
-    // the top-10 check: the fused kernel's reference against the CPU pipeline, per question
-    let check = &fused["fused"];
+    // the top-10 check: the kernels' reference against the CPU ranker, per question
+    let check = &fused["agreement"];
     assert!(check["queries"].as_u64().unwrap() > 0);
     assert_eq!(check["different"], 0, "{check}");
     assert_metrics_close(&cpu, &fused);
-    // options the kernel does not run are refused by name when asked for
-    let out = memdex_testkit::memdex(
-        env!("CARGO_BIN_EXE_memdex"),
-        &[
-            "eval",
-            "--input",
-            locomo.to_str().unwrap(),
-            "--format",
-            "locomo",
-            "--preset",
-            "dense",
-            "--device",
-            "cpu",
-            "--fused-rank",
-            "on",
-        ],
-    );
-    let err = memdex_testkit::fails(&out);
-    assert!(err.contains("retriever other than hybrid"), "{err}");
+    // options the kernel does not run go to the CPU ranker the accelerated one holds
+    let out = memdex(&[
+        "eval",
+        "--input",
+        locomo.to_str().unwrap(),
+        "--format",
+        "locomo",
+        "--preset",
+        "dense",
+        "--device",
+        "cpu",
+        "--rank-device",
+        "kernels",
+        "--json",
+    ]);
+    let dense: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(dense["config"]["rank_batches"]["kernels:cpu"], 0);
+    assert!(dense["config"]["rank_batches"]["cpu"].as_u64().unwrap() > 0);
 }
 
 #[test]

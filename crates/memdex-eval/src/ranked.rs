@@ -1,9 +1,17 @@
 //! A question's ranking as corpus ids (with its gold), and the batches questions are ranked in
-//! on a batched scorer or the fused kernel.
+//! when the ranker batches (a device).
+
+use std::time::Instant;
+
+use memdex_embed::Embeddings;
+use memdex_pipeline::{EngineError, Searcher};
+use memdex_rank::{BatchQuery, Query, RankError, Ranking};
 
 use crate::dataset::{EvalQuestion, Gold, Skip};
+use crate::options::EvalOptions;
+use crate::EvalError;
 
-/// Questions scored together on a batched (device) scorer or the fused kernel.
+/// Questions ranked together by a batching ranker.
 pub(crate) const SCAN_BATCH: usize = 256;
 
 /// The batch of questions starting at `qi`: where it ends, and the questions in it that are
@@ -52,5 +60,87 @@ impl Ranked {
             }
             Gold::Ids(g) => g.iter().map(String::as_str).collect(),
         }
+    }
+}
+
+/// A ranking as the metrics read it: corpus ids in timeline order, scores, order.
+pub(crate) fn ranked(r: &Ranking<'_>, opts: &EvalOptions) -> Ranked {
+    let raw_ids: Vec<String> = (0..r.len())
+        .map(|i| {
+            let it = r.item(i);
+            opts.dataset
+                .base_id(opts.granularity, it.session_id, it.turn)
+        })
+        .collect();
+    Ranked {
+        ids: raw_ids.clone(),
+        raw_ids,
+        scores: r.scores.clone(),
+        order: r.order.clone(),
+    }
+}
+
+/// The current batch's whole rankings from a batching ranker: one ranker call per
+/// [`SCAN_BATCH`] questions, its time shared among them.
+#[derive(Default)]
+pub(crate) struct Ahead {
+    /// First question of the batch; per question of the batch its ranking (None: abstention
+    /// or a tenant without items).
+    start: usize,
+    ranked: Vec<Option<Ranked>>,
+    ms_each: f64,
+}
+
+impl Ahead {
+    /// Question `qi`'s ranking (None: its tenant has no items) and its share of the batch's
+    /// time in ms, ranking the next batch first when `qi` is past this one.
+    pub(crate) fn take(
+        &mut self,
+        searcher: &Searcher,
+        questions: &[EvalQuestion],
+        qvecs: &Embeddings,
+        qi: usize,
+        opts: &EvalOptions,
+    ) -> Result<(Option<Ranked>, f64), EvalError> {
+        if self.ranked.is_empty() || qi >= self.start + self.ranked.len() {
+            self.rank_batch(searcher, questions, qvecs, qi, opts)?;
+        }
+        let r = self.ranked.get_mut(qi - self.start).and_then(Option::take);
+        Ok((r, self.ms_each))
+    }
+
+    fn rank_batch(
+        &mut self,
+        searcher: &Searcher,
+        questions: &[EvalQuestion],
+        qvecs: &Embeddings,
+        qi: usize,
+        opts: &EvalOptions,
+    ) -> Result<(), EvalError> {
+        let t = Instant::now();
+        let (end, wanted) = batch_window(questions, qi);
+        let batch: Vec<BatchQuery<'_>> = wanted
+            .iter()
+            .map(|&i| BatchQuery {
+                tenant: &questions[i].tenant,
+                query: Query {
+                    text: &questions[i].query,
+                    vector: qvecs.row(i),
+                    date_ms: questions[i].question_date_ms,
+                },
+            })
+            .collect();
+        let rankings = searcher.rank_batch(&batch, &opts.rank)?;
+        self.start = qi;
+        self.ranked = (qi..end).map(|_| None).collect();
+        for (&i, r) in wanted.iter().zip(rankings) {
+            self.ranked[i - qi] = match r {
+                Ok(r) => Some(ranked(&r, opts)),
+                Err(RankError::UnknownTenant { .. }) => None,
+                Err(e) => return Err(EngineError::from(e).into()),
+            };
+        }
+        self.ms_each = t.elapsed().as_secs_f64() * 1e3 / wanted.len().max(1) as f64;
+        Ok(())
     }
 }

@@ -9,13 +9,10 @@ use memdex_pipeline::{EngineError, Searcher};
 use memdex_rank::{Query, RankError, RankOptions, Retriever};
 use serde::Serialize;
 
-use memdex_kernels::Kernels;
-
 use crate::dataset::{Dataset, EvalQuestion, Skip};
-use crate::kernel_check::FusedScan;
 use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
 use crate::options::EvalOptions;
-use crate::ranked::{batch_window, Ranked};
+use crate::ranked::{ranked, Ahead, Ranked};
 use crate::EvalError;
 
 /// Metric name (`recall_any@5`) → mean.
@@ -34,10 +31,10 @@ pub struct EvalReport {
     /// Per-query latency on this machine, milliseconds.
     pub latency_ms: Latency,
     pub config: EvalConfig,
-    /// With `memdex eval --fused-check`: the fused ranking's top-10 against the CPU
-    /// pipeline's on these questions.
+    /// With `memdex eval --rank-check`: the ranker's top-10 against the CPU ranker's on
+    /// these questions.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fused: Option<crate::FusedAgreement>,
+    pub agreement: Option<crate::Agreement>,
 }
 
 /// What was evaluated, recorded whole: two reports with the same config ran the same thing.
@@ -49,13 +46,11 @@ pub struct EvalConfig {
     /// The ranking pipeline, every stage and weight.
     pub rank: RankOptions,
     pub model: String,
-    /// Where the dense scores came from: the scorer's name (`cpu`: per question on the CPU;
-    /// a device scorer, e.g. `candle-cuda`: in batches of 256 questions).
-    pub dense_scorer: &'static str,
-    /// Where the fused kernel ranked every question (`cpu`: its reference; `cuda:N`), when it
-    /// did (then `dense_scorer` was not used).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fused_ranking: Option<String>,
+    /// The ranker (`cpu`: the CPU pipeline, question by question; a batching ranker, e.g.
+    /// `cuda:0` or `auto: cuda:0 or cpu per batch`: in batches of 256 questions).
+    pub ranker: String,
+    /// Batches the ranker ran per device (`cpu`, `cuda:N`): where `auto` put them.
+    pub rank_batches: BTreeMap<String, u64>,
     /// How the run went (filled by the caller that read and indexed the input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
@@ -238,40 +233,21 @@ pub fn evaluate_questions(
     searcher: &Searcher,
     questions: &[EvalQuestion],
     opts: &EvalOptions,
-    log: Option<&mut dyn Write>,
-) -> Result<EvalReport, EvalError> {
-    evaluate_questions_with(searcher, questions, opts, log, None)
-}
-
-/// [`evaluate_questions`], ranking through memdex's fused kernel when `kernels` is given:
-/// every question's whole ranking from one `rank_scores` call per batch of 256 questions
-/// (the CPU reference on the CPU; CUDA on a GPU). The options must be ones the kernel runs.
-pub fn evaluate_questions_with(
-    searcher: &Searcher,
-    questions: &[EvalQuestion],
-    opts: &EvalOptions,
     mut log: Option<&mut dyn Write>,
-    kernels: Option<&dyn Kernels>,
 ) -> Result<EvalReport, EvalError> {
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
     let qvecs = searcher.encoder().embed(&queries, TextKind::Query)?;
     let mut tally = Tally::default();
-    let mut scan = Scan::default();
-    let mut fused = FusedScan::default();
+    let mut ahead = Ahead::default();
     for (qi, q) in questions.iter().enumerate() {
         if q.skip == Some(Skip::Abstention) {
             tally.skip(Skip::Abstention);
             continue;
         }
-        let pre = match kernels {
-            Some(k) => {
-                let (r, ms) = fused.take(searcher, k, questions, &qvecs, qi, opts)?;
-                Pre::Ranked(r, ms)
-            }
-            None => match scan.dense(searcher, questions, &qvecs, qi)? {
-                Some((scores, ms)) => Pre::Dense(scores, ms),
-                None => Pre::None,
-            },
+        let pre = if searcher.ranker().batched() {
+            Some(ahead.take(searcher, questions, &qvecs, qi, opts)?)
+        } else {
+            None
         };
         let vector = qvecs.row(qi);
         let Some(mut r) = rank_question(searcher, q, vector, pre, opts, &mut tally)? else {
@@ -335,74 +311,27 @@ pub fn evaluate_questions_with(
             ks: opts.ks.clone(),
             rank: opts.rank,
             model: searcher.encoder().info().name.clone(),
-            dense_scorer: searcher.scorer().name(),
-            fused_ranking: kernels.map(|k| k.device()),
+            ranker: searcher.ranker().describe(),
+            rank_batches: searcher
+                .ranker()
+                .counts()
+                .into_iter()
+                .map(|c| (c.device, c.batches))
+                .collect(),
             run: None,
         },
-        fused: None,
+        agreement: None,
     })
 }
 
-/// Ranks one question's haystack (None: its tenant has no items), timing the query's
-/// embedding (first 200 questions) and the ranking.
-/// Dense scores of the current batch of questions when the searcher's scorer batches (a
-/// device): one scorer call per [`crate::ranked::SCAN_BATCH`] questions, its time shared among them.
-#[derive(Default)]
-struct Scan {
-    /// First question of the batch, its questions' scores, and the call's ms per question.
-    start: usize,
-    scores: Vec<Option<Vec<f32>>>,
-    ms_each: f64,
-}
-
-impl Scan {
-    fn dense<'s>(
-        &'s mut self,
-        searcher: &Searcher,
-        questions: &[EvalQuestion],
-        qvecs: &memdex_embed::Embeddings,
-        qi: usize,
-    ) -> Result<Option<(&'s [f32], f64)>, EvalError> {
-        if !searcher.scorer().batched() {
-            return Ok(None);
-        }
-        if self.scores.is_empty() || qi >= self.start + self.scores.len() {
-            let t = Instant::now();
-            let (end, wanted) = batch_window(questions, qi);
-            let batch: Vec<(&str, &[f32])> = wanted
-                .iter()
-                .map(|&i| (questions[i].tenant.as_str(), qvecs.row(i)))
-                .collect();
-            let mut scored = searcher.dense_batch(&batch)?.into_iter();
-            self.start = qi;
-            self.scores = vec![None; end - qi];
-            for &i in &wanted {
-                self.scores[i - qi] = scored.next();
-            }
-            self.ms_each = t.elapsed().as_secs_f64() * 1e3 / wanted.len().max(1) as f64;
-        }
-        let s = self.scores.get(qi - self.start).and_then(Option::as_deref);
-        Ok(s.map(|s| (s, self.ms_each)))
-    }
-}
-
-/// What was computed for a question before its ranking, with its share of the batch's time
-/// (ms).
-enum Pre<'a> {
-    None,
-    /// Dense scores from a batch's device scan.
-    Dense(&'a [f32], f64),
-    /// The whole ranking from the fused kernel (None: its tenant has no items).
-    Ranked(Option<Ranked>, f64),
-}
-
-/// Ranks one question's corpus: whole from the fused kernel, with dense scores from a
-/// batch's scan, or with the searcher's scorer now.
+/// Ranks one question's corpus (None: its tenant has no items), timing the query's
+/// embedding (first 200 questions) and the ranking: taken from its batch's ranking (`pre`,
+/// with its share of the batch's time in ms) when the ranker batches, else ranked now.
 fn rank_question(
     searcher: &Searcher,
     q: &EvalQuestion,
     vector: &[f32],
-    pre: Pre<'_>,
+    pre: Option<(Option<Ranked>, f64)>,
     opts: &EvalOptions,
     tally: &mut Tally,
 ) -> Result<Option<Ranked>, EvalError> {
@@ -424,43 +353,24 @@ fn rank_question(
         vector,
         date_ms: q.question_date_ms,
     };
-    let (ranked, scan_ms) = match pre {
-        Pre::Ranked(r, ms) => {
-            let rank_ms = t.elapsed().as_secs_f64() * 1e3 + ms;
-            times.rank.push(rank_ms);
-            if let Some(e) = embed_ms {
-                times.search.push(e + rank_ms);
-            }
-            return Ok(r);
+    if let Some((r, ms)) = pre {
+        let rank_ms = t.elapsed().as_secs_f64() * 1e3 + ms;
+        times.rank.push(rank_ms);
+        if let Some(e) = embed_ms {
+            times.search.push(e + rank_ms);
         }
-        Pre::Dense(scores, ms) => (
-            searcher.rank_scored(&q.tenant, &query, scores, &opts.rank),
-            ms,
-        ),
-        Pre::None => (searcher.rank(&q.tenant, &query, &opts.rank), 0.0),
-    };
-    let rank_ms = t.elapsed().as_secs_f64() * 1e3 + scan_ms;
+        return Ok(r);
+    }
+    let result = searcher.rank(&q.tenant, &query, &opts.rank);
+    let rank_ms = t.elapsed().as_secs_f64() * 1e3;
     times.rank.push(rank_ms);
     if let Some(e) = embed_ms {
         times.search.push(e + rank_ms);
     }
-    let ranking = match ranked {
+    let ranking = match result {
         Ok(r) => r,
         Err(EngineError::Rank(RankError::UnknownTenant { .. })) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    // corpus ids in storage (timeline) order
-    let raw_ids: Vec<String> = (0..ranking.len())
-        .map(|i| {
-            let it = ranking.item(i);
-            opts.dataset
-                .base_id(opts.granularity, it.session_id, it.turn)
-        })
-        .collect();
-    Ok(Some(Ranked {
-        ids: raw_ids.clone(),
-        raw_ids,
-        scores: ranking.scores.clone(),
-        order: ranking.order.clone(),
-    }))
+    Ok(Some(ranked(&ranking, opts)))
 }

@@ -3,7 +3,9 @@
 //! and [`test_device!`], which runs one test body on every device this build and machine have.
 //!
 //! Every kernel is reached through the [`Kernels`] trait, so tests and benchmarks compare the
-//! devices on identical inputs. Not a default workspace member.
+//! devices on identical inputs. [`KernelRanker`] puts the fused ranking behind memdex-rank's
+//! ranking seam ([`memdex_rank::BatchRanker`]): the accelerated ranker, with the CPU ranker as
+//! its fallback and a per-batch cost model ([`Placement::Auto`]).
 
 pub mod checks;
 pub mod cpu;
@@ -11,12 +13,14 @@ pub mod cpu;
 pub mod gpu;
 pub mod parts;
 pub mod rank;
+mod ranker;
 mod scoring;
 mod types;
 
 pub use half::f16;
 pub use parts::{Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
+pub use ranker::{CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };

@@ -269,7 +269,7 @@ impl Memory {
     }
 
     /// A search's first half: the request checked, one committed view taken, the query
-    /// queued for the model thread (which may rank it whole on the device).
+    /// queued for the model thread (whose rank stage ranks it when the ranker batches).
     pub(crate) fn begin_search(
         &self,
         tenant: &str,
@@ -299,17 +299,15 @@ impl Memory {
             }));
         }
         let searched = plan.searched.clone();
-        // an explained search is ranked by the CPU pipeline (the reference), not on the device
-        let ticket = if req.explain {
-            self.engine.embed_query(searched, tenant, &view)?
-        } else {
-            let ask = SearchAsk {
-                date_ms: Some(date_ms),
+        let ask = SearchAsk {
+            date_ms: Some(date_ms),
+            top: TopK {
                 k: req.k,
-                opts: plan.opts,
-            };
-            self.engine.search_query(searched, tenant, &view, ask)?
+                explain: req.explain,
+            },
+            opts: plan.opts,
         };
+        let ticket = self.engine.search_query(searched, tenant, &view, ask)?;
         let pending = PendingSearch {
             tenant: tenant.to_string(),
             query: req.query.clone(),
@@ -439,7 +437,7 @@ impl Drop for Memory {
     }
 }
 
-/// A search's second half: the hits the device ranked, or the CPU pipeline's over the view.
+/// A search's second half: the hits the rank stage ranked, or the ranker's over the view now.
 pub(crate) fn finish_search(
     p: Box<PendingSearch>,
     mut emb: Embedded,
@@ -457,9 +455,8 @@ pub(crate) fn finish_search(
                 k: p.k,
                 explain: p.explain,
             };
-            let (dense, scorer) = (emb.dense.as_deref(), engine.cpu_scorer());
             p.view
-                .search(&p.tenant, &q, dense, scorer, &p.plan.opts, top)?
+                .search(engine.ranker(), &p.tenant, &q, &p.plan.opts, top)?
         }
     };
     Ok(SearchAnswer {

@@ -54,7 +54,7 @@ impl Memory {
             Begun::Queued(pending, ticket) => {
                 let emb = done(ticket).await?;
                 if emb.hits.is_some() {
-                    // ranked whole on the device: nothing left to compute
+                    // ranked by the rank stage: nothing left to compute
                     return finish_search(pending, emb, &self.engine);
                 }
                 let engine = self.engine.clone();

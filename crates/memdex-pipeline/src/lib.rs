@@ -5,10 +5,8 @@
 //!   reuse → terms → vectors → segment — shared by [`index_sessions`] and the server.
 //! * [`index_sessions`]: any [`memdex_ingest::SessionSource`] through the pipeline, one
 //!   committed segment per flush; idempotent.
-//! * [`Searcher`]: a store view, its encoder and a dense scorer → ranked items through
-//!   [`memdex_rank::rank`].
-//! * [`Searcher::search_fused`]: the default ranking of a batch of queries in one fused
-//!   kernel call (memdex-kernels' `rank_topk`: its CPU reference, or CUDA).
+//! * [`Searcher`]: a store view, its encoder and one ranker ([`memdex_rank::BatchRanker`]:
+//!   the CPU reference, or memdex-kernels' accelerated ranker) → ranked items.
 //! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 //! * `structures`: after each commit and delete, the store's TiM thoughts and MemTree (when
 //!   it keeps them) are brought up to date ([`AppendPipeline::sync_structures`]).
@@ -18,7 +16,6 @@ mod batch;
 mod error;
 mod extract;
 mod index;
-mod kernel_rank;
 mod keys;
 pub mod lsh;
 mod search;
@@ -35,8 +32,6 @@ pub use index::{
     index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport, Throughput,
     DEFAULT_FLUSH_ITEMS,
 };
-pub use kernel_rank::{
-    rank_fused, rank_fused_all, BatchHits, BatchQuery, FusedRanking, KernelHandle,
-};
 pub use keys::KeyCache;
+pub use lsh::KernelHandle;
 pub use search::Searcher;

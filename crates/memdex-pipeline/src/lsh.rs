@@ -6,10 +6,21 @@
 //! scored exactly. Segments without the column (written before hashing was enabled) are scanned
 //! exactly, so results never miss rows for lack of ids.
 
+use memdex_kernels::Kernels;
 use memdex_score::lsh::{Lsh, LshParams};
 use memdex_score::{dot, Hit, TopK};
 use memdex_store::{LshMeta, Store};
 use rayon::prelude::*;
+
+/// memdex's kernels on some device, shared between threads (TiM bucket ids at index time).
+#[derive(Clone)]
+pub struct KernelHandle(pub std::sync::Arc<dyn Kernels + Send + Sync>);
+
+impl std::fmt::Debug for KernelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelHandle({})", self.0.device())
+    }
+}
 
 /// The projections a store's hashing uses.
 pub fn projections(meta: &LshMeta) -> Lsh {

@@ -1,12 +1,14 @@
 //! One-shot search over a store (the CLI's `search`, `eval`, `bench`): a store view, the
-//! encoder it was built with, a dense scorer and the ranking's per-tenant caches.
+//! encoder it was built with, the ranker and the ranking's per-tenant caches.
+
+use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_embed::Encoder;
 use memdex_rank::{
-    rank, top_hits, Dense, Query, RankOptions, Ranking, SearchHit, TenantCache, TopK,
+    all_one, top_one, Batch, BatchHits, BatchQuery, BatchRanker, BatchRankings, CpuRanker, Query,
+    RankOptions, Ranking, SearchHit, TenantCache, TopK,
 };
-use memdex_score::{CpuScorer, DenseScorer};
 use memdex_store::Store;
 
 use crate::EngineError;
@@ -16,28 +18,28 @@ use crate::EngineError;
 pub struct Searcher {
     store: Store,
     encoder: Box<dyn Encoder>,
-    scorer: Box<dyn DenseScorer>,
+    ranker: Arc<dyn BatchRanker>,
     cache: TenantCache,
 }
 
 impl Searcher {
     /// Pairs a store with an encoder; refused unless the store was built with this model.
-    /// Dense scores come from the CPU scorer (see [`Self::with_scorer`]).
+    /// The CPU ranker ranks (see [`Self::with_ranker`]).
     pub fn new(store: Store, encoder: Box<dyn Encoder>) -> Result<Searcher, EngineError> {
-        Self::with_scorer(store, encoder, Box::new(CpuScorer))
+        Self::with_ranker(store, encoder, Arc::new(CpuRanker::default()))
     }
 
-    /// [`Self::new`] with another dense scorer (the encoder's device, say).
-    pub fn with_scorer(
+    /// [`Self::new`] with another ranker (a device's, say).
+    pub fn with_ranker(
         store: Store,
         encoder: Box<dyn Encoder>,
-        scorer: Box<dyn DenseScorer>,
+        ranker: Arc<dyn BatchRanker>,
     ) -> Result<Searcher, EngineError> {
         store.check_model(encoder.info())?;
         Ok(Searcher {
             store,
             encoder,
-            scorer,
+            ranker,
             cache: TenantCache::default(),
         })
     }
@@ -50,12 +52,12 @@ impl Searcher {
         self.encoder.as_ref()
     }
 
-    pub(crate) fn cache(&self) -> &TenantCache {
+    pub fn cache(&self) -> &TenantCache {
         &self.cache
     }
 
-    pub fn scorer(&self) -> &dyn DenseScorer {
-        self.scorer.as_ref()
+    pub fn ranker(&self) -> &dyn BatchRanker {
+        self.ranker.as_ref()
     }
 
     /// Embeds `query` (with the model's query prefix) and returns the tenant's top `k` items.
@@ -86,21 +88,16 @@ impl Searcher {
             return Err(EngineError::EmptyQuery);
         }
         let q = self.encoder.embed(&[query], TextKind::Query)?;
-        let query = Query {
-            text: query,
-            vector: q.row(0),
-            date_ms,
-        };
-        let dense = Dense::Scorer(self.scorer.as_ref());
-        Ok(top_hits(
-            &self.store,
+        let query = BatchQuery {
             tenant,
-            &query,
-            dense,
-            opts,
-            &self.cache,
-            top,
-        )?)
+            query: Query {
+                text: query,
+                vector: q.row(0),
+                date_ms,
+            },
+        };
+        let (store, cache) = (&self.store, &self.cache);
+        Ok(top_one(self.ranker(), store, cache, query, opts, top)?)
     }
 
     /// Ranks all of the tenant's live items for a query.
@@ -110,65 +107,49 @@ impl Searcher {
         query: &Query<'_>,
         opts: &RankOptions,
     ) -> Result<Ranking<'_>, EngineError> {
-        let dense = Dense::Scorer(self.scorer.as_ref());
-        Ok(rank(&self.store, tenant, query, dense, opts, &self.cache)?)
+        let q = BatchQuery {
+            tenant,
+            query: *query,
+        };
+        Ok(all_one(self.ranker(), &self.store, &self.cache, q, opts)?)
     }
 
-    /// [`Self::rank`] of every query of `queries` at once, on all cores: how many items each
-    /// ranking holds. The CPU pipeline's throughput on a batch (what benchmarks compare with).
-    pub fn rank_parallel(
+    /// The top `top.k` of every query of a batch, through the ranker.
+    pub fn top_batch(
         &self,
-        queries: &[crate::BatchQuery<'_>],
+        queries: &[BatchQuery<'_>],
         opts: &RankOptions,
-    ) -> Vec<Result<usize, EngineError>> {
-        use rayon::prelude::*;
-        let (store, scorer, cache) = (&self.store, self.scorer.as_ref(), &self.cache);
-        queries
-            .par_iter()
-            .map(|q| {
-                let dense = Dense::Scorer(scorer);
-                Ok(rank(store, q.tenant, &q.query, dense, opts, cache)?.len())
-            })
-            .collect()
+        top: TopK,
+    ) -> Result<BatchHits, EngineError> {
+        Ok(self.ranker.top(&self.batch(queries, opts), top)?)
     }
 
-    /// [`Self::rank`] with the dense scores computed already (by [`Self::dense_batch`]): one
-    /// per live row of the tenant, in timeline order.
-    pub fn rank_scored(
+    /// Every query's whole ranking, through the ranker.
+    pub fn rank_batch(
         &self,
-        tenant: &str,
-        query: &Query<'_>,
-        dense: &[f32],
+        queries: &[BatchQuery<'_>],
         opts: &RankOptions,
-    ) -> Result<Ranking<'_>, EngineError> {
-        let dense = Dense::Scores(dense);
-        Ok(rank(&self.store, tenant, query, dense, opts, &self.cache)?)
+    ) -> Result<BatchRankings<'_>, EngineError> {
+        let batch = Batch {
+            store: &self.store,
+            cache: &self.cache,
+            queries,
+            opts,
+        };
+        Ok(self.ranker.all(&batch)?)
     }
 
-    /// Dense scores of a batch of queries, `(tenant, vector)` each, in one call of the scorer
-    /// (one launch sequence on a device): query `q`'s scores cover its tenant's live rows in
-    /// timeline order (none for a tenant the store does not hold).
-    pub fn dense_batch(&self, queries: &[(&str, &[f32])]) -> Result<Vec<Vec<f32>>, EngineError> {
-        let dim = self.store.dim();
-        let mut vectors = Vec::with_capacity(queries.len() * dim);
-        for (_, v) in queries {
-            if v.len() != dim {
-                return Err(memdex_rank::RankError::DenseMismatch {
-                    what: "query vector values",
-                    expected: dim,
-                    got: v.len(),
-                }
-                .into());
-            }
-            vectors.extend_from_slice(v);
+    /// A batch over this searcher's store and caches.
+    pub fn batch<'a>(
+        &'a self,
+        queries: &'a [BatchQuery<'a>],
+        opts: &'a RankOptions,
+    ) -> Batch<'a, 'a> {
+        Batch {
+            store: &self.store,
+            cache: &self.cache,
+            queries,
+            opts,
         }
-        let slices: Vec<_> = queries
-            .iter()
-            .map(|(t, _)| self.store.tenant_slices(t))
-            .collect();
-        let slices: Vec<&[_]> = slices.iter().map(Vec::as_slice).collect();
-        let (blocks, runs) = memdex_rank::dense_batch_request(&slices);
-        let scores = self.scorer.score(dim, &vectors, &blocks, &runs);
-        Ok(scores.map_err(memdex_rank::RankError::from)?)
     }
 }

@@ -15,7 +15,7 @@ use crate::columns::check_columns;
 use crate::kernel_rows::FusedRows;
 use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode};
 use crate::query::Query;
-use crate::rows::TenantRows;
+use crate::rows::{Ranking, TenantRows};
 use crate::{score, time, RankError, SearchHit};
 
 /// The pipeline's weights, for options the fused kernel can run.
@@ -179,6 +179,31 @@ impl<'s> FusedTenant<'s> {
             .enumerate()
             .map(|(r, &o)| SearchHit::new(r + 1, ranked[o].0, self.item(ranked[o].1)))
             .collect()
+    }
+
+    /// The whole ranking of `query` from the kernel's final `scores` (one per row, timeline
+    /// order; the time stage's `boost` applied, its `front` not): `front` and the update
+    /// stage are applied here, as [`crate::rank`] does.
+    pub fn ranking(
+        &self,
+        scores: Vec<f64>,
+        inputs: &FusedQuery,
+        query: &Query<'_>,
+        opts: &RankOptions,
+    ) -> Ranking<'s> {
+        let mut order = memdex_score::fusion::rank_desc(&scores);
+        let flags = &inputs.flags;
+        if inputs.time == FusedTime::Front && flags.iter().any(|&f| f != 0) {
+            crate::flagged_first(&mut order, |i| flags[i] != 0);
+        }
+        if let Some(stage) = opts.update {
+            crate::update_order(&mut order, |i| self.item(i), query, stage);
+        }
+        Ranking {
+            rows: self.rows.clone(),
+            scores,
+            order,
+        }
     }
 
     /// A query's BM25 scores and time-stage flags over these rows.

@@ -13,6 +13,7 @@
 //! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
 //! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
 
+mod batch;
 mod cache;
 mod columns;
 mod context;
@@ -34,6 +35,10 @@ mod update;
 
 pub use time::flagged_first;
 
+pub use batch::{
+    all_one, check_vector, top_one, Batch, BatchHits, BatchQuery, BatchRanker, BatchRankings,
+    CpuRanker, DeviceCount, SharedRanker,
+};
 pub use cache::{CacheStats, TenantCache, DEFAULT_CACHE_BYTES};
 pub use columns::{check_columns, fit_to_store};
 pub use context::{contextual_query, is_ambiguous};

@@ -5,7 +5,7 @@ use memdex_store::{ItemRef, TenantSlice};
 use crate::SearchHit;
 
 /// A tenant's live rows in timeline order: its slices and where each starts.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TenantRows<'s> {
     pub slices: Vec<TenantSlice<'s>>,
     starts: Vec<usize>,

@@ -11,14 +11,14 @@ use std::time::Duration;
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, ExtractOptions, KernelHandle};
-use memdex_rank::{FusedParams, RankOptions};
-use memdex_score::{CpuScorer, DenseScorer};
+use memdex_pipeline::{AppendPipeline, ExtractOptions};
+use memdex_rank::{BatchRanker, CpuRanker, RankOptions, SharedRanker, TopK};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
-use crate::job::{EmbedJob, Embedded, FusedAsk, ScanRequest};
+use crate::job::{EmbedJob, Embedded, RankRequest};
 use crate::model::model_loop;
+use crate::rank_stage::{rank_loop, RankWork};
 use crate::stats::EngineStats;
 use crate::view::View;
 use crate::writer::{writer_loop, AppendReport, DeleteReport, DeleteTarget, WriteJob, WriterState};
@@ -42,16 +42,17 @@ pub struct EngineOptions {
     pub compact: CompactOptions,
     /// Recorded in a new store's manifest: where the model came from.
     pub model_source: Option<String>,
-    /// Score searches' dense stage on the model's device, all searches of a model batch
-    /// together whatever their tenants. None: only when the model runs on an accelerator.
+    /// With no `ranker`: the CPU ranker scores the dense stage on the model's device, all
+    /// searches of a model batch together whatever their tenants. None: only when the model
+    /// runs on an accelerator.
     pub device_scan: Option<bool>,
     /// Bytes the per-tenant ranking caches (BM25 indexes, importance, session groups,
     /// adjacency, structures) hold at most; least recently used tenants are evicted past it.
     pub cache_bytes: usize,
-    /// Rank searches whole on the model thread through these kernels (memdex-kernels'
-    /// fused `rank_topk`: CUDA in practice), one call per group of a model batch, when their
-    /// options are ones the kernel runs and `k` ≤ 128. None: rank on the request threads.
-    pub fused: Option<KernelHandle>,
+    /// The ranker every search goes through (memdex-kernels' accelerated ranker, say). One
+    /// that batches ranks each model batch's searches on the rank stage; None: the CPU
+    /// ranker (see `device_scan`), each search ranked on its caller's thread.
+    pub ranker: Option<SharedRanker>,
     /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
     /// that keeps none yet; a store that keeps them maintains them either way.
     pub structures: (
@@ -73,7 +74,7 @@ impl Default for EngineOptions {
             model_source: None,
             cache_bytes: memdex_rank::DEFAULT_CACHE_BYTES,
             device_scan: None,
-            fused: None,
+            ranker: None,
             structures: (None, None),
         }
     }
@@ -83,7 +84,7 @@ impl Default for EngineOptions {
 #[derive(Debug, Clone, Copy)]
 pub struct SearchAsk {
     pub date_ms: Option<i64>,
-    pub k: usize,
+    pub top: TopK,
     pub opts: RankOptions,
 }
 
@@ -115,19 +116,17 @@ struct Inner {
     write_tx: Mutex<Option<SyncSender<WriteJob>>>,
     threads: Mutex<Threads>,
     stats: Arc<EngineStats>,
-    device_scan: bool,
-    /// Where the fused ranking runs, if searches are ranked on the model thread.
-    fused: Option<String>,
-    /// Scores searches where they are ranked when the device does not.
-    cpu: CpuScorer,
+    ranker: SharedRanker,
 }
 
-/// The two threads, joined in this order at shutdown: the writer first (it may still need
-/// the model thread for queued appends), then the model thread.
+/// The threads, joined in this order at shutdown: the writer first (it may still need the
+/// model thread for queued appends), then the model thread, then the rank stage (it ends
+/// when the model thread is gone).
 #[derive(Debug, Default)]
 struct Threads {
     writer: Option<JoinHandle<()>>,
     model: Option<JoinHandle<()>>,
+    rank: Option<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -171,20 +170,23 @@ impl Engine {
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
         let device = encoder.device();
-        let device_scan = opts.device_scan.unwrap_or_else(|| encoder.is_accelerator());
-        let scorer: Option<Box<dyn DenseScorer>> = if device_scan {
-            encoder.device_scorer()
-        } else {
-            None
-        };
-        let device_scan = scorer.is_some();
-        let fused = opts.fused.clone();
-        let fused_device = fused.as_ref().map(|f| f.0.device());
+        let ranker = ranker_of(&opts, encoder.as_ref());
         let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
+        let (rank_tx, rank) = if ranker.batched() {
+            // two batches in flight: the model embeds the next while this one is ranked
+            let (tx, rx) = sync_channel::<RankWork>(2);
+            let (ranker, stats) = (ranker.clone(), stats.clone());
+            let t = spawn("memdex-rank")
+                .spawn(move || rank_loop(ranker, rx, &stats))
+                .map_err(|e| internal(format!("cannot start the rank stage: {e}")))?;
+            (Some(tx), Some(t))
+        } else {
+            (None, None)
+        };
         let model = {
             let (stats, budget) = (stats.clone(), opts.token_budget);
             spawn("memdex-model")
-                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, scorer, fused))
+                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, rank_tx))
                 .map_err(|e| internal(format!("cannot start the model thread: {e}")))?
         };
         let state = WriterState {
@@ -210,11 +212,10 @@ impl Engine {
                 threads: Mutex::new(Threads {
                     writer: Some(writer),
                     model: Some(model),
+                    rank,
                 }),
                 stats,
-                device_scan,
-                fused: fused_device,
-                cpu: CpuScorer,
+                ranker,
             }),
         })
     }
@@ -245,20 +246,9 @@ impl Engine {
             .clone()
     }
 
-    /// Whether searches' dense stage runs on the model's device.
-    pub fn device_scan(&self) -> bool {
-        self.inner.device_scan
-    }
-
-    /// Where searches are ranked whole on the model thread (the fused kernels' device), if
-    /// they are.
-    pub fn fused_ranking(&self) -> Option<&str> {
-        self.inner.fused.as_deref()
-    }
-
-    /// The scorer for searches whose dense scores did not come back from the device.
-    pub fn cpu_scorer(&self) -> &dyn DenseScorer {
-        &self.inner.cpu
+    /// The ranker every search goes through.
+    pub fn ranker(&self) -> &dyn BatchRanker {
+        self.inner.ranker.as_ref()
     }
 
     /// Whether both threads are running.
@@ -272,6 +262,8 @@ impl Engine {
             Health::Failed("the writer thread stopped")
         } else if gone(&t.model) {
             Health::Failed("the model thread stopped")
+        } else if t.rank.is_some() && gone(&t.rank) {
+            Health::Failed("the rank stage stopped")
         } else {
             Health::Ok
         }
@@ -286,27 +278,10 @@ impl Engine {
         self.queue(texts, kind, None)
     }
 
-    /// Queues a search's query for the model thread. With the device scan on, the answer also
-    /// carries the dense scores of `tenant`'s live rows in `view` (the view to rank), the
-    /// batch's searches of all tenants scored together.
-    pub fn embed_query(
-        &self,
-        text: String,
-        tenant: &str,
-        view: &Arc<View>,
-    ) -> Result<Ticket<Embedded>, RuntimeError> {
-        let scan = self.inner.device_scan.then(|| ScanRequest {
-            view: view.clone(),
-            tenant: tenant.to_string(),
-            fused: None,
-        });
-        self.queue(vec![text], TextKind::Query, scan)
-    }
-
-    /// [`Self::embed_query`] for a search that the model thread may rank whole: with fused
-    /// kernels, options they run and `k` ≤ 128 the answer carries the hits
-    /// ([`Embedded::hits`]); otherwise (or if the fused ranking failed) it carries what
-    /// `embed_query` does and the caller ranks.
+    /// Queues a search's query for the model thread. When the ranker batches, the rank
+    /// stage ranks it with the batch's other searches and the answer carries its hits
+    /// ([`Embedded::hits`]); otherwise (or if that ranking failed) it carries the vector and
+    /// the caller ranks it over `view` ([`View::search`]).
     pub fn search_query(
         &self,
         text: String,
@@ -314,32 +289,25 @@ impl Engine {
         view: &Arc<View>,
         search: SearchAsk,
     ) -> Result<Ticket<Embedded>, RuntimeError> {
-        let fused = self.inner.fused.is_some()
-            && memdex_rank::fused_depth(search.k, &search.opts) <= memdex_kernels::MAX_K
-            && FusedParams::from_options(&search.opts).is_ok();
-        let scan = (self.inner.device_scan || fused).then(|| ScanRequest {
+        let rank = self.inner.ranker.batched().then(|| RankRequest {
             view: view.clone(),
             tenant: tenant.to_string(),
-            fused: fused.then_some(FusedAsk {
-                date_ms: search.date_ms,
-                k: search.k,
-                opts: search.opts,
-            }),
+            ask: search,
         });
-        self.queue(vec![text], TextKind::Query, scan)
+        self.queue(vec![text], TextKind::Query, rank)
     }
 
     fn queue(
         &self,
         texts: Vec<String>,
         kind: TextKind,
-        scan: Option<ScanRequest>,
+        rank: Option<RankRequest>,
     ) -> Result<Ticket<Embedded>, RuntimeError> {
         let (reply, rx) = oneshot::channel();
         let job = EmbedJob {
             texts,
             kind,
-            scan,
+            rank,
             reply,
         };
         let stats = &self.inner.stats;
@@ -415,6 +383,24 @@ impl Engine {
                 tracing::error!("the model thread panicked");
             }
         }
+        if let Some(rank) = threads.rank {
+            if rank.join().is_err() {
+                tracing::error!("the rank stage panicked");
+            }
+        }
+    }
+}
+
+/// The engine's ranker: the one given, else the CPU ranker with its dense stage on the
+/// model's device when `device_scan` says so.
+fn ranker_of(opts: &EngineOptions, encoder: &dyn Encoder) -> SharedRanker {
+    if let Some(r) = &opts.ranker {
+        return r.clone();
+    }
+    let scan = opts.device_scan.unwrap_or_else(|| encoder.is_accelerator());
+    match scan.then(|| encoder.device_scorer()).flatten() {
+        Some(scorer) => Arc::new(CpuRanker::with_scorer(scorer)),
+        None => Arc::new(CpuRanker::default()),
     }
 }
 

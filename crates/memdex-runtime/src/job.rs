@@ -1,13 +1,14 @@
-//! What callers hand the model thread: texts to embed (a search's query with the view and
-//! tenant it ranks, and what it asks of the fused ranking), and what the thread answers.
+//! What callers hand the model thread: texts to embed (a search's query with what the rank
+//! stage needs to rank it), and what the threads answer.
 
 use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_embed::Embeddings;
-use memdex_rank::{RankOptions, SearchHit};
+use memdex_rank::SearchHit;
 use tokio::sync::oneshot;
 
+use crate::engine::SearchAsk;
 use crate::view::View;
 use crate::RuntimeError;
 
@@ -18,35 +19,24 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T, RuntimeError>>;
 pub(crate) struct EmbedJob {
     pub texts: Vec<String>,
     pub kind: TextKind,
-    /// A search's query (one text) with the view and tenant it ranks: scored on the device
-    /// together with the batch's other searches when the engine scans there.
-    pub scan: Option<ScanRequest>,
+    /// A search (one query text) the rank stage ranks with the batch's other searches, when
+    /// the engine's ranker batches (a device).
+    pub rank: Option<RankRequest>,
     pub reply: Reply<Embedded>,
 }
 
-/// One search's share of a device batch.
+/// One search's share of a ranked batch.
 #[derive(Debug, Clone)]
-pub(crate) struct ScanRequest {
+pub(crate) struct RankRequest {
     pub view: Arc<View>,
     pub tenant: String,
-    /// Rank the search whole through the fused kernels (when the engine has them).
-    pub fused: Option<FusedAsk>,
+    pub ask: SearchAsk,
 }
 
-/// What the model thread answers: the vectors, and for a search scored on the device the
-/// dense scores of its tenant's live rows in the view it ranks (timeline order).
+/// What the threads answer: the vectors, and for a search the rank stage ranked, its hits.
 #[derive(Debug)]
 pub struct Embedded {
     pub vectors: Embeddings,
-    pub dense: Option<Vec<f32>>,
-    /// A search ranked whole by the fused kernels: its top `k`.
+    /// The search's top `k` (None: not ranked yet; the caller ranks it).
     pub hits: Option<Vec<SearchHit>>,
-}
-
-/// What a search asks of the fused ranking besides its query and tenant.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct FusedAsk {
-    pub date_ms: Option<i64>,
-    pub k: usize,
-    pub opts: RankOptions,
 }

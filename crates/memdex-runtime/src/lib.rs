@@ -4,8 +4,11 @@
 //! * A **model thread** owns the [`memdex_embed::Encoder`]: callers put embedding jobs on a
 //!   bounded queue; the thread takes jobs until a token budget (TEI's queue), embeds them in
 //!   one call per text kind and answers each job on its own oneshot channel. A full queue
-//!   answers [`RuntimeError::Busy`] at once. With a device scorer it also scores the batch's
-//!   searches of all tenants on the device (`model`).
+//!   answers [`RuntimeError::Busy`] at once (`model`).
+//! * A **rank stage** thread, when the engine's ranker batches (a device): the searches of
+//!   each model batch, all tenants together, ranked through the ranker while the model thread
+//!   embeds the next batch (`rank_stage`). Otherwise each search is ranked on its caller's
+//!   thread through the same ranker ([`Engine::ranker`]).
 //! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
 //!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one
 //!   manifest), deletes commit tombstones, compaction runs on request and in the background
@@ -15,15 +18,15 @@
 //!   before it answers, so readers never wait and a deleted item is never ranked once its
 //!   delete returned.
 //!
-//! Dependencies point one way: `engine` starts `model` and `writer`; they share `view`,
+//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share `view`,
 //! `stats` and the job types, and neither knows `engine`.
 
 mod delete;
 mod engine;
 mod error;
 mod job;
-mod kernel_groups;
 mod model;
+mod rank_stage;
 mod stats;
 mod view;
 mod writer;
@@ -31,7 +34,7 @@ mod writer;
 pub use engine::{Engine, EngineOptions, Health, SearchAsk, Ticket};
 pub use error::RuntimeError;
 pub use job::Embedded;
-pub use stats::{EngineStats, BATCH_BUCKETS, MODEL_STAGES};
+pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
 pub use view::{StoreSummary, View};
 pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};
 

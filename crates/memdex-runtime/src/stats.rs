@@ -15,30 +15,26 @@ pub struct EngineStats {
     pub appends_grouped: AtomicU64,
     pub compactions: AtomicU64,
     pub busy_rejections: AtomicU64,
-    /// Model batches whose searches were scored on the device, and those searches.
-    pub scan_batches: AtomicU64,
-    pub scan_queries: AtomicU64,
-    /// Fused ranking calls (memdex-kernels' `rank_topk`, one per group of a model batch) and
-    /// the searches they answered whole.
-    pub fused_batches: AtomicU64,
-    pub fused_queries: AtomicU64,
-    /// Microseconds the model thread spent per stage: embedding, the device scan, the fused
-    /// ranking (its CPU share included). Beside the batch counts they say where a batch's time
-    /// goes and what bounds the thread's throughput.
-    pub model_micros: [AtomicU64; MODEL_STAGES.len()],
+    /// Ranker calls of the rank stage (one per group of a model batch) and the searches they
+    /// answered.
+    pub rank_batches: AtomicU64,
+    pub rank_queries: AtomicU64,
+    /// Microseconds spent per serving stage: embedding (the model thread), ranking (the rank
+    /// stage, when the ranker batches). Beside the batch counts they say where a batch's time
+    /// goes and which stage bounds the throughput.
+    pub stage_micros: [AtomicU64; STAGES.len()],
     /// Panics the model and writer threads recovered from (each failed its batch or round).
     pub panics: AtomicU64,
 }
 
-/// The model thread's stages, as [`EngineStats::model_micros`] counts them.
-pub const MODEL_STAGES: [&str; 3] = ["embed", "scan", "fused"];
+/// The serving stages, as [`EngineStats::stage_micros`] counts them.
+pub const STAGES: [&str; 2] = ["embed", "rank"];
 
-/// A stage of [`MODEL_STAGES`].
+/// A stage of [`STAGES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ModelStage {
+pub(crate) enum Stage {
     Embed = 0,
-    Scan = 1,
-    Fused = 2,
+    Rank = 1,
 }
 
 /// Upper bounds of the batch-size histogram buckets.
@@ -46,11 +42,11 @@ pub const BATCH_BUCKETS: [u64; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 impl EngineStats {
     /// Runs `f`, adding its wall time to `stage`'s counter.
-    pub(crate) fn timed<T>(&self, stage: ModelStage, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn timed<T>(&self, stage: Stage, f: impl FnOnce() -> T) -> T {
         let t = std::time::Instant::now();
         let out = f();
         let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.model_micros[stage as usize].fetch_add(us, Ordering::Relaxed);
+        self.stage_micros[stage as usize].fetch_add(us, Ordering::Relaxed);
         out
     }
 

@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use memdex_rank::{top_hits, CacheStats, Dense, Query, RankOptions, SearchHit, TenantCache, TopK};
-use memdex_score::DenseScorer;
+use memdex_rank::{
+    top_one, BatchQuery, BatchRanker, CacheStats, Query, RankOptions, SearchHit, TenantCache, TopK,
+};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -101,23 +102,22 @@ impl View {
         }
     }
 
-    /// Ranks the tenant's live items for a query and returns the top `top.k` (each explained
-    /// with `top.explain`). `dense`: scores computed on the model's device for this view, or
-    /// None to score them here.
+    /// Ranks the tenant's live items for a query through `ranker` and returns the top
+    /// `top.k` (each explained with `top.explain`).
     pub fn search(
         &self,
+        ranker: &dyn BatchRanker,
         tenant: &str,
         query: &Query<'_>,
-        dense: Option<&[f32]>,
-        scorer: &dyn DenseScorer,
         opts: &RankOptions,
         top: TopK,
     ) -> Result<Vec<SearchHit>, RuntimeError> {
-        let dense = dense.map_or(Dense::Scorer(scorer), Dense::Scores);
-        Ok(
-            top_hits(&self.store, tenant, query, dense, opts, &self.cache, top)
-                .map_err(memdex_pipeline::EngineError::from)?,
-        )
+        let q = BatchQuery {
+            tenant,
+            query: *query,
+        };
+        Ok(top_one(ranker, &self.store, &self.cache, q, opts, top)
+            .map_err(memdex_pipeline::EngineError::from)?)
     }
 
     pub fn summary(&self) -> StoreSummary {

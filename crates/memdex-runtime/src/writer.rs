@@ -433,7 +433,7 @@ fn embed_passages(
         let job = EmbedJob {
             texts: part.iter().map(|s| s.to_string()).collect(),
             kind: TextKind::Passage,
-            scan: None,
+            rank: None,
             reply,
         };
         stats.embed_queue_depth.fetch_add(1, Ordering::Relaxed);

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_runtime::{Engine, BATCH_BUCKETS, MODEL_STAGES};
+use memdex_runtime::{Engine, BATCH_BUCKETS, STAGES};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -229,38 +229,27 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
     );
     counter(
         out,
-        "memdex_device_scan_batches_total",
-        "Model batches whose searches were scored together on the model's device.",
-        st.scan_batches.load(Ordering::Relaxed),
+        "memdex_rank_stage_batches_total",
+        "Ranker calls of the rank stage (one per group of a model batch; a batching ranker).",
+        st.rank_batches.load(Ordering::Relaxed),
     );
     counter(
         out,
-        "memdex_device_scan_queries_total",
-        "Searches scored on the model's device (all tenants of a batch in one pass).",
-        st.scan_queries.load(Ordering::Relaxed),
+        "memdex_rank_stage_queries_total",
+        "Searches the rank stage answered.",
+        st.rank_queries.load(Ordering::Relaxed),
     );
-    counter(
-        out,
-        "memdex_fused_rank_batches_total",
-        "Fused ranking calls on the model thread (one per group of a model batch).",
-        st.fused_batches.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_fused_rank_queries_total",
-        "Searches ranked whole by the fused kernel.",
-        st.fused_queries.load(Ordering::Relaxed),
-    );
+    rank_devices(out, engine);
     let _ = writeln!(
         out,
-        "# HELP memdex_model_seconds_total Seconds the model thread spent per stage (embed, \
-         device scan, fused ranking).\n# TYPE memdex_model_seconds_total counter"
+        "# HELP memdex_stage_seconds_total Seconds spent per serving stage (embed: the model \
+         thread; rank: the rank stage).\n# TYPE memdex_stage_seconds_total counter"
     );
-    for (stage, us) in MODEL_STAGES.iter().zip(&st.model_micros) {
+    for (stage, us) in STAGES.iter().zip(&st.stage_micros) {
         let secs = us.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = writeln!(
             out,
-            "memdex_model_seconds_total{{stage=\"{stage}\"}} {secs:.6}"
+            "memdex_stage_seconds_total{{stage=\"{stage}\"}} {secs:.6}"
         );
     }
     let view = engine.view();
@@ -425,5 +414,37 @@ mod tests {
         render_tenant_rows(&mut out, &mut [("a".into(), 1), ("b".into(), 2)], 100);
         assert!(out.contains("tenant=\"a\"} 1\n") && out.contains("tenant=\"b\"} 2\n"));
         assert!(out.contains("\nmemdex_store_other_tenants 0\n"), "{out}");
+    }
+}
+
+/// Where the ranker ran its batches, per device (with `--rank-device auto`: the cost model's
+/// choices), and which ranker it is.
+fn rank_devices(out: &mut String, engine: &Engine) {
+    let ranker = engine.ranker();
+    let _ = writeln!(
+        out,
+        "# HELP memdex_ranker_info The ranker searches go through.\n# TYPE memdex_ranker_info gauge\n\
+         memdex_ranker_info{{ranker=\"{}\"}} 1",
+        ranker.describe().replace('"', "'")
+    );
+    let counts = ranker.counts();
+    for (name, what) in [("batches", "Ranker calls"), ("queries", "Searches ranked")] {
+        let _ = writeln!(
+            out,
+            "# HELP memdex_rank_{name}_total {what} per device (cpu, cuda:N).\n\
+             # TYPE memdex_rank_{name}_total counter"
+        );
+        for c in &counts {
+            let v = if name == "batches" {
+                c.batches
+            } else {
+                c.queries
+            };
+            let _ = writeln!(
+                out,
+                "memdex_rank_{name}_total{{device=\"{}\"}} {v}",
+                c.device
+            );
+        }
     }
 }

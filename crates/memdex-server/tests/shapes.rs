@@ -260,14 +260,16 @@ fn openai_embeddings_metrics_openapi() {
         "memdex_store_tenants 1",
         "memdex_store_bytes",
         "memdex_store_tenant_rows{tenant=\"m\"} 1",
-        "memdex_model_seconds_total{stage=\"scan\"} ",
+        "memdex_stage_seconds_total{stage=\"rank\"} ",
+        "memdex_ranker_info{ranker=\"cpu\"} 1",
+        "memdex_rank_batches_total{device=\"cpu\"} ",
     ] {
         assert!(m.contains(name), "{name} missing in\n{m}");
     }
     // the model thread embedded texts: its embed stage took some time
     let embed_secs: f64 = m
         .lines()
-        .find_map(|l| l.strip_prefix("memdex_model_seconds_total{stage=\"embed\"} "))
+        .find_map(|l| l.strip_prefix("memdex_stage_seconds_total{stage=\"embed\"} "))
         .and_then(|v| v.parse().ok())
         .expect("the embed stage's seconds");
     assert!(embed_secs > 0.0, "{embed_secs}");

@@ -1,17 +1,18 @@
-//! `memdex bench rank`: the default ranking of batches of queries through the fused kernel
-//! (`Searcher::search_fused`: memdex-kernels' `rank_topk`, CPU reference or CUDA) against the
-//! CPU pipeline (`memdex_rank::rank`, one query at a time): time per batch on each side and
-//! whether they return the same top-k.
+//! `memdex bench rank`: the accelerated ranker (memdex-kernels' `KernelRanker`: the fused
+//! kernel on CUDA, or its CPU reference) against the CPU ranker on batches of queries: time
+//! per batch on each side and whether they return the same top-k.
+
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
-use memdex_eval::{compare_batches, FusedAgreement};
-use memdex_pipeline::BatchQuery;
-use memdex_rank::Query;
+use memdex_eval::{compare_batches, Agreement};
+use memdex_kernels::Placement;
+use memdex_rank::{BatchQuery, Query, TopK};
 use serde::Serialize;
 
 use super::bench_search::Bench;
-use crate::cli::BenchRankArgs;
+use crate::cli::{BenchRankArgs, PlacementArg};
 use crate::output::print_json;
 
 #[derive(Serialize)]
@@ -20,26 +21,30 @@ struct Report {
     store: String,
     tenants: usize,
     rows: u64,
-    /// CPU pipeline (one query after another) ÷ fused, per batch.
+    /// The CPU ranker on one thread ÷ the ranker, per batch.
     speedup: f64,
-    /// CPU pipeline on all cores ÷ fused, per batch.
+    /// The CPU ranker on all cores ÷ the ranker, per batch.
     speedup_vs_parallel: f64,
-    /// Device, batch, k, timings and the comparison of the top-k.
-    agreement: FusedAgreement,
+    /// Ranker, batch, k, timings and the comparison of the top-k.
+    agreement: Agreement,
 }
 
 pub fn run(a: BenchRankArgs) -> Result<()> {
     if a.queries == 0 || a.batch == 0 || a.k == 0 {
         bail!("--queries, --batch and --k must be at least 1");
     }
+    let placement = match a.placement {
+        PlacementArg::Device => Placement::Device,
+        PlacementArg::Auto => Placement::Auto,
+    };
+    // the kernels run where the model does (`--device`: the CPU reference on the CPU)
+    let ranker = Arc::new(super::checked_ranker(a.model.device, placement)?);
     let Bench {
         searcher,
         tenants,
         rows,
         opts,
-    } = Bench::open(&a.store, &a.model, &a.rank)?;
-    // the kernels run where the model does (`--device`: the CPU reference on the CPU)
-    let kernels = super::load_kernels(a.model.device)?;
+    } = Bench::open_with(&a.store, &a.model, &a.rank, Some(ranker.clone()))?;
 
     let texts: Vec<String> = (0..a.queries).map(super::bench_search::query).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -54,23 +59,29 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
             },
         })
         .collect();
-    // warm-up, untimed: the per-tenant caches, the device's modules
-    searcher.search_fused(
-        kernels.as_ref(),
-        &batch[..a.batch.min(batch.len())],
-        a.k,
-        &opts,
-    )?;
+    // warm-up, untimed: the per-tenant caches, the device's modules (and with `auto`, the
+    // cost model's first measurements of this batch size on both sides)
+    let warm = &batch[..a.batch.min(batch.len())];
+    for _ in 0..if placement == Placement::Auto { 3 } else { 1 } {
+        searcher.top_batch(
+            warm,
+            &opts,
+            TopK {
+                k: a.k,
+                explain: false,
+            },
+        )?;
+    }
 
-    let agreement = compare_batches(&searcher, kernels.as_ref(), &batch, a.k, a.batch, &opts)?;
+    let agreement = compare_batches(&searcher, ranker.as_ref(), &batch, a.k, a.batch, &opts)?;
     let r = Report {
         bench: "rank",
         store: a.store.display().to_string(),
         tenants: tenants.len(),
         rows,
-        speedup: agreement.cpu_ms_per_batch / agreement.fused_ms_per_batch.max(1e-9),
+        speedup: agreement.cpu_ms_per_batch / agreement.ranker_ms_per_batch.max(1e-9),
         speedup_vs_parallel: agreement.cpu_parallel_ms_per_batch
-            / agreement.fused_ms_per_batch.max(1e-9),
+            / agreement.ranker_ms_per_batch.max(1e-9),
         agreement,
     };
     if a.json {
@@ -78,18 +89,19 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     }
     let g = &r.agreement;
     println!(
-        "memdex rank bench: {} queries in batches of {} over {} tenants, {} rows; fused on {}",
-        g.queries, g.batch, r.tenants, r.rows, g.device
+        "memdex rank bench: {} queries in batches of {} over {} tenants, {} rows; ranker {}",
+        g.queries, g.batch, r.tenants, r.rows, g.ranker
     );
     println!(
-        "per batch: CPU pipeline {:.2} ms one query at a time, {:.2} ms on {} threads; fused \
-         {:.2} ms ({:.2}x, {:.2}x)",
+        "per batch: CPU ranker {:.2} ms on one thread, {:.2} ms on {} threads; ranker {:.2} ms \
+         ({:.2}x, {:.2}x); batches per device {:?}",
         g.cpu_ms_per_batch,
         g.cpu_parallel_ms_per_batch,
         g.cpu_threads,
-        g.fused_ms_per_batch,
+        g.ranker_ms_per_batch,
         r.speedup,
-        r.speedup_vs_parallel
+        r.speedup_vs_parallel,
+        g.rank_batches
     );
     println!(
         "top-{}: identical {}, near ties only {}, different {} (max score diff {:.2e})",

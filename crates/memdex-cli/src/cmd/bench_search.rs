@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use memdex_core::TextKind;
 use memdex_eval::percentile;
 use memdex_pipeline::Searcher;
+use memdex_rank::SharedRanker;
 use memdex_rank::{fit_to_store, Query, RankOptions, Stages};
 use memdex_store::Store;
 use serde::Serialize;
@@ -116,6 +117,16 @@ pub(super) struct Bench {
 
 impl Bench {
     pub fn open(store: &Path, model: &ModelArgs, rank: &Stages) -> Result<Bench> {
+        Bench::open_with(store, model, rank, None)
+    }
+
+    /// [`Self::open`] ranking through `ranker` (None: the CPU ranker).
+    pub fn open_with(
+        store: &Path,
+        model: &ModelArgs,
+        rank: &Stages,
+        ranker: Option<SharedRanker>,
+    ) -> Result<Bench> {
         let s = Store::open(store)?;
         let tenants: Vec<String> = s.tenants().keys().map(|t| t.to_string()).collect();
         if tenants.is_empty() {
@@ -123,7 +134,10 @@ impl Bench {
         }
         let rows = s.rows();
         let embedder = super::load_embedder(model, s.manifest().model_source.as_deref())?;
-        let searcher = Searcher::new(s, Box::new(embedder))?;
+        let searcher = match ranker {
+            Some(r) => Searcher::with_ranker(s, Box::new(embedder), r)?,
+            None => Searcher::new(s, Box::new(embedder))?,
+        };
         let mut opts = super::rank_options(rank, RankOptions::default())?;
         fit_to_store(&mut opts, rank.time.is_some(), searcher.store());
         Ok(Bench {

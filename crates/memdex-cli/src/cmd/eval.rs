@@ -3,11 +3,11 @@ use std::io::{BufWriter, Write};
 
 use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
-use memdex_embed::Encoder as _;
 use memdex_eval::{
-    compare_fused, evaluate_questions_with, load_and_index_with, Dataset, EvalOptions, EvalReport,
-    FusedAgreement, LoadOptions, RunInfo,
+    compare_rankers, evaluate_questions, load_and_index_with, Agreement, Dataset, EvalOptions,
+    EvalReport, LoadOptions, RunInfo,
 };
+use memdex_kernels::Placement;
 use memdex_pipeline::Searcher;
 use memdex_rank::Preset;
 use memdex_store::{Store, StoreWriter};
@@ -87,21 +87,15 @@ pub fn run(a: EvalArgs) -> Result<()> {
     drop(writer);
     let store = Store::open(&store_dir)?;
     let extraction = store.manifest().extraction.clone();
-    let scan = a
-        .device_scan
-        .choice()
-        .unwrap_or_else(|| embedder.is_accelerator());
-    let searcher = match scan.then(|| embedder.device_scorer()).flatten() {
-        Some(scorer) => Searcher::with_scorer(store, Box::new(embedder), scorer)?,
-        None => Searcher::new(store, Box::new(embedder))?,
-    };
-    tracing::info!("dense scores: {}", searcher.scorer().name());
     let opts = EvalOptions {
         dataset,
         granularity,
         ks: a.k.clone(),
         rank: super::rank_options(&a.rank, a.preset.options())?,
     };
+    let ranker = super::ranker(a.rank_device, a.device_scan, a.model.device, &embedder)?;
+    let searcher = Searcher::with_ranker(store, Box::new(embedder), ranker)?;
+    tracing::info!("ranker: {}", searcher.ranker().describe());
 
     let mut log = match &a.log {
         Some(p) => {
@@ -112,28 +106,20 @@ pub fn run(a: EvalArgs) -> Result<()> {
         None => None,
     };
     let t = std::time::Instant::now();
-    let fusable = memdex_rank::FusedParams::from_options(&opts.rank);
-    let choice = a.fused_rank.choice();
-    if let (Some(true), Err(e)) = (choice, &fusable) {
-        bail!("--fused-rank on: {e}");
-    }
-    let accelerator = searcher.encoder().is_accelerator() && fusable.is_ok();
-    let fused = super::fused_kernels(choice, a.model.device, accelerator)?;
-    let mut report = evaluate_questions_with(
+    let mut report = evaluate_questions(
         &searcher,
         &questions,
         &opts,
         log.as_mut().map(|w| w as &mut dyn Write),
-        fused.as_deref().map(|k| k as &dyn memdex_kernels::Kernels),
     )?;
     let search_s = t.elapsed().as_secs_f64();
-    if a.fused_check {
-        let kernels = super::load_kernels(a.model.device)?;
-        let agreement = compare_fused(&searcher, kernels.as_ref(), &questions, &opts.rank)?;
+    if a.rank_check {
+        let ranker = super::checked_ranker(a.model.device, Placement::Device)?;
+        let agreement = compare_rankers(&searcher, &ranker, &questions, &opts.rank)?;
         if !a.json {
-            print_fused(&agreement);
+            print_agreement(&agreement);
         }
-        report.fused = Some(agreement);
+        report.agreement = Some(agreement);
     }
     if let Some(mut w) = log {
         w.flush()?;
@@ -168,11 +154,11 @@ pub fn run(a: EvalArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_fused(g: &FusedAgreement) {
+fn print_agreement(g: &Agreement) {
     println!(
-        "fused ranking on {}: top-{} of {} questions identical {}, near ties only {}, different {} \
-         (max score diff {:.1e}); per batch of {}: CPU pipeline {:.1} ms, fused {:.1} ms",
-        g.device,
+        "ranker {}: top-{} of {} questions identical {}, near ties only {}, different {} \
+         (max score diff {:.1e}); per batch of {}: CPU ranker {:.1} ms, ranker {:.1} ms",
+        g.ranker,
         g.k,
         g.queries,
         g.identical,
@@ -181,7 +167,7 @@ fn print_fused(g: &FusedAgreement) {
         g.max_score_diff,
         g.batch,
         g.cpu_ms_per_batch,
-        g.fused_ms_per_batch
+        g.ranker_ms_per_batch
     );
 }
 

@@ -22,9 +22,13 @@ mod synth;
 use anyhow::{Context, Result};
 use memdex_core::{DeviceChoice, Granularity};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
-use memdex_kernels::Kernels;
+use memdex_kernels::{KernelRanker, Kernels, Placement};
+use memdex_rank::{BatchRanker, CpuRanker, SharedRanker};
+
+use crate::cli_serve::RankDeviceArg;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
 use memdex_pipeline::ExtractOptions;
@@ -210,22 +214,58 @@ pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Sen
     }
 }
 
-/// The kernels to rank through (`--fused-rank`): `choice` None (auto) = when the model runs
-/// on an accelerator and memdex's CUDA kernels load there; on = the model device's kernels
-/// (the CPU reference on the CPU).
-pub(crate) fn fused_kernels(
-    choice: Option<bool>,
+/// The ranker of `--rank-device` and `--device-scan` for a model `encoder` on `device`:
+/// * `auto`: memdex's CUDA kernels when the model runs on an accelerator and they load
+///   there, each batch placed by the cost model; else the CPU ranker;
+/// * `cuda`: the kernels on the model's CUDA device (or the first), every batch they run;
+/// * `cpu`: the CPU ranker;
+/// * `kernels`: the kernels on the model's device, every batch (their CPU reference on the CPU).
+///
+/// The CPU ranker (alone, or the kernels' fallback) scores its dense stage on the model's
+/// device when the scan is on (auto: when the model runs on an accelerator).
+pub(crate) fn ranker(
+    choice: RankDeviceArg,
+    scan: crate::cli_serve::DeviceScanArg,
     device: DeviceChoice,
-    accelerator: bool,
-) -> Result<Option<Box<dyn Kernels + Send + Sync>>> {
-    if !choice.unwrap_or(accelerator) {
-        return Ok(None);
+    encoder: &dyn Encoder,
+) -> Result<SharedRanker> {
+    let accelerator = encoder.is_accelerator();
+    let scorer = (scan.choice().unwrap_or(accelerator))
+        .then(|| encoder.device_scorer())
+        .flatten();
+    let cpu = scorer.map_or_else(CpuRanker::default, CpuRanker::with_scorer);
+    let (kernels, placement) = match choice {
+        RankDeviceArg::Cpu => return Ok(Arc::new(cpu)),
+        RankDeviceArg::Auto if !accelerator => return Ok(Arc::new(cpu)),
+        RankDeviceArg::Auto => (load_kernels(device)?, Placement::Auto),
+        RankDeviceArg::Cuda => {
+            let on = match device {
+                DeviceChoice::Cuda(n) => DeviceChoice::Cuda(n),
+                _ => DeviceChoice::Cuda(0),
+            };
+            (load_kernels(on)?, Placement::Device)
+        }
+        RankDeviceArg::Kernels => {
+            let ranker =
+                KernelRanker::with_cpu(Arc::from(load_kernels(device)?), Placement::Device, cpu);
+            return Ok(Arc::new(ranker));
+        }
+    };
+    if kernels.device() == "cpu" {
+        tracing::info!("no CUDA kernels here: the CPU ranker ranks");
+        return Ok(Arc::new(cpu));
     }
-    let kernels = load_kernels(device)?;
-    if choice.is_none() && kernels.device() == "cpu" {
-        tracing::info!("fused ranking off: no CUDA kernels here (the CPU pipeline ranks)");
-        return Ok(None);
-    }
-    tracing::info!("ranking through the fused kernel on {}", kernels.device());
-    Ok(Some(kernels))
+    let ranker = KernelRanker::with_cpu(Arc::from(kernels), placement, cpu);
+    tracing::info!("ranking through {}", ranker.describe());
+    Ok(Arc::new(ranker))
+}
+
+/// The kernels of the model's device behind the ranking seam, every batch they can run on
+/// them (the CPU reference on the CPU): what `bench rank` and `eval --rank-check` compare with
+/// the CPU ranker.
+pub(crate) fn checked_ranker(device: DeviceChoice, placement: Placement) -> Result<KernelRanker> {
+    Ok(KernelRanker::new(
+        Arc::from(load_kernels(device)?),
+        placement,
+    ))
 }

@@ -4,8 +4,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use memdex_embed::Encoder as _;
-use memdex_pipeline::KernelHandle;
 use memdex_runtime::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_store::{CompactOptions, Manifest, StoreWriter};
@@ -43,18 +41,15 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     config.check_bind(&a.addr)?;
     let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
-    // auto = on with a CUDA model: tenants' rows stay resident as keyed parts, and on an H200
-    // the fused ranking served 3.9x the searches/s of the device scan (docs/benchmarks.md)
-    let choice = a.fused_rank.choice();
-    let fused = super::fused_kernels(choice, a.model.device, embedder.is_accelerator())?
-        .map(|k| KernelHandle(std::sync::Arc::from(k)));
+    // auto with a CUDA model: the fused kernel, tenants' rows resident on the device, each
+    // batch placed by the cost model (docs/serving.md)
+    let ranker = super::ranker(a.rank_device, a.device_scan, a.model.device, &embedder)?;
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source_hint),
-        device_scan: a.device_scan.choice(),
-        fused,
+        ranker: Some(ranker),
         structures: super::structure_configs(&a.structures),
         cache_bytes: usize::try_from(a.cache_mb << 20).unwrap_or(usize::MAX),
         ..EngineOptions::default()

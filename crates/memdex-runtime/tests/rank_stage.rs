@@ -1,16 +1,15 @@
-//! Searches ranked whole on the model thread through fused kernels (here memdex-kernels' CPU
-//! reference; CUDA on a GPU box): concurrent searches of several tenants come back with the
-//! CPU pipeline's hits, options the kernel does not run are ranked as before, and a delete is
-//! never ranked.
+//! Searches ranked on the rank stage through memdex-kernels' accelerated ranker (here on the
+//! kernels' CPU reference; CUDA on a GPU box): concurrent searches of several tenants come
+//! back with the CPU ranker's hits, options the kernel does not run are ranked by its CPU
+//! fallback, and a delete is never ranked.
 
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 
 use memdex_core::{Role, Session, Turn};
-use memdex_kernels::cpu::Cpu;
-use memdex_pipeline::KernelHandle;
-use memdex_rank::{Query, RankOptions, Retriever, SearchHit, TopK};
+use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
+use memdex_rank::{CpuRanker, Query, RankOptions, Retriever, SearchHit, TopK};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
 use memdex_testkit::HashEncoder;
 
@@ -46,7 +45,10 @@ fn sessions(tenant: &str, n: usize) -> Vec<Session> {
 fn start(dir: &std::path::Path) -> Engine {
     let opts = EngineOptions {
         compact_every: None,
-        fused: Some(KernelHandle(Arc::new(Cpu))),
+        ranker: Some(Arc::new(KernelRanker::new(
+            Arc::new(Cpu) as Arc<dyn Kernels + Send + Sync>,
+            Placement::Device,
+        ))),
         ..EngineOptions::default()
     };
     let e = Engine::start(dir, Box::new(HashEncoder::new(32)), opts).unwrap();
@@ -60,7 +62,7 @@ fn start(dir: &std::path::Path) -> Engine {
     e
 }
 
-/// (hits from the model thread if it ranked the search, the CPU pipeline's hits).
+/// (hits from the rank stage if it ranked the search, the CPU ranker's hits).
 fn both(
     e: &Engine,
     tenant: &str,
@@ -70,7 +72,10 @@ fn both(
     let view = e.view();
     let ask = SearchAsk {
         date_ms: None,
-        k: 10,
+        top: TopK {
+            k: 10,
+            explain: false,
+        },
         opts,
     };
     let emb = e
@@ -86,10 +91,9 @@ fn both(
     };
     let cpu = view
         .search(
+            &CpuRanker::default(),
             tenant,
             &q,
-            None,
-            e.cpu_scorer(),
             &opts,
             TopK {
                 k: 10,
@@ -108,7 +112,7 @@ fn ids(h: &[SearchHit]) -> Vec<u64> {
 fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
     let tmp = tempfile::tempdir().unwrap();
     let e = start(tmp.path());
-    assert_eq!(e.fused_ranking(), Some("cpu"));
+    assert!(e.ranker().batched());
     let threads: Vec<_> = (0..6)
         .map(|i| {
             let e = e.clone();
@@ -121,7 +125,7 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
                         &format!("what about my {w}?"),
                         RankOptions::default(),
                     );
-                    let fused = fused.expect("the model thread ranked it");
+                    let fused = fused.expect("the rank stage ranked it");
                     assert_eq!(ids(&fused), ids(&cpu), "{tenant} {w}");
                     for (f, c) in fused.iter().zip(&cpu) {
                         assert!((f.score - c.score).abs() < 1e-3, "{f:?} vs {c:?}");
@@ -134,16 +138,24 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
         t.join().unwrap();
     }
     let st = e.stats();
-    let fused = st.fused_queries.load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(fused, 6 * WORDS.len() as u64);
+    let ranked = st.rank_queries.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(ranked, 6 * WORDS.len() as u64);
+    let counts = e.ranker().counts();
+    let on = |d: &str| counts.iter().find(|c| c.device == d).unwrap().queries;
+    assert_eq!(on("cpu"), 0, "the kernels ranked every search");
 
-    // a stage the kernel does not run: ranked by the caller, as before
+    // a stage the kernel does not run: the CPU fallback ranks it on the rank stage
     let dense = RankOptions {
         retriever: Retriever::Dense,
         ..RankOptions::dense()
     };
-    let (fused, _) = both(&e, "ann", "dog", dense);
-    assert!(fused.is_none());
+    let (fused, cpu) = both(&e, "ann", "dog", dense);
+    assert_eq!(ids(&fused.expect("ranked on the rank stage")), ids(&cpu));
+    let counts = e.ranker().counts();
+    assert_eq!(
+        counts.iter().find(|c| c.device == "cpu").unwrap().queries,
+        1
+    );
 
     // a deleted item is never ranked by the fused path either
     let (hits, _) = both(&e, "ann", "my dog", RankOptions::default());

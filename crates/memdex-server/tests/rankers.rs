@@ -1,12 +1,17 @@
-//! The device scan (searches of one model batch scored together on the model's device,
-//! whatever their tenants) answers exactly what the CPU ranking answers. CI runs it on the
-//! CPU device (candle's CPU backend); the CUDA build runs the same code on the GPU.
+//! Every ranker behind the seam serves what the CPU ranker serves: the device scan (the CPU
+//! ranker with the searches of one model batch scored together on the model's device,
+//! whatever their tenants) and memdex-kernels' accelerated ranker (the rank stage, one fused
+//! call per group of a model batch). CI runs both on the CPU (candle's CPU backend, the
+//! kernels' CPU reference); the CUDA build runs the same code on the GPU.
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use common::{session, TestServer};
+use std::sync::Arc;
+
+use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
 use memdex_runtime::EngineOptions;
 use memdex_server::ServerConfig;
 use serde_json::{json, Value};
@@ -64,7 +69,7 @@ const QUERIES: [&str; 4] = [
 
 /// Every (tenant, query) search: one at a time, or from 12 threads at once so that model
 /// batches mix tenants.
-fn search_all(s: &TestServer, concurrent: bool) -> Vec<(String, String, Value)> {
+fn search_all(s: &TestServer, concurrent: bool) -> Answers {
     std::thread::scope(|sc| {
         let handles: Vec<_> = TENANTS
             .iter()
@@ -117,41 +122,87 @@ fn metric(s: &TestServer, name: &str) -> u64 {
         .unwrap()
 }
 
-#[test]
-fn device_scan_ranks_like_the_cpu_path() {
-    let with = |scan: bool, dir: tempfile::TempDir| {
-        let opts = EngineOptions {
-            device_scan: Some(scan),
-            ..EngineOptions::default()
-        };
-        TestServer::start_in(dir, ServerConfig::default(), opts)
-    };
-    let mut off = with(false, tempfile::tempdir().unwrap());
-    assert!(!off.engine.device_scan());
+/// The store seeded and searched on the CPU ranker (each search on its request thread), one
+/// at a time and concurrently; the server stopped, its directory kept.
+fn cpu_answers() -> (TestServer, u64, Answers, Answers) {
+    let mut off = with(EngineOptions::default(), tempfile::tempdir().unwrap());
+    assert_eq!(off.engine.ranker().describe(), "cpu");
     let deleted = seed(&off);
     let plain = search_all(&off, false);
     let plain_mixed = search_all(&off, true);
-    assert_eq!(metric(&off, "memdex_device_scan_queries_total"), 0);
+    assert_eq!(metric(&off, "memdex_rank_stage_queries_total"), 0);
     off.stop();
     off.engine.shutdown();
+    (off, deleted, plain, plain_mixed)
+}
+
+type Answers = Vec<(String, String, Value)>;
+
+fn with(opts: EngineOptions, dir: tempfile::TempDir) -> TestServer {
+    TestServer::start_in(dir, ServerConfig::default(), opts)
+}
+
+/// The same store, served again with `opts`.
+fn again(off: &TestServer, opts: EngineOptions) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
-    // the same store, served again with the scan on
     copy_dir(off.dir.path(), dir.path());
-    let on = with(true, dir);
-    assert!(on.engine.device_scan());
+    with(opts, dir)
+}
+
+#[test]
+fn device_scan_ranks_like_the_cpu_path() {
+    let (off, deleted, plain, plain_mixed) = cpu_answers();
+    let opts = EngineOptions {
+        device_scan: Some(true),
+        ..EngineOptions::default()
+    };
+    let on = again(&off, opts);
+    assert!(on
+        .engine
+        .ranker()
+        .describe()
+        .starts_with("cpu, dense scores on"));
     let scanned = search_all(&on, false);
     let scanned_mixed = search_all(&on, true);
     assert_eq!(
-        metric(&on, "memdex_device_scan_queries_total"),
+        metric(&on, "memdex_rank_stage_queries_total"),
         2 * (TENANTS.len() * QUERIES.len()) as u64,
-        "every search scored on the device"
+        "every search ranked on the rank stage"
     );
-    assert!(metric(&on, "memdex_device_scan_batches_total") >= 1);
+    assert!(metric(&on, "memdex_rank_stage_batches_total") >= 1);
     // one at a time, the query vectors are the same on both sides: same ranking, same scores
     compare(&plain, &scanned, deleted, 1e-5);
     // concurrent searches share model batches; a batch of more than 32 tokens takes the f32
     // weights instead of the f16 copies (cosine > 0.9999), so scores move in the 4th digit
     compare(&plain_mixed, &scanned_mixed, deleted, 5e-3);
+}
+
+#[test]
+fn kernel_ranker_serves_like_the_cpu_ranker() {
+    let (off, deleted, plain, plain_mixed) = cpu_answers();
+    let kernels: Arc<dyn Kernels + Send + Sync> = Arc::new(Cpu);
+    let opts = EngineOptions {
+        ranker: Some(Arc::new(KernelRanker::new(kernels, Placement::Device))),
+        ..EngineOptions::default()
+    };
+    let on = again(&off, opts);
+    assert_eq!(on.engine.ranker().describe(), "kernels on cpu");
+    let fused = search_all(&on, false);
+    let fused_mixed = search_all(&on, true);
+    let n = 2 * (TENANTS.len() * QUERIES.len()) as u64;
+    assert_eq!(metric(&on, "memdex_rank_stage_queries_total"), n);
+    // the kernels' device answered them all (the CPU ranker none): the label says which
+    let (_, text) = on.call("GET", "/metrics", None, b"");
+    assert!(
+        text.contains("memdex_rank_queries_total{device=\"cpu\"} 0"),
+        "{text}"
+    );
+    let on_kernels = format!("memdex_rank_queries_total{{device=\"kernels:cpu\"}} {n}");
+    assert!(text.contains(&on_kernels), "{text}");
+    // the kernel ranks f16 rows in f32: scores agree to about 1e-3, and these searches have
+    // no near ties, so the order is the same
+    compare(&plain, &fused, deleted, 5e-3);
+    compare(&plain_mixed, &fused_mixed, deleted, 5e-3);
 }
 
 fn compare(

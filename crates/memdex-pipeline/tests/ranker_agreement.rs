@@ -1,16 +1,20 @@
-//! The fused default ranking (`Searcher::search_fused`, memdex-kernels' `rank_topk` on its CPU
-//! reference) against the CPU pipeline (`Searcher::rank`): the same top-10 for every query
+//! The accelerated ranker (memdex-kernels' `KernelRanker` on the kernels' CPU reference, its
+//! host fallback) against the CPU ranker (the reference): the same top-10 for every query
 //! (order swaps only between near-equal scores), unknown tenants answered per query, and the
-//! options the kernel does not run refused by name.
+//! options the kernel does not run ranked by the CPU ranker it holds.
 
 #![allow(clippy::unwrap_used)]
 
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_kernels::cpu::Cpu;
-use memdex_pipeline::{AppendPipeline, BatchQuery, EngineError, Searcher};
-use memdex_rank::{Query, RankError, RankOptions, Retriever};
+use std::sync::Arc;
+
+use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
+use memdex_pipeline::{AppendPipeline, EngineError, Searcher};
+use memdex_rank::{
+    BatchHits, BatchQuery, BatchRanker, Query, RankError, RankOptions, Retriever, TopK,
+};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HashEncoder;
 
@@ -84,6 +88,34 @@ fn store(dir: &std::path::Path) -> Searcher {
     Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
 }
 
+/// The top `k` of `batch` through the accelerated ranker on `kernels`, every batch on them.
+fn fused(
+    searcher: &Searcher,
+    kernels: Arc<dyn Kernels + Send + Sync>,
+    batch: &[BatchQuery<'_>],
+    k: usize,
+    opts: &RankOptions,
+) -> Result<BatchHits, RankError> {
+    fused_with(
+        searcher,
+        &KernelRanker::new(kernels, Placement::Device),
+        batch,
+        k,
+        opts,
+    )
+}
+
+fn fused_with(
+    searcher: &Searcher,
+    ranker: &KernelRanker,
+    batch: &[BatchQuery<'_>],
+    k: usize,
+    opts: &RankOptions,
+) -> Result<BatchHits, RankError> {
+    let top = TopK { k, explain: false };
+    ranker.top(&searcher.batch(batch, opts), top)
+}
+
 const QUERIES: [&str; 6] = [
     "what did I say about my dog?",
     "when did we talk about the guitar?",
@@ -124,7 +156,7 @@ fn fused_ranking_returns_the_cpu_pipelines_top_10() {
     let asked: Vec<&str> = (0..20).map(|i| tenants[i % tenants.len()]).collect();
     let batch = batch(&asked, &vectors, date);
     let opts = RankOptions::default();
-    let fused = searcher.search_fused(&Cpu, &batch, 10, &opts).unwrap();
+    let fused = fused(&searcher, Arc::new(Cpu), &batch, 10, &opts).unwrap();
     let no_time = RankOptions {
         time: None,
         ..RankOptions::default()
@@ -133,7 +165,7 @@ fn fused_ranking_returns_the_cpu_pipelines_top_10() {
     for (q, got) in batch.iter().zip(fused) {
         let Ok(ranking) = searcher.rank(q.tenant, &q.query, &opts) else {
             assert!(
-                matches!(got, Err(EngineError::Rank(RankError::UnknownTenant { .. }))),
+                matches!(got, Err(RankError::UnknownTenant { .. })),
                 "{got:?}"
             );
             continue;
@@ -165,38 +197,53 @@ fn fused_ranking_returns_the_cpu_pipelines_top_10() {
 }
 
 #[test]
-fn options_the_kernel_does_not_run_are_refused_by_name() {
+fn options_the_kernel_does_not_run_go_to_the_cpu_ranker() {
     let tmp = tempfile::tempdir().unwrap();
     let searcher = store(tmp.path());
-    let v = vec![0.1f32; DIM];
+    let v = HashEncoder::new(DIM)
+        .embed(&["dog"], TextKind::Query)
+        .unwrap();
     let q = [BatchQuery {
         tenant: "tenant-0",
         query: Query {
             text: "dog",
-            vector: &v,
+            vector: v.row(0),
             date_ms: None,
         },
     }];
+    let ranker = KernelRanker::new(Arc::new(Cpu), Placement::Device);
     let dense = RankOptions {
         retriever: Retriever::Dense,
         ..RankOptions::default()
     };
-    let e = searcher.search_fused(&Cpu, &q, 10, &dense).unwrap_err();
-    assert!(e.to_string().contains("retriever other than hybrid"), "{e}");
-    let e = searcher
-        .search_fused(&Cpu, &q, 500, &RankOptions::default())
-        .unwrap_err();
-    assert!(e.to_string().contains("k 500"), "{e}");
+    let on = |r: &KernelRanker, d: &str| {
+        let c = r.counts();
+        c.iter().find(|c| c.device == d).unwrap().queries
+    };
+    for (opts, k) in [(dense, 10), (RankOptions::default(), 500)] {
+        let got = fused_with(&searcher, &ranker, &q, k, &opts).unwrap();
+        let want = searcher
+            .rank("tenant-0", &q[0].query, &opts)
+            .unwrap()
+            .hits(k);
+        let ids = |h: &[memdex_rank::SearchHit]| h.iter().map(|x| x.item_id).collect::<Vec<_>>();
+        assert_eq!(ids(got[0].as_ref().unwrap()), ids(&want));
+    }
+    assert_eq!((on(&ranker, "cpu"), on(&ranker, "kernels:cpu")), (2, 0));
+    fused_with(&searcher, &ranker, &q, 10, &RankOptions::default()).unwrap();
+    assert_eq!(
+        on(&ranker, "kernels:cpu"),
+        1,
+        "the default options ran on the kernels"
+    );
     let short = [BatchQuery {
         query: Query {
-            vector: &v[..3],
+            vector: &v.row(0)[..3],
             ..q[0].query
         },
         ..q[0]
     }];
-    let e = searcher
-        .search_fused(&Cpu, &short, 10, &RankOptions::default())
-        .unwrap_err();
+    let e = fused_with(&searcher, &ranker, &short, 10, &RankOptions::default()).unwrap_err();
     assert!(e.to_string().contains("query vector values"), "{e}");
 }
 
@@ -210,12 +257,13 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
     let v = HashEncoder::new(DIM)
         .embed(&QUERIES, TextKind::Query)
         .unwrap();
-    let rec = memdex_testkit::SpyKernels::default();
+    let rec = Arc::new(memdex_testkit::SpyKernels::default());
+    let spy = || rec.clone() as Arc<dyn Kernels + Send + Sync>;
     let opts = RankOptions::default();
     let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"], &v, None);
     let second = batch(&["tenant-2", "tenant-0"], &v, None);
-    let a = searcher.search_fused(&rec, &first, 10, &opts).unwrap();
-    searcher.search_fused(&rec, &second, 10, &opts).unwrap();
+    let a = fused(&searcher, spy(), &first, 10, &opts).unwrap();
+    fused(&searcher, spy(), &second, 10, &opts).unwrap();
     let whole = RankOptions {
         fragrel: opts.fragrel.map(|f| memdex_rank::FragRelStage {
             scope: memdex_rank::FragRelScope::History,
@@ -223,7 +271,7 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
         }),
         ..opts
     };
-    searcher.search_fused(&rec, &first, 10, &whole).unwrap();
+    fused(&searcher, spy(), &first, 10, &whole).unwrap();
     let calls = rec.part_calls();
     assert_eq!(calls.len(), 3);
     let (k0, k1, k2) = (calls[0][0].0, calls[0][1].0, calls[0][2].0);
@@ -279,9 +327,9 @@ fn the_update_stage_agrees_on_the_fused_path_for_a_small_k() {
         update: None,
         ..RankOptions::default()
     };
-    let fused = searcher.search_fused(&Cpu, &batch, 3, &opts).unwrap();
+    let hits = fused(&searcher, Arc::new(Cpu), &batch, 3, &opts).unwrap();
     let mut moved = 0;
-    for (q, got) in batch.iter().zip(fused) {
+    for (q, got) in batch.iter().zip(hits) {
         let want = searcher.rank(q.tenant, &q.query, &opts).unwrap().hits(3);
         let ids = |h: &[memdex_rank::SearchHit]| h.iter().map(|x| x.item_id).collect::<Vec<_>>();
         let got = got.unwrap();

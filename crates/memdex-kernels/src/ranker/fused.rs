@@ -1,0 +1,232 @@
+//! One batch through the fused kernel (`rank_topk` / `rank_scores`: dense cosine, hybrid
+//! fusion, FragRel, importance, the time stage's `boost` and top-k per query, in one call).
+//! The CPU computes what needs the text (BM25 scores, the time stage's flags, on all cores);
+//! each tenant's live rows come from the ranking cache as one keyed part (f16, built once per
+//! version of its rows), so a device keeps them resident between batches and each query's
+//! range lies in its tenant's part.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use memdex_rank::{
+    check_vector, fused_depth, Batch, BatchHits, BatchQuery, BatchRankings, FusedParams,
+    FusedQuery, FusedTenant, FusedTime, RankError,
+};
+
+use crate::{FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule};
+
+/// The batch's per-query inputs, host-side.
+#[derive(Default)]
+struct Gathered {
+    vectors: Vec<f32>,
+    ranges: Vec<[u32; 2]>,
+    sparse: Vec<f32>,
+    flags: Vec<u8>,
+    time: Vec<TimeRule>,
+}
+
+/// Why a fused call gave no answer: the batch itself (every ranker would refuse it), or the
+/// kernels (the CPU ranker answers instead).
+pub(crate) enum FusedError {
+    Batch(RankError),
+    Kernel(KernelError),
+}
+
+impl From<RankError> for FusedError {
+    fn from(e: RankError) -> Self {
+        FusedError::Batch(e)
+    }
+}
+
+impl From<KernelError> for FusedError {
+    fn from(e: KernelError) -> Self {
+        FusedError::Kernel(e)
+    }
+}
+
+/// The top `k` of every query of `b` through `kernels` in one call (the options must be
+/// ones the kernel runs: [`FusedParams::from_options`]).
+pub(crate) fn top(
+    kernels: &dyn Kernels,
+    b: &Batch<'_, '_>,
+    k: usize,
+) -> Result<BatchHits, FusedError> {
+    let p = Prepared::new(b)?;
+    let depth = fused_depth(k, b.opts);
+    let top = p.gathered.call(&p.params, |q, params| {
+        kernels.rank_topk_parts(b.store.dim(), &p.parts(), q, params, depth)
+    })?;
+    let mut j = 0;
+    Ok(p.answers(b, |t, qi| {
+        let ranked: Vec<(f32, usize)> = (top.hits(j).into_iter())
+            .map(|(s, r)| (s, r as usize - p.starts[t]))
+            .collect();
+        j += 1;
+        p.tenants[t].hits(&ranked, &b.queries[qi].query, b.opts, k)
+    }))
+}
+
+/// Every query's whole ranking through `kernels.rank_scores_parts` (one call).
+pub(crate) fn all<'s>(
+    kernels: &dyn Kernels,
+    b: &Batch<'_, 's>,
+) -> Result<BatchRankings<'s>, FusedError> {
+    let p = Prepared::new(b)?;
+    let scores = p.gathered.call(&p.params, |q, params| {
+        kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
+    })?;
+    let (mut off, mut j) = (0, 0);
+    Ok(p.answers(b, |t, qi| {
+        let tenant = &p.tenants[t];
+        let n = tenant.rows();
+        let s: Vec<f64> = scores[off..off + n].iter().map(|&v| f64::from(v)).collect();
+        off += n;
+        j += 1;
+        tenant.ranking(s, &p.inputs[j - 1], &b.queries[qi].query, b.opts)
+    }))
+}
+
+/// A batch gathered for the kernel: its tenants' rows once each, its queries' inputs.
+struct Prepared<'s> {
+    params: FusedParams,
+    tenants: Vec<FusedTenant<'s>>,
+    /// Each tenant's first row in the parts concatenated.
+    starts: Vec<usize>,
+    /// Per query: its tenant's index in `tenants` (None: a tenant the store does not hold).
+    slots: Vec<Option<usize>>,
+    /// The text-side inputs of the queries with a tenant, in batch order.
+    inputs: Vec<FusedQuery>,
+    gathered: Gathered,
+}
+
+impl<'s> Prepared<'s> {
+    fn new(b: &Batch<'_, 's>) -> Result<Prepared<'s>, RankError> {
+        let params = FusedParams::from_options(b.opts)?;
+        let mut tenants: Vec<FusedTenant<'s>> = Vec::new();
+        let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
+        let mut slots = Vec::with_capacity(b.queries.len());
+        for bq in b.queries {
+            check_vector(bq.query.vector, b.store.dim())?;
+            let slot = match index.get(bq.tenant) {
+                Some(s) => *s,
+                None => {
+                    let s = match FusedTenant::gather(b.store, bq.tenant, b.opts, b.cache) {
+                        Ok(t) => {
+                            tenants.push(t);
+                            Some(tenants.len() - 1)
+                        }
+                        Err(RankError::UnknownTenant { .. }) => None,
+                        Err(e) => return Err(e),
+                    };
+                    index.insert(bq.tenant, s);
+                    s
+                }
+            };
+            slots.push(slot);
+        }
+        let starts = tenant_starts(&tenants);
+        let asked: Vec<(&BatchQuery<'_>, usize)> = (b.queries.iter().zip(&slots))
+            .filter_map(|(q, s)| s.map(|t| (q, t)))
+            .collect();
+        // BM25 and time flags need the text: the CPU's share, query by query on all cores
+        let inputs: Vec<FusedQuery> = asked
+            .par_iter()
+            .map(|&(q, t)| tenants[t].query(&q.query, b.opts, b.cache))
+            .collect();
+        let mut gathered = Gathered::default();
+        for (&(q, t), i) in asked.iter().zip(&inputs) {
+            gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), i);
+        }
+        Ok(Prepared {
+            params,
+            tenants,
+            starts,
+            slots,
+            inputs,
+            gathered,
+        })
+    }
+
+    /// The batch's tenants as the kernels' parts, in the order of `starts`.
+    fn parts(&self) -> Vec<RankPart<'_>> {
+        (self.tenants.iter())
+            .map(|t| RankPart {
+                key: t.key(),
+                embeddings: t.embeddings(),
+                positions: t.positions(),
+                groups: t.groups(),
+                importance: &t.importance,
+            })
+            .collect()
+    }
+
+    /// Every query's answer in batch order: `answer(tenant, query)` for those with a tenant
+    /// (called in batch order), the unknown-tenant error for the others.
+    fn answers<T>(
+        &self,
+        b: &Batch<'_, '_>,
+        mut answer: impl FnMut(usize, usize) -> T,
+    ) -> Vec<Result<T, RankError>> {
+        (self.slots.iter().enumerate())
+            .map(|(qi, slot)| match slot {
+                Some(t) => Ok(answer(*t, qi)),
+                None => Err(RankError::UnknownTenant {
+                    tenant: b.queries[qi].tenant.to_string(),
+                    store: b.store.dir().display().to_string(),
+                }),
+            })
+            .collect()
+    }
+}
+
+fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
+    tenants
+        .iter()
+        .scan(0, |acc, t| {
+            let s = *acc;
+            *acc += t.rows();
+            Some(s)
+        })
+        .collect()
+}
+
+impl Gathered {
+    fn add_query(&mut self, vector: &[f32], start: usize, rows: usize, q: &FusedQuery) {
+        self.vectors.extend_from_slice(vector);
+        self.ranges.push([start as u32, (start + rows) as u32]);
+        self.sparse.extend_from_slice(&q.sparse);
+        self.flags.extend_from_slice(&q.flags);
+        self.time.push(match q.time {
+            FusedTime::None => TimeRule::None,
+            FusedTime::Front => TimeRule::Front,
+            FusedTime::Boost(b) => TimeRule::Boost(b as f32),
+        });
+    }
+
+    /// Calls `f` with the batch's queries and weights as the kernels take them.
+    fn call<T>(
+        &self,
+        p: &FusedParams,
+        f: impl FnOnce(&RankQueries<'_>, &RankParams) -> Result<T, KernelError>,
+    ) -> Result<T, KernelError> {
+        let queries = RankQueries {
+            vectors: &self.vectors,
+            ranges: &self.ranges,
+            sparse: &self.sparse,
+            flags: &self.flags,
+            time: &self.time,
+        };
+        let params = RankParams {
+            w_dense: p.w_dense as f32,
+            w_sparse: p.w_sparse as f32,
+            // the scope is in the groups (FusedTenant::groups)
+            fragrel: p.fragrel.map(|(alpha, w, _scope)| FragRelParams {
+                alpha: alpha as f32,
+                w: w as f32,
+            }),
+            importance: p.importance.map(|w| w as f32),
+        };
+        f(&queries, &params)
+    }
+}
