@@ -321,6 +321,38 @@ fn render_tenant_rows(out: &mut String, rows: &mut [(String, u64)], cap: usize) 
     );
 }
 
+/// Where the ranker ran its batches, per device (with `--rank-device auto`: the cost model's
+/// choices), and which ranker it is.
+fn rank_devices(out: &mut String, engine: &Engine) {
+    let ranker = engine.ranker();
+    let _ = writeln!(
+        out,
+        "# HELP memdex_ranker_info The ranker searches go through.\n# TYPE memdex_ranker_info gauge\n\
+         memdex_ranker_info{{ranker=\"{}\"}} 1",
+        ranker.describe().replace('"', "'")
+    );
+    let counts = ranker.counts();
+    for (name, what) in [("batches", "Ranker calls"), ("queries", "Searches ranked")] {
+        let _ = writeln!(
+            out,
+            "# HELP memdex_rank_{name}_total {what} per device (cpu, cuda:N).\n\
+             # TYPE memdex_rank_{name}_total counter"
+        );
+        for c in &counts {
+            let v = if name == "batches" {
+                c.batches
+            } else {
+                c.queries
+            };
+            let _ = writeln!(
+                out,
+                "memdex_rank_{name}_total{{device=\"{}\"}} {v}",
+                c.device
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,37 +446,5 @@ mod tests {
         render_tenant_rows(&mut out, &mut [("a".into(), 1), ("b".into(), 2)], 100);
         assert!(out.contains("tenant=\"a\"} 1\n") && out.contains("tenant=\"b\"} 2\n"));
         assert!(out.contains("\nmemdex_store_other_tenants 0\n"), "{out}");
-    }
-}
-
-/// Where the ranker ran its batches, per device (with `--rank-device auto`: the cost model's
-/// choices), and which ranker it is.
-fn rank_devices(out: &mut String, engine: &Engine) {
-    let ranker = engine.ranker();
-    let _ = writeln!(
-        out,
-        "# HELP memdex_ranker_info The ranker searches go through.\n# TYPE memdex_ranker_info gauge\n\
-         memdex_ranker_info{{ranker=\"{}\"}} 1",
-        ranker.describe().replace('"', "'")
-    );
-    let counts = ranker.counts();
-    for (name, what) in [("batches", "Ranker calls"), ("queries", "Searches ranked")] {
-        let _ = writeln!(
-            out,
-            "# HELP memdex_rank_{name}_total {what} per device (cpu, cuda:N).\n\
-             # TYPE memdex_rank_{name}_total counter"
-        );
-        for c in &counts {
-            let v = if name == "batches" {
-                c.batches
-            } else {
-                c.queries
-            };
-            let _ = writeln!(
-                out,
-                "memdex_rank_{name}_total{{device=\"{}\"}} {v}",
-                c.device
-            );
-        }
     }
 }
