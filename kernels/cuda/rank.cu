@@ -1,19 +1,16 @@
 // memdex's default ranking pipeline fused, one block per query (grid = nq, 256 threads): dense
 // cosine -> hybrid min-max fusion with the CPU's BM25 scores -> FragRel environment along the
-// timeline -> importance -> time stage -> top-k, over the live rows of the query's range. The
-// semantics are the CPU reference's (crates/memdex-kernels/src/rank.rs, = memdex_rank::rank's defaults);
-// dense scores never leave the block's scratch.
+// timeline -> importance -> time stage -> top-k, over the rows of the query's range (live rows
+// only: the host passes a tenant's live rows). The semantics are the CPU reference's
+// (crates/memdex-kernels/src/rank.rs, = memdex_rank::rank's defaults); dense scores never leave
+// the block's scratch.
 //
-// Dead rows (alive bit clear) take no part: min/max and the selection skip them, and in the
-// FragRel scans they pass the decay on but add neither score nor weight, so the environment
-// of a live row is the one over live rows only (w^(p_j - p_i) factors through them).
-//
-// Output: 2k slots per query. With the time stage's `front` and some live row flagged, the
+// Output: 2k slots per query. With the time stage's `front` and some row flagged, the
 // first k are the flagged rows' top-k and the last k the others'; otherwise the first k are
 // the top-k and the last k are empty. The host concatenates and keeps k.
 // With out_all (not null) there is no selection: every range row's final score is written
-// there at the query's offset (dead rows -inf; `front` is left to the host, which has the
-// flags), for callers that need the whole order (evaluation metrics).
+// there at the query's offset (`front` is left to the host, which has the flags), for callers
+// that need the whole order (evaluation metrics).
 //
 // scratch: nq x 3 x stride floats (stride >= longest range). sparse / flags: one entry per
 // row of each range, ranges concatenated; offsets[q] is where query q's entries start.
@@ -27,15 +24,15 @@
     const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,         \
         const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ positions,         \
         const uint32_t *__restrict__ groups, const uint8_t *__restrict__ importance,         \
-        const uint32_t *__restrict__ alive, const float *__restrict__ sparse,                \
-        const uint8_t *__restrict__ flags, const uint32_t *__restrict__ offsets,             \
+        const float *__restrict__ sparse, const uint8_t *__restrict__ flags,                 \
+        const uint32_t *__restrict__ offsets,                                                \
         const uint32_t *__restrict__ time_mode, const float *__restrict__ time_factor,       \
         float w_dense, float w_sparse, uint32_t fragrel, float alpha, float w,               \
         uint32_t use_importance, float w_importance, uint32_t k, float *__restrict__ scratch, \
         uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r,            \
         float *__restrict__ out_all
 #define RK_ARGS                                                                              \
-    emb, dim, queries, ranges, positions, groups, importance, alive, sparse, flags, offsets, \
+    emb, dim, queries, ranges, positions, groups, importance, sparse, flags, offsets,        \
         time_mode, time_factor, w_dense, w_sparse, fragrel, alpha, w, use_importance,        \
         w_importance, k, scratch, stride, out_s, out_r, out_all
 
@@ -68,10 +65,10 @@ __device__ __forceinline__ float rk_min_max(float x, float lo, float hi) {
     return span > 0.f ? (x - lo) / span : 0.f;
 }
 
-// One selection pass over the live rows whose flag matches `want` (2: any), into out (k slots).
+// One selection pass over the rows whose flag matches `want` (2: any), into out (k slots).
 __device__ __forceinline__ void rk_select(float (*ls)[MEMDEX_MAX_K], uint32_t (*lr)[MEMDEX_MAX_K],
-                                          const float* fin, const uint32_t* __restrict__ alive,
-                                          const uint8_t* __restrict__ qflags, uint32_t start,
+                                          const float* fin, const uint8_t* __restrict__ qflags,
+                                          uint32_t start,
                                           uint32_t n, uint32_t want, uint32_t k, float* out_s,
                                           uint32_t* out_r) {
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -79,8 +76,7 @@ __device__ __forceinline__ void rk_select(float (*ls)[MEMDEX_MAX_K], uint32_t (*
     __syncthreads();
     for (uint32_t base = warp * 32; base < n; base += MEMDEX_WARPS * 32) {
         const uint32_t i = base + lane;
-        const bool ok = i < n && memdex_live(alive, start + i) &&
-                        (want == 2 || (uint32_t)(qflags[i] != 0) == want);
+        const bool ok = i < n && (want == 2 || (uint32_t)(qflags[i] != 0) == want);
         const float v = ok ? memdex_sanitize(fin[i]) : -INFINITY;
         const uint32_t okmask = __ballot_sync(0xffffffffu, ok);
         for (uint32_t src = 0; src < 32; ++src) {
@@ -109,7 +105,6 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     float* s = scratch + (uint64_t)qi * 3 * stride;  // dense, then fused
     float* fn = s + stride;                           // forward numerator, then the final score
     float* fz = fn + stride;                          // forward denominator
-    auto live = [&](uint32_t i) { return memdex_live(alive, start + i); };
 
     // 1. dense cosines (warp per row)
     {
@@ -122,25 +117,23 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     }
     __syncthreads();
 
-    // 2. hybrid: min-max of dense and sparse over live rows, then the weighted sum
+    // 2. hybrid: min-max of dense and sparse over the range, then the weighted sum
     {
         float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
         for (uint32_t i = tid; i < n; i += RK_THREADS) {
-            if (!live(i)) continue;
             v[0] = fminf(v[0], s[i]); v[1] = fmaxf(v[1], s[i]);
             v[2] = fminf(v[2], qsparse[i]); v[3] = fmaxf(v[3], qsparse[i]);
         }
         rk_block_min_max(v, red);
         for (uint32_t i = tid; i < n; i += RK_THREADS)
-            s[i] = live(i) ? w_dense * rk_min_max(s[i], v[0], v[1]) +
-                                 w_sparse * rk_min_max(qsparse[i], v[2], v[3])
-                           : 0.f;
+            s[i] = w_dense * rk_min_max(s[i], v[0], v[1]) +
+                   w_sparse * rk_min_max(qsparse[i], v[2], v[3]);
     }
     __syncthreads();
 
-    // 3. FragRel (fragrel.cuh) over the live rows; without it the fused score is final
+    // 3. FragRel (fragrel.cuh) over the range; without it the fused score is final
     if (fragrel) {
-        memdex_fragrel_env<RK_THREADS>(s, fn, fz, n, start, positions, groups, alive, alpha, w,
+        memdex_fragrel_env<RK_THREADS>(s, fn, fz, n, start, positions, groups, nullptr, alpha, w,
                                        ca, cn, cz);
     } else {
         for (uint32_t i = tid; i < n; i += RK_THREADS) fn[i] = s[i];
@@ -151,7 +144,7 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     if (use_importance) {
         float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
         for (uint32_t i = tid; i < n; i += RK_THREADS)
-            if (live(i)) v[0] = fminf(v[0], fn[i]);
+            v[0] = fminf(v[0], fn[i]);
         rk_block_min_max(v, red);
         const float shift = v[0] < 0.f ? v[0] : 0.f;
         for (uint32_t i = tid; i < n; i += RK_THREADS)
@@ -159,15 +152,15 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     }
     __syncthreads();
 
-    // 5. time stage: only when some live row is flagged
+    // 5. time stage: only when some row is flagged
     const uint32_t mode = time_mode[qi];
     bool flagged = false;
-    for (uint32_t i = tid; i < n && mode != 0; i += RK_THREADS) flagged |= live(i) && qflags[i] != 0;
+    for (uint32_t i = tid; i < n && mode != 0; i += RK_THREADS) flagged |= qflags[i] != 0;
     const bool any = __syncthreads_or(flagged) != 0;
     if (any && mode == 2) {
         float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
         for (uint32_t i = tid; i < n; i += RK_THREADS)
-            if (live(i)) v[0] = fminf(v[0], fn[i]);
+            v[0] = fminf(v[0], fn[i]);
         rk_block_min_max(v, red);
         const float shift = fminf(v[0], 0.f);
         const float b = time_factor[qi];
@@ -181,16 +174,16 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     if (out_all != nullptr) {
         float* o = out_all + offsets[qi];
         for (uint32_t i = tid; i < n; i += RK_THREADS)
-            o[i] = live(i) ? memdex_sanitize(fn[i]) : -INFINITY;
+            o[i] = memdex_sanitize(fn[i]);
         return;
     }
     float* os = out_s + (uint64_t)qi * 2 * k;
     uint32_t* orow = out_r + (uint64_t)qi * 2 * k;
     if (any && mode == 1) {
-        rk_select(ls, lr, fn, alive, qflags, start, n, 1, k, os, orow);
-        rk_select(ls, lr, fn, alive, qflags, start, n, 0, k, os + k, orow + k);
+        rk_select(ls, lr, fn, qflags, start, n, 1, k, os, orow);
+        rk_select(ls, lr, fn, qflags, start, n, 0, k, os + k, orow + k);
     } else {
-        rk_select(ls, lr, fn, alive, qflags, start, n, 2, k, os, orow);
+        rk_select(ls, lr, fn, qflags, start, n, 2, k, os, orow);
         for (uint32_t j = tid; j < k; j += RK_THREADS) {
             os[k + j] = -INFINITY;
             orow[k + j] = MEMDEX_NO_ROW;

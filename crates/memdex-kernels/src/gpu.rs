@@ -79,7 +79,6 @@ pub struct DeviceTimeline {
 pub struct DeviceRankRows {
     pub timeline: DeviceTimeline,
     pub importance: CudaSlice<u8>,
-    pub alive: CudaSlice<u32>,
 }
 
 /// A batch's per-query inputs of the fused ranking on the device (see [`RankQueries`]).
@@ -207,7 +206,6 @@ impl Gpu {
         Ok(DeviceRankRows {
             timeline: self.upload_timeline(&r.timeline)?,
             importance: self.upload(&nonempty(r.importance))?,
-            alive: self.upload(&nonempty(r.alive))?,
         })
     }
 
@@ -504,7 +502,7 @@ impl Gpu {
             .arg(&q.queries.vectors)
             .arg(&q.queries.ranges);
         b.arg(&rows.timeline.positions).arg(&rows.timeline.groups);
-        b.arg(&rows.importance).arg(&rows.alive);
+        b.arg(&rows.importance);
         b.arg(&q.sparse).arg(&q.flags).arg(&q.offsets);
         b.arg(&q.time_mode).arg(&q.time_factor);
         b.arg(&p.w_dense)
@@ -519,7 +517,7 @@ impl Gpu {
             RankOut::All(all) => b.arg(&null).arg(&null).arg(all),
         };
         // SAFETY: argument order and types match memdex_rank_topk; per-row inputs hold one
-        // entry per matrix row (alive: one bit), sparse/flags one entry per range row at the
+        // entry per matrix row, sparse/flags one entry per range row at the
         // queries' offsets (never read for an empty range), time rules and offsets one per
         // query; scratch holds nq × 3 × stride floats with stride ≥ every range's length; the
         // top-k outputs nq × 2k slots, or (out_all) one float per range row at the offsets;

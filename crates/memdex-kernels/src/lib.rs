@@ -20,7 +20,7 @@ mod types;
 pub use half::f16;
 pub use parts::{Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
-pub use ranker::{CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
+pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };

@@ -81,7 +81,6 @@ pub struct Concatenated {
     pub positions: Vec<u32>,
     pub groups: Vec<u32>,
     pub importance: Vec<u8>,
-    pub alive: Vec<u32>,
 }
 
 impl Concatenated {
@@ -91,7 +90,7 @@ impl Concatenated {
         parts: &[RankPart<'_>],
         queries: &RankQueries<'_>,
     ) -> Result<Concatenated, KernelError> {
-        let (total, _) = check_parts(dim, parts, queries.ranges)?;
+        check_parts(dim, parts, queries.ranges)?;
         let mut c = Concatenated {
             dim,
             ..Concatenated::default()
@@ -104,7 +103,6 @@ impl Concatenated {
                 .extend(p.groups.iter().map(|&g| g.saturating_add(base)));
             c.importance.extend_from_slice(p.importance);
         }
-        c.alive = RankRows::all_alive(total);
         Ok(c)
     }
 
@@ -122,7 +120,6 @@ impl Concatenated {
                 groups: &self.groups,
             },
             importance: &self.importance,
-            alive: &self.alive,
         }
     }
 }
@@ -182,7 +179,6 @@ mod tests {
             "the second part's groups follow the first's"
         );
         assert_eq!(c.importance, [1, 2, 3, 4, 5]);
-        assert_eq!(c.alive, RankRows::all_alive(5));
         assert_eq!(c.matrix().rows(), 5);
     }
 }

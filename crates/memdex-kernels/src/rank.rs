@@ -1,16 +1,15 @@
 //! The default ranking pipeline fused into one kernel per batch (`memdex_rank_topk`): its
 //! inputs, their validation, and the CPU reference ([`rank_topk_reference`]).
 //!
-//! Semantics (those of `memdex_rank::rank` with the default options, restricted to the live
-//! rows of each query's range, in timeline order):
+//! Semantics (those of `memdex_rank::rank` with the default options, over the rows of each
+//! query's range, in timeline order; every row is live — the caller passes live rows only):
 //! 1. dense `d` = cosine of the query with each row ([`crate::scoring::cosine`]);
-//! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the live rows; a
+//! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the range; a
 //!    constant or empty column normalises to 0);
-//! 3. FragRel: `e = f + α · env(f)` along the timeline (dead rows take no part: the decay runs
-//!    through them, they add neither score nor weight);
+//! 3. FragRel: `e = f + α · env(f)` along the timeline;
 //! 4. importance `w_i`: shift by the minimum when it is negative, then `e · (1 + w_i ·
 //!    log10(importance))`;
-//! 5. time stage, when some live row is flagged: `Front` puts flagged rows first (each group
+//! 5. time stage, when some row is flagged: `Front` puts flagged rows first (each group
 //!    in score order), `Boost(b)` rescales `(e − min(min e, 0)) · (1 + b)` for flagged rows;
 //! 6. top-k: score descending, then row ascending (flagged rows first under `Front`).
 
@@ -27,23 +26,6 @@ pub struct RankRows<'a> {
     pub timeline: Timeline<'a>,
     /// Importance 1..=10 (read when [`RankParams::importance`] is set).
     pub importance: &'a [u8],
-    /// Live rows: bit `r % 32` of word `r / 32` (`ceil(rows / 32)` words).
-    pub alive: &'a [u32],
-}
-
-impl RankRows<'_> {
-    pub fn live(&self, r: usize) -> bool {
-        self.alive[r / 32] >> (r % 32) & 1 == 1
-    }
-
-    /// An all-live bitmap for `rows` rows.
-    pub fn all_alive(rows: usize) -> Vec<u32> {
-        let mut bits = vec![u32::MAX; rows.div_ceil(32)];
-        if let Some(last) = bits.last_mut().filter(|_| !rows.is_multiple_of(32)) {
-            *last = (1u32 << (rows % 32)) - 1;
-        }
-        bits
-    }
 }
 
 /// The time stage of one query (computed on the CPU from its text and date).
@@ -106,11 +88,10 @@ pub(crate) fn check_rank(
     let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
     check_timeline(m, &rows.timeline, fr)?;
     let n = m.rows();
-    if rows.importance.len() != n || rows.alive.len() != n.div_ceil(32) {
+    if rows.importance.len() != n {
         return Err(invalid(format!(
-            "{} importance values and {} alive words for {n} rows",
+            "{} importance values for {n} rows",
             rows.importance.len(),
-            rows.alive.len()
         )));
     }
     check_rank_queries(m.dim, n, q, p, k)
@@ -196,7 +177,7 @@ fn score_query(
 ) -> Scored {
     let [a, b] = q.ranges[qi];
     let vector = &q.vectors[qi * m.dim..][..m.dim];
-    let live: Vec<usize> = (a as usize..b as usize).filter(|&r| rows.live(r)).collect();
+    let live: Vec<usize> = (a as usize..b as usize).collect();
     let at = |r: usize| off + r - a as usize;
     let dense: Vec<f64> = live
         .iter()
@@ -343,8 +324,6 @@ mod tests {
         let m = merge_lists(&s, &r, 3);
         assert_eq!(m.rows, [3, 1, 2, 7, 8, NO_ROW]);
         assert_eq!(m.scores[..3], [0.2, 0.9, 0.5]);
-        assert_eq!(RankRows::all_alive(33), [u32::MAX, 1]);
-        assert_eq!(RankRows::all_alive(64), [u32::MAX, u32::MAX]);
         assert_eq!(range_offsets(&[[5, 9], [3, 3], [0, 2]]), (vec![0, 4, 4], 6));
     }
 }

@@ -7,6 +7,7 @@
 
 mod cost;
 mod fused;
+mod timings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,8 @@ use memdex_rank::{
 
 pub use cost::{CostModel, Side, PROBE_EVERY};
 use fused::FusedError;
+pub use timings::BatchSeconds;
+use timings::Timings;
 
 use crate::{Kernels, MAX_K};
 
@@ -40,6 +43,7 @@ pub struct KernelRanker {
     all_cost: Mutex<CostModel>,
     batches: AtomicU64,
     queries: AtomicU64,
+    timings: Timings,
 }
 
 impl std::fmt::Debug for KernelRanker {
@@ -68,7 +72,14 @@ impl KernelRanker {
             all_cost: Mutex::default(),
             batches: AtomicU64::new(0),
             queries: AtomicU64::new(0),
+            timings: Timings::default(),
         }
+    }
+
+    /// Where the device batches' time went so far (host preparation, the kernel call, host
+    /// finish), summed.
+    pub fn seconds(&self) -> BatchSeconds {
+        self.timings.seconds(self.batches.load(Ordering::Relaxed))
     }
 
     /// The kernels' device (`cpu` for their reference, `cuda:N`).
@@ -189,7 +200,7 @@ impl BatchRanker for KernelRanker {
             b,
             side,
             &self.top_cost,
-            || fused::top(kernels, b, top.k),
+            || fused::top(kernels, b, top.k, &self.timings),
             || self.cpu.top(b, top),
         )
     }
@@ -203,7 +214,7 @@ impl BatchRanker for KernelRanker {
             b,
             side,
             &self.all_cost,
-            || fused::all(kernels, b),
+            || fused::all(kernels, b, &self.timings),
             || self.cpu.all(b),
         )
     }

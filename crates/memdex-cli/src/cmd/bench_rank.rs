@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use memdex_core::TextKind;
 use memdex_eval::{compare_batches, Agreement};
-use memdex_kernels::Placement;
+use memdex_kernels::{BatchSeconds, Placement};
 use memdex_rank::{BatchQuery, Query, TopK};
 use serde::Serialize;
 
@@ -27,6 +27,8 @@ struct Report {
     speedup_vs_parallel: f64,
     /// Ranker, batch, k, timings and the comparison of the top-k.
     agreement: Agreement,
+    /// Where the kernel ranker's device batches spent their time (warm-up batches included).
+    kernel_batches: BatchSeconds,
 }
 
 pub fn run(a: BenchRankArgs) -> Result<()> {
@@ -83,6 +85,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
         speedup_vs_parallel: agreement.cpu_parallel_ms_per_batch
             / agreement.ranker_ms_per_batch.max(1e-9),
         agreement,
+        kernel_batches: ranker.seconds(),
     };
     if a.json {
         return print_json(&r);
@@ -106,6 +109,16 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     println!(
         "top-{}: identical {}, near ties only {}, different {} (max score diff {:.2e})",
         g.k, g.identical, g.near_ties_only, g.different, g.max_score_diff
+    );
+    let t = &r.kernel_batches;
+    let per = |s: f64| s * 1e3 / t.batches.max(1) as f64;
+    println!(
+        "kernel ranker per device batch ({} batches): host prepare {:.2} ms, kernel call {:.2} ms, \
+         host finish {:.2} ms",
+        t.batches,
+        per(t.prepare),
+        per(t.kernel),
+        per(t.finish)
     );
     Ok(())
 }

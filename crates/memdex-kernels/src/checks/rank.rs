@@ -70,7 +70,7 @@ fn brute_query(
 ) -> (Vec<usize>, Vec<f64>, Vec<bool>, bool) {
     let [a, b] = q.ranges[qi];
     let (a, b) = (a as usize, b as usize);
-    let live: Vec<usize> = (a..b).filter(|&r| rows.live(r)).collect();
+    let live: Vec<usize> = (a..b).collect();
     let sparse: Vec<f64> = live
         .iter()
         .map(|&r| f64::from(q.sparse[off + r - a]))
@@ -124,17 +124,10 @@ pub fn brute_rank_topk(
     }
 }
 
-/// Per-row inputs: ~10 % dead rows, importance 1..=10.
-fn rank_rows(rows: usize, seed: u64) -> (Vec<u8>, Vec<u32>) {
+/// Per-row importance 1..=10.
+fn rank_rows(rows: usize, seed: u64) -> Vec<u8> {
     let mut rng = Rng(seed);
-    let importance = (0..rows).map(|_| 1 + rng.below(10) as u8).collect();
-    let mut alive = RankRows::all_alive(rows);
-    for r in 0..rows {
-        if rng.below(10) == 0 {
-            alive[r / 32] &= !(1 << (r % 32));
-        }
-    }
-    (importance, alive)
+    (0..rows).map(|_| 1 + rng.below(10) as u8).collect()
 }
 
 /// A batch of queries over `ranges` with random inputs: unit vectors (`seed`), per range row
@@ -199,14 +192,13 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
     let data = to_f16(&random_unit(n, dim, 21));
     let m = Matrix { dim, data: &data };
     let (positions, groups) = timeline(n, 22);
-    let (importance, alive) = rank_rows(n, 23);
+    let importance = rank_rows(n, 23);
     let rows = RankRows {
         timeline: Timeline {
             positions: &positions,
             groups: &groups,
         },
         importance: &importance,
-        alive: &alive,
     };
     let inputs = QueryInputs::new(super::ranges_for(n as u32), dim, 24, 0.2);
     let (q, ranges) = (inputs.view(), &inputs.ranges);
@@ -235,7 +227,7 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
                 let cpu = Cpu.rank_topk(&m, &rows, &q, &p, topk).unwrap();
                 assert_close(&got, &cpu, 1e-4, &format!("{what} vs CPU"));
             }
-            check_properties_live(&got, ranges, &rows);
+            check_properties(&got, ranges);
         }
     }
     // every time rule met flagged rows somewhere, and `front` really moved rows
@@ -249,7 +241,7 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
     assert_ne!(got.rows, base.rows, "the time stage changed nothing");
 }
 
-/// `rank_scores`: every live row's final score within 1e-4 of the brute force's, dead rows −∞.
+/// `rank_scores`: every row's final score within 1e-4 of the brute force's.
 fn rank_scores_match(
     k: &dyn Kernels,
     m: &Matrix<'_>,
@@ -279,15 +271,13 @@ fn rank_scores_match(
     }
 }
 
-/// Filled slots and only live rows of the range (the order is not plain under `front`).
-fn check_properties_live(r: &TopKResult, ranges: &[[u32; 2]], rows: &RankRows<'_>) {
+/// Filled slots and only rows of the range (the order is not plain under `front`).
+fn check_properties(r: &TopKResult, ranges: &[[u32; 2]]) {
     for (q, &[a, b]) in ranges.iter().enumerate() {
-        let live = (a..b).filter(|&x| rows.live(x as usize)).count();
         let hits = r.hits(q);
-        assert_eq!(hits.len(), live.min(r.k), "query {q}: slots filled");
-        assert!(hits
-            .iter()
-            .all(|&(_, x)| x >= a && x < b && rows.live(x as usize)));
+        let n = b.saturating_sub(a) as usize;
+        assert_eq!(hits.len(), n.min(r.k), "query {q}: slots filled");
+        assert!(hits.iter().all(|&(_, x)| x >= a && x < b));
     }
 }
 
@@ -300,14 +290,13 @@ pub fn rank_invalid_inputs_are_errors(k: &dyn Kernels) {
         data: &data,
     };
     let (positions, groups) = timeline(n, 27);
-    let (importance, alive) = rank_rows(n, 28);
+    let importance = rank_rows(n, 28);
     let rows = RankRows {
         timeline: Timeline {
             positions: &positions,
             groups: &groups,
         },
         importance: &importance,
-        alive: &alive,
     };
     let ranges = [[0u32, 30], [10, 40]];
     let vectors = random_unit(2, 8, 29);
@@ -327,8 +316,8 @@ pub fn rank_invalid_inputs_are_errors(k: &dyn Kernels) {
     };
     let nan = [TimeRule::None, TimeRule::Boost(f32::NAN)];
     let bad_boost = RankQueries { time: &nan, ..ok };
-    let few_words = RankRows {
-        alive: &alive[..1],
+    let few_values = RankRows {
+        importance: &importance[..1],
         ..rows
     };
     let bad_weight = RankParams {
@@ -338,7 +327,7 @@ pub fn rank_invalid_inputs_are_errors(k: &dyn Kernels) {
     for e in [
         k.rank_topk(&m, &rows, &short, &DEFAULTS, 5),
         k.rank_topk(&m, &rows, &bad_boost, &DEFAULTS, 5),
-        k.rank_topk(&m, &few_words, &ok, &DEFAULTS, 5),
+        k.rank_topk(&m, &few_values, &ok, &DEFAULTS, 5),
         k.rank_topk(&m, &rows, &ok, &bad_weight, 5),
         k.rank_topk(&m, &rows, &ok, &DEFAULTS, 0),
     ] {

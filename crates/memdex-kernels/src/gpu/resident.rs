@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, DriverError};
 
 use super::{nonempty, DeviceMatrix, DeviceRankRows, DeviceTimeline, Gpu};
-use crate::{f16, KernelError, RankPart, RankRows};
+use crate::{f16, KernelError, RankPart};
 
 /// Resident bytes kept at most by default (parts of one batch may exceed it).
 pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
@@ -141,7 +141,6 @@ impl Resident {
             copy(gpu, &p.groups, &mut groups, s, n)?;
             copy(gpu, &p.importance, &mut importance, s, n)?;
         }
-        let alive = gpu.upload(&nonempty(&RankRows::all_alive(total)))?;
         Ok((
             DeviceMatrix {
                 dim,
@@ -151,7 +150,6 @@ impl Resident {
             DeviceRankRows {
                 timeline: DeviceTimeline { positions, groups },
                 importance,
-                alive,
             },
         ))
     }

@@ -14,6 +14,7 @@ use memdex_rank::{
     FusedQuery, FusedTenant, FusedTime, RankError,
 };
 
+use super::timings::{Part, Timings};
 use crate::{FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule};
 
 /// The batch's per-query inputs, host-side.
@@ -51,12 +52,16 @@ pub(crate) fn top(
     kernels: &dyn Kernels,
     b: &Batch<'_, '_>,
     k: usize,
+    time: &Timings,
 ) -> Result<BatchHits, FusedError> {
-    let p = Prepared::new(b)?;
+    let p = time.add(Part::Prepare, || Prepared::new(b))?;
     let depth = fused_depth(k, b.opts);
-    let top = p.gathered.call(&p.params, |q, params| {
-        kernels.rank_topk_parts(b.store.dim(), &p.parts(), q, params, depth)
+    let top = time.add(Part::Kernel, || {
+        p.gathered.call(&p.params, |q, params| {
+            kernels.rank_topk_parts(b.store.dim(), &p.parts(), q, params, depth)
+        })
     })?;
+    let _finish = time.start(Part::Finish);
     let mut j = 0;
     Ok(p.answers(b, |t, qi| {
         let ranked: Vec<(f32, usize)> = (top.hits(j).into_iter())
@@ -71,11 +76,15 @@ pub(crate) fn top(
 pub(crate) fn all<'s>(
     kernels: &dyn Kernels,
     b: &Batch<'_, 's>,
+    time: &Timings,
 ) -> Result<BatchRankings<'s>, FusedError> {
-    let p = Prepared::new(b)?;
-    let scores = p.gathered.call(&p.params, |q, params| {
-        kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
+    let p = time.add(Part::Prepare, || Prepared::new(b))?;
+    let scores = time.add(Part::Kernel, || {
+        p.gathered.call(&p.params, |q, params| {
+            kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
+        })
     })?;
+    let _finish = time.start(Part::Finish);
     let (mut off, mut j) = (0, 0);
     Ok(p.answers(b, |t, qi| {
         let tenant = &p.tenants[t];

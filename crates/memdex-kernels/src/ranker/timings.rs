@@ -1,0 +1,81 @@
+//! Where a kernel ranker's device batches spend their time, summed over batches: preparing
+//! the batch on the host (each tenant's rows from the cache, BM25 and the time flags per query,
+//! the batch's arrays), the kernel call (uploads, the kernel, the download), and finishing the
+//! answers on the host (update stage, hits).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// A part of a device batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Part {
+    Prepare = 0,
+    Kernel = 1,
+    Finish = 2,
+}
+
+/// Microseconds per [`Part`], summed.
+#[derive(Debug, Default)]
+pub(crate) struct Timings {
+    micros: [AtomicU64; 3],
+}
+
+/// Seconds a kernel ranker's device batches spent per part, summed over `batches`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BatchSeconds {
+    pub batches: u64,
+    /// Host: the batch's tenants from the cache, BM25 and time flags per query, its arrays.
+    pub prepare: f64,
+    /// The kernel call: uploads, the kernel, the download (on a GPU); the reference's work on
+    /// the CPU.
+    pub kernel: f64,
+    /// Host: the stages after the kernel (update, time `front` for whole rankings), the hits.
+    pub finish: f64,
+}
+
+/// Adds the time from its start to its drop to a part.
+pub(crate) struct Started<'a> {
+    timings: &'a Timings,
+    part: Part,
+    at: Instant,
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        self.timings.record(self.part, self.at);
+    }
+}
+
+impl Timings {
+    pub(crate) fn add<T>(&self, part: Part, f: impl FnOnce() -> T) -> T {
+        let at = Instant::now();
+        let out = f();
+        self.record(part, at);
+        out
+    }
+
+    pub(crate) fn start(&self, part: Part) -> Started<'_> {
+        Started {
+            timings: self,
+            part,
+            at: Instant::now(),
+        }
+    }
+
+    fn record(&self, part: Part, at: Instant) {
+        let us = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.micros[part as usize].fetch_add(us, Ordering::Relaxed);
+    }
+
+    pub(crate) fn seconds(&self, batches: u64) -> BatchSeconds {
+        let s = |p: Part| self.micros[p as usize].load(Ordering::Relaxed) as f64 / 1e6;
+        BatchSeconds {
+            batches,
+            prepare: s(Part::Prepare),
+            kernel: s(Part::Kernel),
+            finish: s(Part::Finish),
+        }
+    }
+}
