@@ -16,9 +16,11 @@
 
 mod parts;
 mod rank;
+mod text;
 
 pub use parts::rank_parts_match_one_matrix;
 pub use rank::{brute_rank_topk, rank_invalid_inputs_are_errors, rank_matches_reference};
+pub use text::rank_text_matches_host_inputs;
 
 use memdex_score::fragrel::{relation_scores_reference, FragRel};
 use memdex_score::lsh::{Lsh, LshParams};
@@ -52,6 +54,10 @@ pub const ALL: &[(&str, Check)] = &[
         rank_invalid_inputs_are_errors,
     ),
     ("rank_parts_match_one_matrix", rank_parts_match_one_matrix),
+    (
+        "rank_text_matches_host_inputs",
+        rank_text_matches_host_inputs,
+    ),
 ];
 
 struct Rng(u64);

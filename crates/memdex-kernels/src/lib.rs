@@ -15,12 +15,14 @@ pub mod parts;
 pub mod rank;
 mod ranker;
 mod scoring;
+pub mod text;
 mod types;
 
 pub use half::f16;
 pub use parts::{Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
+pub use text::{text_inputs_reference, PartText, TextQueries};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };
@@ -129,6 +131,31 @@ pub trait Kernels {
     ) -> Result<TopKResult, KernelError> {
         let c = Concatenated::new(dim, parts, queries)?;
         self.rank_topk(&c.matrix(), &c.rows(), queries, params, k)
+    }
+
+    /// [`Kernels::rank_topk_parts`] with each query's BM25 scores and time flags computed by
+    /// the kernels from its part's text columns (`texts`, one per part: postings, dates) and
+    /// its term ids and window (`text`); `queries.sparse` and `flags` are not read. The
+    /// default computes them on the host ([`text_inputs_reference`]); the CUDA kernels keep
+    /// keyed part texts resident and compute them on the device.
+    #[allow(clippy::too_many_arguments)]
+    fn rank_topk_text(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        texts: &[PartText<'_>],
+        text: &TextQueries<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let (sparse, flags) = text_inputs_reference(dim, parts, texts, text, queries.ranges)?;
+        let q = RankQueries {
+            sparse: &sparse,
+            flags: &flags,
+            ..*queries
+        };
+        self.rank_topk_parts(dim, parts, &q, params, k)
     }
 
     /// [`Kernels::rank_scores`] over rows given in parts (as [`Kernels::rank_topk_parts`]).

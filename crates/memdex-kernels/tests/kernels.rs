@@ -22,3 +22,4 @@ test_device!(
     rank_invalid_inputs_are_errors
 );
 test_device!(rank_parts_match_one_matrix, rank_parts_match_one_matrix);
+test_device!(rank_text_matches_host_inputs, rank_text_matches_host_inputs);

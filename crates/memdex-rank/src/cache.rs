@@ -15,6 +15,7 @@ use memdex_score::bm25::{Bm25, Bm25Params, Idf};
 use memdex_score::signals::importance;
 use memdex_store::TenantSlice;
 
+use crate::kernel_rows::FusedText;
 use crate::options::Bm25Flavour;
 
 /// Per item (timeline index): its semantic neighbours as (timeline index, weight).
@@ -37,6 +38,9 @@ struct Entry {
     structures: Option<Arc<memdex_structures::TenantView>>,
     /// The live rows as the fused kernels read them (f16 embeddings, timeline, groups).
     fused: Option<Arc<crate::kernel_rows::FusedRows>>,
+    /// The rows' text side as a device reads it (per BM25 flavour).
+    fused_text_official: Option<Arc<crate::kernel_rows::FusedText>>,
+    fused_text_memdex: Option<Arc<crate::kernel_rows::FusedText>>,
     bytes: usize,
     /// Tick of the last use (the key of the tenant in `State::lru`).
     used: u64,
@@ -109,6 +113,12 @@ impl HeapBytes for Vec<u64> {
 impl HeapBytes for crate::kernel_rows::FusedRows {
     fn heap_bytes(&self) -> usize {
         crate::kernel_rows::FusedRows::heap_bytes(self)
+    }
+}
+
+impl HeapBytes for crate::kernel_rows::FusedText {
+    fn heap_bytes(&self) -> usize {
+        crate::kernel_rows::FusedText::heap_bytes(self)
     }
 }
 
@@ -241,6 +251,23 @@ impl TenantCache {
         let groups = self.groups(tenant, slices);
         let build = || Ok(crate::kernel_rows::FusedRows::build(slices, dim, &groups));
         built(self.entry(tenant, |e| &mut e.fused, build))
+    }
+
+    /// The tenant's rows' text side for a device (BM25 postings of `flavour`, dates), built
+    /// once per version of its rows.
+    pub(crate) fn fused_text(
+        &self,
+        tenant: &str,
+        flavour: Bm25Flavour,
+        slices: &[TenantSlice<'_>],
+    ) -> Arc<FusedText> {
+        let bm25 = self.bm25(tenant, flavour, slices);
+        let build = || Ok(FusedText::build(slices, flavour, &bm25));
+        let slot: fn(&mut Entry) -> &mut Option<Arc<FusedText>> = match flavour {
+            Bm25Flavour::Official => |e| &mut e.fused_text_official,
+            Bm25Flavour::Memdex => |e| &mut e.fused_text_memdex,
+        };
+        built(self.entry(tenant, slot, build))
     }
 
     pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {

@@ -12,10 +12,11 @@ use memdex_store::{ItemRef, Store};
 
 use crate::cache::TenantCache;
 use crate::columns::check_columns;
-use crate::kernel_rows::FusedRows;
-use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode};
+use crate::kernel_rows::{FusedRows, FusedText};
+use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode, TimeStage};
 use crate::query::Query;
 use crate::rows::{Ranking, TenantRows};
+use crate::time::TimeWindow;
 use crate::{score, time, RankError, SearchHit};
 
 /// The pipeline's weights, for options the fused kernel can run.
@@ -81,6 +82,29 @@ pub struct FusedQuery {
     pub sparse: Vec<f32>,
     pub flags: Vec<u8>,
     pub time: FusedTime,
+}
+
+/// One query's inputs when the device computes BM25 and the time flags itself from the
+/// tenant's [`FusedText`]: no per-row work on the CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedTextQuery {
+    /// The query's terms as the tenant's term ids (repeats kept, unknown terms dropped).
+    pub terms: Vec<u32>,
+    /// The rows the time stage prefers (None: it does nothing).
+    pub window: Option<TimeWindow>,
+    pub time: FusedTime,
+}
+
+/// The kernel's rule for a query whose time stage prefers `window`'s rows.
+fn time_rule(window: Option<TimeWindow>, stage: Option<TimeStage>) -> FusedTime {
+    match (window, stage) {
+        (Some(TimeWindow::Range { .. }), Some(s)) => match s.mode {
+            TimeMode::Front => FusedTime::Front,
+            TimeMode::Boost(b) => FusedTime::Boost(b),
+        },
+        (Some(TimeWindow::Dated), Some(s)) => FusedTime::Boost(s.when_boost),
+        _ => FusedTime::None,
+    }
 }
 
 /// One tenant's live rows in timeline order, as the fused kernel reads them.
@@ -212,25 +236,42 @@ impl<'s> FusedTenant<'s> {
             .into_iter()
             .map(|s| s as f32)
             .collect();
-        let stage = opts.time.and_then(|stage| {
-            time::flags(&self.rows.slices, query, stage)
-                .map(|(flags, in_range)| (stage, flags, in_range))
-        });
-        let (flags, time) = match stage {
-            None => (vec![0; self.rows()], FusedTime::None),
-            Some((stage, flags, in_range)) => {
-                let rule = match (in_range, stage.mode) {
-                    (true, TimeMode::Front) => FusedTime::Front,
-                    (true, TimeMode::Boost(b)) => FusedTime::Boost(b),
-                    (false, _) => FusedTime::Boost(stage.when_boost),
-                };
-                (flags.into_iter().map(u8::from).collect(), rule)
-            }
+        let newest = time::newest(&self.rows.slices);
+        let window = opts.time.and_then(|st| time::window(newest, query, st));
+        let flags = match window {
+            None => vec![0; self.rows()],
+            Some(w) => (self.rows.slices.iter())
+                .flat_map(|s| (0..s.rows).map(move |i| w.flags(s.timestamps()[i], s.events(i))))
+                .map(u8::from)
+                .collect(),
         };
         FusedQuery {
             sparse,
             flags,
-            time,
+            time: time_rule(window, opts.time),
+        }
+    }
+
+    /// These rows' text side for a device that computes BM25 and the time flags itself.
+    pub fn text(&self, opts: &RankOptions, cache: &TenantCache) -> Arc<FusedText> {
+        cache.fused_text(&self.name, opts.bm25, &self.rows.slices)
+    }
+
+    /// A query's inputs for a device computing BM25 and the time flags from `text` (these
+    /// rows' [`Self::text`]): its term ids and time window, no per-row work.
+    pub fn text_query(
+        &self,
+        text: &FusedText,
+        query: &Query<'_>,
+        opts: &RankOptions,
+    ) -> FusedTextQuery {
+        let window = opts
+            .time
+            .and_then(|st| time::window(text.newest, query, st));
+        FusedTextQuery {
+            terms: score::query_term_ids(query.text, text.flavour, &text.postings),
+            window,
+            time: time_rule(window, opts.time),
         }
     }
 }

@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use half::f16;
+use memdex_score::bm25::{Bm25, Bm25Postings};
 use memdex_store::TenantSlice;
+
+use crate::Bm25Flavour;
 
 /// A tenant's live rows in timeline order as the fused kernels read them, built once per
 /// version of its rows and kept in the [`TenantCache`].
@@ -49,5 +52,57 @@ impl FusedRows {
             + 4 * (self.positions.capacity()
                 + self.session_groups.capacity()
                 + self.one_group.capacity())
+    }
+}
+
+/// A tenant's live rows' text side as a device reads it to compute BM25 and the time flags
+/// itself: the BM25 index as weighted postings by term id, each row's session date and event
+/// date ranges. Built once per version of the rows and BM25 flavour, kept in the
+/// [`crate::TenantCache`].
+#[derive(Debug)]
+pub struct FusedText {
+    /// Unique in this process per build (a device keeps what it uploaded under it).
+    pub key: u64,
+    pub flavour: Bm25Flavour,
+    pub postings: Bm25Postings,
+    pub timestamps: Vec<i64>,
+    /// Row `r`'s event ranges are `event_lo/hi[event_offsets[r]..event_offsets[r + 1]]`.
+    pub event_offsets: Vec<u32>,
+    pub event_lo: Vec<i64>,
+    pub event_hi: Vec<i64>,
+    /// The newest session date (a query's default date).
+    pub newest: i64,
+}
+
+impl FusedText {
+    pub(crate) fn build(slices: &[TenantSlice<'_>], flavour: Bm25Flavour, bm25: &Bm25) -> Self {
+        let mut t = FusedText {
+            key: NEXT_KEY.fetch_add(2, Ordering::Relaxed),
+            flavour,
+            postings: bm25.postings(),
+            timestamps: Vec::new(),
+            event_offsets: vec![0],
+            event_lo: Vec::new(),
+            event_hi: Vec::new(),
+            newest: crate::time::newest(slices),
+        };
+        for s in slices {
+            t.timestamps.extend_from_slice(s.timestamps());
+            for r in 0..s.rows {
+                for (a, b) in s.events(r) {
+                    t.event_lo.push(a);
+                    t.event_hi.push(b);
+                }
+                let n = u32::try_from(t.event_lo.len()).unwrap_or(u32::MAX);
+                t.event_offsets.push(n);
+            }
+        }
+        t
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.postings.heap_bytes()
+            + 8 * (self.timestamps.capacity() + self.event_lo.capacity() + self.event_hi.capacity())
+            + 4 * self.event_offsets.capacity()
     }
 }

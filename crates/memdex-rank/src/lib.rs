@@ -45,7 +45,10 @@ pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use explain::Trace;
 pub use hit::{Explain, SearchHit};
-pub use kernel_inputs::{fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTime};
+pub use kernel_inputs::{
+    fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTextQuery, FusedTime,
+};
+pub use kernel_rows::FusedText;
 pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
     TimeMode, TimeStage, TreeStage, UpdateStage,
@@ -55,4 +58,5 @@ pub use query::{Dense, Query};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use rows::Ranking;
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
+pub use time::TimeWindow;
 pub use update::{update_order, UpdateDirection};

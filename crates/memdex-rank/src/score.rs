@@ -2,6 +2,7 @@
 //! first stage (dense, BM25, fusion), FragRel environments (context and semantic relation),
 //! Mimir's signals (recency, importance).
 
+use memdex_score::bm25::Bm25Postings;
 use memdex_score::fragrel::{relation_scores, FragRel};
 use memdex_score::fusion::{hybrid, rrf};
 use memdex_score::signals::recency_factor;
@@ -44,6 +45,22 @@ pub(crate) fn sparse_scores(
         Bm25Flavour::Memdex => {
             let terms = Analyzer::english().terms(text);
             bm.scores_terms(terms.iter().map(String::as_str))
+        }
+    }
+}
+
+/// A query's terms as `postings`' term ids, analysed as the flavour's index was (repeats
+/// kept, terms the index lacks dropped): [`sparse_scores`] is the sum of their postings.
+pub(crate) fn query_term_ids(
+    text: &str,
+    flavour: Bm25Flavour,
+    postings: &Bm25Postings,
+) -> Vec<u32> {
+    match flavour {
+        Bm25Flavour::Official => postings.term_ids(memdex_score::bm25::split_space(text)),
+        Bm25Flavour::Memdex => {
+            let terms = Analyzer::english().terms(text);
+            postings.term_ids(terms.iter().map(String::as_str))
         }
     }
 }

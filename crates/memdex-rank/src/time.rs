@@ -22,6 +22,49 @@ pub(crate) fn apply(
     }
 }
 
+/// The rows a query's time stage prefers: those whose session date or an event date falls in
+/// a day range the query names (milliseconds, inclusive), or, for a "when" question naming no
+/// range, those with any event date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeWindow {
+    Range { lo: i64, hi: i64 },
+    Dated,
+}
+
+impl TimeWindow {
+    /// Whether a row dated `timestamp` with event date ranges `events` is preferred.
+    pub fn flags(&self, timestamp: i64, mut events: impl Iterator<Item = (i64, i64)>) -> bool {
+        match *self {
+            TimeWindow::Range { lo, hi } => {
+                (lo..=hi).contains(&timestamp) || events.any(|(a, b)| a <= hi && b >= lo)
+            }
+            TimeWindow::Dated => events.next().is_some(),
+        }
+    }
+}
+
+/// A query's window (see [`TimeWindow`]), its date defaulting to `newest` (the tenant's newest
+/// session date); None when the stage does nothing.
+pub(crate) fn window(newest: i64, query: &Query<'_>, stage: TimeStage) -> Option<TimeWindow> {
+    let anchor = ms_day(query.date_ms.unwrap_or(newest))?;
+    let qt = parse_query(query.text, anchor);
+    match qt.range {
+        Some(r) => {
+            let (lo, hi) = r.to_ms();
+            Some(TimeWindow::Range { lo, hi })
+        }
+        None if qt.asks_when && stage.when_boost > 0.0 => Some(TimeWindow::Dated),
+        None => None,
+    }
+}
+
+/// The newest session date of the rows (0 without rows).
+pub(crate) fn newest(slices: &[TenantSlice<'_>]) -> i64 {
+    (slices.iter().flat_map(|s| s.timestamps()).copied())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Which items the time stage prefers, one flag per live row in timeline order, and whether
 /// the query names a range (else it is a "when" question); None when the stage does nothing.
 pub(crate) fn flags(
@@ -29,34 +72,12 @@ pub(crate) fn flags(
     query: &Query<'_>,
     stage: TimeStage,
 ) -> Option<(Vec<bool>, bool)> {
-    let newest = slices
+    let w = window(newest(slices), query, stage)?;
+    let flags = slices
         .iter()
-        .flat_map(|s| s.timestamps())
-        .copied()
-        .max()
-        .unwrap_or(0);
-    let anchor = ms_day(query.date_ms.unwrap_or(newest))?;
-    let qt = parse_query(query.text, anchor);
-    let flags: Vec<bool> = match qt.range {
-        Some(r) => {
-            let (lo, hi) = r.to_ms();
-            slices
-                .iter()
-                .flat_map(|s| {
-                    (0..s.rows).map(move |i| {
-                        let t = s.timestamps()[i];
-                        (lo..=hi).contains(&t) || s.events(i).any(|(a, b)| a <= hi && b >= lo)
-                    })
-                })
-                .collect()
-        }
-        None if qt.asks_when && stage.when_boost > 0.0 => slices
-            .iter()
-            .flat_map(|s| (0..s.rows).map(move |i| s.events(i).next().is_some()))
-            .collect(),
-        None => return None,
-    };
-    Some((flags, qt.range.is_some()))
+        .flat_map(|s| (0..s.rows).map(move |i| w.flags(s.timestamps()[i], s.events(i))))
+        .collect();
+    Some((flags, matches!(w, TimeWindow::Range { .. })))
 }
 
 /// The time stage's `front` rule: flagged items first, stably (each group keeps its order).

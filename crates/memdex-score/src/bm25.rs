@@ -55,6 +55,46 @@ struct Term {
     postings: Vec<(u32, u32)>,
 }
 
+/// [`Bm25::postings`]: term `ids[w]`'s postings are `docs[offsets[id]..offsets[id + 1]]`
+/// (documents ascending, each once) with their `weights`.
+#[derive(Debug, Clone, Default)]
+pub struct Bm25Postings {
+    pub ids: HashMap<Box<str>, u32>,
+    pub offsets: Vec<u32>,
+    pub docs: Vec<u32>,
+    pub weights: Vec<f32>,
+    /// Documents in the index (each doc id is below it).
+    pub docs_indexed: usize,
+}
+
+impl Bm25Postings {
+    /// The term ids of `query`'s terms the index holds, in order (repeats kept).
+    pub fn term_ids<'a>(&self, query: impl IntoIterator<Item = &'a str>) -> Vec<u32> {
+        query
+            .into_iter()
+            .filter_map(|q| self.ids.get(q).copied())
+            .collect()
+    }
+
+    /// Every document's score for term ids `terms` (the reference of a device's sums).
+    pub fn scores(&self, terms: &[u32]) -> Vec<f32> {
+        let mut out = vec![0f32; self.docs_indexed];
+        for &t in terms {
+            let (a, b) = (self.offsets[t as usize], self.offsets[t as usize + 1]);
+            for j in a as usize..b as usize {
+                out[self.docs[j] as usize] += self.weights[j];
+            }
+        }
+        out
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 32
+            + 4 * (self.offsets.capacity() + self.docs.capacity())
+            + 4 * self.weights.capacity()
+    }
+}
+
 /// `str.split(" ")`: single spaces only, empty pieces kept.
 pub fn split_space(text: &str) -> impl Iterator<Item = &str> {
     text.split(' ')
@@ -166,6 +206,33 @@ impl Bm25 {
         terms + self.norm.capacity() * 8
     }
 
+    /// The index as postings by term id, each posting carrying its score contribution (`idf ·
+    /// tf·(k1+1) / (tf + norm)`, rounded to f32): what a device sums per query term. A query's
+    /// scores are the sums, over its terms (repeats repeating), of their postings' weights —
+    /// [`Self::scores_terms`] to f32 rounding.
+    pub fn postings(&self) -> Bm25Postings {
+        let k1 = self.params.k1;
+        let mut out = Bm25Postings {
+            ids: HashMap::with_capacity(self.terms.len()),
+            offsets: Vec::with_capacity(self.terms.len() + 1),
+            docs: Vec::new(),
+            weights: Vec::new(),
+            docs_indexed: self.norm.len(),
+        };
+        out.offsets.push(0);
+        for (word, t) in &self.terms {
+            out.ids.insert(word.clone(), out.ids.len() as u32);
+            for &(doc, f) in &t.postings {
+                let tf = f as f64;
+                let w = t.idf * (tf * (k1 + 1.0) / (tf + self.norm[doc as usize]));
+                out.docs.push(doc);
+                out.weights.push(w as f32);
+            }
+            out.offsets.push(out.docs.len() as u32);
+        }
+        out
+    }
+
     /// Official flavour: score of every document for a space-split `query`.
     pub fn scores(&self, query: &str) -> Vec<f64> {
         self.scores_terms(split_space(query))
@@ -191,6 +258,25 @@ impl Bm25 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postings_sum_to_the_scores() {
+        let docs = ["the dog", "the cat sat", "a dog and a dog", "cat cat dog"];
+        let bm = Bm25::whitespace(&docs, Bm25Params::default());
+        let p = bm.postings();
+        for q in ["dog cat", "the the sat", "nothing here", "dog dog"] {
+            let want = bm.scores(q);
+            let got = p.scores(&p.term_ids(split_space(q)));
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (f64::from(*g) - w).abs() < 1e-6 * (1.0 + w.abs()),
+                    "{q}: {g} vs {w}"
+                );
+            }
+        }
+        assert_eq!(p.term_ids(["zebra", "dog", "dog"]).len(), 2);
+    }
 
     #[test]
     fn matches_rank_bm25_by_hand() {

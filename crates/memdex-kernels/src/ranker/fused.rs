@@ -6,16 +6,20 @@
 //! range lies in its tenant's part.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use memdex_rank::{
     check_vector, fused_depth, Batch, BatchHits, BatchQuery, BatchRankings, FusedParams,
-    FusedQuery, FusedTenant, FusedTime, RankError,
+    FusedQuery, FusedTenant, FusedText, FusedTextQuery, FusedTime, RankError, TimeWindow,
 };
 
 use super::timings::{Part, Timings};
-use crate::{FragRelParams, KernelError, Kernels, RankParams, RankPart, RankQueries, TimeRule};
+use crate::{
+    FragRelParams, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries, TextQueries,
+    TimeRule,
+};
 
 /// The batch's per-query inputs, host-side.
 #[derive(Default)]
@@ -54,11 +58,13 @@ pub(crate) fn top(
     k: usize,
     time: &Timings,
 ) -> Result<BatchHits, FusedError> {
-    let p = time.add(Part::Prepare, || Prepared::new(b))?;
+    let p = time.add(Part::Prepare, || Prepared::new(b, Inputs::Text))?;
     let depth = fused_depth(k, b.opts);
     let top = time.add(Part::Kernel, || {
         p.gathered.call(&p.params, |q, params| {
-            kernels.rank_topk_parts(b.store.dim(), &p.parts(), q, params, depth)
+            let (texts, tq) = (p.text.part_texts(), p.text.queries());
+            let parts = p.parts();
+            kernels.rank_topk_text(b.store.dim(), &parts, &texts, &tq, q, params, depth)
         })
     })?;
     let _finish = time.start(Part::Finish);
@@ -78,7 +84,7 @@ pub(crate) fn all<'s>(
     b: &Batch<'_, 's>,
     time: &Timings,
 ) -> Result<BatchRankings<'s>, FusedError> {
-    let p = time.add(Part::Prepare, || Prepared::new(b))?;
+    let p = time.add(Part::Prepare, || Prepared::new(b, Inputs::Host))?;
     let scores = time.add(Part::Kernel, || {
         p.gathered.call(&p.params, |q, params| {
             kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
@@ -96,6 +102,66 @@ pub(crate) fn all<'s>(
     }))
 }
 
+/// Where a batch's BM25 scores and time flags are computed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inputs {
+    /// On the host, per query and row (what whole rankings need: the flags order them).
+    Host,
+    /// By the kernels, from each tenant's text columns and each query's terms and window.
+    Text,
+}
+
+/// The text side of a batch for [`Kernels::rank_topk_text`].
+#[derive(Default)]
+struct TextBatch {
+    /// Per tenant (in `Prepared::tenants` order).
+    texts: Vec<Arc<FusedText>>,
+    part: Vec<u32>,
+    term_offsets: Vec<u32>,
+    terms: Vec<u32>,
+    windows: Vec<Option<TimeWindow>>,
+}
+
+impl TextBatch {
+    fn add(&mut self, part: usize, q: FusedTextQuery) {
+        if self.term_offsets.is_empty() {
+            self.term_offsets.push(0);
+        }
+        self.part.push(part as u32);
+        self.terms.extend_from_slice(&q.terms);
+        self.term_offsets.push(self.terms.len() as u32);
+        self.windows.push(q.window);
+    }
+
+    fn part_texts(&self) -> Vec<PartText<'_>> {
+        (self.texts.iter())
+            .map(|t| PartText {
+                key: t.key,
+                term_offsets: &t.postings.offsets,
+                term_rows: &t.postings.docs,
+                term_weights: &t.postings.weights,
+                timestamps: &t.timestamps,
+                event_offsets: &t.event_offsets,
+                event_lo: &t.event_lo,
+                event_hi: &t.event_hi,
+            })
+            .collect()
+    }
+
+    fn queries(&self) -> TextQueries<'_> {
+        TextQueries {
+            part: &self.part,
+            term_offsets: if self.term_offsets.is_empty() {
+                &[0]
+            } else {
+                &self.term_offsets
+            },
+            terms: &self.terms,
+            windows: &self.windows,
+        }
+    }
+}
+
 /// A batch gathered for the kernel: its tenants' rows once each, its queries' inputs.
 struct Prepared<'s> {
     params: FusedParams,
@@ -104,13 +170,16 @@ struct Prepared<'s> {
     starts: Vec<usize>,
     /// Per query: its tenant's index in `tenants` (None: a tenant the store does not hold).
     slots: Vec<Option<usize>>,
-    /// The text-side inputs of the queries with a tenant, in batch order.
+    /// With [`Inputs::Host`]: the host-computed inputs of the queries with a tenant, in
+    /// batch order.
     inputs: Vec<FusedQuery>,
+    /// With [`Inputs::Text`]: the tenants' text columns and the queries' terms and windows.
+    text: TextBatch,
     gathered: Gathered,
 }
 
 impl<'s> Prepared<'s> {
-    fn new(b: &Batch<'_, 's>) -> Result<Prepared<'s>, RankError> {
+    fn new(b: &Batch<'_, 's>, how: Inputs) -> Result<Prepared<'s>, RankError> {
         let params = FusedParams::from_options(b.opts)?;
         let mut tenants: Vec<FusedTenant<'s>> = Vec::new();
         let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
@@ -138,14 +207,24 @@ impl<'s> Prepared<'s> {
         let asked: Vec<(&BatchQuery<'_>, usize)> = (b.queries.iter().zip(&slots))
             .filter_map(|(q, s)| s.map(|t| (q, t)))
             .collect();
-        // BM25 and time flags need the text: the CPU's share, query by query on all cores
-        let inputs: Vec<FusedQuery> = asked
-            .par_iter()
-            .map(|&(q, t)| tenants[t].query(&q.query, b.opts, b.cache))
-            .collect();
         let mut gathered = Gathered::default();
-        for (&(q, t), i) in asked.iter().zip(&inputs) {
-            gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), i);
+        let (mut inputs, mut text) = (Vec::new(), TextBatch::default());
+        if how == Inputs::Host {
+            // BM25 and time flags per row: the CPU's share, query by query on all cores
+            inputs = (asked.par_iter())
+                .map(|&(q, t)| tenants[t].query(&q.query, b.opts, b.cache))
+                .collect();
+            for (&(q, t), i) in asked.iter().zip(&inputs) {
+                gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), i.time);
+                gathered.add_host_inputs(i);
+            }
+        } else {
+            text.texts = (tenants.iter()).map(|t| t.text(b.opts, b.cache)).collect();
+            for &(q, t) in &asked {
+                let tq = tenants[t].text_query(&text.texts[t], &q.query, b.opts);
+                gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), tq.time);
+                text.add(t, tq);
+            }
         }
         Ok(Prepared {
             params,
@@ -153,6 +232,7 @@ impl<'s> Prepared<'s> {
             starts,
             slots,
             inputs,
+            text,
             gathered,
         })
     }
@@ -201,16 +281,19 @@ fn tenant_starts(tenants: &[FusedTenant<'_>]) -> Vec<usize> {
 }
 
 impl Gathered {
-    fn add_query(&mut self, vector: &[f32], start: usize, rows: usize, q: &FusedQuery) {
+    fn add_query(&mut self, vector: &[f32], start: usize, rows: usize, time: FusedTime) {
         self.vectors.extend_from_slice(vector);
         self.ranges.push([start as u32, (start + rows) as u32]);
-        self.sparse.extend_from_slice(&q.sparse);
-        self.flags.extend_from_slice(&q.flags);
-        self.time.push(match q.time {
+        self.time.push(match time {
             FusedTime::None => TimeRule::None,
             FusedTime::Front => TimeRule::Front,
             FusedTime::Boost(b) => TimeRule::Boost(b as f32),
         });
+    }
+
+    fn add_host_inputs(&mut self, q: &FusedQuery) {
+        self.sparse.extend_from_slice(&q.sparse);
+        self.flags.extend_from_slice(&q.flags);
     }
 
     /// Calls `f` with the batch's queries and weights as the kernels take them.

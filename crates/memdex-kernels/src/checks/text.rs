@@ -1,0 +1,289 @@
+//! Checks of the fused ranking with BM25 and the time flags computed by the kernels
+//! (`rank_topk_text`): the same answers as `rank_topk_parts` given those inputs computed by a
+//! brute force (row by row, every term's postings scanned), on the first call and on a later
+//! call that finds the part texts resident; malformed text inputs are errors.
+
+use memdex_rank::TimeWindow;
+
+use super::rank::{brute_rank_topk, DEFAULTS};
+use super::{assert_close, random_unit, timeline, to_f16, Rng};
+use crate::{
+    f16, range_offsets, Concatenated, KernelError, Kernels, PartText, RankPart, RankQueries,
+    TextQueries, TimeRule,
+};
+
+const DAY: i64 = 86_400_000;
+const TERMS: usize = 40;
+
+/// One tenant's rows and text columns.
+struct Tenant {
+    key: u64,
+    embeddings: Vec<f16>,
+    positions: Vec<u32>,
+    groups: Vec<u32>,
+    importance: Vec<u8>,
+    term_offsets: Vec<u32>,
+    term_rows: Vec<u32>,
+    term_weights: Vec<f32>,
+    timestamps: Vec<i64>,
+    event_offsets: Vec<u32>,
+    event_lo: Vec<i64>,
+    event_hi: Vec<i64>,
+}
+
+impl Tenant {
+    fn new(key: u64, rows: usize, dim: usize, seed: u64) -> Tenant {
+        let (positions, groups) = timeline(rows, seed);
+        let mut rng = Rng(seed + 1);
+        let mut t = Tenant {
+            key,
+            embeddings: to_f16(&random_unit(rows, dim, seed + 2)),
+            positions,
+            groups,
+            importance: (0..rows).map(|_| 1 + rng.below(10) as u8).collect(),
+            term_offsets: vec![0],
+            term_rows: Vec::new(),
+            term_weights: Vec::new(),
+            timestamps: (0..rows).map(|r| r as i64 * DAY / 4).collect(),
+            event_offsets: vec![0],
+            event_lo: Vec::new(),
+            event_hi: Vec::new(),
+        };
+        for term in 0..TERMS {
+            // frequent and rare terms: each row holds term `term` with chance 1 in 2 + term
+            for r in 0..rows {
+                if rng.below(2 + term as u64) == 0 {
+                    t.term_rows.push(r as u32);
+                    t.term_weights.push((rng.unit() + 0.6) * 3.0);
+                }
+            }
+            t.term_offsets.push(t.term_rows.len() as u32);
+        }
+        for _ in 0..rows {
+            for _ in 0..rng.below(3).saturating_sub(1) {
+                let a = rng.below(rows.max(1) as u64) as i64 * DAY / 4;
+                t.event_lo.push(a);
+                t.event_hi.push(a + DAY);
+            }
+            t.event_offsets.push(t.event_lo.len() as u32);
+        }
+        t
+    }
+
+    fn part(&self) -> RankPart<'_> {
+        RankPart {
+            key: self.key,
+            embeddings: &self.embeddings,
+            positions: &self.positions,
+            groups: &self.groups,
+            importance: &self.importance,
+        }
+    }
+
+    fn text(&self) -> PartText<'_> {
+        PartText {
+            key: self.key,
+            term_offsets: &self.term_offsets,
+            term_rows: &self.term_rows,
+            term_weights: &self.term_weights,
+            timestamps: &self.timestamps,
+            event_offsets: &self.event_offsets,
+            event_lo: &self.event_lo,
+            event_hi: &self.event_hi,
+        }
+    }
+}
+
+/// A batch: per part its whole range and an inner slice, random terms (repeats, none) and
+/// windows (none, a range, dated rows) with the time rule each implies.
+struct Batch {
+    vectors: Vec<f32>,
+    ranges: Vec<[u32; 2]>,
+    time: Vec<TimeRule>,
+    part: Vec<u32>,
+    term_offsets: Vec<u32>,
+    terms: Vec<u32>,
+    windows: Vec<Option<TimeWindow>>,
+}
+
+impl Batch {
+    fn new(parts: &[RankPart<'_>], dim: usize, seed: u64) -> Batch {
+        let mut rng = Rng(seed);
+        let mut b = Batch {
+            vectors: Vec::new(),
+            ranges: Vec::new(),
+            time: Vec::new(),
+            part: Vec::new(),
+            term_offsets: vec![0],
+            terms: Vec::new(),
+            windows: Vec::new(),
+        };
+        let mut start = 0u32;
+        for (p, part) in parts.iter().enumerate() {
+            let end = start + part.rows() as u32;
+            let mut ranges = vec![[start, end]];
+            if end > start + 4 {
+                ranges.push([start + 2, end - 1]);
+            }
+            for r in ranges {
+                let q = b.ranges.len();
+                b.ranges.push(r);
+                b.part.push(p as u32);
+                for _ in 0..rng.below(4) {
+                    b.terms.push(rng.below(TERMS as u64) as u32);
+                }
+                b.term_offsets.push(b.terms.len() as u32);
+                let (window, rule) = match q % 3 {
+                    0 => (None, TimeRule::None),
+                    1 => {
+                        let lo = rng.below(part.rows().max(1) as u64) as i64 * DAY / 4;
+                        (
+                            Some(TimeWindow::Range {
+                                lo,
+                                hi: lo + 3 * DAY,
+                            }),
+                            TimeRule::Front,
+                        )
+                    }
+                    _ => (Some(TimeWindow::Dated), TimeRule::Boost(0.4)),
+                };
+                b.windows.push(window);
+                b.time.push(rule);
+            }
+            start = end;
+        }
+        b.vectors = random_unit(b.ranges.len(), dim, seed + 7);
+        b
+    }
+
+    fn text(&self) -> TextQueries<'_> {
+        TextQueries {
+            part: &self.part,
+            term_offsets: &self.term_offsets,
+            terms: &self.terms,
+            windows: &self.windows,
+        }
+    }
+}
+
+/// Each query's BM25 scores and flags row by row (every term's postings scanned for the row).
+fn brute_inputs(tenants: &[&Tenant], b: &Batch) -> (Vec<f32>, Vec<u8>) {
+    let (offsets, total) = range_offsets(&b.ranges);
+    let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
+    let starts: Vec<u32> = (tenants.iter())
+        .scan(0u32, |s, t| {
+            let at = *s;
+            *s += t.timestamps.len() as u32;
+            Some(at)
+        })
+        .collect();
+    for (q, &[a, c]) in b.ranges.iter().enumerate() {
+        let t = tenants[b.part[q] as usize];
+        let terms = &b.terms[b.term_offsets[q] as usize..b.term_offsets[q + 1] as usize];
+        for (i, row) in (a..c).enumerate() {
+            let r = (row - starts[b.part[q] as usize]) as usize;
+            let mut s = 0f32;
+            for &term in terms {
+                let (lo, hi) = (
+                    t.term_offsets[term as usize],
+                    t.term_offsets[term as usize + 1],
+                );
+                let post = &t.term_rows[lo as usize..hi as usize];
+                if let Ok(j) = post.binary_search(&(r as u32)) {
+                    s += t.term_weights[lo as usize + j];
+                }
+            }
+            sparse[offsets[q] as usize + i] = s;
+            let (e0, e1) = (t.event_offsets[r] as usize, t.event_offsets[r + 1] as usize);
+            let events = (e0..e1).map(|e| (t.event_lo[e], t.event_hi[e]));
+            let f = b.windows[q].is_some_and(|w| w.flags(t.timestamps[r], events));
+            flags[offsets[q] as usize + i] = u8::from(f);
+        }
+    }
+    (sparse, flags)
+}
+
+fn agree(k: &dyn Kernels, dim: usize, tenants: &[&Tenant], what: &str) {
+    let parts: Vec<RankPart<'_>> = tenants.iter().map(|t| t.part()).collect();
+    let texts: Vec<PartText<'_>> = tenants.iter().map(|t| t.text()).collect();
+    let b = Batch::new(&parts, dim, 61);
+    let (sparse, flags) = brute_inputs(tenants, &b);
+    let q = RankQueries {
+        vectors: &b.vectors,
+        ranges: &b.ranges,
+        sparse: &sparse,
+        flags: &flags,
+        time: &b.time,
+    };
+    let c = Concatenated::new(dim, &parts, &q).unwrap();
+    let what = format!("{} text {what}", k.device());
+    let empty = RankQueries {
+        sparse: &[],
+        flags: &[],
+        ..q
+    };
+    for topk in [10, 40] {
+        let got =
+            (k.rank_topk_text(dim, &parts, &texts, &b.text(), &empty, &DEFAULTS, topk)).unwrap();
+        let want = brute_rank_topk(&c.matrix(), &c.rows(), &q, &DEFAULTS, topk);
+        assert_close(&got, &want, 1e-4, &format!("{what} k {topk}"));
+    }
+    assert!(flags.iter().any(|&f| f != 0) && sparse.iter().any(|&s| s > 0.0));
+}
+
+/// A check (see the module docs).
+pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
+    let dim = 64;
+    let sizes = [(21, 300), (22, 0), (23, 1), (0, 45), (24, 1200)];
+    let tenants: Vec<Tenant> = (sizes.iter().enumerate())
+        .map(|(i, &(key, rows))| Tenant::new(key, rows, dim, 300 + 10 * i as u64))
+        .collect();
+    let all: Vec<&Tenant> = tenants.iter().collect();
+    agree(k, dim, &all, "first call");
+    agree(k, dim, &all, "again (resident)");
+    agree(k, dim, &[all[4], all[0]], "a subset, reordered");
+
+    // malformed text inputs are errors
+    let parts: Vec<RankPart<'_>> = all.iter().map(|t| t.part()).collect();
+    let texts: Vec<PartText<'_>> = all.iter().map(|t| t.text()).collect();
+    let b = Batch::new(&parts, dim, 62);
+    let q = RankQueries {
+        vectors: &b.vectors,
+        ranges: &b.ranges,
+        sparse: &[],
+        flags: &[],
+        time: &b.time,
+    };
+    let run = |texts: &[PartText<'_>], tq: &TextQueries<'_>| {
+        k.rank_topk_text(dim, &parts, texts, tq, &q, &DEFAULTS, 5)
+    };
+    assert!(run(&texts, &b.text()).is_ok());
+    let far = vec![TERMS as u32; b.terms.len()];
+    let short_times = PartText {
+        timestamps: &tenants[0].timestamps[1..],
+        ..texts[0]
+    };
+    let mut bad_texts = texts.clone();
+    bad_texts[0] = short_times;
+    let wrong_part: Vec<u32> = b.part.iter().map(|&p| (p + 1) % 5).collect();
+    for e in [
+        run(
+            &texts,
+            &TextQueries {
+                terms: &far,
+                ..b.text()
+            },
+        ),
+        run(&texts[..4], &b.text()),
+        run(&bad_texts, &b.text()),
+        run(
+            &texts,
+            &TextQueries {
+                part: &wrong_part,
+                ..b.text()
+            },
+        ),
+    ] {
+        assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
+    }
+}

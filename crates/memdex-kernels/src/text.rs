@@ -1,0 +1,182 @@
+//! BM25 and the time stage's flags computed by the kernels themselves, from each part's text
+//! columns (resident on a device like its rows), instead of per query on the host: a query
+//! brings only its term ids and time window. [`crate::Kernels::rank_topk_text`] is
+//! [`crate::Kernels::rank_topk_parts`] with these inputs; [`text_inputs_reference`] states what
+//! they stand for (memdex-rank's `sparse_scores` to f32 rounding, and `time::flags`).
+
+use memdex_rank::TimeWindow;
+
+use crate::parts::check_parts;
+use crate::{range_offsets, KernelError, RankPart};
+
+/// One part's text columns (its tenant's live rows, part-local row numbers).
+#[derive(Debug, Clone, Copy)]
+pub struct PartText<'a> {
+    /// Names the content, as [`RankPart::key`] (0: uploaded on every call).
+    pub key: u64,
+    /// BM25 postings by term id: term `t`'s rows `term_rows[term_offsets[t]..term_offsets[t +
+    /// 1]]` (each row once per term) with their score contributions `term_weights`.
+    pub term_offsets: &'a [u32],
+    pub term_rows: &'a [u32],
+    pub term_weights: &'a [f32],
+    /// Session date per row (ms).
+    pub timestamps: &'a [i64],
+    /// Row `r`'s event date ranges: `event_lo/hi[event_offsets[r]..event_offsets[r + 1]]`.
+    pub event_offsets: &'a [u32],
+    pub event_lo: &'a [i64],
+    pub event_hi: &'a [i64],
+}
+
+impl PartText<'_> {
+    fn terms(&self) -> usize {
+        self.term_offsets.len().saturating_sub(1)
+    }
+}
+
+/// The queries' text side: per query its part, its term ids (of that part) and its window.
+#[derive(Debug, Clone, Copy)]
+pub struct TextQueries<'a> {
+    pub part: &'a [u32],
+    /// Query `q`'s term ids: `terms[term_offsets[q]..term_offsets[q + 1]]` (repeats count).
+    pub term_offsets: &'a [u32],
+    pub terms: &'a [u32],
+    pub windows: &'a [Option<TimeWindow>],
+}
+
+fn invalid(msg: String) -> KernelError {
+    KernelError::Invalid(msg)
+}
+
+/// CSR offsets: `n + 1` of them, from 0, non-decreasing, ending at `len`.
+fn check_offsets(what: &str, offsets: &[u32], n: usize, len: usize) -> Result<(), KernelError> {
+    let ok = offsets.len() == n + 1
+        && offsets[0] == 0
+        && offsets.windows(2).all(|w| w[0] <= w[1])
+        && offsets[n] as usize == len;
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{what}: {} offsets for {n} entries over {len} values",
+            offsets.len()
+        )))
+    }
+}
+
+fn check_part_text(i: usize, p: &RankPart<'_>, t: &PartText<'_>) -> Result<(), KernelError> {
+    let rows = p.rows();
+    let what = |w: &str| format!("part {i} {w}");
+    if t.term_offsets.is_empty() {
+        return Err(invalid(what("term offsets: none")));
+    }
+    check_offsets(&what("terms"), t.term_offsets, t.terms(), t.term_rows.len())?;
+    if t.term_weights.len() != t.term_rows.len() || t.term_rows.iter().any(|&r| r as usize >= rows)
+    {
+        return Err(invalid(what(
+            "postings: rows past the part or weights missing",
+        )));
+    }
+    if t.timestamps.len() != rows {
+        return Err(invalid(what("timestamps: not one per row")));
+    }
+    check_offsets(&what("events"), t.event_offsets, rows, t.event_lo.len())?;
+    if t.event_hi.len() != t.event_lo.len() {
+        return Err(invalid(what("events: unpaired ranges")));
+    }
+    Ok(())
+}
+
+/// Checks the text inputs against the parts and the queries' ranges (`starts`: each part's
+/// first row): every query's range inside its own part, its term ids that part's.
+pub(crate) fn check_text(
+    parts: &[RankPart<'_>],
+    starts: &[usize],
+    texts: &[PartText<'_>],
+    tq: &TextQueries<'_>,
+    ranges: &[[u32; 2]],
+) -> Result<(), KernelError> {
+    if texts.len() != parts.len() {
+        return Err(invalid(format!(
+            "{} part texts for {} parts",
+            texts.len(),
+            parts.len()
+        )));
+    }
+    for (i, (p, t)) in parts.iter().zip(texts).enumerate() {
+        check_part_text(i, p, t)?;
+    }
+    let nq = ranges.len();
+    if tq.part.len() != nq || tq.windows.len() != nq {
+        return Err(invalid(format!(
+            "{} parts and {} windows for {nq} queries",
+            tq.part.len(),
+            tq.windows.len()
+        )));
+    }
+    check_offsets("query terms", tq.term_offsets, nq, tq.terms.len())?;
+    for (q, (&p, &[a, b])) in tq.part.iter().zip(ranges).enumerate() {
+        let p = p as usize;
+        let (Some(part), Some(&s)) = (parts.get(p), starts.get(p)) else {
+            return Err(invalid(format!("query {q}: part {p} of {}", parts.len())));
+        };
+        let (a, b) = (a as usize, b as usize);
+        if a < b && (a < s || b > s + part.rows()) {
+            return Err(invalid(format!(
+                "query {q}: range {a}..{b} outside part {p}"
+            )));
+        }
+        let terms = &tq.terms[tq.term_offsets[q] as usize..tq.term_offsets[q + 1] as usize];
+        if terms.iter().any(|&t| t as usize >= texts[p].terms()) {
+            return Err(invalid(format!(
+                "query {q}: a term id past part {p}'s terms"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The reference: every query's BM25 score and time flag per row of its range, laid out as
+/// [`crate::RankQueries::sparse`] and `flags` (each query's terms summed in order, in f32).
+pub fn text_inputs_reference(
+    dim: usize,
+    parts: &[RankPart<'_>],
+    texts: &[PartText<'_>],
+    tq: &TextQueries<'_>,
+    ranges: &[[u32; 2]],
+) -> Result<(Vec<f32>, Vec<u8>), KernelError> {
+    let (_, starts) = check_parts(dim, parts, ranges)?;
+    check_text(parts, &starts, texts, tq, ranges)?;
+    let (offsets, total) = range_offsets(ranges);
+    let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
+    for (q, &[a, b]) in ranges.iter().enumerate() {
+        if a >= b {
+            continue;
+        }
+        let p = tq.part[q] as usize;
+        let (t, base) = (&texts[p], a as usize - starts[p]);
+        let n = (b - a) as usize;
+        let off = offsets[q] as usize;
+        let (qs, qf) = (&mut sparse[off..off + n], &mut flags[off..off + n]);
+        for &term in &tq.terms[tq.term_offsets[q] as usize..tq.term_offsets[q + 1] as usize] {
+            let (lo, hi) = (
+                t.term_offsets[term as usize],
+                t.term_offsets[term as usize + 1],
+            );
+            for j in lo as usize..hi as usize {
+                let r = t.term_rows[j] as usize;
+                if (base..base + n).contains(&r) {
+                    qs[r - base] += t.term_weights[j];
+                }
+            }
+        }
+        if let Some(w) = tq.windows[q] {
+            for (i, f) in qf.iter_mut().enumerate() {
+                let r = base + i;
+                let (e0, e1) = (t.event_offsets[r] as usize, t.event_offsets[r + 1] as usize);
+                let events = (e0..e1).map(|e| (t.event_lo[e], t.event_hi[e]));
+                *f = u8::from(w.flags(t.timestamps[r], events));
+            }
+        }
+    }
+    Ok((sparse, flags))
+}
