@@ -50,6 +50,10 @@ pub struct ModelArgs {
     /// Compute device: auto, cpu, cuda or cuda:N.
     #[arg(long, env = "MEMDEX_DEVICE", default_value = "auto")]
     pub device: DeviceChoice,
+    /// Device memory (MiB) the kernel ranker keeps tenants' rows and texts resident in, least
+    /// recently used tenants evicted past it (default: a quarter of the device's memory).
+    #[arg(long, env = "MEMDEX_RANK_MEMORY_MB")]
+    pub rank_memory_mb: Option<u64>,
     /// Padded tokens per forward pass (default 8192 on CPU, 65536 on CUDA).
     #[arg(long, env = "MEMDEX_TOKEN_BUDGET")]
     pub token_budget: Option<usize>,

@@ -7,6 +7,7 @@
 #![allow(unsafe_code)] // kernel launches: see the `# Safety` notes at each `launch`
 
 mod resident;
+mod text;
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use candle_core::Device;
 
 use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
+use crate::text::{check_text, PartText, TextQueries};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams,
@@ -27,6 +29,13 @@ use crate::{
 pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
 
 const THREADS: u32 = 256;
+
+/// The resident budget of a device with `total` bytes of memory: a quarter of it (the model,
+/// a batch's assembled matrix and the kernels' scratch share the rest), or
+/// [`DEFAULT_RESIDENT_BYTES`] when the driver does not say.
+pub fn default_resident_bytes(total: Option<usize>) -> usize {
+    total.map_or(DEFAULT_RESIDENT_BYTES, |t| t / 4)
+}
 
 /// A CUDA device with memdex's kernels.
 #[derive(Debug, Clone)]
@@ -113,17 +122,18 @@ impl Gpu {
             .context()
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_or(132, |n| n.max(1) as usize);
+        let total = cuda.cuda_stream().context().total_mem().ok();
         Ok(Self {
             device,
             cuda,
             ordinal,
             sms,
-            resident: Arc::new(resident::Resident::new(DEFAULT_RESIDENT_BYTES)),
+            resident: Arc::new(resident::Resident::new(default_resident_bytes(total))),
         })
     }
 
-    /// This device with at most `bytes` of fused-ranking parts resident (default
-    /// [`DEFAULT_RESIDENT_BYTES`]); the parts resident so far are dropped.
+    /// This device with at most `bytes` of fused-ranking parts resident (default: a quarter
+    /// of its memory, [`default_resident_bytes`]); the parts resident so far are dropped.
     pub fn with_resident_budget(mut self, bytes: usize) -> Self {
         self.resident = Arc::new(resident::Resident::new(bytes));
         self
@@ -213,6 +223,18 @@ impl Gpu {
         &self,
         q: &RankQueries<'_>,
     ) -> Result<DeviceRankQueries, KernelError> {
+        let sparse = self.upload(&nonempty(q.sparse))?;
+        let flags = self.upload(&nonempty(q.flags))?;
+        self.rank_queries_with(q, sparse, flags)
+    }
+
+    /// `q` on the device with its BM25 scores and flags already there.
+    fn rank_queries_with(
+        &self,
+        q: &RankQueries<'_>,
+        sparse: CudaSlice<f32>,
+        flags: CudaSlice<u8>,
+    ) -> Result<DeviceRankQueries, KernelError> {
         let (offsets, _) = range_offsets(q.ranges);
         let (mode, factor): (Vec<u32>, Vec<f32>) = q
             .time
@@ -225,8 +247,8 @@ impl Gpu {
             .unzip();
         Ok(DeviceRankQueries {
             queries: self.upload_queries(q.vectors, q.ranges)?,
-            sparse: self.upload(&nonempty(q.sparse))?,
-            flags: self.upload(&nonempty(q.flags))?,
+            sparse,
+            flags,
             offsets: self.upload(&nonempty(&offsets))?,
             time_mode: self.upload(&nonempty(&mode))?,
             time_factor: self.upload(&nonempty(&factor))?,
@@ -536,7 +558,7 @@ impl Gpu {
         k: usize,
     ) -> Result<(DeviceMatrix, DeviceRankRows, DeviceRankQueries), KernelError> {
         let (total, starts) = check_parts(dim, parts, queries.ranges)?;
-        check_rank_queries(dim, total, queries, params, k)?;
+        check_rank_queries(dim, total, queries, params, k, true)?;
         let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
         Ok((dm, dr, self.upload_rank_queries(queries)?))
     }
@@ -697,6 +719,25 @@ impl Kernels for Gpu {
     ) -> Result<TopKResult, KernelError> {
         let on = self.parts_on_device(dim, parts, queries, params, k)?;
         self.rank_topk_on(&on, params, k)
+    }
+
+    fn rank_topk_text(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        texts: &[PartText<'_>],
+        text: &TextQueries<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let (total, starts) = check_parts(dim, parts, queries.ranges)?;
+        check_text(parts, &starts, texts, text, queries.ranges)?;
+        check_rank_queries(dim, total, queries, params, k, false)?;
+        let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
+        let (sparse, flags) = self.text_inputs_dev(texts, &starts, text, queries.ranges)?;
+        let dq = self.rank_queries_with(queries, sparse, flags)?;
+        self.rank_topk_on(&(dm, dr, dq), params, k)
     }
 
     fn rank_scores_parts(

@@ -239,6 +239,7 @@ mod tests {
             assert!(all[2].contains(".entry memdex_fragrel_topk_d512"));
             assert!(all[3].contains(".entry memdex_rank_topk("));
             assert!(all[3].contains(".entry memdex_rank_topk_d512"));
+            assert!(super::ptx::QUERY_INPUTS.contains(".entry memdex_query_inputs"));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }

@@ -94,21 +94,24 @@ pub(crate) fn check_rank(
             rows.importance.len(),
         )));
     }
-    check_rank_queries(m.dim, n, q, p, k)
+    check_rank_queries(m.dim, n, q, p, k, true)
 }
 
-/// The query side of [`check_rank`] over `rows` rows of `dim`; returns the number of queries.
+/// The query side of [`check_rank`] over `rows` rows of `dim`, `sparse` and `flags` too when
+/// the host computed them (`host_inputs`); returns the number of queries.
 pub(crate) fn check_rank_queries(
     dim: usize,
     rows: usize,
     q: &RankQueries<'_>,
     p: &RankParams,
     k: usize,
+    host_inputs: bool,
 ) -> Result<usize, KernelError> {
     let nq = check_queries(dim, rows, q.vectors, q.ranges, None, k)?;
     check_fragrel(p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 }))?;
     let (_, total) = range_offsets(q.ranges);
-    if q.sparse.len() != total || q.flags.len() != total || q.time.len() != nq {
+    let inputs_ok = !host_inputs || (q.sparse.len() == total && q.flags.len() == total);
+    if !inputs_ok || q.time.len() != nq {
         return Err(invalid(format!(
             "{} sparse values, {} flags and {} time rules for {nq} ranges of {total} rows",
             q.sparse.len(),

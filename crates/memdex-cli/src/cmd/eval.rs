@@ -93,7 +93,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         ks: a.k.clone(),
         rank: super::rank_options(&a.rank, a.preset.options())?,
     };
-    let ranker = super::ranker(a.rank_device, a.device_scan, a.model.device, &embedder)?;
+    let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
     let searcher = Searcher::with_ranker(store, Box::new(embedder), ranker)?;
     tracing::info!("ranker: {}", searcher.ranker().describe());
 
@@ -114,7 +114,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     )?;
     let search_s = t.elapsed().as_secs_f64();
     if a.rank_check {
-        let ranker = super::checked_ranker(a.model.device, Placement::Device)?;
+        let ranker = super::checked_ranker(&a.model, Placement::Device)?;
         let agreement = compare_rankers(&searcher, &ranker, &questions, &opts.rank)?;
         if !a.json {
             print_agreement(&agreement);

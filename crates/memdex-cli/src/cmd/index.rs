@@ -141,7 +141,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
     // a hashing store on a CUDA model: bucket ids from memdex's lsh_project kernel there
     let hashes = writer.manifest().lsh.is_some();
     let accel = if hashes && embedder.is_accelerator() && a.lsh_device == LshDevice::Auto {
-        let k = super::load_kernels(a.model.device)?;
+        let k = super::load_kernels(a.model.device, None)?;
         (k.device() != "cpu").then(|| KernelHandle(std::sync::Arc::from(k)))
     } else {
         None

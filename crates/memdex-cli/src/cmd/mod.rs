@@ -187,14 +187,29 @@ pub fn rank_options(stages: &Stages, base: RankOptions) -> anyhow::Result<RankOp
         .map_err(anyhow::Error::from)
 }
 
-/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`).
-pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Send + Sync>> {
+/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`),
+/// keeping at most `resident_mb` MiB of tenants' rows on the device (default: a quarter of
+/// its memory).
+pub(crate) fn load_kernels(
+    device: DeviceChoice,
+    resident_mb: Option<u64>,
+) -> Result<Box<dyn Kernels + Send + Sync>> {
+    #[cfg(feature = "cuda")]
+    let gpu = |n: usize| -> Result<memdex_kernels::gpu::Gpu> {
+        let g = memdex_kernels::gpu::Gpu::new(n)?;
+        Ok(match resident_mb {
+            Some(mb) => g.with_resident_budget(usize::try_from(mb << 20).unwrap_or(usize::MAX)),
+            None => g,
+        })
+    };
+    #[cfg(not(feature = "cuda"))]
+    let _ = resident_mb;
     match device {
         DeviceChoice::Cpu => Ok(Box::new(memdex_kernels::cpu::Cpu)),
         #[cfg(feature = "cuda")]
-        DeviceChoice::Cuda(n) => Ok(Box::new(memdex_kernels::gpu::Gpu::new(n)?)),
+        DeviceChoice::Cuda(n) => Ok(Box::new(gpu(n)?)),
         #[cfg(feature = "cuda")]
-        DeviceChoice::Auto => match memdex_kernels::gpu::Gpu::new(0) {
+        DeviceChoice::Auto => match gpu(0) {
             Ok(g) => Ok(Box::new(g)),
             Err(e) => {
                 tracing::warn!("no CUDA device for the kernels ({e}); using the CPU reference");
@@ -226,9 +241,10 @@ pub(crate) fn load_kernels(device: DeviceChoice) -> Result<Box<dyn Kernels + Sen
 pub(crate) fn ranker(
     choice: RankDeviceArg,
     scan: crate::cli_serve::DeviceScanArg,
-    device: DeviceChoice,
+    model: &ModelArgs,
     encoder: &dyn Encoder,
 ) -> Result<SharedRanker> {
+    let (device, mb) = (model.device, model.rank_memory_mb);
     let accelerator = encoder.is_accelerator();
     let scorer = (scan.choice().unwrap_or(accelerator))
         .then(|| encoder.device_scorer())
@@ -237,17 +253,20 @@ pub(crate) fn ranker(
     let (kernels, placement) = match choice {
         RankDeviceArg::Cpu => return Ok(Arc::new(cpu)),
         RankDeviceArg::Auto if !accelerator => return Ok(Arc::new(cpu)),
-        RankDeviceArg::Auto => (load_kernels(device)?, Placement::Auto),
+        RankDeviceArg::Auto => (load_kernels(device, mb)?, Placement::Auto),
         RankDeviceArg::Cuda => {
             let on = match device {
                 DeviceChoice::Cuda(n) => DeviceChoice::Cuda(n),
                 _ => DeviceChoice::Cuda(0),
             };
-            (load_kernels(on)?, Placement::Device)
+            (load_kernels(on, mb)?, Placement::Device)
         }
         RankDeviceArg::Kernels => {
-            let ranker =
-                KernelRanker::with_cpu(Arc::from(load_kernels(device)?), Placement::Device, cpu);
+            let ranker = KernelRanker::with_cpu(
+                Arc::from(load_kernels(device, mb)?),
+                Placement::Device,
+                cpu,
+            );
             return Ok(Arc::new(ranker));
         }
     };
@@ -263,9 +282,7 @@ pub(crate) fn ranker(
 /// The kernels of the model's device behind the ranking seam, every batch they can run on
 /// them (the CPU reference on the CPU): what `bench rank` and `eval --rank-check` compare with
 /// the CPU ranker.
-pub(crate) fn checked_ranker(device: DeviceChoice, placement: Placement) -> Result<KernelRanker> {
-    Ok(KernelRanker::new(
-        Arc::from(load_kernels(device)?),
-        placement,
-    ))
+pub(crate) fn checked_ranker(model: &ModelArgs, placement: Placement) -> Result<KernelRanker> {
+    let kernels = load_kernels(model.device, model.rank_memory_mb)?;
+    Ok(KernelRanker::new(Arc::from(kernels), placement))
 }

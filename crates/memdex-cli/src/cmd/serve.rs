@@ -43,7 +43,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
     // auto with a CUDA model: the fused kernel, tenants' rows resident on the device, each
     // batch placed by the cost model (docs/serving.md)
-    let ranker = super::ranker(a.rank_device, a.device_scan, a.model.device, &embedder)?;
+    let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
     let opts = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,

@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, DriverError};
 
+use super::text::DeviceText;
 use super::{nonempty, DeviceMatrix, DeviceRankRows, DeviceTimeline, Gpu};
-use crate::{f16, KernelError, RankPart};
+use crate::{f16, KernelError, PartText, RankPart};
 
-/// Resident bytes kept at most by default (parts of one batch may exceed it).
+/// Resident bytes kept at most when the device's memory is unknown (parts of one batch may
+/// exceed it).
 pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
 
 /// One part's columns on the device.
@@ -42,9 +44,18 @@ pub struct ResidentStats {
     pub uploads: u64,
 }
 
+/// A part's text columns resident by key.
+#[derive(Debug)]
+struct TextEntry {
+    text: Arc<DeviceText>,
+    used: u64,
+    bytes: usize,
+}
+
 #[derive(Debug, Default)]
 struct State {
     parts: HashMap<u64, Entry>,
+    texts: HashMap<u64, TextEntry>,
     tick: u64,
     stats: ResidentStats,
 }
@@ -116,6 +127,40 @@ impl Resident {
         Ok(part)
     }
 
+    /// `t` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
+    pub(crate) fn text(&self, gpu: &Gpu, t: &PartText<'_>) -> Result<Arc<DeviceText>, KernelError> {
+        if t.key != 0 {
+            let mut st = self.lock();
+            st.tick += 1;
+            let tick = st.tick;
+            if let Some(e) = st.texts.get_mut(&t.key) {
+                e.used = tick;
+                let text = e.text.clone();
+                st.stats.hits += 1;
+                return Ok(text);
+            }
+        }
+        let text = Arc::new(DeviceText::upload(gpu, t)?);
+        let mut st = self.lock();
+        st.stats.uploads += 1;
+        if t.key != 0 {
+            let bytes = DeviceText::bytes(t);
+            st.tick += 1;
+            let used = st.tick;
+            let e = TextEntry {
+                text: text.clone(),
+                used,
+                bytes,
+            };
+            if let Some(old) = st.texts.insert(t.key, e) {
+                st.stats.bytes -= old.bytes;
+            }
+            st.stats.bytes += bytes;
+            evict(&mut st, self.budget);
+        }
+        Ok(text)
+    }
+
     /// The batch's matrix and row columns on the device, the parts concatenated in order
     /// (`starts`: each part's first row, `total` rows), every row live.
     pub(crate) fn assemble(
@@ -155,16 +200,19 @@ impl Resident {
     }
 }
 
-/// Drops least recently used parts until the resident bytes fit `budget` (the batch in hand
-/// holds its own references, so its parts survive until it is done).
+/// Drops least recently used parts and texts until the resident bytes fit `budget` (the
+/// batch in hand holds its own references, so its parts survive until it is done).
 fn evict(st: &mut State, budget: usize) {
     while st.stats.bytes > budget {
-        let Some((&key, _)) = st.parts.iter().min_by_key(|(_, e)| e.used) else {
-            break;
+        let part = st.parts.iter().map(|(&k, e)| (e.used, k)).min();
+        let text = st.texts.iter().map(|(&k, e)| (e.used, k)).min();
+        let bytes = match (part, text) {
+            (Some(p), Some(t)) if t < p => st.texts.remove(&t.1).map(|e| e.bytes),
+            (Some(p), _) => st.parts.remove(&p.1).map(|e| e.bytes),
+            (None, Some(t)) => st.texts.remove(&t.1).map(|e| e.bytes),
+            (None, None) => break,
         };
-        if let Some(e) = st.parts.remove(&key) {
-            st.stats.bytes -= e.bytes;
-        }
+        st.stats.bytes -= bytes.unwrap_or(0);
     }
 }
 

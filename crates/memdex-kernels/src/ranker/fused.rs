@@ -68,13 +68,22 @@ pub(crate) fn top(
         })
     })?;
     let _finish = time.start(Part::Finish);
+    // the stages after the kernel (update) and the hits, query by query on all cores
+    let asked: Vec<(usize, usize)> = (p.slots.iter().enumerate())
+        .filter_map(|(qi, s)| s.map(|t| (qi, t)))
+        .collect();
+    let mut hits: Vec<_> = (asked.par_iter().enumerate())
+        .map(|(j, &(qi, t))| {
+            let ranked: Vec<(f32, usize)> = (top.hits(j).into_iter())
+                .map(|(s, r)| (s, r as usize - p.starts[t]))
+                .collect();
+            Some(p.tenants[t].hits(&ranked, &b.queries[qi].query, b.opts, k))
+        })
+        .collect();
     let mut j = 0;
-    Ok(p.answers(b, |t, qi| {
-        let ranked: Vec<(f32, usize)> = (top.hits(j).into_iter())
-            .map(|(s, r)| (s, r as usize - p.starts[t]))
-            .collect();
+    Ok(p.answers(b, |_, _| {
         j += 1;
-        p.tenants[t].hits(&ranked, &b.queries[qi].query, b.opts, k)
+        hits[j - 1].take().unwrap_or_default()
     }))
 }
 

@@ -35,6 +35,18 @@ pub struct BatchSeconds {
     pub finish: f64,
 }
 
+impl BatchSeconds {
+    /// What was added since `earlier` (a reading of the same ranker).
+    pub fn since(&self, earlier: &BatchSeconds) -> BatchSeconds {
+        BatchSeconds {
+            batches: self.batches.saturating_sub(earlier.batches),
+            prepare: self.prepare - earlier.prepare,
+            kernel: self.kernel - earlier.kernel,
+            finish: self.finish - earlier.finish,
+        }
+    }
+}
+
 /// Adds the time from its start to its drop to a part.
 pub(crate) struct Started<'a> {
     timings: &'a Timings,

@@ -1,0 +1,139 @@
+//! A batch's BM25 scores and time flags on the device (`kernels/cuda/query_inputs.cu`), from
+//! the parts' texts resident by key and each query's term ids and window.
+
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
+};
+use memdex_rank::TimeWindow;
+
+use super::{launch, nonempty, Gpu};
+use crate::text::{PartText, TextQueries};
+use crate::{ptx, range_offsets, KernelError};
+
+/// One part's text columns on the device (see [`PartText`]).
+#[derive(Debug)]
+pub(crate) struct DeviceText {
+    term_offsets: CudaSlice<u32>,
+    term_rows: CudaSlice<u32>,
+    term_weights: CudaSlice<f32>,
+    timestamps: CudaSlice<i64>,
+    event_offsets: CudaSlice<u32>,
+    event_lo: CudaSlice<i64>,
+    event_hi: CudaSlice<i64>,
+}
+
+impl DeviceText {
+    pub(crate) fn upload(gpu: &Gpu, t: &PartText<'_>) -> Result<DeviceText, KernelError> {
+        Ok(DeviceText {
+            term_offsets: gpu.upload(&nonempty(t.term_offsets))?,
+            term_rows: gpu.upload(&nonempty(t.term_rows))?,
+            term_weights: gpu.upload(&nonempty(t.term_weights))?,
+            timestamps: gpu.upload(&nonempty(t.timestamps))?,
+            event_offsets: gpu.upload(&nonempty(t.event_offsets))?,
+            event_lo: gpu.upload(&nonempty(t.event_lo))?,
+            event_hi: gpu.upload(&nonempty(t.event_hi))?,
+        })
+    }
+
+    /// Bytes of `t` on the device.
+    pub(crate) fn bytes(t: &PartText<'_>) -> usize {
+        4 * (t.term_offsets.len() + t.term_rows.len() + t.term_weights.len())
+            + 4 * t.event_offsets.len()
+            + 8 * (t.timestamps.len() + t.event_lo.len() + t.event_hi.len())
+    }
+}
+
+impl Gpu {
+    /// Every query's BM25 score and time flag per row of its range, on the device, laid out as
+    /// the fused ranking reads them (`starts`: each part's first row). Inputs checked already.
+    pub(super) fn text_inputs_dev(
+        &self,
+        texts: &[PartText<'_>],
+        starts: &[usize],
+        tq: &TextQueries<'_>,
+        ranges: &[[u32; 2]],
+    ) -> Result<(CudaSlice<f32>, CudaSlice<u8>), KernelError> {
+        let (offsets, total) = range_offsets(ranges);
+        let sparse = self.cuda.alloc_zeros::<f32>(total.max(1))?;
+        let flags = self.cuda.alloc_zeros::<u8>(total.max(1))?;
+        let nq = ranges.len();
+        if nq == 0 {
+            return Ok((sparse, flags));
+        }
+        let on = (texts.iter())
+            .map(|t| self.resident.text(self, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stream = self.cuda.cuda_stream();
+        let mut table: Vec<u64> = Vec::with_capacity(7 * on.len());
+        let mut guards = Vec::with_capacity(7 * on.len());
+        for d in &on {
+            let ptrs = [
+                d.term_offsets.device_ptr(&stream),
+                d.term_rows.device_ptr(&stream),
+                d.term_weights.device_ptr(&stream),
+                d.timestamps.device_ptr(&stream),
+                d.event_offsets.device_ptr(&stream),
+                d.event_lo.device_ptr(&stream),
+                d.event_hi.device_ptr(&stream),
+            ];
+            for (p, g) in ptrs {
+                table.push(p);
+                guards.push(g);
+            }
+        }
+        let (kind, lo, hi) = windows(tq.windows);
+        let flat: Vec<u32> = ranges.iter().flatten().copied().collect();
+        let part_start: Vec<u32> = starts.iter().map(|&s| s as u32).collect();
+        let d_table = self.upload(&table)?;
+        let d_part = self.upload(tq.part)?;
+        let d_term_offsets = self.upload(tq.term_offsets)?;
+        let d_terms = self.upload(&nonempty(tq.terms))?;
+        let (d_kind, d_lo, d_hi) = (self.upload(&kind)?, self.upload(&lo)?, self.upload(&hi)?);
+        let d_ranges = self.upload(&flat)?;
+        let d_starts = self.upload(&nonempty(&part_start))?;
+        let d_offsets = self.upload(&offsets)?;
+        let (mut sparse, mut flags) = (sparse, flags);
+        let f = self.cuda.get_or_load_custom_func(
+            "memdex_query_inputs",
+            "memdex_query_inputs",
+            ptx::QUERY_INPUTS,
+        )?;
+        let cfg = LaunchConfig {
+            grid_dim: (nq as u32, 1, 1),
+            block_dim: (super::THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = f.builder();
+        b.arg(&d_table)
+            .arg(&d_part)
+            .arg(&d_term_offsets)
+            .arg(&d_terms);
+        b.arg(&d_kind).arg(&d_lo).arg(&d_hi);
+        b.arg(&d_ranges).arg(&d_starts).arg(&d_offsets);
+        b.arg(&mut sparse).arg(&mut flags);
+        // SAFETY: argument order and types match memdex_query_inputs; the table holds 7 live
+        // device pointers per part (the resident texts `on`, kept until the launch is queued,
+        // their guards after it); every query's part, term ids and range were checked against
+        // the parts (check_text), so each read is inside its column; sparse and flags hold one
+        // entry per range row at the queries' offsets.
+        unsafe { launch(b, cfg)? };
+        drop(guards);
+        Ok((sparse, flags))
+    }
+}
+
+/// Per query: window kind (0 none, 1 range, 2 dated) and range.
+fn windows(w: &[Option<TimeWindow>]) -> (Vec<u32>, Vec<i64>, Vec<i64>) {
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    for w in w {
+        let (k, lo, hi) = match w {
+            None => (0, 0, 0),
+            Some(TimeWindow::Range { lo, hi }) => (1, *lo, *hi),
+            Some(TimeWindow::Dated) => (2, 0, 0),
+        };
+        out.0.push(k);
+        out.1.push(lo);
+        out.2.push(hi);
+    }
+    out
+}
