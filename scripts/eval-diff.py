@@ -216,7 +216,9 @@ def compare_logs(la, lb, k, tie, strict):
 
 
 def config_warnings(a, b):
-    skip = {"dense_scorer", "fused_ranking", "run"}
+    # where the ranking ran (config.ranker, config.rank_batches: "cpu" vs "kernels on cuda:0")
+    # and the run's timings differ by design between a CPU and a device run
+    skip = {"ranker", "rank_batches", "run"}
     ca, cb = a.get("config") or {}, b.get("config") or {}
     keys = sorted(k for k in set(ca) | set(cb) if k not in skip and ca.get(k) != cb.get(k))
     return [f"config differs: {', '.join(keys)}"] if keys else []
@@ -383,6 +385,12 @@ def self_test():
              log_b=with_q6([("a", 0.9), ("z", 0.2), ("b", 0.5)]),
              check=lambda o: rk(o)["list"][0]["estimated"]
              and abs(rk(o)["list"][0]["margin"] - 0.2995) < 1e-9)
+        case("ranker and its batches differ: no warning", 0,
+             edited("config", {"model": "m", "ranker": "kernels on cuda:0",
+                               "rank_batches": {"cuda:0": 3}}),
+             check=lambda o: o["warnings"] == [])
+        case("other config differs: a warning", 0, edited("config", {"model": "n"}),
+             check=lambda o: o["warnings"] == ["config differs: model"])
         case("question missing from B", 1, log_b=log[:6])
         case("malformed report", 2, "{not json")
         case("not a report", 2, "[1, 2]")

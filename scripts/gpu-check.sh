@@ -47,6 +47,9 @@ MODEL=$WORK/model
 # CPU), ST_DTYPE=fp32 TEXT_REPEAT=1 BENCH_LIMIT=300 E2E_SCALES=s E2E_CPU_SCALES=none.
 # The numbers then mean nothing.
 DEVICE=${DEVICE:-cuda}
+# the --rank-device that puts every batch on memdex's kernels: cuda on the GPU box, kernels
+# (their single-threaded CPU reference, a correctness check) in a DEVICE=cpu smoke run
+RANK_KERNELS=$([[ $DEVICE == cpu ]] && echo kernels || echo cuda)
 # on the GPU box every device test must find the device: test_device!'s CUDA half fails
 # instead of skipping
 [[ $DEVICE == cuda ]] && export MEMDEX_REQUIRE_CUDA=1
@@ -99,7 +102,8 @@ r = json.load(open(sys.argv[1]))
 e = json.load(open(sys.argv[1].replace("/index-", "/eval-")))
 t0, t1, t2 = map(float, sys.argv[4:7])
 r.update(scale=sys.argv[2], device=sys.argv[3], index_wall_s=t1 - t0, eval_wall_s=t2 - t1,
-         store_bytes=int(sys.argv[7]), eval_dense_scorer=e["config"].get("dense_scorer"),
+         store_bytes=int(sys.argv[7]), eval_ranker=e["config"].get("ranker"),
+         eval_rank_batches=e["config"].get("rank_batches"),
          eval_rank_seconds=e["config"]["run"]["rank_seconds"], eval_latency_ms=e["latency_ms"],
          eval_session_recall_all_5=e["levels"]["session"]["recall_all@5"])
 print(json.dumps(r))
@@ -284,27 +288,48 @@ PY
     else verdict e2e info "$(tr '\n' ' ' < "$OUT/e2e.jsonl" | head -c 300)..."; fi
     ;;
   rank)
-    # The fused default ranking (memdex_rank_topk, one launch per batch) against the CPU
-    # pipeline: LoCoMo dev's questions (eval --fused-check) and 4,096 template queries in
-    # batches of 256 (bench rank). Pass: >= 99 % of top-10s identical or near ties only.
-    # The per-batch times of both sides are the "fused >= 20x the CPU pipeline" ratio.
+    # memdex's kernels behind the ranking seam (memdex_rank_topk, one launch per batch) against
+    # the CPU ranker: LoCoMo dev's questions (eval --rank-check) and 4,096 template queries in
+    # batches of 256 (bench rank), every batch on the kernels' device (--placement device) and
+    # again as serving's auto places them (--placement auto: the cost model sends each batch
+    # to the device or the CPU ranker; its split is rank_batches). Pass: >= 99 % of top-10s
+    # identical or near ties only, in each. The per-batch times of both sides are the
+    # "kernels >= 20x the CPU ranker" ratio.
     {
       "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" --input "$WORK/data/locomo-dev.json" \
-        --format locomo --preset default --store "$WORK/rank-store" --fused-check --json \
+        --format locomo --preset default --store "$WORK/rank-store" --rank-check --json \
         > "$OUT/rank-eval.json"
       "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
         --queries 4096 --batch 256 --json > "$OUT/rank-bench.json"
+      "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
+        --queries 4096 --batch 256 --placement auto --json > "$OUT/rank-bench-auto.json"
     } 2> "$OUT/rank.log"
-    if "$PY" - "$OUT/rank-eval.json" "$OUT/rank-bench.json" > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
+    if "$PY" - "$OUT/rank-eval.json" "$OUT/rank-bench.json" "$OUT/rank-bench-auto.json" \
+      > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
 import json, sys
-ev = json.load(open(sys.argv[1]))["fused"]
+ev = json.load(open(sys.argv[1]))["agreement"]
 be = json.load(open(sys.argv[2]))
-out = {"eval": ev, "bench": be}
+auto = json.load(open(sys.argv[3]))
+out = {"eval": ev, "bench": be, "bench_auto": auto}
 json.dump(out, sys.stdout)
-bad = [g for g in (ev, be["agreement"]) if g["different"] > 0.01 * max(g["queries"], 1)]
+bad = [g for g in (ev, be["agreement"], auto["agreement"])
+       if g["different"] > 0.01 * max(g["queries"], 1)]
 sys.exit(1 if bad else 0)
 PY
-    then verdict rank ok "(eval: $(python3 -c "import json;g=json.load(open('$OUT/rank.json'))['eval'];print(g['identical'],'/',g['queries'],'identical; per batch: cpu',round(g['cpu_ms_per_batch'],1),'ms one at a time,',round(g.get('cpu_parallel_ms_per_batch',0),1),'ms on',g.get('cpu_threads'),'threads; fused',round(g['fused_ms_per_batch'],2),'ms')"))"
+    then verdict rank ok "($("$PY" - "$OUT/rank.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+# "[kernels on cuda:0: 1.23 ms, batches {'cuda:0': 17}]"
+ms = lambda g: f"[{g['ranker']}: {g['ranker_ms_per_batch']:.2f} ms, batches {g.get('rank_batches')}]"  # noqa: E731
+g, b, a = r["eval"], r["bench"]["agreement"], r["bench_auto"]["agreement"]
+print(f"eval: {g['identical']} / {g['queries']} identical; per batch: cpu "
+      f"{g['cpu_ms_per_batch']:.1f} ms one at a time, {g.get('cpu_parallel_ms_per_batch', 0):.1f} ms "
+      f"on {g.get('cpu_threads')} threads; ranker {ms(g)}. bench rank, LoCoMo tenants, batch "
+      f"{b['batch']}: placement device {ms(b)} {r['bench']['speedup_vs_parallel']:.2f}x all "
+      f"cores, {b['different']} different; placement auto {ms(a)} "
+      f"{r['bench_auto']['speedup_vs_parallel']:.2f}x all cores, {a['different']} different")
+PY
+)"
     else verdict rank FAIL "(see rank.log, rank.json)"; fi
     ;;
   eval)
@@ -332,8 +357,9 @@ for line in open(sys.argv[1]):
     done
     ;;
   serve)
-    # device scan: `memdex serve` with searches of each model batch scored together on the
-    # device vs the CPU scores, same answers (docs/serving.md)
+    # the rankers behind `memdex serve` against the CPU ranker, same answers (docs/serving.md):
+    # --rank-device cpu with the device scan off and on, --rank-device cuda (kernels on a CPU
+    # model) and auto; the searches ran where asked, from /metrics (scripts/gpu-serve-check.py)
     "$MEMDEX" synth --profile longmemeval-s --questions 100 --output "$WORK/serve.json" 2>> "$OUT/serve.log"
     rm -rf "$WORK/store-serve"
     "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/serve.json" \
@@ -346,12 +372,16 @@ for line in open(sys.argv[1]):
     ;;
   load)
     # the serving target: 100 tenants x 5,000 rounds (scripts/load/make-history.py, built
-    # offline with the model on $DEVICE), `memdex serve` per configuration (device:fused-rank:
-    # http-threads; the CPU one from the same binary), each: a warm-up, LOAD_RUNS closed-loop
+    # offline with the model on $DEVICE), `memdex serve` per configuration (LOAD_CONFIGS,
+    # device:rank-device:http-threads, rank-device cpu|cuda|auto|kernels; default the kernels
+    # on $DEVICE and the CPU ranker on the CPU, from the same binary; add $DEVICE:auto:8 for
+    # the cost model's placement), each: a warm-up, LOAD_RUNS closed-loop
     # wrk runs of LOAD_SECONDS at 64 connections whose Lua checks every body (a 200 with k hits
     # of the tenant asked for), then one open-loop run (`memdex bench load --rate`) at 80 % of
-    # the median closed-loop rate, latency from when each request was due. Before serving: the
-    # fused ranking against the all-core CPU pipeline (bench rank) and one ncu profile of it.
+    # the median closed-loop rate, latency from when each request was due; then /metrics: a
+    # configuration ranking on the kernels fails unless memdex_rank_queries_total counts its
+    # searches on their device (cuda:0, or kernels:cpu). Before serving: the kernels against
+    # the CPU ranker on all cores (bench rank) and one ncu profile of them.
     local wrk=$PACK/tools/wrk dur=${LOAD_SECONDS:-30} runs=${LOAD_RUNS:-3}
     [[ -x "$wrk" ]] || { verdict load FAIL "(no $wrk in the pack)"; return; }
     export LD_LIBRARY_PATH=$PACK/tools:$LD_LIBRARY_PATH
@@ -373,11 +403,11 @@ for line in open(sys.argv[1]):
       # the ncu stage ran before this store existed: its report gains the rank kernel now
       [[ -s $OUT/scan.json ]] && "$PY" "$PACK/scripts/gpu-report.py" ncu "$OUT" > /dev/null
     fi
-    local configs=${LOAD_CONFIGS:-"$DEVICE:on:8 cpu:off:14"}
+    local configs=${LOAD_CONFIGS:-"$DEVICE:$RANK_KERNELS:8 cpu:cpu:14"} misplaced=()
     for cfg in $configs; do
-      local d=${cfg%%:*} rest=${cfg#*:}; local fused=${rest%%:*} th=${rest##*:}
-      local name="$d-$fused-$th"
-      "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --fused-rank "$fused" \
+      local d=${cfg%%:*} rest=${cfg#*:}; local rd=${rest%%:*} th=${rest##*:}
+      local name="$d-$rd-$th"
+      "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd" \
         --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
       local pid=$!
       for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
@@ -385,7 +415,7 @@ for line in open(sys.argv[1]):
         http://127.0.0.1:7811 > /dev/null 2>&1)   # warm-up: caches, pages, device uploads
       local r
       for r in $(seq 1 "$runs"); do
-        { echo "== device $d, fused-rank $fused, http threads $th, run $r: wrk -t4 -c64 -d${dur}s search.lua"
+        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t4 -c64 -d${dur}s search.lua"
           (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t4 -c64 -d"${dur}s" --timeout 10s \
             -s scripts/load/search.lua --latency http://127.0.0.1:7811)
         } > "$OUT/load-$name-run$r.txt" 2>&1
@@ -395,13 +425,20 @@ for line in open(sys.argv[1]):
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
           --rate "$rate" --k 10 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
       fi
-      http_get /metrics | grep -E '^memdex_(device_scan|fused_rank)_|^memdex_embed_batch_size_(sum|count)|^memdex_model_seconds' \
+      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds' \
         > "$OUT/metrics-$name.txt" 2>&1
+      # the kernels' configurations: their searches ranked on the kernels' device
+      if [[ $rd == cuda || $rd == kernels ]] \
+        && ! grep -qE '^memdex_rank_queries_total\{device="(cuda:[0-9]+|kernels:cpu)"\} [1-9]' "$OUT/metrics-$name.txt"; then
+        misplaced+=("$name")
+      fi
       kill -TERM $pid; wait $pid 2>/dev/null
     done
     rm -rf "$WORK/fullstore" "$WORK/full.jsonl"
     local line
-    if line=$("$PY" "$PACK/scripts/gpu-report.py" load "$OUT"); then verdict load ok "$line"
+    if line=$("$PY" "$PACK/scripts/gpu-report.py" load "$OUT") && ((${#misplaced[@]} == 0)); then verdict load ok "$line"
+    elif ((${#misplaced[@]})); then
+      verdict load FAIL "$line; ${misplaced[*]}: no searches ranked on the kernels' device (see metrics-*.txt)"
     else verdict load FAIL "$line (see load-*.txt, open-*.json)"; fi
     ;;
   *) echo "unknown stage $s" >&2; return 2 ;;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One chart per device run (scripts/gpu-first.sh's reports, unpacked): embedding, the scan
-kernel, the default ranking and serving, each GPU figure beside its baseline from the same box
-(sentence-transformers, PyTorch, the same binary on the box's CPU cores). Every bar is read from
+kernel, the default ranking (memdex's kernels behind the ranking seam against the CPU ranker;
+the rank stage's LoCoMo tenants with --placement device and auto when it ran) and serving per
+--rank-device, each GPU figure beside its baseline from the same box (sentence-transformers,
+PyTorch, the same binary on the box's CPU cores). Every bar is read from
 a report under DIR; a report that is missing leaves its panel empty with a note, never a number.
 
 usage: gpu-run-chart.py DIR --out docs/charts/gpu-h100     (writes .png and .svg)
@@ -77,18 +79,68 @@ def scan(ax, d):
     ax.set_ylabel("ms per batch (log scale)")
 
 
+def ranker_ms(g):
+    """The ranker's ms per batch of an `agreement` object (fused_ms_per_batch before the
+    ranking seam: the reports of earlier runs)."""
+    return g.get("ranker_ms_per_batch", g.get("fused_ms_per_batch"))
+
+
+def ranker_label(g):
+    """'kernels on cuda:0' -> a bar label; earlier reports: the fused kernel."""
+    return (g.get("ranker") or "fused kernel").replace(" on ", "\non ")
+
+
 def ranking(ax, d):
     r = load(d, "rank-load.json")
     if not r:
         return missing(ax, "bench rank")
     g = r["agreement"]
-    bars(ax, ["CPU 1 thread", f"CPU {g['cpu_threads']} threads", "fused on GPU"],
-         [g["cpu_ms_per_batch"], g["cpu_parallel_ms_per_batch"], g["fused_ms_per_batch"]],
-         ["#9DB4D8", CPU_C, GPU_C], lambda v: f"{v:.1f}")
-    ax.set_title(f"Default ranking, {g['batch']} queries/batch, 100 tenants x 5,000 rounds (ms)\n"
-                 f"GPU / all-core CPU = {g['cpu_parallel_ms_per_batch'] / g['fused_ms_per_batch']:.2f}x;"
-                 f" {g['identical']}/{g['queries']} top-10 identical, {g['different']} different",
-                 fontsize=8)
+    labels = ["CPU ranker\n1 thread", f"CPU ranker\n{g['cpu_threads']} threads", ranker_label(g)]
+    vals = [g["cpu_ms_per_batch"], g["cpu_parallel_ms_per_batch"], ranker_ms(g)]
+    colors = ["#9DB4D8", CPU_C, GPU_C]
+    title = (f"Default ranking, {g['batch']} queries/batch, 100 tenants x 5,000 rounds (ms)\n"
+             f"ranker vs all-core CPU ranker: {g['cpu_parallel_ms_per_batch'] / ranker_ms(g):.2f}x;"
+             f" {g['identical']}/{g['queries']} top-10 identical, {g['different']} different")
+    # the rank stage's LoCoMo tenants (rank.json), with the device placement and with auto
+    lo = load(d, "rank.json") or {}
+    if lo.get("bench"):
+        parts = [("device", lo["bench"]["agreement"])]
+        if lo.get("bench_auto"):
+            parts.append(("auto", lo["bench_auto"]["agreement"]))
+        h = parts[0][1]
+        labels.append(f"LoCoMo\nCPU ranker\n{h['cpu_threads']} threads")
+        vals.append(h["cpu_parallel_ms_per_batch"])
+        colors.append(CPU_C)
+        for placement, x in parts:
+            labels.append("LoCoMo\n" + (ranker_label(x) if placement == "device"
+                                         else "auto placement\n(kernels or CPU)"))
+            vals.append(ranker_ms(x))
+            colors.append(GPU_C if placement == "device" else REF_C)
+        title += "\nLoCoMo tenants vs all-core CPU ranker: " + ", ".join(
+            f"{p} {h['cpu_parallel_ms_per_batch'] / ranker_ms(x):.2f}x" for p, x in parts)
+        if len(parts) > 1:  # where auto's cost model put the batches
+            title += "\nauto's batches: " + ", ".join(
+                f"{dev} {n}" for dev, n in (parts[1][1].get("rank_batches") or {}).items())
+        ax.set_yscale("log")
+    bars(ax, labels, vals, colors, lambda v: f"{v:.1f}")
+    ax.set_title(title, fontsize=8)
+
+
+# `load-DEVICE-RANK-THREADS`: RANK is --rank-device (cpu, cuda, kernels, auto), or in earlier
+# runs --fused-rank (on, off, auto)
+RANKS = {"cpu": "CPU ranker", "cuda": "kernels", "kernels": "kernels\n(CPU reference)",
+         "auto": "auto placement", "on": "fused kernel", "off": "CPU ranker"}
+
+
+def config_label(cfg):
+    parts = cfg.split("-")
+    if len(parts) != 3:
+        return cfg
+    dev, rank, threads = parts
+    what = RANKS.get(rank, rank)
+    if rank == "cpu" and dev != "cpu":
+        what += "\n+ device scan"
+    return f"{dev} model, {what}, {threads} thr"
 
 
 def serving(ax, d):
@@ -97,17 +149,18 @@ def serving(ax, d):
         return missing(ax, "load")
     labels, vals, colors, notes = [], [], [], []
     for cfg, r in sorted(lo.items()):
-        dev = cfg.split("-")[0]
-        labels.append(f"{dev}\nclosed x{r['runs']}")
+        dev, name = cfg.split("-")[0], config_label(cfg)
+        labels.append(f"{name.replace(', ', chr(10))}\nclosed x{r['runs']}")
         vals.append(r["median_ok_per_s"])
         colors.append(GPU_C if dev != "cpu" else CPU_C)
         o = r.get("open") or {}
-        notes.append(f"{dev}: p99 {r['median_p99_ms']:.1f} ms closed, "
+        notes.append(f"{cfg}: p99 {r['median_p99_ms']:.1f} ms closed, "
                      f"{(o.get('latency_ms') or {}).get('p99', float('nan')):.1f} ms open at "
                      f"{o.get('target_rate') or 0:.0f}/s")
     bars(ax, labels, vals, colors, lambda v: f"{v:,.0f}/s")
     ax.set_title("memdex serve, 64 connections, body-checked searches/s (median of runs)\n"
-                 + "\n".join(notes), fontsize=8)
+                 "(configurations DEVICE-RANK_DEVICE-HTTP_THREADS)\n" + "\n".join(notes),
+                 fontsize=8)
 
 
 def main():
@@ -122,7 +175,7 @@ def main():
     scan(ax[1], a.dir)
     ranking(ax[2], a.dir)
     serving(ax[3], a.dir)
-    fig.suptitle(f"memdex on {dev} (commit {s.get('commit', '?')[:7]}), baselines from the same box",
+    fig.suptitle(f"memdex on {dev} (commit {(s.get('commit') or '?')[:7]}), baselines from the same box",
                  fontsize=10)
     fig.tight_layout()
     for ext in ("png", "svg"):
