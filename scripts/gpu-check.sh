@@ -304,6 +304,15 @@ PY
       "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
         --queries 4096 --batch 256 --placement auto --json > "$OUT/rank-bench-auto.json"
     } 2> "$OUT/rank.log"
+    # where one batch's time goes on the device (uploads, query_inputs, rank, downloads):
+    # nsys's CUDA kernel and memcpy summaries of 4 batches (bench rank's own split — host
+    # prepare, kernel call, host finish — is kernel_batches in rank-bench.json)
+    nsys_bin=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+    if [[ -n $nsys_bin && $DEVICE == cuda ]]; then
+      timeout 60 "$nsys_bin" profile -t cuda -o "$WORK/rank-nsys" --force-overwrite true --stats=true \
+        "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
+        --queries 1024 --batch 256 --json > "$OUT/nsys-rank.txt" 2>&1 || echo "nsys: rc $?" >> "$OUT/rank.log"
+    fi
     if "$PY" - "$OUT/rank-eval.json" "$OUT/rank-bench.json" "$OUT/rank-bench-auto.json" \
       > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
 import json, sys
