@@ -173,3 +173,115 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
     assert!(hits.iter().all(|h| h.item_id != top));
     assert_eq!(ids(&hits), ids(&cpu));
 }
+
+/// A batching ranker that takes `pause` per call and records when each call ran.
+#[derive(Debug)]
+struct SlowRanker {
+    cpu: CpuRanker,
+    pause: std::time::Duration,
+    calls: std::sync::Mutex<Vec<(std::time::Instant, std::time::Instant)>>,
+}
+
+impl memdex_rank::BatchRanker for SlowRanker {
+    fn describe(&self) -> String {
+        "slow".into()
+    }
+    fn batched(&self) -> bool {
+        true
+    }
+    fn top(
+        &self,
+        b: &memdex_rank::Batch<'_, '_>,
+        top: TopK,
+    ) -> Result<memdex_rank::BatchHits, memdex_rank::RankError> {
+        let t = std::time::Instant::now();
+        std::thread::sleep(self.pause);
+        let out = self.cpu.top(b, top);
+        self.calls
+            .lock()
+            .unwrap()
+            .push((t, std::time::Instant::now()));
+        out
+    }
+    fn all<'s>(
+        &self,
+        b: &memdex_rank::Batch<'_, 's>,
+    ) -> Result<memdex_rank::BatchRankings<'s>, memdex_rank::RankError> {
+        self.cpu.all(b)
+    }
+    fn counts(&self) -> Vec<memdex_rank::DeviceCount> {
+        self.cpu.counts()
+    }
+}
+
+/// The rank stage overlaps the model: while one batch's searches are being ranked, the model
+/// thread embeds the next batch (it does not wait for the ranking).
+#[test]
+fn the_model_embeds_the_next_batch_while_one_is_ranked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embeds: Arc<std::sync::Mutex<Vec<std::time::Instant>>> = Arc::default();
+    let seen = embeds.clone();
+    let encoder = memdex_testkit::HookedEncoder::new(32, "hooked", move |_, kind| {
+        if kind == memdex_core::TextKind::Query {
+            seen.lock().unwrap().push(std::time::Instant::now());
+        }
+        Ok(())
+    });
+    let ranker = Arc::new(SlowRanker {
+        cpu: CpuRanker::default(),
+        pause: std::time::Duration::from_millis(300),
+        calls: Default::default(),
+    });
+    let opts = EngineOptions {
+        compact_every: None,
+        ranker: Some(ranker.clone()),
+        ..EngineOptions::default()
+    };
+    let e = Engine::start(tmp.path(), Box::new(encoder), opts).unwrap();
+    e.append("ann", sessions("ann", 4))
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap();
+    let ask = |e: &Engine, text: &str| {
+        let ask = SearchAsk {
+            date_ms: None,
+            top: TopK {
+                k: 3,
+                explain: false,
+            },
+            opts: RankOptions::default(),
+        };
+        e.search_query(text.into(), "ann", &e.view(), ask).unwrap()
+    };
+    let first = ask(&e, "my dog");
+    std::thread::sleep(std::time::Duration::from_millis(100)); // the first is being ranked
+    let second = ask(&e, "my garden");
+    for t in [first, second] {
+        let emb = t.blocking_recv().unwrap().unwrap();
+        assert_eq!(
+            emb.hits.map(|h| h.len()),
+            Some(3),
+            "ranked on the rank stage"
+        );
+    }
+    let calls = ranker.calls.lock().unwrap().clone();
+    let embeds = embeds.lock().unwrap().clone();
+    assert_eq!(
+        (calls.len(), embeds.len()),
+        (2, 2),
+        "two batches of one search each"
+    );
+    let (rank_start, rank_end) = calls[0];
+    assert!(
+        embeds[1] > rank_start && embeds[1] < rank_end,
+        "the second query was embedded while the first was ranked"
+    );
+    let secs =
+        |stage: usize| e.stats().stage_micros[stage].load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        secs(1) >= 600_000,
+        "the rank stage's seconds are counted: {}",
+        secs(1)
+    );
+}
