@@ -137,6 +137,9 @@ pub struct McpArgs {
     /// Seconds between background compaction checks (0: never).
     #[arg(long, env = "MEMDEX_COMPACT_EVERY", default_value_t = 30)]
     pub compact_every: u64,
+    /// Where searches are ranked (as `memdex serve --rank-device`).
+    #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
+    pub rank_device: RankDeviceArg,
     #[command(flatten)]
     pub model: ModelArgs,
 }

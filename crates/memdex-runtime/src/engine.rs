@@ -12,11 +12,11 @@ use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
-use memdex_rank::{BatchRanker, CpuRanker, RankOptions, SharedRanker, TopK};
+use memdex_rank::{BatchRanker, CpuRanker, SharedRanker};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
-use crate::job::{EmbedJob, Embedded, RankRequest};
+use crate::job::{EmbedJob, Embedded, RankRequest, SearchAsk};
 use crate::model::model_loop;
 use crate::rank_stage::{rank_loop, RankWork};
 use crate::stats::EngineStats;
@@ -78,14 +78,6 @@ impl Default for EngineOptions {
             structures: (None, None),
         }
     }
-}
-
-/// What a search asks besides its text and tenant ([`Engine::search_query`]).
-#[derive(Debug, Clone, Copy)]
-pub struct SearchAsk {
-    pub date_ms: Option<i64>,
-    pub top: TopK,
-    pub opts: RankOptions,
 }
 
 /// What a caller waits on: the answer of the model or writer thread.

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_embed::Embeddings;
-use memdex_rank::SearchHit;
+use memdex_rank::{RankOptions, SearchHit, TopK};
 use tokio::sync::oneshot;
 
-use crate::engine::SearchAsk;
 use crate::view::View;
 use crate::RuntimeError;
 
@@ -23,6 +22,14 @@ pub(crate) struct EmbedJob {
     /// the engine's ranker batches (a device).
     pub rank: Option<RankRequest>,
     pub reply: Reply<Embedded>,
+}
+
+/// What a search asks besides its text and tenant (`Engine::search_query`).
+#[derive(Debug, Clone, Copy)]
+pub struct SearchAsk {
+    pub date_ms: Option<i64>,
+    pub top: TopK,
+    pub opts: RankOptions,
 }
 
 /// One search's share of a ranked batch.

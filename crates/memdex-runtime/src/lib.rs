@@ -31,9 +31,9 @@ mod stats;
 mod view;
 mod writer;
 
-pub use engine::{Engine, EngineOptions, Health, SearchAsk, Ticket};
+pub use engine::{Engine, EngineOptions, Health, Ticket};
 pub use error::RuntimeError;
-pub use job::Embedded;
+pub use job::{Embedded, SearchAsk};
 pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
 pub use view::{StoreSummary, View};
 pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};

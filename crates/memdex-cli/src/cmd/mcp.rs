@@ -27,7 +27,10 @@ pub fn run(a: McpArgs) -> Result<()> {
         memdex_core::check_tenant_name(t).with_context(|| format!("--tenant {t:?}"))?;
     }
     let (embedder, source) = super::load_serving_embedder(&a.model, &a.store)?;
+    let scan = crate::cli_serve::DeviceScanArg::Auto;
+    let ranker = super::ranker(a.rank_device, scan, &a.model, &embedder)?;
     let opts = EngineOptions {
+        ranker: Some(ranker),
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         model_source: Some(source),
         ..EngineOptions::default()
