@@ -218,7 +218,7 @@ pub(crate) fn load_kernels(
         },
         #[cfg(not(feature = "cuda"))]
         DeviceChoice::Cuda(_) => anyhow::bail!(
-            "--device {device}: this memdex was built without the `cuda` feature \
+            "{device}: this memdex was built without the `cuda` feature \
              (scripts/build-cuda.sh builds one)"
         ),
         #[cfg(not(feature = "cuda"))]
@@ -259,7 +259,8 @@ pub(crate) fn ranker(
                 DeviceChoice::Cuda(n) => DeviceChoice::Cuda(n),
                 _ => DeviceChoice::Cuda(0),
             };
-            (load_kernels(on, mb)?, Placement::Device)
+            let kernels = load_kernels(on, mb).context("--rank-device cuda")?;
+            (kernels, Placement::Device)
         }
         RankDeviceArg::Kernels => {
             let ranker = KernelRanker::with_cpu(
