@@ -6,6 +6,7 @@
 //! implementation, which uploads host inputs per call (what the tests compare with the CPU).
 #![allow(unsafe_code)] // kernel launches: see the `# Safety` notes at each `launch`
 
+mod assemble;
 mod resident;
 mod text;
 

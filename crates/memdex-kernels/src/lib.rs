@@ -240,6 +240,7 @@ mod tests {
             assert!(all[3].contains(".entry memdex_rank_topk("));
             assert!(all[3].contains(".entry memdex_rank_topk_d512"));
             assert!(super::ptx::QUERY_INPUTS.contains(".entry memdex_query_inputs"));
+            assert!(super::ptx::GATHER_PARTS.contains(".entry memdex_gather_parts"));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }

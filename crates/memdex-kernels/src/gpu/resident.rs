@@ -5,12 +5,13 @@
 //! stay until it is done: they are shared).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, DriverError};
+use candle_core::cuda_backend::cudarc::driver::CudaSlice;
 
+use super::assemble::Columns;
 use super::text::DeviceText;
-use super::{nonempty, DeviceMatrix, DeviceRankRows, DeviceTimeline, Gpu};
+use super::{nonempty, DeviceMatrix, DeviceRankRows, Gpu};
 use crate::{f16, KernelError, PartText, RankPart};
 
 /// Resident bytes kept at most when the device's memory is unknown (parts of one batch may
@@ -20,11 +21,11 @@ pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
 /// One part's columns on the device.
 #[derive(Debug)]
 pub(crate) struct DevicePart {
-    rows: usize,
-    embeddings: CudaSlice<f16>,
-    positions: CudaSlice<u32>,
-    groups: CudaSlice<u32>,
-    importance: CudaSlice<u8>,
+    pub(crate) rows: usize,
+    pub(crate) embeddings: CudaSlice<f16>,
+    pub(crate) positions: CudaSlice<u32>,
+    pub(crate) groups: CudaSlice<u32>,
+    pub(crate) importance: CudaSlice<u8>,
 }
 
 #[derive(Debug)]
@@ -65,6 +66,9 @@ struct State {
 pub(crate) struct Resident {
     state: Mutex<State>,
     budget: usize,
+    /// Whether the gather kernel built the first batch's columns as the copies did (unset
+    /// until a batch with rows).
+    gather: OnceLock<bool>,
 }
 
 impl Resident {
@@ -72,6 +76,7 @@ impl Resident {
         Resident {
             state: Mutex::default(),
             budget,
+            gather: OnceLock::new(),
         }
     }
 
@@ -162,7 +167,8 @@ impl Resident {
     }
 
     /// The batch's matrix and row columns on the device, the parts concatenated in order
-    /// (`starts`: each part's first row, `total` rows), every row live.
+    /// (`starts`: each part's first row, `total` rows), every row live: gathered in one launch
+    /// once the first batch showed that it builds what the per-part copies build.
     pub(crate) fn assemble(
         &self,
         gpu: &Gpu,
@@ -175,28 +181,28 @@ impl Resident {
             .iter()
             .map(|p| self.get(gpu, p))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut embeddings = gpu.cuda.alloc_zeros::<f16>((total * dim).max(1))?;
-        let mut positions = gpu.cuda.alloc_zeros::<u32>(total.max(1))?;
-        let mut groups = gpu.cuda.alloc_zeros::<u32>(total.max(1))?;
-        let mut importance = gpu.cuda.alloc_zeros::<u8>(total.max(1))?;
-        for (p, &s) in on_device.iter().zip(starts).filter(|(p, _)| p.rows > 0) {
-            let n = p.rows;
-            copy(gpu, &p.embeddings, &mut embeddings, s * dim, n * dim)?;
-            copy(gpu, &p.positions, &mut positions, s, n)?;
-            copy(gpu, &p.groups, &mut groups, s, n)?;
-            copy(gpu, &p.importance, &mut importance, s, n)?;
+        let mut cols = Columns::alloc(gpu, dim, total)?;
+        match self.gather.get().copied() {
+            Some(true) => cols.gather_parts(gpu, dim, &on_device, starts)?,
+            Some(false) => cols.copy_parts(gpu, dim, &on_device, starts)?,
+            None if total == 0 => {}
+            None => {
+                cols.gather_parts(gpu, dim, &on_device, starts)?;
+                let mut reference = Columns::alloc(gpu, dim, total)?;
+                reference.copy_parts(gpu, dim, &on_device, starts)?;
+                let same = cols.same_as(gpu, &reference)?;
+                if !same {
+                    tracing::error!(
+                        "memdex_gather_parts built other rows than the copies on {}: the \
+                         copies assemble every batch",
+                        gpu.ordinal
+                    );
+                    cols = reference;
+                }
+                let _ = self.gather.set(same);
+            }
         }
-        Ok((
-            DeviceMatrix {
-                dim,
-                rows: total,
-                data: embeddings,
-            },
-            DeviceRankRows {
-                timeline: DeviceTimeline { positions, groups },
-                importance,
-            },
-        ))
+        Ok(cols.into_device(dim, total))
     }
 }
 
@@ -214,19 +220,4 @@ fn evict(st: &mut State, budget: usize) {
         };
         st.stats.bytes -= bytes.unwrap_or(0);
     }
-}
-
-/// Copies the first `n` values of `src` into `dst[at..at + n]` on the device's stream.
-fn copy<T: DeviceRepr>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    dst: &mut CudaSlice<T>,
-    at: usize,
-    n: usize,
-) -> Result<(), KernelError> {
-    let wrap = |e: DriverError| KernelError::Cuda(candle_core::Error::wrap(e));
-    gpu.cuda
-        .cuda_stream()
-        .memcpy_dtod(&src.slice(..n), &mut dst.slice_mut(at..at + n))
-        .map_err(wrap)
 }
