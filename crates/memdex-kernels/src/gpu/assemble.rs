@@ -10,9 +10,18 @@ use candle_core::cuda_backend::cudarc::driver::{
     CudaSlice, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 
-use super::resident::DevicePart;
 use super::{launch, DeviceMatrix, DeviceRankRows, DeviceTimeline, Gpu};
 use crate::{f16, ptx, KernelError};
+
+/// One part's columns on the device (kept resident by `resident`).
+#[derive(Debug)]
+pub(crate) struct DevicePart {
+    pub(crate) rows: usize,
+    pub(crate) embeddings: CudaSlice<f16>,
+    pub(crate) positions: CudaSlice<u32>,
+    pub(crate) groups: CudaSlice<u32>,
+    pub(crate) importance: CudaSlice<u8>,
+}
 
 /// The batch's columns on the device.
 pub(crate) struct Columns {

@@ -7,26 +7,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use candle_core::cuda_backend::cudarc::driver::CudaSlice;
-
-use super::assemble::Columns;
+use super::assemble::{Columns, DevicePart};
 use super::text::DeviceText;
 use super::{nonempty, DeviceMatrix, DeviceRankRows, Gpu};
-use crate::{f16, KernelError, PartText, RankPart};
+use crate::{KernelError, PartText, RankPart};
 
 /// Resident bytes kept at most when the device's memory is unknown (parts of one batch may
 /// exceed it).
 pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
-
-/// One part's columns on the device.
-#[derive(Debug)]
-pub(crate) struct DevicePart {
-    pub(crate) rows: usize,
-    pub(crate) embeddings: CudaSlice<f16>,
-    pub(crate) positions: CudaSlice<u32>,
-    pub(crate) groups: CudaSlice<u32>,
-    pub(crate) importance: CudaSlice<u8>,
-}
 
 #[derive(Debug)]
 struct Entry {
