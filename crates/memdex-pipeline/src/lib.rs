@@ -34,4 +34,4 @@ pub use index::{
 };
 pub use keys::KeyCache;
 pub use lsh::KernelHandle;
-pub use search::Searcher;
+pub use search::{cpu_ranker, Searcher};

@@ -13,6 +13,17 @@ use memdex_store::Store;
 
 use crate::EngineError;
 
+/// The CPU ranker for a model `encoder`: its dense scores on the model's device when `scan`
+/// says so (None: when the model runs on an accelerator and has a device scorer), else the
+/// CPU's own dot products.
+pub fn cpu_ranker(encoder: &dyn Encoder, scan: Option<bool>) -> CpuRanker {
+    let scan = scan.unwrap_or_else(|| encoder.is_accelerator());
+    match scan.then(|| encoder.device_scorer()).flatten() {
+        Some(scorer) => CpuRanker::with_scorer(scorer),
+        None => CpuRanker::default(),
+    }
+}
+
 /// Searches one store with the model it was built with.
 #[derive(Debug)]
 pub struct Searcher {

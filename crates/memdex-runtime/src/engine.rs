@@ -12,7 +12,7 @@ use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
-use memdex_rank::{BatchRanker, CpuRanker, SharedRanker};
+use memdex_rank::{BatchRanker, SharedRanker};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
@@ -389,11 +389,7 @@ fn ranker_of(opts: &EngineOptions, encoder: &dyn Encoder) -> SharedRanker {
     if let Some(r) = &opts.ranker {
         return r.clone();
     }
-    let scan = opts.device_scan.unwrap_or_else(|| encoder.is_accelerator());
-    match scan.then(|| encoder.device_scorer()).flatten() {
-        Some(scorer) => Arc::new(CpuRanker::with_scorer(scorer)),
-        None => Arc::new(CpuRanker::default()),
-    }
+    Arc::new(memdex_pipeline::cpu_ranker(encoder, opts.device_scan))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

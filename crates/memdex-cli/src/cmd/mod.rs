@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use memdex_core::{DeviceChoice, Granularity};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 use memdex_kernels::{KernelRanker, Kernels, Placement};
-use memdex_rank::{BatchRanker, CpuRanker, SharedRanker};
+use memdex_rank::{BatchRanker, SharedRanker};
 
 use crate::cli_serve::RankDeviceArg;
 
@@ -246,10 +246,7 @@ pub(crate) fn ranker(
 ) -> Result<SharedRanker> {
     let (device, mb) = (model.device, model.rank_memory_mb);
     let accelerator = encoder.is_accelerator();
-    let scorer = (scan.choice().unwrap_or(accelerator))
-        .then(|| encoder.device_scorer())
-        .flatten();
-    let cpu = scorer.map_or_else(CpuRanker::default, CpuRanker::with_scorer);
+    let cpu = memdex_pipeline::cpu_ranker(encoder, scan.choice());
     let (kernels, placement) = match choice {
         RankDeviceArg::Cpu => return Ok(Arc::new(cpu)),
         RankDeviceArg::Auto if !accelerator => return Ok(Arc::new(cpu)),
