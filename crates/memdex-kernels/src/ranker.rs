@@ -106,24 +106,33 @@ impl KernelRanker {
         lock(&self.top_cost).estimate(work)
     }
 
-    /// Where `b` runs: None when the kernel cannot rank it at all.
-    fn side(&self, b: &Batch<'_, '_>, k: Option<usize>, cost: &Mutex<CostModel>) -> Option<Side> {
+    /// Where `b` runs, and its work when the cost model placed it: None when the kernel cannot
+    /// rank it at all.
+    fn side(
+        &self,
+        b: &Batch<'_, '_>,
+        k: Option<usize>,
+        cost: &Mutex<CostModel>,
+    ) -> Option<(Side, Option<u64>)> {
         let fits = k.is_none_or(|k| fused_depth(k, b.opts) <= MAX_K);
         if !fits || FusedParams::from_options(b.opts).is_err() {
             return None;
         }
         Some(match self.placement {
-            Placement::Device => Side::Device,
-            Placement::Auto => lock(cost).choose(work(b)),
+            Placement::Device => (Side::Device, None),
+            Placement::Auto => {
+                let w = work(b);
+                (lock(cost).choose(w), Some(w))
+            }
         })
     }
 
-    /// Runs `b` on the chosen side, timing it for the cost model; a kernel failure is logged
-    /// and the CPU ranker answers.
+    /// Runs `b` on the chosen side, timing it for the cost model when it placed the batch
+    /// (`work`); a kernel failure is logged and the CPU ranker answers.
     fn run<T>(
         &self,
         b: &Batch<'_, '_>,
-        side: Side,
+        (side, work): (Side, Option<u64>),
         cost: &Mutex<CostModel>,
         device: impl FnOnce() -> Result<T, FusedError>,
         cpu: impl FnOnce() -> Result<T, RankError>,
@@ -149,8 +158,8 @@ impl KernelRanker {
                 }
             },
         };
-        if out.is_ok() && self.placement == Placement::Auto {
-            lock(cost).observe(work(b), side, t.elapsed());
+        if let (true, Some(w)) = (out.is_ok(), work) {
+            lock(cost).observe(w, side, t.elapsed());
         }
         out
     }
