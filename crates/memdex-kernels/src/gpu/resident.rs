@@ -1,8 +1,9 @@
-//! Fused-ranking parts resident on the device by content key ([`crate::RankPart::key`]): a
-//! batch's parts seen before are not uploaded again; the batch's matrix and row columns are
-//! assembled from them by device-to-device copies (the kernel reads one matrix). Least
-//! recently used parts go when the resident bytes pass the budget (parts of the batch in hand
-//! stay until it is done: they are shared).
+//! Fused-ranking parts and their text columns resident on the device by content key
+//! ([`crate::RankPart::key`], [`crate::PartText::key`]): what a batch saw before is not
+//! uploaded again; the batch's matrix and row columns are assembled from the parts
+//! (`assemble`: the kernel reads one matrix). Least recently used parts and texts go when the
+//! resident bytes pass the budget (those of the batch in hand stay until it is done: they are
+//! shared).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -16,9 +17,10 @@ use crate::{KernelError, PartText, RankPart};
 /// exceed it).
 pub const DEFAULT_RESIDENT_BYTES: usize = 8 << 30;
 
+/// A value resident by key: a part's rows or its text columns.
 #[derive(Debug)]
-struct Entry {
-    part: Arc<DevicePart>,
+struct Entry<V> {
+    value: Arc<V>,
     used: u64,
     bytes: usize,
 }
@@ -33,18 +35,10 @@ pub struct ResidentStats {
     pub uploads: u64,
 }
 
-/// A part's text columns resident by key.
-#[derive(Debug)]
-struct TextEntry {
-    text: Arc<DeviceText>,
-    used: u64,
-    bytes: usize,
-}
-
 #[derive(Debug, Default)]
 struct State {
-    parts: HashMap<u64, Entry>,
-    texts: HashMap<u64, TextEntry>,
+    parts: HashMap<u64, Entry<DevicePart>>,
+    texts: HashMap<u64, Entry<DeviceText>>,
     tick: u64,
     stats: ResidentStats,
 }
@@ -80,78 +74,73 @@ impl Resident {
         }
     }
 
-    /// `p` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
-    fn get(&self, gpu: &Gpu, p: &RankPart<'_>) -> Result<Arc<DevicePart>, KernelError> {
-        if p.key != 0 {
+    /// The resident value under `key` in the map `slot` picks, or `upload`'s (`bytes` on the
+    /// device), kept under `key` when it is not 0.
+    fn keep<V>(
+        &self,
+        key: u64,
+        slot: fn(&mut State) -> &mut HashMap<u64, Entry<V>>,
+        bytes: usize,
+        upload: impl FnOnce() -> Result<V, KernelError>,
+    ) -> Result<Arc<V>, KernelError> {
+        if key != 0 {
             let mut st = self.lock();
             st.tick += 1;
             let tick = st.tick;
-            if let Some(e) = st.parts.get_mut(&p.key) {
+            if let Some(e) = slot(&mut st).get_mut(&key) {
                 e.used = tick;
-                let part = e.part.clone();
+                let value = e.value.clone();
                 st.stats.hits += 1;
-                return Ok(part);
+                return Ok(value);
             }
         }
-        let part = Arc::new(DevicePart {
-            rows: p.rows(),
-            embeddings: gpu.upload(&nonempty(p.embeddings))?,
-            positions: gpu.upload(&nonempty(p.positions))?,
-            groups: gpu.upload(&nonempty(p.groups))?,
-            importance: gpu.upload(&nonempty(p.importance))?,
-        });
+        let value = Arc::new(upload()?);
         let mut st = self.lock();
         st.stats.uploads += 1;
-        if p.key != 0 {
-            let bytes = p.embeddings.len() * 2 + p.rows() * 9;
+        if key != 0 {
             st.tick += 1;
-            let used = st.tick;
             let e = Entry {
-                part: part.clone(),
-                used,
+                value: value.clone(),
+                used: st.tick,
                 bytes,
             };
-            if let Some(old) = st.parts.insert(p.key, e) {
+            if let Some(old) = slot(&mut st).insert(key, e) {
                 st.stats.bytes -= old.bytes;
             }
             st.stats.bytes += bytes;
             evict(&mut st, self.budget);
         }
-        Ok(part)
+        Ok(value)
+    }
+
+    /// `p` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
+    fn get(&self, gpu: &Gpu, p: &RankPart<'_>) -> Result<Arc<DevicePart>, KernelError> {
+        let bytes = p.embeddings.len() * 2 + p.rows() * 9;
+        self.keep(
+            p.key,
+            |st| &mut st.parts,
+            bytes,
+            || {
+                Ok(DevicePart {
+                    rows: p.rows(),
+                    embeddings: gpu.upload(&nonempty(p.embeddings))?,
+                    positions: gpu.upload(&nonempty(p.positions))?,
+                    groups: gpu.upload(&nonempty(p.groups))?,
+                    importance: gpu.upload(&nonempty(p.importance))?,
+                })
+            },
+        )
     }
 
     /// `t` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
     pub(crate) fn text(&self, gpu: &Gpu, t: &PartText<'_>) -> Result<Arc<DeviceText>, KernelError> {
-        if t.key != 0 {
-            let mut st = self.lock();
-            st.tick += 1;
-            let tick = st.tick;
-            if let Some(e) = st.texts.get_mut(&t.key) {
-                e.used = tick;
-                let text = e.text.clone();
-                st.stats.hits += 1;
-                return Ok(text);
-            }
-        }
-        let text = Arc::new(DeviceText::upload(gpu, t)?);
-        let mut st = self.lock();
-        st.stats.uploads += 1;
-        if t.key != 0 {
-            let bytes = DeviceText::bytes(t);
-            st.tick += 1;
-            let used = st.tick;
-            let e = TextEntry {
-                text: text.clone(),
-                used,
-                bytes,
-            };
-            if let Some(old) = st.texts.insert(t.key, e) {
-                st.stats.bytes -= old.bytes;
-            }
-            st.stats.bytes += bytes;
-            evict(&mut st, self.budget);
-        }
-        Ok(text)
+        let bytes = DeviceText::bytes(t);
+        self.keep(
+            t.key,
+            |st| &mut st.texts,
+            bytes,
+            || DeviceText::upload(gpu, t),
+        )
     }
 
     /// The batch's matrix and row columns on the device, the parts concatenated in order
