@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// One tenant's columns.
-struct Tenant {
+pub(super) struct Tenant {
     key: u64,
     embeddings: Vec<f16>,
     positions: Vec<u32>,
@@ -19,7 +19,7 @@ struct Tenant {
 }
 
 impl Tenant {
-    fn new(key: u64, rows: usize, dim: usize, seed: u64) -> Tenant {
+    pub(super) fn new(key: u64, rows: usize, dim: usize, seed: u64) -> Tenant {
         let (positions, groups) = timeline(rows, seed);
         let mut rng = Rng(seed + 1);
         Tenant {
@@ -31,7 +31,7 @@ impl Tenant {
         }
     }
 
-    fn part(&self) -> RankPart<'_> {
+    pub(super) fn part(&self) -> RankPart<'_> {
         RankPart {
             key: self.key,
             embeddings: &self.embeddings,

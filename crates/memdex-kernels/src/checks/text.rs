@@ -6,22 +6,18 @@
 use memdex_rank::TimeWindow;
 
 use super::rank::{brute_rank_topk, DEFAULTS};
-use super::{assert_close, random_unit, timeline, to_f16, Rng};
+use super::{assert_close, random_unit, Rng};
 use crate::{
-    f16, range_offsets, Concatenated, KernelError, Kernels, PartText, RankPart, RankQueries,
+    range_offsets, Concatenated, KernelError, Kernels, PartText, RankPart, RankQueries,
     TextQueries, TimeRule,
 };
 
 const DAY: i64 = 86_400_000;
 const TERMS: usize = 40;
 
-/// One tenant's rows and text columns.
+/// One tenant's rows ([`super::parts`]'s) and text columns.
 struct Tenant {
-    key: u64,
-    embeddings: Vec<f16>,
-    positions: Vec<u32>,
-    groups: Vec<u32>,
-    importance: Vec<u8>,
+    rows: super::parts::Tenant,
     term_offsets: Vec<u32>,
     term_rows: Vec<u32>,
     term_weights: Vec<f32>,
@@ -33,14 +29,9 @@ struct Tenant {
 
 impl Tenant {
     fn new(key: u64, rows: usize, dim: usize, seed: u64) -> Tenant {
-        let (positions, groups) = timeline(rows, seed);
-        let mut rng = Rng(seed + 1);
+        let mut rng = Rng(seed + 3);
         let mut t = Tenant {
-            key,
-            embeddings: to_f16(&random_unit(rows, dim, seed + 2)),
-            positions,
-            groups,
-            importance: (0..rows).map(|_| 1 + rng.below(10) as u8).collect(),
+            rows: super::parts::Tenant::new(key, rows, dim, seed),
             term_offsets: vec![0],
             term_rows: Vec::new(),
             term_weights: Vec::new(),
@@ -71,18 +62,12 @@ impl Tenant {
     }
 
     fn part(&self) -> RankPart<'_> {
-        RankPart {
-            key: self.key,
-            embeddings: &self.embeddings,
-            positions: &self.positions,
-            groups: &self.groups,
-            importance: &self.importance,
-        }
+        self.rows.part()
     }
 
     fn text(&self) -> PartText<'_> {
         PartText {
-            key: self.key,
+            key: self.rows.part().key,
             term_offsets: &self.term_offsets,
             term_rows: &self.term_rows,
             term_weights: &self.term_weights,
