@@ -53,7 +53,7 @@ pub use options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
     TimeMode, TimeStage, TreeStage, UpdateStage,
 };
-pub use pipeline::{dense_batch_request, dense_request, rank, rank_explained, top_hits, TopK};
+pub use pipeline::{rank, rank_explained, TopK};
 pub use query::{Dense, Query};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use rows::Ranking;

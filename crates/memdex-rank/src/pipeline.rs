@@ -16,18 +16,20 @@ use crate::options::{FragRelScope, RankOptions, Retriever};
 use crate::query::{Dense, Query};
 use crate::rows::{Ranking, TenantRows};
 use crate::score::{environment, first_stage, signals, Environment, Signals};
-use crate::{time, update, RankError, SearchHit};
+use crate::{time, update, RankError};
 
 /// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
 /// a segment's own vectors, or a content file's).
-pub fn dense_request<'s>(slices: &[TenantSlice<'s>]) -> (Vec<Block<'s>>, Vec<Run>) {
+fn dense_request<'s>(slices: &[TenantSlice<'s>]) -> (Vec<Block<'s>>, Vec<Run>) {
     let (blocks, mut runs) = dense_batch_request(&[slices]);
     (blocks, runs.pop().unwrap_or_default())
 }
 
 /// [`dense_request`] for a batch of queries, query `q` over `slices[q]` (its tenant's live
 /// rows): one block per vector block touched by any query, shared, and each query's runs.
-pub fn dense_batch_request<'s>(slices: &[&[TenantSlice<'s>]]) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
+pub(crate) fn dense_batch_request<'s>(
+    slices: &[&[TenantSlice<'s>]],
+) -> (Vec<Block<'s>>, Vec<Vec<Run>>) {
     let mut blocks: Vec<Block<'s>> = Vec::new();
     let mut block_of: HashMap<u64, usize> = HashMap::new();
     let mut runs = Vec::with_capacity(slices.len());
@@ -69,24 +71,6 @@ pub fn rank<'s>(
 pub struct TopK {
     pub k: usize,
     pub explain: bool,
-}
-
-/// The best `top.k` hits of [`rank`]; with `top.explain` each carries its [`crate::Explain`]
-/// (every stage's scores kept by [`rank_explained`]). What every search path answers.
-pub fn top_hits(
-    store: &Store,
-    tenant: &str,
-    query: &Query<'_>,
-    dense: Dense<'_>,
-    opts: &RankOptions,
-    cache: &TenantCache,
-    top: TopK,
-) -> Result<Vec<SearchHit>, RankError> {
-    if top.explain {
-        let (ranking, trace) = rank_explained(store, tenant, query, dense, opts, cache)?;
-        return Ok(trace.hits(&ranking, top.k));
-    }
-    Ok(rank(store, tenant, query, dense, opts, cache)?.hits(top.k))
 }
 
 /// [`rank`], keeping every stage's scores: [`Trace::hits`] explains the top items.
