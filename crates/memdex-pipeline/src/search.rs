@@ -141,21 +141,15 @@ impl Searcher {
         queries: &[BatchQuery<'_>],
         opts: &RankOptions,
     ) -> Result<BatchRankings<'_>, EngineError> {
-        let batch = Batch {
-            store: &self.store,
-            cache: &self.cache,
-            queries,
-            opts,
-        };
-        Ok(self.ranker.all(&batch)?)
+        Ok(self.ranker.all(&self.batch(queries, opts))?)
     }
 
     /// A batch over this searcher's store and caches.
-    pub fn batch<'a>(
-        &'a self,
+    pub fn batch<'a, 's: 'a>(
+        &'s self,
         queries: &'a [BatchQuery<'a>],
         opts: &'a RankOptions,
-    ) -> Batch<'a, 'a> {
+    ) -> Batch<'a, 's> {
         Batch {
             store: &self.store,
             cache: &self.cache,
