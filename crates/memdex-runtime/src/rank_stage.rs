@@ -12,7 +12,7 @@ use std::sync::Arc;
 use memdex_embed::Embeddings;
 use memdex_rank::{Batch, BatchQuery, BatchRanker, Query, SearchHit};
 
-use crate::job::{EmbedJob, Embedded};
+use crate::job::{EmbedJob, Embedded, RankRequest};
 use crate::stats::{EngineStats, Stage};
 
 /// A model batch's searches, embedded: each job with its query's vector.
@@ -39,20 +39,15 @@ fn rank_work(
 ) -> Vec<Option<Vec<SearchHit>>> {
     let mut out = vec![None; work.len()];
     for members in groups(work) {
-        let first = work[members[0]].0.rank.as_ref();
-        let Some(r) = first else { continue };
+        let r = members[0].1;
         let queries: Vec<BatchQuery<'_>> = (members.iter())
-            .filter_map(|&i| {
-                let (job, e) = &work[i];
-                let req = job.rank.as_ref()?;
-                Some(BatchQuery {
-                    tenant: &req.tenant,
-                    query: Query {
-                        text: &job.texts[0],
-                        vector: e.row(0),
-                        date_ms: req.ask.date_ms,
-                    },
-                })
+            .map(|&(i, req)| BatchQuery {
+                tenant: &req.tenant,
+                query: Query {
+                    text: &work[i].0.texts[0],
+                    vector: work[i].1.row(0),
+                    date_ms: req.ask.date_ms,
+                },
             })
             .collect();
         let batch = Batch {
@@ -65,7 +60,7 @@ fn rank_work(
         match ranked {
             Ok(Ok(hits)) => {
                 stats.rank_batches.fetch_add(1, Ordering::Relaxed);
-                for (&i, h) in members.iter().zip(hits) {
+                for (&(i, _), h) in members.iter().zip(hits) {
                     if let Ok(h) = h {
                         stats.rank_queries.fetch_add(1, Ordering::Relaxed);
                         out[i] = Some(h);
@@ -90,20 +85,18 @@ fn rank_work(
     out
 }
 
-/// Indices of `work`'s searches grouped by view, `k`, explain and options.
-fn groups(work: &RankWork) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = Vec::new();
+/// `work`'s searches (index, request) grouped by view, `k`, explain and options.
+fn groups(work: &RankWork) -> Vec<Vec<(usize, &RankRequest)>> {
+    let mut out: Vec<Vec<(usize, &RankRequest)>> = Vec::new();
     for (i, (job, _)) in work.iter().enumerate() {
         let Some(r) = &job.rank else { continue };
-        let same = |g: &&mut Vec<usize>| {
-            let o = work[g[0]].0.rank.as_ref();
-            o.is_some_and(|o| {
-                Arc::ptr_eq(&o.view, &r.view) && o.ask.top == r.ask.top && o.ask.opts == r.ask.opts
-            })
+        let same = |g: &&mut Vec<(usize, &RankRequest)>| {
+            let o = g[0].1;
+            Arc::ptr_eq(&o.view, &r.view) && o.ask.top == r.ask.top && o.ask.opts == r.ask.opts
         };
         match out.iter_mut().find(same) {
-            Some(g) => g.push(i),
-            None => out.push(vec![i]),
+            Some(g) => g.push((i, r)),
+            None => out.push(vec![(i, r)]),
         }
     }
     out
