@@ -132,7 +132,7 @@ pub struct IndexArgs {
     #[arg(long, env = "MEMDEX_MAX_LINE_BYTES", default_value_t = memdex_ingest::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: u64,
     /// Items per committed segment (bounds the build's memory: ~3 batches in flight).
-    #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = memdex_pipeline::DEFAULT_FLUSH_ITEMS)]
+    #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = memdex_memory::DEFAULT_FLUSH_ITEMS)]
     pub flush_items: usize,
     /// TiM LSH: buckets per table (b, even). With --lsh-tables, the store records the seeded
     /// projection and stores every new row's bucket ids (a no-op if it already hashes so).

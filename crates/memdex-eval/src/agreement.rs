@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use memdex_core::TextKind;
-use memdex_pipeline::{EngineError, Searcher};
+use memdex_memory::{MemoryError, Reader};
 use memdex_rank::{
     all_one, BatchQuery, BatchRanker, CpuRanker, Query, RankError, RankOptions, SearchHit, TopK,
 };
@@ -81,7 +80,7 @@ impl Agreement {
 /// Ranks `queries` through `ranker` and through the CPU ranker, `batch` at a time, over the
 /// searcher's store and caches, and compares the top `k`.
 pub fn compare_batches(
-    searcher: &Searcher,
+    reader: &Reader,
     ranker: &dyn BatchRanker,
     queries: &[BatchQuery<'_>],
     k: usize,
@@ -102,30 +101,31 @@ pub fn compare_batches(
         batches += 1;
         let t = Instant::now();
         let hits = ranker
-            .top(&searcher.batch(chunk, opts), top)
-            .map_err(EngineError::from)?;
+            .top(&reader.batch(chunk, opts), top)
+            .map_err(MemoryError::from)?;
         ranker_ms += t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
+        let b = reader.batch(chunk, opts);
         let one_by_one: Vec<_> = (chunk.iter())
-            .map(|q| all_one(&cpu, searcher.store(), searcher.cache(), *q, opts))
+            .map(|q| all_one(&cpu, b.store, b.cache, *q, opts))
             .collect();
         cpu_ms += t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let parallel = cpu
-            .all(&searcher.batch(chunk, opts))
-            .map_err(EngineError::from)?;
+            .all(&reader.batch(chunk, opts))
+            .map_err(MemoryError::from)?;
         cpu_par_ms += t.elapsed().as_secs_f64() * 1e3;
         std::hint::black_box(parallel);
         for (ranking, hits) in one_by_one.into_iter().zip(hits) {
             let ranking = match ranking {
                 Ok(r) => r,
                 Err(RankError::UnknownTenant { .. }) => continue,
-                Err(e) => return Err(EngineError::from(e).into()),
+                Err(e) => return Err(MemoryError::from(e).into()),
             };
             let all: HashMap<u64, f64> = (0..ranking.len())
                 .map(|i| (ranking.item(i).item_id, ranking.scores[i]))
                 .collect();
-            let hits = hits.map_err(EngineError::from)?;
+            let hits = hits.map_err(MemoryError::from)?;
             agree.add(&ranking.hits(k), &hits, &all);
         }
     }
@@ -143,7 +143,7 @@ pub fn compare_batches(
 /// [`compare_batches`] over an evaluation's questions (abstentions left out), in batches of
 /// 256, top 10.
 pub fn compare_rankers(
-    searcher: &Searcher,
+    reader: &Reader,
     ranker: &dyn BatchRanker,
     questions: &[EvalQuestion],
     opts: &RankOptions,
@@ -153,7 +153,7 @@ pub fn compare_rankers(
         .filter(|q| q.skip != Some(Skip::Abstention))
         .collect();
     let texts: Vec<&str> = asked.iter().map(|q| q.query.as_str()).collect();
-    let vectors = searcher.encoder().embed(&texts, TextKind::Query)?;
+    let vectors = reader.embed_queries(&texts)?;
     let batch: Vec<BatchQuery<'_>> = asked
         .iter()
         .enumerate()
@@ -166,5 +166,5 @@ pub fn compare_rankers(
             },
         })
         .collect();
-    compare_batches(searcher, ranker, &batch, 10, SCAN_BATCH, opts)
+    compare_batches(reader, ranker, &batch, 10, SCAN_BATCH, opts)
 }

@@ -13,7 +13,7 @@ mod synth;
 
 pub use agreement::{compare_batches, compare_rankers, Agreement, TIE as AGREEMENT_TIE};
 pub use dataset::{longmemeval_question, Dataset, EvalQuestion, Gold, Skip};
-pub use load::{load_and_index, load_and_index_with, LoadOptions, LoadReport};
+pub use load::{load_and_index, LoadOptions, LoadReport};
 pub use memdex_rank::{Bm25Flavour, FragRelScope, FragRelStage, RankOptions, Retriever};
 pub use options::EvalOptions;
 pub use run::{
@@ -28,13 +28,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum EvalError {
     #[error(transparent)]
-    Engine(#[from] memdex_pipeline::EngineError),
+    Memory(#[from] memdex_memory::MemoryError),
     #[error(transparent)]
     Ingest(#[from] memdex_ingest::IngestError),
-    #[error(transparent)]
-    Embed(#[from] memdex_embed::EmbedError),
-    #[error(transparent)]
-    Store(#[from] memdex_store::StoreError),
     #[error("writing the log: {0}")]
     Log(#[from] std::io::Error),
 }

@@ -1,14 +1,10 @@
 //! Reading a benchmark file and indexing its sessions, keeping the questions.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Session};
-use memdex_embed::Encoder;
-use memdex_extract::FactExtractor;
-use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionSource};
-use memdex_pipeline::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
-use memdex_store::{Store, StoreWriter};
+use memdex_ingest::{read_locomo, IngestError, LongMemEvalReader, SessionList, SessionSource};
+use memdex_memory::{Builder, IndexOptions, IndexProgress, IndexReport};
 use serde::Serialize;
 
 use crate::dataset::{self, longmemeval_question, Dataset, EvalQuestion};
@@ -71,22 +67,6 @@ impl<R: std::io::BufRead> SessionSource for LmeSessions<'_, R> {
     }
 }
 
-/// Plain sessions already in memory (LoCoMo).
-struct VecSessions(std::vec::IntoIter<Session>);
-
-impl Iterator for VecSessions {
-    type Item = Result<Session, IngestError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(Ok)
-    }
-}
-
-impl SessionSource for VecSessions {
-    fn skipped(&self) -> &[IngestError] {
-        &[]
-    }
-}
-
 /// How a benchmark file is read and indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
@@ -97,30 +77,14 @@ pub struct LoadOptions {
     pub flush_items: usize,
 }
 
-/// Reads `input`, indexes its sessions into `writer` (skipping what is already stored) and
-/// returns the questions.
+/// Reads `input` and indexes its sessions through `builder` (skipping what is already
+/// stored, with the extraction the store records) and returns the questions.
 pub fn load_and_index(
     input: &Path,
     load: &LoadOptions,
-    writer: &mut StoreWriter,
-    encoder: &dyn Encoder,
+    builder: &mut Builder,
     progress: &dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
-    load_and_index_with(input, load, writer, encoder, None, progress)
-}
-
-/// [`load_and_index`] with the caller's fact extractor (a model), used when the store's
-/// manifest names it.
-pub fn load_and_index_with(
-    input: &Path,
-    load: &LoadOptions,
-    writer: &mut StoreWriter,
-    encoder: &dyn Encoder,
-    facts: Option<Arc<dyn FactExtractor>>,
-    progress: &dyn IndexProgress,
-) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
-    let store = Store::open(writer.dir())?;
-    let extract = Extractors::for_store_with(&store.manifest().extraction, facts)?;
     let LoadOptions {
         dataset,
         granularity,
@@ -146,7 +110,7 @@ pub fn load_and_index_with(
                 pending: Vec::new().into_iter(),
                 skipped: Vec::new(),
             };
-            index_sessions_with(source, writer, encoder, &opts, extract, progress)?
+            builder.index(source, &opts, progress)?
         }
         Dataset::Locomo => {
             let convs = read_locomo(input)?;
@@ -164,14 +128,7 @@ pub fn load_and_index_with(
             }
             let (sessions, qs) = dataset::locomo(&convs, granularity);
             questions = qs;
-            index_sessions_with(
-                VecSessions(sessions.into_iter()),
-                writer,
-                encoder,
-                &opts,
-                extract,
-                progress,
-            )?
+            builder.index(SessionList::new(sessions), &opts, progress)?
         }
     };
     let report = LoadReport {

@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use memdex_embed::Embeddings;
-use memdex_pipeline::{EngineError, Searcher};
-use memdex_rank::{BatchQuery, Query, RankError, Ranking};
+use memdex_memory::{MemoryError, Reader};
+use memdex_rank::{BatchQuery, Query, Ranking};
 
 use crate::dataset::{EvalQuestion, Gold, Skip};
 use crate::options::EvalOptions;
@@ -96,14 +96,14 @@ impl Ahead {
     /// time in ms, ranking the next batch first when `qi` is past this one.
     pub(crate) fn take(
         &mut self,
-        searcher: &Searcher,
+        reader: &Reader,
         questions: &[EvalQuestion],
         qvecs: &Embeddings,
         qi: usize,
         opts: &EvalOptions,
     ) -> Result<(Option<Ranked>, f64), EvalError> {
         if self.ranked.is_empty() || qi >= self.start + self.ranked.len() {
-            self.rank_batch(searcher, questions, qvecs, qi, opts)?;
+            self.rank_batch(reader, questions, qvecs, qi, opts)?;
         }
         let r = self.ranked.get_mut(qi - self.start).and_then(Option::take);
         Ok((r, self.ms_each))
@@ -111,7 +111,7 @@ impl Ahead {
 
     fn rank_batch(
         &mut self,
-        searcher: &Searcher,
+        reader: &Reader,
         questions: &[EvalQuestion],
         qvecs: &Embeddings,
         qi: usize,
@@ -130,14 +130,14 @@ impl Ahead {
                 },
             })
             .collect();
-        let rankings = searcher.rank_batch(&batch, &opts.rank)?;
+        let rankings = reader.rank_batch(&batch, &opts.rank)?;
         self.start = qi;
         self.ranked = (qi..end).map(|_| None).collect();
         for (&i, r) in wanted.iter().zip(rankings) {
             self.ranked[i - qi] = match r {
                 Ok(r) => Some(ranked(&r, opts)),
-                Err(RankError::UnknownTenant { .. }) => None,
-                Err(e) => return Err(EngineError::from(e).into()),
+                Err(MemoryError::NotFound(_)) => None,
+                Err(e) => return Err(e.into()),
             };
         }
         self.ms_each = t.elapsed().as_secs_f64() * 1e3 / wanted.len().max(1) as f64;

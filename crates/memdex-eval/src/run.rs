@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
 
-use memdex_core::{Granularity, TextKind};
-use memdex_pipeline::{EngineError, Searcher};
-use memdex_rank::{Query, RankError, RankOptions, Retriever};
+use memdex_core::Granularity;
+use memdex_memory::{IndexReport, MemoryError, Reader};
+use memdex_rank::{Query, RankOptions, Retriever};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Skip};
@@ -63,7 +63,7 @@ pub struct RunInfo {
     /// What the store extracted at index time (events, facts, neighbours): with `rank`, the
     /// whole pipeline.
     pub extraction: memdex_store::Extraction,
-    pub index: memdex_pipeline::IndexReport,
+    pub index: IndexReport,
     pub warnings: usize,
     pub rank_seconds: f64,
 }
@@ -230,13 +230,13 @@ impl Tally {
 /// Ranks every question's corpus and scores it. `log` receives one JSON line per evaluated
 /// question: its id, type, the whole ranking with scores, and the gold ids.
 pub fn evaluate_questions(
-    searcher: &Searcher,
+    reader: &Reader,
     questions: &[EvalQuestion],
     opts: &EvalOptions,
     mut log: Option<&mut dyn Write>,
 ) -> Result<EvalReport, EvalError> {
     let queries: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
-    let qvecs = searcher.encoder().embed(&queries, TextKind::Query)?;
+    let qvecs = reader.embed_queries(&queries)?;
     let mut tally = Tally::default();
     let mut ahead = Ahead::default();
     for (qi, q) in questions.iter().enumerate() {
@@ -244,13 +244,13 @@ pub fn evaluate_questions(
             tally.skip(Skip::Abstention);
             continue;
         }
-        let pre = if searcher.ranker().batched() {
-            Some(ahead.take(searcher, questions, &qvecs, qi, opts)?)
+        let pre = if reader.ranker().batched() {
+            Some(ahead.take(reader, questions, &qvecs, qi, opts)?)
         } else {
             None
         };
         let vector = qvecs.row(qi);
-        let Some(mut r) = rank_question(searcher, q, vector, pre, opts, &mut tally)? else {
+        let Some(mut r) = rank_question(reader, q, vector, pre, opts, &mut tally)? else {
             tally.skip(Skip::EmptyHaystack);
             continue;
         };
@@ -310,9 +310,9 @@ pub fn evaluate_questions(
             granularity: opts.granularity,
             ks: opts.ks.clone(),
             rank: opts.rank,
-            model: searcher.encoder().info().name.clone(),
-            ranker: searcher.ranker().describe(),
-            rank_batches: searcher
+            model: reader.encoder().info().name.clone(),
+            ranker: reader.ranker().describe(),
+            rank_batches: reader
                 .ranker()
                 .counts()
                 .into_iter()
@@ -328,7 +328,7 @@ pub fn evaluate_questions(
 /// embedding (first 200 questions) and the ranking: taken from its batch's ranking (`pre`,
 /// with its share of the batch's time in ms) when the ranker batches, else ranked now.
 fn rank_question(
-    searcher: &Searcher,
+    reader: &Reader,
     q: &EvalQuestion,
     vector: &[f32],
     pre: Option<(Option<Ranked>, f64)>,
@@ -338,9 +338,7 @@ fn rank_question(
     let times = &mut tally.times;
     let embed_ms = if times.embed.len() < 200 {
         let t = Instant::now();
-        searcher
-            .encoder()
-            .embed(&[q.query.as_str()], TextKind::Query)?;
+        reader.embed_queries(&[q.query.as_str()])?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         times.embed.push(ms);
         Some(ms)
@@ -361,7 +359,7 @@ fn rank_question(
         }
         return Ok(r);
     }
-    let result = searcher.rank(&q.tenant, &query, &opts.rank);
+    let result = reader.rank(&q.tenant, &query, &opts.rank);
     let rank_ms = t.elapsed().as_secs_f64() * 1e3;
     times.rank.push(rank_ms);
     if let Some(e) = embed_ms {
@@ -369,7 +367,7 @@ fn rank_question(
     }
     let ranking = match result {
         Ok(r) => r,
-        Err(EngineError::Rank(RankError::UnknownTenant { .. })) => return Ok(None),
+        Err(MemoryError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     Ok(Some(ranked(&ranking, opts)))

@@ -38,3 +38,27 @@ pub trait SessionSource: Iterator<Item = Result<Session, IngestError>> {
         None
     }
 }
+
+/// Sessions already in memory (a parsed LoCoMo file, a test's history), as a source.
+#[derive(Debug, Clone, Default)]
+pub struct SessionList(std::vec::IntoIter<Session>);
+
+impl SessionList {
+    pub fn new(sessions: Vec<Session>) -> SessionList {
+        SessionList(sessions.into_iter())
+    }
+}
+
+impl Iterator for SessionList {
+    type Item = Result<Session, IngestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(Ok)
+    }
+}
+
+impl SessionSource for SessionList {
+    fn skipped(&self) -> &[IngestError] {
+        &[]
+    }
+}

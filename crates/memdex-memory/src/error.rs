@@ -5,6 +5,7 @@
 use memdex_pipeline::EngineError;
 use memdex_rank::RankError;
 use memdex_runtime::RuntimeError;
+use memdex_store::StoreError;
 use thiserror::Error;
 
 /// What went wrong, with memdex's message.
@@ -90,13 +91,34 @@ impl From<EngineError> for MemoryError {
             | EngineError::Invalid { .. }
             | EngineError::Ingest(_) => MemoryError::Invalid(msg),
             EngineError::SessionConflict { .. } => MemoryError::Conflict(msg),
+            EngineError::Store(e) => e.into(),
             EngineError::Rank(_)
             | EngineError::Embed(_)
-            | EngineError::Store(_)
             | EngineError::Model { .. }
             | EngineError::Structures(_)
             | EngineError::Kernel { .. }
             | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
+        }
+    }
+}
+
+impl From<RankError> for MemoryError {
+    fn from(e: RankError) -> Self {
+        EngineError::Rank(e).into()
+    }
+}
+
+impl From<StoreError> for MemoryError {
+    fn from(e: StoreError) -> Self {
+        let msg = e.to_string();
+        match e {
+            e if e.is_disk_full() => MemoryError::DiskFull(msg),
+            StoreError::NotAStore { .. } => MemoryError::NotFound(msg),
+            StoreError::ModelMismatch { .. } | StoreError::InvalidAppend { .. } => {
+                MemoryError::Invalid(msg)
+            }
+            StoreError::Locked { .. } => MemoryError::Busy(msg),
+            _ => MemoryError::Internal(msg),
         }
     }
 }

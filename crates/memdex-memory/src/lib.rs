@@ -5,7 +5,11 @@
 //! way; [`request`] checks what a caller asks against the memory's [`Limits`]; [`input`]
 //! reads the session shapes callers hold (memdex's, LongMemEval's, LoCoMo's); [`MemoryError`]
 //! is the one classification of failures, which each front end maps once to its protocol.
+//! The offline tools use the door's two other halves: [`Builder`] for batch builds (`memdex
+//! index`, `memdex eval`) and [`Reader`] for searches and batched rankings without the
+//! runtime's threads (`memdex search`, `eval`, `bench`).
 
+mod builder;
 mod error;
 pub mod input;
 pub mod limits;
@@ -14,9 +18,14 @@ mod memory_async;
 mod reader;
 pub mod request;
 
+pub use builder::{BuildSpec, Builder};
 pub use error::MemoryError;
 pub use limits::{Limits, DEFAULT_K, MAX_K, MAX_RECENT_TURNS, MAX_TEXT_BYTES, MAX_TURNS};
 pub use memdex_core::{DeviceChoice, TextKind};
+pub use memdex_pipeline::{
+    cpu_ranker, ExtractOptions, IndexOptions, IndexProgress, IndexReport, KernelHandle, Throughput,
+    DEFAULT_FLUSH_ITEMS,
+};
 pub use memdex_rank::{format_ms, Explain, SearchHit, Stages};
 pub use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions};
 pub use memdex_store::CompactReport;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use memdex_core::{Granularity, OnError, Role, Session, TextKind, Turn};
 use memdex_embed::{EmbedError, Encoder};
-use memdex_ingest::{IngestError, ItemizeOptions, SessionSource};
+use memdex_ingest::{ItemizeOptions, SessionList};
 use memdex_pipeline::{index_sessions, AppendPipeline, EngineError, ExtractOptions, IndexOptions};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HookedEncoder;
@@ -37,21 +37,6 @@ fn counting(fail_from: usize) -> (impl Encoder, Arc<Counts>) {
         Ok(())
     });
     (enc, counts)
-}
-
-struct Sessions(std::vec::IntoIter<Session>);
-
-impl Iterator for Sessions {
-    type Item = Result<Session, IngestError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(Ok)
-    }
-}
-
-impl SessionSource for Sessions {
-    fn skipped(&self) -> &[IngestError] {
-        &[]
-    }
 }
 
 /// 40 sessions over 4 tenants; session i's turns repeat the texts of session i − 10 (shared
@@ -103,7 +88,7 @@ fn run_with(
         flush_items: 7,
         accel: None,
     };
-    index_sessions(Sessions(sessions.into_iter()), &mut w, enc, &opts, &())
+    index_sessions(SessionList::new(sessions), &mut w, enc, &opts, &())
 }
 
 /// Sessions whose turns hold dates, relative times and statements (both extractors find

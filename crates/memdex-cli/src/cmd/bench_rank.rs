@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use memdex_core::TextKind;
 use memdex_eval::{compare_batches, Agreement};
 use memdex_kernels::{BatchSeconds, Placement};
 use memdex_rank::{BatchQuery, Query, TopK};
@@ -42,7 +41,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     // the kernels run where the model does (`--device`: the CPU reference on the CPU)
     let ranker = Arc::new(super::checked_ranker(&a.model, placement)?);
     let Bench {
-        searcher,
+        reader,
         tenants,
         rows,
         opts,
@@ -50,7 +49,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
 
     let texts: Vec<String> = (0..a.queries).map(super::bench_search::query).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = searcher.encoder().embed(&refs, TextKind::Query)?;
+    let vectors = reader.embed_queries(&refs)?;
     let batch: Vec<BatchQuery<'_>> = (0..a.queries)
         .map(|i| BatchQuery {
             tenant: &tenants[i % tenants.len()],
@@ -65,7 +64,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     // cost model's first measurements of this batch size on both sides)
     let warm = &batch[..a.batch.min(batch.len())];
     for _ in 0..if placement == Placement::Auto { 3 } else { 1 } {
-        searcher.top_batch(
+        reader.top_batch(
             warm,
             &opts,
             TopK {
@@ -76,7 +75,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     }
 
     let warm_seconds = ranker.seconds();
-    let agreement = compare_batches(&searcher, ranker.as_ref(), &batch, a.k, a.batch, &opts)?;
+    let agreement = compare_batches(&reader, ranker.as_ref(), &batch, a.k, a.batch, &opts)?;
     let r = Report {
         bench: "rank",
         store: a.store.display().to_string(),

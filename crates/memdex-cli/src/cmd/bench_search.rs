@@ -5,11 +5,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use memdex_core::TextKind;
 use memdex_eval::percentile;
-use memdex_pipeline::Searcher;
-use memdex_rank::SharedRanker;
-use memdex_rank::{fit_to_store, Query, RankOptions, Stages};
+use memdex_memory::{Reader, StageNames};
+use memdex_rank::{fit_to_store, CpuRanker, Query, RankOptions, SharedRanker, Stages};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -106,10 +104,10 @@ pub(super) fn query(i: usize) -> String {
     t.replacen("{}", a, 1).replacen("{}", b, 1)
 }
 
-/// A store to benchmark searches on: its searcher (the store's own model), its tenants, live
+/// A store to benchmark searches on: its reader (the store's own model), its tenants, live
 /// rows and the ranking options (the search defaults with the user's stages, fitted).
 pub(super) struct Bench {
-    pub searcher: Searcher,
+    pub reader: Reader,
     pub tenants: Vec<String>,
     pub rows: u64,
     pub opts: RankOptions,
@@ -134,14 +132,12 @@ impl Bench {
         }
         let rows = s.rows();
         let embedder = super::load_embedder(model, s.manifest().model_source.as_deref())?;
-        let searcher = match ranker {
-            Some(r) => Searcher::with_ranker(s, Box::new(embedder), r)?,
-            None => Searcher::new(s, Box::new(embedder))?,
-        };
+        let ranker = ranker.unwrap_or_else(|| std::sync::Arc::new(CpuRanker::default()));
+        let reader = Reader::with_ranker(s, Box::new(embedder), ranker, StageNames::Flags)?;
         let mut opts = super::rank_options(rank, RankOptions::default())?;
-        fit_to_store(&mut opts, rank.time.is_some(), searcher.store());
+        fit_to_store(&mut opts, rank.time.is_some(), reader.store());
         Ok(Bench {
-            searcher,
+            reader,
             tenants,
             rows,
             opts,
@@ -154,7 +150,7 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
         bail!("--queries and --k must be at least 1");
     }
     let Bench {
-        searcher,
+        reader,
         tenants,
         rows,
         opts,
@@ -163,7 +159,7 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
     let run_one = |i: usize, tenant: &str| -> Result<(f64, f64, usize)> {
         let text = query(i);
         let t = Instant::now();
-        let e = searcher.encoder().embed(&[&text], TextKind::Query)?;
+        let e = reader.embed_queries(&[&text])?;
         let embed = t.elapsed().as_secs_f64() * 1e3;
         let q = Query {
             text: &text,
@@ -171,7 +167,7 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
             date_ms: None,
         };
         let t = Instant::now();
-        let hits = searcher.rank(tenant, &q, &opts)?.hits(a.k);
+        let hits = reader.rank(tenant, &q, &opts)?.hits(a.k);
         let rank = t.elapsed().as_secs_f64() * 1e3;
         std::hint::black_box(hits);
         Ok((embed, rank, e.tokens[0]))
@@ -196,9 +192,9 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
         store: a.store.display().to_string(),
         tenants: tenants.len(),
         rows,
-        model: searcher.encoder().info().name.clone(),
-        device: searcher.encoder().device(),
-        backend: searcher.encoder().backend(),
+        model: reader.encoder().info().name.clone(),
+        device: reader.encoder().device(),
+        backend: reader.encoder().backend(),
         threads: rayon::current_num_threads(),
         queries: a.queries,
         query_tokens: tokens as f64 / a.queries as f64,

@@ -4,20 +4,20 @@ use std::io::{BufWriter, Write};
 use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_eval::{
-    compare_rankers, evaluate_questions, load_and_index_with, Agreement, Dataset, EvalOptions,
+    compare_rankers, evaluate_questions, load_and_index, Agreement, Dataset, EvalOptions,
     EvalReport, LoadOptions, RunInfo,
 };
 use memdex_kernels::Placement;
-use memdex_pipeline::Searcher;
+use memdex_memory::{BuildSpec, Builder, StageNames, DEFAULT_FLUSH_ITEMS};
 use memdex_rank::Preset;
-use memdex_store::{Store, StoreWriter};
+use memdex_store::StoreSpec;
 
 use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
 
-impl memdex_pipeline::IndexProgress for Progress {
+impl memdex_memory::IndexProgress for Progress {
     fn on_session(&self) {
         self.0.inc(1);
     }
@@ -55,47 +55,43 @@ pub fn run(a: EvalArgs) -> Result<()> {
         granularity,
         key_context: context,
     };
-    let extract = super::extract_options(&a.extract, facts, &at)?;
-    let model = super::fact_model(&a.extract, facts)?;
-    let mut writer = StoreWriter::open_or_create_with(
-        &store_dir,
-        embedder.info(),
-        granularity,
-        None,
-        &super::extraction(&extract, model.as_ref()),
-    )?;
-    let (thoughts, tree) = super::structure_configs(&a.structures);
-    writer.enable_structures(thoughts, tree)?;
-    let pb = spinner("sessions");
-    let load_opts = LoadOptions {
-        dataset,
-        granularity,
-        on_error: a.on_error,
-        flush_items: memdex_pipeline::DEFAULT_FLUSH_ITEMS,
-    };
-    let (questions, load) = load_and_index_with(
-        &a.input,
-        &load_opts,
-        &mut writer,
-        &embedder,
-        super::as_fact_extractor(&model),
-        &Progress(pb.clone()),
-    )
-    .with_context(|| format!("loading {}", a.input.display()))?;
-    pb.finish_and_clear();
-    super::report_fact_model(&model);
-    drop(writer);
-    let store = Store::open(&store_dir)?;
-    let extraction = store.manifest().extraction.clone();
+    // the ranking flags are checked before the build, not after it
     let opts = EvalOptions {
         dataset,
         granularity,
         ks: a.k.clone(),
         rank: super::rank_options(&a.rank, a.preset.options())?,
     };
+    let extract = super::extract_options(&a.extract, facts, &at)?;
+    let model = super::fact_model(&a.extract, facts)?;
+    let (thoughts, tree) = super::structure_configs(&a.structures);
     let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
-    let searcher = Searcher::with_ranker(store, Box::new(embedder), ranker)?;
-    tracing::info!("ranker: {}", searcher.ranker().describe());
+    let spec = BuildSpec {
+        store: StoreSpec {
+            extraction: super::extraction(&extract, model.as_ref()),
+            ..StoreSpec::new(granularity)
+        },
+        thoughts,
+        tree,
+        facts: super::as_fact_extractor(&model),
+        ..BuildSpec::new(StoreSpec::new(granularity))
+    };
+    let mut builder = Builder::open(&store_dir, Box::new(embedder), spec)?;
+    let pb = spinner("sessions");
+    let load_opts = LoadOptions {
+        dataset,
+        granularity,
+        on_error: a.on_error,
+        flush_items: DEFAULT_FLUSH_ITEMS,
+    };
+    let (questions, load) =
+        load_and_index(&a.input, &load_opts, &mut builder, &Progress(pb.clone()))
+            .with_context(|| format!("loading {}", a.input.display()))?;
+    pb.finish_and_clear();
+    super::report_fact_model(&model);
+    let extraction = builder.manifest().extraction.clone();
+    let reader = builder.into_reader(ranker, StageNames::Flags)?;
+    tracing::info!("ranker: {}", reader.ranker().describe());
 
     let mut log = match &a.log {
         Some(p) => {
@@ -107,7 +103,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     };
     let t = std::time::Instant::now();
     let mut report = evaluate_questions(
-        &searcher,
+        &reader,
         &questions,
         &opts,
         log.as_mut().map(|w| w as &mut dyn Write),
@@ -115,7 +111,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let search_s = t.elapsed().as_secs_f64();
     if a.rank_check {
         let ranker = super::checked_ranker(&a.model, Placement::Device)?;
-        let agreement = compare_rankers(&searcher, &ranker, &questions, &opts.rank)?;
+        let agreement = compare_rankers(&reader, &ranker, &questions, &opts.rank)?;
         if !a.json {
             print_agreement(&agreement);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use memdex_extract::FactExtractor;
-use memdex_pipeline::ExtractOptions;
+use memdex_memory::ExtractOptions;
 use memdex_store::Extraction;
 
 use crate::cli::{ExtractArgs, ExtractorChoice, ExtractorSpec};

@@ -2,14 +2,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use memdex_embed::Encoder as _;
-use memdex_eval::{load_and_index_with, Dataset, LoadOptions};
+use memdex_eval::{load_and_index, Dataset, LoadOptions};
 use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
-use memdex_pipeline::{
-    index_sessions_with, EngineError, ExtractOptions, Extractors, IndexOptions, IndexProgress,
-    IndexReport, KernelHandle,
+use memdex_memory::{
+    BuildSpec, Builder, ExtractOptions, IndexOptions, IndexProgress, IndexReport, KernelHandle,
 };
-use memdex_store::{LshMeta, Store, StoreSpec, StoreWriter};
+use memdex_store::{LshMeta, Store, StoreSpec};
 use serde::Serialize;
 
 use crate::cli::{IndexArgs, InputFormat, LshDevice};
@@ -89,7 +87,7 @@ struct Out<'a> {
     #[serde(flatten)]
     report: &'a IndexReport,
     /// Rates over the wall time and each stage's busy fraction.
-    throughput: memdex_pipeline::Throughput,
+    throughput: memdex_memory::Throughput,
     store_rows: u64,
     manifest_version: u64,
     /// `shared` or `inline`.
@@ -117,30 +115,37 @@ pub fn run(a: IndexArgs) -> Result<()> {
     };
     let extract = super::extract_options(&a.extract, a.facts, &at)?;
     let model = super::fact_model(&a.extract, a.facts)?;
-    let spec = StoreSpec {
-        granularity: a.granularity,
-        model_source: Some(source_hint),
-        extraction: super::extraction(&extract, model.as_ref()),
-        layout: a.layout,
-    };
-    let mut writer = StoreWriter::open_or_create_spec(&a.store, embedder.info(), &spec)?;
-    if let (Some(buckets), Some(tables)) = (a.lsh_buckets, a.lsh_tables) {
-        writer.enable_lsh(LshMeta {
+    let (thoughts, tree) = super::structure_configs(&a.structures);
+    let lsh = match (a.lsh_buckets, a.lsh_tables) {
+        (Some(buckets), Some(tables)) => Some(LshMeta {
             seed: a.lsh_seed,
             buckets,
             tables,
             dim: embedder.dim() as u32,
-        })?;
-    }
-    let (thoughts, tree) = super::structure_configs(&a.structures);
-    writer.enable_structures(thoughts, tree)?;
+        }),
+        _ => None,
+    };
+    let spec = BuildSpec {
+        store: StoreSpec {
+            granularity: a.granularity,
+            model_source: Some(source_hint),
+            extraction: super::extraction(&extract, model.as_ref()),
+            layout: a.layout,
+        },
+        lsh,
+        thoughts,
+        tree,
+        facts: super::as_fact_extractor(&model),
+    };
+    let mut builder = Builder::open(&a.store, Box::new(embedder), spec)?;
     let mut itemize = ItemizeOptions::new(a.granularity);
     if let Some(k) = a.key_roles {
         itemize.key_roles = k;
     }
     // a hashing store on a CUDA model: bucket ids from memdex's lsh_project kernel there
-    let hashes = writer.manifest().lsh.is_some();
-    let accel = if hashes && embedder.is_accelerator() && a.lsh_device == LshDevice::Auto {
+    let hashes = builder.manifest().lsh.is_some();
+    let on_accelerator = builder.encoder().is_accelerator();
+    let accel = if hashes && on_accelerator && a.lsh_device == LshDevice::Auto {
         let k = super::load_kernels(a.model.device, None)?;
         (k.device() != "cpu").then(|| KernelHandle(std::sync::Arc::from(k)))
     } else {
@@ -164,16 +169,8 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 max_line_bytes: a.max_line_bytes,
             },
         )
-        .map_err(EngineError::from)
-        .and_then(|source| {
-            let store = Store::open(writer.dir())?;
-            let x = Extractors::for_store_with(
-                &store.manifest().extraction,
-                super::as_fact_extractor(&model),
-            )?;
-            index_sessions_with(source, &mut writer, &embedder, &opts, x, &bars)
-        })
-        .map_err(anyhow::Error::from),
+        .map_err(anyhow::Error::from)
+        .and_then(|source| Ok(builder.index(source, &opts, &bars)?)),
         InputFormat::Longmemeval | InputFormat::Locomo => {
             let load = LoadOptions {
                 dataset: if a.format == InputFormat::Locomo {
@@ -185,8 +182,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
                 on_error: a.on_error,
                 flush_items: opts.flush_items,
             };
-            let facts = super::as_fact_extractor(&model);
-            load_and_index_with(&a.input, &load, &mut writer, &embedder, facts, &bars)
+            load_and_index(&a.input, &load, &mut builder, &bars)
                 .map(|(_, load)| {
                     for w in load.warnings.iter().take(5) {
                         eprintln!("warning: {w}");
@@ -208,7 +204,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
             a.store.display()
         )
     })?;
-    let m = writer.manifest();
+    let m = builder.manifest();
     let store = Store::open(&a.store)?;
     let live_rows = store.rows();
     if a.json {

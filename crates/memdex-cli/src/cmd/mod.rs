@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::cli::{BenchCommand, Cli, Command, ExtractArgs, ModelArgs, StructureArgs};
-use memdex_pipeline::ExtractOptions;
+use memdex_memory::ExtractOptions;
 use memdex_rank::{RankOptions, Stages};
 use memdex_store::Manifest;
 
@@ -246,7 +246,7 @@ pub(crate) fn ranker(
 ) -> Result<SharedRanker> {
     let (device, mb) = (model.device, model.rank_memory_mb);
     let accelerator = encoder.is_accelerator();
-    let cpu = memdex_pipeline::cpu_ranker(encoder, scan.choice());
+    let cpu = memdex_memory::cpu_ranker(encoder, scan.choice());
     let (kernels, placement) = match choice {
         RankDeviceArg::Cpu => return Ok(Arc::new(cpu)),
         RankDeviceArg::Auto if !accelerator => return Ok(Arc::new(cpu)),

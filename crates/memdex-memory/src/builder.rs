@@ -1,0 +1,143 @@
+//! [`Builder`]: the door's offline write half. One store opened for a batch build with the
+//! model it is built with: the store's spec, its hashing and structures set once at open, then
+//! session sources indexed through memdex-pipeline's overlapped build (read → itemize → embed
+//! → commit), and at the end a [`Reader`] over what was built. `memdex index` and `memdex eval`
+//! build through it; online appends go through [`crate::Memory`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use memdex_embed::Encoder;
+use memdex_extract::FactExtractor;
+use memdex_ingest::SessionSource;
+use memdex_pipeline::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
+use memdex_rank::BatchRanker;
+use memdex_store::{LshMeta, Manifest, Store, StoreSpec, StoreWriter, ThoughtsConfig, TreeConfig};
+
+use crate::request::StageNames;
+use crate::{MemoryError, Reader};
+
+/// What a batch build opens a store with.
+pub struct BuildSpec {
+    /// A new store's granularity, model source, extraction and layout (an existing store
+    /// must agree).
+    pub store: StoreSpec,
+    /// TiM's bucket ids, kept beside every row (None: the store's own setting).
+    pub lsh: Option<LshMeta>,
+    /// TiM's thoughts (None: not kept).
+    pub thoughts: Option<ThoughtsConfig>,
+    /// MemTree's tree (None: not kept).
+    pub tree: Option<TreeConfig>,
+    /// The fact extractor model the store's extraction names (None: the rules).
+    pub facts: Option<Arc<dyn FactExtractor>>,
+}
+
+impl std::fmt::Debug for BuildSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildSpec")
+            .field("store", &self.store)
+            .field("lsh", &self.lsh)
+            .field("thoughts", &self.thoughts)
+            .field("tree", &self.tree)
+            .field("facts", &self.facts.as_ref().map(|f| f.name().to_string()))
+            .finish()
+    }
+}
+
+impl BuildSpec {
+    /// A store as `store` says, without hashing, structures or an extractor model.
+    pub fn new(store: StoreSpec) -> BuildSpec {
+        BuildSpec {
+            store,
+            lsh: None,
+            thoughts: None,
+            tree: None,
+            facts: None,
+        }
+    }
+}
+
+/// A store open for a batch build, with its model.
+pub struct Builder {
+    writer: StoreWriter,
+    encoder: Box<dyn Encoder>,
+    facts: Option<Arc<dyn FactExtractor>>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("dir", &self.writer.dir())
+            .field("model", &self.encoder.info().name)
+            .finish()
+    }
+}
+
+impl Builder {
+    /// Opens the store in `dir` for writing (creating it as `spec.store` says when it does
+    /// not exist), takes its writer lock and sets its hashing and structures.
+    pub fn open(
+        dir: &Path,
+        encoder: Box<dyn Encoder>,
+        spec: BuildSpec,
+    ) -> Result<Builder, MemoryError> {
+        let mut writer = StoreWriter::open_or_create_spec(dir, encoder.info(), &spec.store)?;
+        if let Some(lsh) = spec.lsh {
+            writer.enable_lsh(lsh)?;
+        }
+        writer.enable_structures(spec.thoughts, spec.tree)?;
+        Ok(Builder {
+            writer,
+            encoder,
+            facts: spec.facts,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.writer.dir()
+    }
+
+    /// The store's manifest as committed so far.
+    pub fn manifest(&self) -> &Manifest {
+        self.writer.manifest()
+    }
+
+    pub fn encoder(&self) -> &dyn Encoder {
+        self.encoder.as_ref()
+    }
+
+    /// Indexes `source`'s sessions (those stored unchanged are skipped) with the extraction the
+    /// store's manifest records, committing a segment every `opts.flush_items` items. On an
+    /// error, what was committed before it stays and a re-run skips it.
+    pub fn index<S: SessionSource + Send>(
+        &mut self,
+        source: S,
+        opts: &IndexOptions,
+        progress: &dyn IndexProgress,
+    ) -> Result<IndexReport, MemoryError> {
+        let extract =
+            Extractors::for_store_with(&self.writer.manifest().extraction, self.facts.clone())?;
+        let encoder = self.encoder.as_ref();
+        Ok(index_sessions_with(
+            source,
+            &mut self.writer,
+            encoder,
+            opts,
+            extract,
+            progress,
+        )?)
+    }
+
+    /// Ends the build (the writer lock is released) and opens what was built for reading with
+    /// the same model, ranked by `ranker`.
+    pub fn into_reader(
+        self,
+        ranker: Arc<dyn BatchRanker>,
+        names: StageNames,
+    ) -> Result<Reader, MemoryError> {
+        let dir = self.writer.dir().to_path_buf();
+        drop(self.writer);
+        let store = Store::open(&dir)?;
+        Reader::with_ranker(store, self.encoder, ranker, names)
+    }
+}
