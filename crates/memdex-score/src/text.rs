@@ -175,21 +175,45 @@ impl Analyzer {
     /// Terms of `text`, in order (duplicates kept).
     pub fn terms(&self, text: &str) -> Vec<String> {
         text.unicode_words()
-            .filter_map(|w| {
-                let lower = w.to_lowercase();
-                // possessive and contraction tails: "Caroline's" → "caroline"
-                let base = lower
-                    .strip_suffix("'s")
-                    .or_else(|| lower.strip_suffix("’s"))
-                    .unwrap_or(&lower);
-                if self.stop.contains(base) {
-                    return None;
-                }
-                Some(self.stemmer.stem(base).into_owned())
-            })
+            .filter_map(|w| self.base(w))
+            .map(|base| self.stemmer.stem(&base).into_owned())
             .collect()
     }
+
+    /// The words of `text` a query can be expanded with, each as (its term, the word itself),
+    /// each word once, first seen first (two words may share a term): alphabetic words of at least [`MIN_EXPANSION_CHARS`]
+    /// letters that are not stop words. `seen` holds the lower-cased words already taken (by
+    /// this call or earlier ones), which are skipped without stemming.
+    pub fn expansion_words(&self, text: &str, seen: &mut HashSet<String>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for w in text.unicode_words() {
+            let Some(base) = self.base(w) else { continue };
+            let letters = base.chars().count() >= MIN_EXPANSION_CHARS
+                && base.chars().all(char::is_alphabetic);
+            if !letters || seen.contains(&base) {
+                continue;
+            }
+            let term = self.stemmer.stem(&base).into_owned();
+            seen.insert(base.clone());
+            out.push((term, base));
+        }
+        out
+    }
+
+    /// `w` lower-cased without a possessive tail ("Caroline's" → "caroline"); None for a stop
+    /// word.
+    fn base(&self, w: &str) -> Option<String> {
+        let lower = w.to_lowercase();
+        let base = lower
+            .strip_suffix("'s")
+            .or_else(|| lower.strip_suffix("’s"))
+            .unwrap_or(&lower);
+        (!self.stop.contains(base)).then(|| base.to_string())
+    }
 }
+
+/// The shortest word query expansion adds.
+pub const MIN_EXPANSION_CHARS: usize = 3;
 
 #[cfg(test)]
 mod tests {
@@ -205,5 +229,30 @@ mod tests {
         assert_eq!(a.terms("Café naïve — 東京"), ["café", "naïv", "東", "京"]);
         assert!(a.terms("the and of").is_empty());
         assert!(a.terms("").is_empty());
+    }
+
+    #[test]
+    fn expansion_words_are_letters_once_each_with_their_term() {
+        let a = Analyzer::english();
+        let mut seen = HashSet::new();
+        let w = a.expansion_words(
+            "Caroline's hiking, hiking again in 2023 at the Lake! ok",
+            &mut seen,
+        );
+        assert_eq!(
+            w,
+            [
+                ("carolin", "caroline"),
+                ("hike", "hiking"),
+                ("lake", "lake")
+            ]
+            .map(|(t, w)| (t.to_string(), w.to_string()))
+        );
+        // words seen in an earlier text are not repeated; a new form of a term is
+        let w = a.expansion_words("the lake and hikes", &mut seen);
+        assert_eq!(w, [("hike".to_string(), "hikes".to_string())]);
+        for (term, _) in a.expansion_words("Café naïve walking", &mut HashSet::new()) {
+            assert!(a.terms("Café naïve walking").contains(&term), "{term}");
+        }
     }
 }

@@ -37,6 +37,7 @@ mod segment;
 mod snapshot;
 mod store;
 mod structure_segments;
+mod words;
 mod writer;
 
 pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
@@ -56,4 +57,5 @@ pub use store::{session_hash, Store, TenantSlice};
 pub use structure_segments::{
     AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
 };
+pub use words::{WordTable, WordsMeta};
 pub use writer::{AppendReport, StoreSpec, StoreWriter};

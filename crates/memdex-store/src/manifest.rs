@@ -61,6 +61,10 @@ pub struct Manifest {
     /// (see `structures`). Absent in older manifests (= none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structures: Option<crate::StructuresMeta>,
+    /// The word table's files (`wrd-N.arrow`): a vector per BM25 term of the stored keys,
+    /// for query expansion (see `words`). Absent in older manifests (= none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<crate::WordsMeta>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -283,6 +287,15 @@ impl Manifest {
             return Err("an inline store lists content files".into());
         }
         let mut seen = std::collections::HashSet::new();
+        for w in &self.words {
+            let what = format!("word file {} ({:?})", w.id, clip(&w.file, 64));
+            if !is_file_name(&w.file, "wrd-") {
+                return Err(format!("{what}: file name must be wrd-<digits>.arrow"));
+            }
+            if ids.contains(&w.id) || !seen.insert(w.id) || !files.insert(w.file.as_str()) {
+                return Err(format!("{what}: id or file listed twice"));
+            }
+        }
         for c in &self.contents {
             let what = format!("content file {} ({:?})", c.id, clip(&c.file, 64));
             if !is_file_name(&c.file, "cnt-") {
@@ -295,10 +308,12 @@ impl Manifest {
         Ok(())
     }
 
-    /// Every file the manifest names inside `segments/` (segments, then content files).
+    /// Every file the manifest names inside `segments/` (segments, content files, word
+    /// files).
     pub fn files(&self) -> impl Iterator<Item = &str> {
         (self.segments.iter().map(|s| s.file.as_str()))
             .chain(self.contents.iter().map(|c| c.file.as_str()))
+            .chain(self.words.iter().map(|w| w.file.as_str()))
     }
 
     /// The id the next new segment takes (and, in the manifest that names it, the next one
@@ -308,6 +323,7 @@ impl Manifest {
             .iter()
             .map(|s| s.id + 1)
             .chain(self.contents.iter().map(|c| c.id + 1))
+            .chain(self.words.iter().map(|w| w.id + 1))
             .max()
             .unwrap_or(1)
             .max(self.next_segment_id)
@@ -339,10 +355,11 @@ impl Manifest {
         self.segments.iter().map(|s| s.rows).sum()
     }
 
-    /// Bytes of every segment and content file.
+    /// Bytes of every segment, content and word file.
     pub fn bytes(&self) -> u64 {
         let segments: u64 = self.segments.iter().map(|s| s.bytes).sum();
-        segments + self.contents.iter().map(|c| c.bytes).sum::<u64>()
+        let words: u64 = self.words.iter().map(|w| w.bytes).sum();
+        segments + words + self.contents.iter().map(|c| c.bytes).sum::<u64>()
     }
 }
 

@@ -10,6 +10,7 @@ use crate::error::StoreError;
 use crate::live::Alive;
 use crate::manifest::{Layout, Manifest, SEGMENTS_DIR};
 use crate::segment::{ItemRef, Segment, VectorRun};
+use crate::words::WordTable;
 
 /// A read-only view of one committed manifest version, all segments memory-mapped.
 ///
@@ -24,6 +25,8 @@ pub struct Store {
     /// The shared layout's content files (empty for an inline store).
     contents: SharedContents,
     alive: Alive,
+    /// The word table (query expansion's term vectors).
+    words: Arc<WordTable>,
 }
 
 /// A run of one tenant's live rows inside one segment (a delete splits a tenant's range
@@ -141,12 +144,14 @@ impl Store {
             .map(|m| Segment::open(&seg_dir, m, dim, manifest.layout, &contents))
             .collect::<Result<Vec<_>, _>>()?;
         let alive = Alive::build(&segments, &manifest.deleted);
+        let words = Arc::new(WordTable::open(&seg_dir, &manifest.words, dim, None)?);
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
             segments,
             contents,
             alive,
+            words,
         })
     }
 
@@ -180,6 +185,10 @@ impl Store {
             });
         }
         self.alive = Alive::build(&segments, &manifest.deleted);
+        if manifest.words != self.manifest.words {
+            let words = WordTable::open(&seg_dir, &manifest.words, dim, Some(&self.words))?;
+            self.words = Arc::new(words);
+        }
         self.segments = segments;
         self.manifest = manifest;
         Ok(())
@@ -231,6 +240,11 @@ impl Store {
     }
 
     /// The shared layout's content files (none for an inline store).
+    /// The word table: a vector per BM25 term of the stored keys.
+    pub fn words(&self) -> &Arc<WordTable> {
+        &self.words
+    }
+
     pub fn contents(&self) -> &Contents {
         &self.contents
     }

@@ -134,6 +134,7 @@ impl StoreWriter {
                     next_segment_id: 0,
                     lsh: None,
                     structures: None,
+                    words: Vec::new(),
                 };
                 m.save(dir)?;
                 m

@@ -1,0 +1,221 @@
+//! The store's word table: one vector per BM25 term of the stored keys, from the store's own
+//! model, for query expansion (memdex-rank's `expand` stage reaches evidence that shares no
+//! word with a question through the terms whose vectors are nearest to the question's).
+//!
+//! A term's vector is the embedding of the first word seen with that term ("hiking" for
+//! `hike`). Terms are tenant-independent (a vector depends on the model only), so each is
+//! embedded once per store, whichever tenants use it. Files `segments/wrd-N.arrow` (columns
+//! `term`, `word`, `embedding`), immutable and named by the manifest like segments; the
+//! pipeline commits a batch's new terms just before the segment whose keys brought them, so
+//! every committed row's terms have vectors (a crash between the two leaves vectors of terms
+//! no row has yet, which is harmless). Stores built before the table have none for their
+//! older keys: expansion simply finds fewer candidates there.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use serde::{Deserialize, Serialize};
+
+use crate::contents::write_batch_file;
+use crate::error::StoreError;
+use crate::ipc::map_batch;
+use crate::manifest::SEGMENTS_DIR;
+use crate::schema::embedding_item_field;
+use crate::StoreWriter;
+
+const TERM: usize = 0;
+const WORD: usize = 1;
+const EMBEDDING: usize = 2;
+
+/// One committed word file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WordsMeta {
+    /// From the segments' id sequence: no segment, content or word file shares an id.
+    pub id: u64,
+    /// File name inside `segments/`.
+    pub file: String,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Every term's vector, over the mapped word files (a term in several files: the first).
+#[derive(Debug, Clone, Default)]
+pub struct WordTable {
+    files: Vec<(WordsMeta, RecordBatch)>,
+    /// term → (file, row)
+    index: HashMap<Box<str>, (u32, u32)>,
+    dim: usize,
+}
+
+impl WordTable {
+    /// Maps the files `metas` names in `seg_dir`, reusing those `prev` already maps.
+    pub(crate) fn open(
+        seg_dir: &Path,
+        metas: &[WordsMeta],
+        dim: usize,
+        prev: Option<&WordTable>,
+    ) -> Result<WordTable, StoreError> {
+        let mut table = match prev {
+            Some(p) if metas.starts_with(&p.metas()) => p.clone(),
+            _ => WordTable {
+                dim,
+                ..WordTable::default()
+            },
+        };
+        for m in &metas[table.files.len()..] {
+            let path = seg_dir.join(&m.file);
+            let batch = map_batch(&path, m.bytes)?;
+            check(&batch, m.rows, dim).map_err(|message| StoreError::Segment {
+                path: path.clone(),
+                message,
+            })?;
+            let f = table.files.len() as u32;
+            let terms = batch.column(TERM).as_string::<i32>();
+            for row in 0..terms.len() {
+                (table.index)
+                    .entry(terms.value(row).into())
+                    .or_insert((f, row as u32));
+            }
+            table.files.push((m.clone(), batch));
+        }
+        Ok(table)
+    }
+
+    fn metas(&self) -> Vec<WordsMeta> {
+        self.files.iter().map(|(m, _)| m.clone()).collect()
+    }
+
+    /// Terms with a vector.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn contains(&self, term: &str) -> bool {
+        self.index.contains_key(term)
+    }
+
+    /// Where `term`'s vector is ([`Self::vector_at`]), if it has one.
+    pub fn locate(&self, term: &str) -> Option<(u32, u32)> {
+        self.index.get(term).copied()
+    }
+
+    /// The vector at a location [`Self::locate`] gave.
+    pub fn vector_at(&self, (file, row): (u32, u32)) -> &[f32] {
+        let list = self.files[file as usize]
+            .1
+            .column(EMBEDDING)
+            .as_fixed_size_list();
+        let values = list.values().as_primitive::<Float32Type>().values();
+        let start = (list.offset() + row as usize) * self.dim;
+        &values[start..start + self.dim]
+    }
+
+    /// `term`'s vector and the word it was embedded from.
+    pub fn get(&self, term: &str) -> Option<(&str, &[f32])> {
+        let at @ (file, row) = self.locate(term)?;
+        let words = self.files[file as usize].1.column(WORD).as_string::<i32>();
+        Some((words.value(row as usize), self.vector_at(at)))
+    }
+}
+
+/// A word file's shape: the manifest's row count, three columns, vectors of the store's
+/// dimension, no nulls.
+fn check(batch: &RecordBatch, rows: u64, dim: usize) -> Result<(), String> {
+    crate::ipc::check_shape(batch, rows)?;
+    let types = [
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::FixedSizeList(embedding_item_field(), dim as i32),
+    ];
+    if batch.num_columns() != types.len()
+        || (0..types.len()).any(|c| batch.column(c).data_type() != &types[c])
+    {
+        return Err(format!(
+            "not a word file of dimension {dim} (columns {:?})",
+            batch.schema().fields()
+        ));
+    }
+    Ok(())
+}
+
+fn words_batch(words: &[(String, String)], vectors: &[f32], dim: usize) -> RecordBatch {
+    let (mut terms, mut surface) = (StringBuilder::new(), StringBuilder::new());
+    let mut embedding = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32)
+        .with_field(embedding_item_field());
+    for ((term, word), v) in words.iter().zip(vectors.chunks_exact(dim)) {
+        terms.append_value(term);
+        surface.append_value(word);
+        embedding.values().append_slice(v);
+        embedding.append(true);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(terms.finish()),
+        Arc::new(surface.finish()),
+        Arc::new(embedding.finish()),
+    ];
+    let schema = Schema::new(vec![
+        Field::new("term", DataType::Utf8, false),
+        Field::new("word", DataType::Utf8, false),
+        Field::new(
+            "embedding",
+            DataType::FixedSizeList(embedding_item_field(), dim as i32),
+            false,
+        ),
+    ]);
+    RecordBatch::try_new(Arc::new(schema), columns).expect("the word file's columns line up")
+}
+
+impl StoreWriter {
+    /// Commits `words` (term, the word embedded for it) with their `vectors` (row-major,
+    /// `words.len() × dim`) as one word file in a new manifest version. Terms the table has
+    /// already are stored again but never read (the first file wins); nothing to add: no-op.
+    pub fn append_words(
+        &mut self,
+        words: &[(String, String)],
+        vectors: &[f32],
+    ) -> Result<(), StoreError> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        let dim = self.manifest.model.dim;
+        if vectors.len() != words.len() * dim {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} word vectors' values for {} words of dimension {dim}",
+                    vectors.len(),
+                    words.len()
+                ),
+            });
+        }
+        let batch = words_batch(words, vectors, dim);
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let id = self.manifest.next_segment_id();
+        let file = format!("wrd-{id:06}.arrow");
+        let bytes = write_batch_file(&seg_dir, &file, &batch)?;
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.next_segment_id = id + 1;
+        next.words.push(WordsMeta {
+            id,
+            file: file.clone(),
+            rows: words.len() as u64,
+            bytes,
+        });
+        if let Err(e) = next.save(&self.dir) {
+            let _ = std::fs::remove_file(seg_dir.join(&file));
+            return Err(e);
+        }
+        self.manifest = next;
+        Ok(())
+    }
+}
