@@ -50,6 +50,8 @@ pub struct CompactReport {
     pub rows_removed: u64,
     /// Shared layout: contents no remaining row references, removed with their files' rewrite.
     pub contents_removed: u64,
+    /// Word-table terms no remaining row uses, removed with the table's rewrite.
+    pub words_removed: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub manifest_version: u64,
@@ -192,6 +194,21 @@ impl StoreWriter {
                     remove_files(&seg_dir, &written);
                     return Err(e);
                 }
+            }
+        }
+        let mut ids = next.next_segment_id.max(next_seg_id);
+        match crate::words::compact_words(&store, &seg_dir, &mut ids) {
+            Ok(Some(w)) => {
+                written.extend(w.written);
+                old_contents.extend(w.retired);
+                report.words_removed = w.removed;
+                next.words = w.metas;
+                next.next_segment_id = ids;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                remove_files(&seg_dir, &written);
+                return Err(e);
             }
         }
         sync_dir(&seg_dir)?;

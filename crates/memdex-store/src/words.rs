@@ -175,6 +175,79 @@ fn words_batch(words: &[(String, String)], vectors: &[f32], dim: usize) -> Recor
     RecordBatch::try_new(Arc::new(schema), columns).expect("the word file's columns line up")
 }
 
+/// What compacting the word table did: the new file list, the files it retires and those
+/// it wrote (removed if the compaction does not commit).
+pub(crate) struct WordsCompaction {
+    pub metas: Vec<WordsMeta>,
+    pub retired: Vec<String>,
+    pub written: Vec<String>,
+    /// Terms dropped.
+    pub removed: u64,
+}
+
+/// Rewrites the word table into one file without the terms no live row of `store` (the view
+/// compaction keeps) uses any more, so a forgotten item's words leave the disk with it; None
+/// when every term is still used.
+pub(crate) fn compact_words(
+    store: &crate::Store,
+    seg_dir: &Path,
+    next_id: &mut u64,
+) -> Result<Option<WordsCompaction>, StoreError> {
+    let table = store.words();
+    if table.is_empty() {
+        return Ok(None);
+    }
+    let mut used: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for tenant in store.tenants().keys() {
+        for slice in store.tenant_slices(tenant) {
+            for r in 0..slice.rows {
+                used.extend(slice.terms(r));
+            }
+        }
+    }
+    let mut kept: Vec<(&str, (u32, u32))> = (table.index.iter())
+        .filter(|(t, _)| used.contains(&***t))
+        .map(|(t, &at)| (&**t, at))
+        .collect();
+    let stored: u64 = table.files.iter().map(|(m, _)| m.rows).sum();
+    if kept.len() as u64 == stored {
+        return Ok(None);
+    }
+    kept.sort_unstable_by_key(|&(_, at)| at);
+    let words: Vec<(String, String)> = (kept.iter())
+        .map(|&(t, at)| {
+            let w = table.files[at.0 as usize].1.column(WORD).as_string::<i32>();
+            (t.to_string(), w.value(at.1 as usize).to_string())
+        })
+        .collect();
+    let vectors: Vec<f32> = (kept.iter())
+        .flat_map(|&(_, at)| table.vector_at(at).iter().copied())
+        .collect();
+    let retired = table.files.iter().map(|(m, _)| m.file.clone()).collect();
+    let mut metas = Vec::new();
+    let mut written = Vec::new();
+    if !words.is_empty() {
+        let id = *next_id;
+        *next_id += 1;
+        let file = format!("wrd-{id:06}.arrow");
+        let batch = words_batch(&words, &vectors, table.dim);
+        let bytes = write_batch_file(seg_dir, &file, &batch)?;
+        written.push(file.clone());
+        metas.push(WordsMeta {
+            id,
+            file,
+            rows: words.len() as u64,
+            bytes,
+        });
+    }
+    Ok(Some(WordsCompaction {
+        metas,
+        retired,
+        written,
+        removed: (table.len() - words.len()) as u64,
+    }))
+}
+
 impl StoreWriter {
     /// Commits `words` (term, the word embedded for it) with their `vectors` (row-major,
     /// `words.len() × dim`) as one word file in a new manifest version. Terms the table has

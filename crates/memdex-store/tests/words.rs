@@ -30,7 +30,15 @@ fn word_vectors_are_committed_read_back_and_kept() {
         &[0.6, 0.8, -1.0, 0.0],
     )
     .unwrap();
-    w.append(&[item("t", "s1", 0, "we went hiking")], &[1.0, 0.0])
+    let rows = [
+        item("t", "s1", 0, "we went hiking"),
+        item("t", "s2", 0, "a lake"),
+    ];
+    let terms = vec![
+        vec!["went".to_string(), "hike".to_string()],
+        vec!["lake".to_string()],
+    ];
+    w.append_with_terms(&rows, &[1.0, 0.0, 0.0, 1.0], &terms)
         .unwrap();
     // nothing to add: no new version
     let version = w.manifest().version;
@@ -53,17 +61,31 @@ fn word_vectors_are_committed_read_back_and_kept() {
         assert_eq!(t.vector_at(t.locate("lake").unwrap()), &[0.0, 1.0]);
     }
 
-    // compaction rewrites segments, not word files; a snapshot copies them
-    w.delete_items(&[0]).unwrap();
-    w.compact(&CompactOptions::default()).unwrap();
-    assert_eq!(Store::open(dir.path()).unwrap().words().len(), 3);
+    // a snapshot copies the word files
     let out = tempfile::tempdir().unwrap();
     let copy = out.path().join("copy");
     snapshot(dir.path(), &copy).unwrap();
-    assert_eq!(
-        Store::open(&copy).unwrap().words().get("lake").unwrap().0,
-        "lake"
+    assert_eq!(Store::open(&copy).unwrap().words().len(), 3);
+
+    // forgetting the hiking row and compacting takes the terms no row uses off the disk
+    w.delete_items(&[0]).unwrap();
+    let report = w.compact(&CompactOptions::default()).unwrap();
+    assert_eq!(report.words_removed, 2, "{report:?}");
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.words().len(), 1);
+    assert_eq!(store.words().get("lake").unwrap().1, &[0.0, 1.0]);
+    let on_disk = memdex_testkit::segment_bytes(dir.path());
+    assert!(
+        !memdex_testkit::contains(&on_disk, "hiking"),
+        "a forgotten word is on disk"
     );
+    assert!(!memdex_testkit::contains(&on_disk, "surfing"));
+    assert!(memdex_testkit::contains(&on_disk, "lake"));
+    // the last row forgotten: no word file at all
+    w.delete_items(&[1]).unwrap();
+    w.compact(&CompactOptions::default()).unwrap();
+    assert!(Store::open(dir.path()).unwrap().words().is_empty());
+    assert!(w.manifest().words.is_empty());
 }
 
 #[test]
