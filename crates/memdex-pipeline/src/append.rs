@@ -322,15 +322,34 @@ impl AppendPipeline {
                 }
             })
             .collect();
+        let fresh_words = self.new_words(&fresh, inflight);
         self.profile.plan += t.elapsed().as_secs_f64();
         Some(Batch {
             items,
             derived,
             sources,
             fresh,
+            fresh_words,
             parallel: self.parallel,
             sessions,
         })
+    }
+
+    /// The terms of `fresh` keys that neither the store's word table nor a batch in flight
+    /// has, each with the first word seen for it.
+    fn new_words(&self, fresh: &[String], inflight: &mut InFlight) -> Vec<(String, String)> {
+        let analyzer = memdex_score::text::Analyzer::english();
+        let table = self.keys.store().words();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for key in fresh {
+            for (term, word) in analyzer.expansion_words(key, &mut seen) {
+                if inflight.take_term(&term, table) {
+                    out.push((term, word));
+                }
+            }
+        }
+        out
     }
 
     /// Re-reads the committed store (after this pipeline's commits, or a delete or compaction

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use memdex_core::MemoryItem;
 use memdex_embed::Embeddings;
 use memdex_score::text::Analyzer;
-use memdex_store::{Derived, StoreWriter};
+use memdex_store::{Derived, StoreWriter, WordTable};
 use rayon::prelude::*;
 
 use memdex_kernels::Kernels;
@@ -24,6 +24,8 @@ pub struct Committed {
     pub manifest_version: u64,
     pub rows: u64,
     pub keys_embedded: u64,
+    /// Terms added to the word table.
+    pub words_embedded: u64,
     /// Items whose key a live row (or an earlier item of the same commit) already held.
     pub keys_reused: u64,
     pub tokens_embedded: u64,
@@ -45,17 +47,28 @@ pub enum KeySource {
 }
 
 /// Keys scheduled for embedding by batches not yet committed (by key hash; a collision only
-/// costs an extra lookup, the text is compared when the vector is copied).
+/// costs an extra lookup, the text is compared when the vector is copied), and the word
+/// table's terms those batches add.
 #[derive(Debug, Default)]
-pub struct InFlight(HashSet<u64>);
+pub struct InFlight {
+    keys: HashSet<u64>,
+    terms: HashSet<String>,
+}
 
 impl InFlight {
     pub(crate) fn contains(&self, key: &str) -> bool {
-        self.0.contains(&memdex_core::content_hash(key.as_bytes()))
+        self.keys
+            .contains(&memdex_core::content_hash(key.as_bytes()))
     }
 
     pub(crate) fn insert(&mut self, key: &str) {
-        self.0.insert(memdex_core::content_hash(key.as_bytes()));
+        self.keys.insert(memdex_core::content_hash(key.as_bytes()));
+    }
+
+    /// Takes `term` for the batch being cut: false when the store's word table or an
+    /// earlier batch has it.
+    pub(crate) fn take_term(&mut self, term: &str, table: &WordTable) -> bool {
+        !table.contains(term) && self.terms.insert(term.to_string())
     }
 }
 
@@ -67,6 +80,9 @@ pub struct Batch {
     pub(crate) sources: Vec<KeySource>,
     /// Distinct keys this batch embeds.
     pub fresh: Vec<String>,
+    /// Terms of the fresh keys the store's word table lacks, each with the word embedded
+    /// for it (after the keys, in the same encoder call).
+    pub fresh_words: Vec<(String, String)>,
     /// Analyse terms on the rayon pool (a batch job) or inline (a server).
     pub(crate) parallel: bool,
     /// The (tenant, session id) of the sessions the batch stores.
@@ -78,9 +94,12 @@ impl Batch {
         self.items.len()
     }
 
-    /// The fresh keys' vectors through `embed` (nothing to embed: an empty result).
+    /// The fresh keys' vectors, then the fresh words', through `embed` (nothing to embed: an
+    /// empty result).
     pub fn embed(&self, embed: &mut EmbedFn<'_>, dim: usize) -> Result<Embeddings, EngineError> {
-        let keys: Vec<&str> = self.fresh.iter().map(String::as_str).collect();
+        let keys: Vec<&str> = (self.fresh.iter().map(String::as_str))
+            .chain(self.fresh_words.iter().map(|(_, w)| w.as_str()))
+            .collect();
         let emb = if keys.is_empty() {
             Embeddings {
                 dim,
@@ -93,7 +112,7 @@ impl Batch {
         if emb.dim != dim || emb.data.len() != keys.len() * dim {
             return Err(EngineError::Invalid {
                 message: format!(
-                    "the encoder returned {} values of dimension {} for {} keys; the store holds dimension {dim}",
+                    "the encoder returned {} values of dimension {} for {} texts; the store holds dimension {dim}",
                     emb.data.len(),
                     emb.dim,
                     keys.len()
@@ -104,10 +123,10 @@ impl Batch {
     }
 }
 
-/// Writes `batch` with the fresh keys' vectors `emb` as one segment: stored and earlier keys'
-/// vectors and terms copied through `keys` (the writer's view, refreshed after the commit),
-/// fresh keys' terms analysed, neighbours and bucket ids derived (bucket ids on `accel`'s
-/// device when given).
+/// Writes `batch` with the fresh keys' and words' vectors `emb` as one segment: the words
+/// first (the word table), then the rows: stored and earlier keys' vectors and terms copied
+/// through `keys` (the writer's view, refreshed after the commit), fresh keys' terms
+/// analysed, neighbours and bucket ids derived (bucket ids on `accel`'s device when given).
 pub fn write_batch(
     writer: &mut StoreWriter,
     keys: &mut KeyCache,
@@ -120,10 +139,12 @@ pub fn write_batch(
         mut derived,
         sources,
         fresh,
+        fresh_words,
         parallel,
         ..
     } = batch;
     let dim = emb.dim;
+    writer.append_words(&fresh_words, &emb.data[fresh.len() * dim..])?;
     let analyzer = Analyzer::english();
     let fresh_terms: Vec<Vec<String>> = if parallel {
         fresh.par_iter().map(|k| analyzer.terms(k)).collect()
@@ -159,6 +180,7 @@ pub fn write_batch(
         manifest_version: report.manifest_version,
         rows: report.segment.rows,
         keys_embedded: fresh.len() as u64,
+        words_embedded: fresh_words.len() as u64,
         keys_reused: (items.len() - fresh.len()) as u64,
         tokens_embedded: emb.tokens.iter().sum::<usize>() as u64,
         embed_seconds: 0.0,

@@ -102,6 +102,8 @@ pub struct IndexReport {
     pub items_written: u64,
     /// Key texts run through the model: each distinct key once per store.
     pub keys_embedded: u64,
+    /// Terms added to the store's word table (query expansion's vectors).
+    pub words_embedded: u64,
     /// Items whose key was already embedded (earlier in this run, in another tenant, or in an
     /// earlier run): their vector was copied, not recomputed.
     pub keys_reused: u64,
@@ -190,6 +192,7 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     let (embed_report, embed_failure) = embed;
     let (write_report, write_failure) = write?;
     report.keys_embedded = embed_report.keys_embedded;
+    report.words_embedded = embed_report.words_embedded;
     report.tokens_embedded = embed_report.tokens_embedded;
     report.embed_seconds = embed_report.embed_seconds;
     report.items_written = write_report.items_written;
@@ -369,6 +372,7 @@ fn embed_stage(
         };
         r.embed_seconds += t.elapsed().as_secs_f64();
         r.keys_embedded += cut.batch.fresh.len() as u64;
+        r.words_embedded += cut.batch.fresh_words.len() as u64;
         r.tokens_embedded += emb.tokens.iter().sum::<usize>() as u64;
         if tx.send((cut, emb)).is_err() {
             break; // the write stage stopped; it reports why
