@@ -115,7 +115,17 @@ impl KernelRanker {
         cost: &Mutex<CostModel>,
     ) -> Option<(Side, Option<u64>)> {
         let fits = k.is_none_or(|k| fused_depth(k, b.opts) <= MAX_K);
-        if !fits || FusedParams::from_options(b.opts).is_err() {
+        if let Err(e) = FusedParams::from_options(b.opts) {
+            static TOLD: std::sync::Once = std::sync::Once::new();
+            if let RankError::NotFused { stage } = e {
+                let say = || {
+                    tracing::info!("the fused kernels do not run {stage}: such searches rank on the CPU ranker")
+                };
+                TOLD.call_once(say);
+            }
+            return None;
+        }
+        if !fits {
             return None;
         }
         Some(match self.placement {

@@ -41,6 +41,8 @@ struct Entry {
     /// The rows' text side as a device reads it (per BM25 flavour).
     fused_text_official: Option<Arc<crate::kernel_rows::FusedText>>,
     fused_text_memdex: Option<Arc<crate::kernel_rows::FusedText>>,
+    /// Query expansion's candidate terms.
+    vocab: Option<Arc<crate::expand::Vocab>>,
     bytes: usize,
     /// Tick of the last use (the key of the tenant in `State::lru`).
     used: u64,
@@ -119,6 +121,12 @@ impl HeapBytes for crate::kernel_rows::FusedRows {
 impl HeapBytes for crate::kernel_rows::FusedText {
     fn heap_bytes(&self) -> usize {
         crate::kernel_rows::FusedText::heap_bytes(self)
+    }
+}
+
+impl HeapBytes for crate::expand::Vocab {
+    fn heap_bytes(&self) -> usize {
+        crate::expand::Vocab::heap_bytes(self)
     }
 }
 
@@ -268,6 +276,18 @@ impl TenantCache {
             Bm25Flavour::Memdex => |e| &mut e.fused_text_memdex,
         };
         built(self.entry(tenant, slot, build))
+    }
+
+    /// The tenant's query-expansion candidates (its rare terms with a word vector).
+    pub(crate) fn vocab(
+        &self,
+        tenant: &str,
+        slices: &[TenantSlice<'_>],
+        store: &memdex_store::Store,
+    ) -> Arc<crate::expand::Vocab> {
+        let bm25 = self.bm25(tenant, Bm25Flavour::Memdex, slices);
+        let build = || Ok(crate::expand::Vocab::build(&bm25, store));
+        built(self.entry(tenant, |e| &mut e.vocab, build))
     }
 
     pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {

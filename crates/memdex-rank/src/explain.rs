@@ -12,6 +12,8 @@ use crate::SearchHit;
 pub struct Trace {
     pub dense: Vec<f64>,
     pub sparse: Vec<f64>,
+    /// Query expansion's signal (None: off, or no candidate term).
+    pub expansion: Option<Vec<f64>>,
     pub first: Vec<f64>,
     pub fragrel: Option<Vec<f64>>,
     pub structures: Option<Vec<f64>>,
@@ -47,6 +49,7 @@ impl Trace {
             hit.explain = Some(Box::new(Explain {
                 dense: at(&self.dense, i),
                 bm25: at(&self.sparse, i),
+                expansion: stage(&self.expansion, i),
                 first_stage: at(&self.first, i).unwrap_or(0.0),
                 fragrel: stage(&self.fragrel, i),
                 structures: stage(&self.structures, i),

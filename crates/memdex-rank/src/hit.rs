@@ -54,7 +54,12 @@ pub struct Explain {
     /// BM25 of the query over the key (bm25 and hybrid retrievers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f32>,
-    /// First-stage score: the fusion of both (hybrid) or the retriever's own.
+    /// Query expansion's signal: BM25 of the expansion terms, each weighted by its cosine
+    /// with the query (hybrid with expansion on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<f32>,
+    /// First-stage score: the fusion of both (hybrid, with the expansion's share when it is
+    /// on) or the retriever's own.
     pub first_stage: f32,
     /// After FragRel's environment scores.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -46,6 +46,9 @@ impl FusedParams {
         if opts.recency.is_some() {
             return unsupported("recency");
         }
+        if opts.expand.is_some() {
+            return unsupported("query expansion");
+        }
         if opts.thoughts.is_some_and(|t| t.weight > 0.0)
             || opts.tree.is_some_and(|t| t.weight > 0.0)
         {

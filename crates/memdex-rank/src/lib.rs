@@ -18,6 +18,7 @@ mod cache;
 mod columns;
 mod context;
 mod error;
+mod expand;
 mod explain;
 mod hit;
 mod kernel_inputs;
@@ -50,8 +51,8 @@ pub use kernel_inputs::{
 };
 pub use kernel_rows::FusedText;
 pub use options::{
-    Bm25Flavour, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever, ThoughtStage,
-    TimeMode, TimeStage, TreeStage, UpdateStage,
+    Bm25Flavour, Expand, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever,
+    ThoughtStage, TimeMode, TimeStage, TreeStage, UpdateStage, MAX_EXPAND_TERMS,
 };
 pub use pipeline::{rank, rank_explained, TopK};
 pub use query::{Dense, Query};

@@ -15,7 +15,7 @@ use crate::explain::Trace;
 use crate::options::{FragRelScope, RankOptions, Retriever};
 use crate::query::{Dense, Query};
 use crate::rows::{Ranking, TenantRows};
-use crate::score::{environment, first_stage, signals, Environment, Signals};
+use crate::score::{environment, first_stage, signals, Environment, FirstStage, Signals};
 use crate::{time, update, RankError};
 
 /// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
@@ -111,11 +111,20 @@ fn run<'s>(
         _ => dense_scores(store, slices, query, dense, n)?,
     };
     let found = crate::structure_stages::retrieve(store, tenant, slices, query, opts, cache)?;
-    let mut scores = match (&found, opts.retriever) {
-        (Some(f), Retriever::Thoughts | Retriever::Tree) => {
-            crate::structure_stages::first_stage(f, &dense_scores, opts)
+    let (mut scores, expansion) = match (&found, opts.retriever) {
+        (Some(f), Retriever::Thoughts | Retriever::Tree) => (
+            crate::structure_stages::first_stage(f, &dense_scores, opts),
+            None,
+        ),
+        _ => {
+            let at = FirstStage {
+                slices,
+                store,
+                tenant,
+                cache,
+            };
+            first_stage(&at, query, &dense_scores, opts)
         }
-        _ => first_stage(slices, query.text, &dense_scores, opts, tenant, cache),
     };
     keep(&mut trace, |t| {
         t.sparse = match opts.retriever {
@@ -125,6 +134,7 @@ fn run<'s>(
             _ => Vec::new(),
         };
         t.dense = dense_scores.clone();
+        t.expansion = expansion.clone();
         t.first = scores.clone();
     });
     if opts.fragrel.is_some() || opts.semantic.is_some() {

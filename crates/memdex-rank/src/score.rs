@@ -4,30 +4,51 @@
 
 use memdex_score::bm25::Bm25Postings;
 use memdex_score::fragrel::{relation_scores, FragRel};
-use memdex_score::fusion::{hybrid, rrf};
+use memdex_score::fusion::{hybrid, min_max, rrf};
 use memdex_score::signals::recency_factor;
 use memdex_score::text::Analyzer;
-use memdex_store::TenantSlice;
+use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
+use crate::expand::expansion_scores;
 use crate::options::{Bm25Flavour, Fusion, RankOptions, Retriever};
+use crate::query::Query;
+
+/// What the first stage reads besides the options: the tenant's live rows, its caches and
+/// the store (the word table).
+pub(crate) struct FirstStage<'a, 's> {
+    pub slices: &'a [TenantSlice<'s>],
+    pub store: &'s Store,
+    pub tenant: &'a str,
+    pub cache: &'a TenantCache,
+}
 
 /// First-stage scores: `dense` (one per row, empty when the retriever is BM25), BM25 over the
-/// tenant's keys, or their fusion.
+/// tenant's keys, or their fusion (with query expansion's signal when it is on), and the
+/// expansion signal when it took part.
 pub(crate) fn first_stage(
-    slices: &[TenantSlice<'_>],
-    text: &str,
+    at: &FirstStage<'_, '_>,
+    query: &Query<'_>,
     dense: &[f64],
     opts: &RankOptions,
-    tenant: &str,
-    cache: &TenantCache,
-) -> Vec<f64> {
-    let sparse = || sparse_scores(slices, text, opts, tenant, cache);
+) -> (Vec<f64>, Option<Vec<f64>>) {
+    let (slices, tenant, cache) = (at.slices, at.tenant, at.cache);
+    let sparse = || sparse_scores(slices, query.text, opts, tenant, cache);
     match opts.retriever {
         // the structures' retrievers are scored in `structures`; dense is their fallback
-        Retriever::Dense | Retriever::Thoughts | Retriever::Tree => dense.to_vec(),
-        Retriever::Bm25 => sparse(),
-        Retriever::Hybrid => fuse(dense, &sparse(), opts),
+        Retriever::Dense | Retriever::Thoughts | Retriever::Tree => (dense.to_vec(), None),
+        Retriever::Bm25 => (sparse(), None),
+        Retriever::Hybrid => {
+            let mut fused = fuse(dense, &sparse(), opts);
+            let expansion = opts.expand.and_then(|x| {
+                let e = expansion_scores(slices, at.store, query, &x, tenant, cache)?;
+                for (f, v) in fused.iter_mut().zip(min_max(&e)) {
+                    *f += x.weight * v;
+                }
+                Some(e)
+            });
+            (fused, expansion)
+        }
     }
 }
 

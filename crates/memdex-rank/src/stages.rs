@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::options::{
     Bm25Flavour, FragRelScope, FragRelStage, Fusion, RankOptions, Retriever, ThoughtStage,
-    TimeMode, TimeStage, TreeStage,
+    TimeMode, TimeStage, TreeStage, MAX_EXPAND_TERMS,
 };
 
 /// Fusion as named by users (`rrf` uses k = 60).
@@ -113,6 +113,14 @@ pub struct Stages {
     /// Lowest key cosine, 0 to 1, that links two items in the update stage. Default 0.1.
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_LINK"))]
     pub update_link: Option<f64>,
+    /// Query expansion: how many of the tenant's terms nearest the question's vector (by the
+    /// store's word vectors) are added, at most 100; 0 = off. Default 10 when it is on.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_EXPAND_TERMS"))]
+    pub expand_terms: Option<usize>,
+    /// Query expansion's weight in the hybrid fusion, 0 to 1 (0 = off). Default 0.1 when it
+    /// is on.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_EXPAND_WEIGHT"))]
+    pub expand_weight: Option<f64>,
 }
 
 /// Upper bound of the update stage's window: it compares the top 2 × window items pairwise,
@@ -225,7 +233,44 @@ impl Stages {
         }
         self.apply_structures(&mut o, name)?;
         self.apply_update(&mut o, name)?;
+        self.apply_expand(&mut o, name)?;
         Ok(o)
+    }
+
+    /// Query expansion: a count or a weight of 0 turns it off; either one given turns it on
+    /// with the other's default.
+    fn apply_expand(
+        &self,
+        o: &mut RankOptions,
+        name: &dyn Fn(&str) -> String,
+    ) -> Result<(), StageError> {
+        if self.expand_terms.is_none() && self.expand_weight.is_none() {
+            return Ok(());
+        }
+        let mut x = o.expand.unwrap_or_default();
+        if let Some(n) = self.expand_terms {
+            if n > MAX_EXPAND_TERMS {
+                return Err(StageError {
+                    field: "expand_terms",
+                    message: format!(
+                        "{} must be in [0, {MAX_EXPAND_TERMS}], got {n}",
+                        name("expand_terms")
+                    ),
+                });
+            }
+            x.terms = n;
+        }
+        if let Some(w) = self.expand_weight {
+            if !(0.0..=1.0).contains(&w) {
+                return Err(StageError {
+                    field: "expand_weight",
+                    message: format!("{} must be in [0, 1], got {w}", name("expand_weight")),
+                });
+            }
+            x.weight = w;
+        }
+        o.expand = (x.terms > 0 && x.weight > 0.0).then_some(x);
+        Ok(())
     }
 
     /// The update stage: a window of 0 turns it off; a link tunes it (on by itself).

@@ -240,18 +240,29 @@ impl Bm25 {
 
     /// Score of every document for query terms (repeated terms count repeatedly).
     pub fn scores_terms<'a>(&self, query: impl IntoIterator<Item = &'a str>) -> Vec<f64> {
+        self.scores_weighted(query.into_iter().map(|q| (q, 1.0)))
+    }
+
+    /// Score of every document for weighted query terms: each term's BM25 share times its
+    /// weight (weight 1 for every term: [`Self::scores_terms`]).
+    pub fn scores_weighted<'a>(&self, query: impl IntoIterator<Item = (&'a str, f64)>) -> Vec<f64> {
         let k1 = self.params.k1;
         let mut out = vec![0.0; self.norm.len()];
-        for q in query {
+        for (q, weight) in query {
             let Some(t) = self.terms.get(q) else {
                 continue;
             };
             for &(doc, f) in &t.postings {
                 let (i, tf) = (doc as usize, f as f64);
-                out[i] += t.idf * (tf * (k1 + 1.0) / (tf + self.norm[i]));
+                out[i] += weight * t.idf * (tf * (k1 + 1.0) / (tf + self.norm[i]));
             }
         }
         out
+    }
+
+    /// Every indexed term with its document frequency (in no particular order).
+    pub fn document_frequencies(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.terms.iter().map(|(t, v)| (&**t, v.postings.len()))
     }
 }
 
