@@ -137,7 +137,25 @@ fn admit_commit_reuse_conflict_empty_and_forget() {
         )])
         .unwrap();
     assert_eq!(a[0].status, SessionStatus::Stored);
-    assert_eq!(embedded.len(), 3, "{embedded:?}");
+    // each commit embeds its fresh keys, then the word table's new terms (each word of the
+    // stored keys once: "shared" is not embedded again for the second commit)
+    assert_eq!(
+        embedded,
+        [
+            "I adopted a dog named Rex",
+            "shared text",
+            "adopted",
+            "dog",
+            "named",
+            "rex",
+            "shared",
+            "text",
+            "a brand new line",
+            "brand",
+            "new",
+            "line"
+        ]
+    );
 }
 
 #[test]

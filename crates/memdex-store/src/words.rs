@@ -229,7 +229,7 @@ pub(crate) fn compact_words(
     if !words.is_empty() {
         let id = *next_id;
         *next_id += 1;
-        let file = format!("wrd-{id:06}.arrow");
+        let file = format!("wrd-{id:08}.arrow");
         let batch = words_batch(&words, &vectors, table.dim);
         let bytes = write_batch_file(seg_dir, &file, &batch)?;
         written.push(file.clone());
@@ -273,7 +273,7 @@ impl StoreWriter {
         let batch = words_batch(words, vectors, dim);
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let id = self.manifest.next_segment_id();
-        let file = format!("wrd-{id:06}.arrow");
+        let file = format!("wrd-{id:08}.arrow");
         let bytes = write_batch_file(&seg_dir, &file, &batch)?;
         let mut next = self.manifest.clone();
         next.version += 1;

@@ -7,7 +7,7 @@
 
 mod kernels;
 
-pub use kernels::SpyKernels;
+pub use kernels::{fused_defaults, SpyKernels};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
