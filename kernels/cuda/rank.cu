@@ -14,7 +14,8 @@
 //
 // scratch: nq x 3 x stride floats (stride >= longest range). sparse / flags: one entry per
 // row of each range, ranges concatenated; offsets[q] is where query q's entries start.
-// time_mode: 0 none, 1 front, 2 boost (time_factor).
+// time_mode: 0 none, 1 front, 2 boost (time_factor). sparse_fused: sparse is the keyword side
+// already normalised and weighted by the host (query expansion on), added as it is.
 #include "common.cuh"
 #include "fragrel.cuh"
 
@@ -27,13 +28,15 @@
         const float *__restrict__ sparse, const uint8_t *__restrict__ flags,                 \
         const uint32_t *__restrict__ offsets,                                                \
         const uint32_t *__restrict__ time_mode, const float *__restrict__ time_factor,       \
-        float w_dense, float w_sparse, uint32_t fragrel, float alpha, float w,               \
+        float w_dense, float w_sparse, uint32_t sparse_fused, uint32_t fragrel, float alpha,  \
+        float w,                                                                             \
         uint32_t use_importance, float w_importance, uint32_t k, float *__restrict__ scratch, \
         uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r,            \
         float *__restrict__ out_all
 #define RK_ARGS                                                                              \
     emb, dim, queries, ranges, positions, groups, importance, sparse, flags, offsets,        \
-        time_mode, time_factor, w_dense, w_sparse, fragrel, alpha, w, use_importance,        \
+        time_mode, time_factor, w_dense, w_sparse, sparse_fused, fragrel, alpha, w,          \
+        use_importance,                                                                      \
         w_importance, k, scratch, stride, out_s, out_r, out_all
 
 // Block-wide minima (even slots) and maxima (odd slots) of four values; every thread gets them.
@@ -125,9 +128,11 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
             v[2] = fminf(v[2], qsparse[i]); v[3] = fmaxf(v[3], qsparse[i]);
         }
         rk_block_min_max(v, red);
+        // sparse_fused: the host normalised and weighted the keyword side (BM25 and query
+        // expansion): it is added as it is
         for (uint32_t i = tid; i < n; i += RK_THREADS)
             s[i] = w_dense * rk_min_max(s[i], v[0], v[1]) +
-                   w_sparse * rk_min_max(qsparse[i], v[2], v[3]);
+                   (sparse_fused ? qsparse[i] : w_sparse * rk_min_max(qsparse[i], v[2], v[3]));
     }
     __syncthreads();
 

@@ -273,23 +273,13 @@ fn batched_device_scan_ranks_as_the_cpu_scorer() {
 #[test]
 fn kernel_ranking_evaluates_as_the_cpu_ranker() {
     let locomo = root().join("crates/memdex-cli/tests/fixtures/locomo-mini.json");
-    // the default stages the fused kernels run: all but query expansion
-    let cpu = eval_locomo_mini(&[
-        "--device",
-        "cpu",
-        "--rank-device",
-        "cpu",
-        "--expand-terms",
-        "0",
-    ]);
+    let cpu = eval_locomo_mini(&["--device", "cpu", "--rank-device", "cpu"]);
     let fused = eval_locomo_mini(&[
         "--device",
         "cpu",
         "--rank-device",
         "kernels",
         "--rank-check",
-        "--expand-terms",
-        "0",
     ]);
     assert_eq!(cpu["config"]["ranker"], "cpu");
     assert_eq!(fused["config"]["ranker"], "kernels on cpu");

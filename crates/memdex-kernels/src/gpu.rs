@@ -513,6 +513,7 @@ impl Gpu {
             u32::from(p.importance.is_some()),
         );
         let w_imp = p.importance.unwrap_or(0.0);
+        let sparse_fused = u32::from(p.sparse_fused);
         let null = 0u64;
         let cfg = LaunchConfig {
             grid_dim: (nq as u32, 1, 1),
@@ -530,6 +531,7 @@ impl Gpu {
         b.arg(&q.time_mode).arg(&q.time_factor);
         b.arg(&p.w_dense)
             .arg(&p.w_sparse)
+            .arg(&sparse_fused)
             .arg(&use_fr)
             .arg(&fr.alpha)
             .arg(&fr.w);

@@ -5,7 +5,9 @@
 //! query's range, in timeline order; every row is live — the caller passes live rows only):
 //! 1. dense `d` = cosine of the query with each row ([`crate::scoring::cosine`]);
 //! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the range; a
-//!    constant or empty column normalises to 0);
+//!    constant or empty column normalises to 0), or `f = w_d · minmax(d) + sparse` when the
+//!    host already fused the keyword side ([`RankParams::sparse_fused`]: BM25 and query
+//!    expansion, each min-max normalised and weighted);
 //! 3. FragRel: `e = f + α · env(f)` along the timeline;
 //! 4. importance `w_i`: shift by the minimum when it is negative, then `e · (1 + w_i ·
 //!    log10(importance))`;
@@ -14,7 +16,7 @@
 //! 6. top-k: score descending, then row ascending (flagged rows first under `Front`).
 
 use memdex_score::fragrel::{relation_scores, FragRel};
-use memdex_score::fusion::hybrid;
+use memdex_score::fusion::{hybrid, min_max};
 
 use crate::scoring::{cosine, select};
 use crate::types::{check_fragrel, check_queries, check_scan, check_timeline};
@@ -57,6 +59,9 @@ pub struct RankQueries<'a> {
 pub struct RankParams {
     pub w_dense: f32,
     pub w_sparse: f32,
+    /// `sparse` is the whole keyword share of the fusion, normalised and weighted by the host
+    /// (query expansion on): added as it is, `w_sparse` unused.
+    pub sparse_fused: bool,
     pub fragrel: Option<FragRelParams>,
     pub importance: Option<f32>,
 }
@@ -188,7 +193,14 @@ fn score_query(
         .collect();
     let sparse: Vec<f64> = live.iter().map(|&r| f64::from(q.sparse[at(r)])).collect();
     let flags: Vec<bool> = live.iter().map(|&r| q.flags[at(r)] != 0).collect();
-    let mut s = hybrid(&dense, &sparse, f64::from(p.w_dense), f64::from(p.w_sparse));
+    let mut s = if p.sparse_fused {
+        let d = min_max(&dense);
+        (d.iter().zip(&sparse))
+            .map(|(d, s)| f64::from(p.w_dense) * d + s)
+            .collect()
+    } else {
+        hybrid(&dense, &sparse, f64::from(p.w_dense), f64::from(p.w_sparse))
+    };
     if let Some(fr) = p.fragrel {
         let t = &rows.timeline;
         let pos: Vec<u64> = live.iter().map(|&r| u64::from(t.positions[r])).collect();

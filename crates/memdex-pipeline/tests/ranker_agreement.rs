@@ -16,7 +16,6 @@ use memdex_rank::{
     BatchHits, BatchQuery, BatchRanker, Query, RankError, RankOptions, Retriever, TopK,
 };
 use memdex_store::{Extraction, Store, StoreWriter};
-use memdex_testkit::fused_defaults;
 use memdex_testkit::HashEncoder;
 
 const DIM: usize = 32;
@@ -156,11 +155,11 @@ fn fused_ranking_returns_the_cpu_pipelines_top_10() {
     let tenants = ["tenant-0", "tenant-1", "tenant-2", "tenant-3", "nobody"];
     let asked: Vec<&str> = (0..20).map(|i| tenants[i % tenants.len()]).collect();
     let batch = batch(&asked, &vectors, date);
-    let opts = fused_defaults();
+    let opts = RankOptions::default();
     let fused = fused(&searcher, Arc::new(Cpu), &batch, 10, &opts).unwrap();
     let no_time = RankOptions {
         time: None,
-        ..fused_defaults()
+        ..RankOptions::default()
     };
     let mut time_mattered = 0;
     for (q, got) in batch.iter().zip(fused) {
@@ -215,13 +214,13 @@ fn options_the_kernel_does_not_run_go_to_the_cpu_ranker() {
     let ranker = KernelRanker::new(Arc::new(Cpu), Placement::Device);
     let dense = RankOptions {
         retriever: Retriever::Dense,
-        ..fused_defaults()
+        ..RankOptions::default()
     };
     let on = |r: &KernelRanker, d: &str| {
         let c = r.counts();
         c.iter().find(|c| c.device == d).unwrap().queries
     };
-    for (opts, k) in [(dense, 10), (fused_defaults(), 500)] {
+    for (opts, k) in [(dense, 10), (RankOptions::default(), 500)] {
         let got = fused_with(&searcher, &ranker, &q, k, &opts).unwrap();
         let want = searcher
             .rank("tenant-0", &q[0].query, &opts)
@@ -231,14 +230,11 @@ fn options_the_kernel_does_not_run_go_to_the_cpu_ranker() {
         assert_eq!(ids(got[0].as_ref().unwrap()), ids(&want));
     }
     assert_eq!((on(&ranker, "cpu"), on(&ranker, "kernels:cpu")), (2, 0));
-    // query expansion (on by default) is not in the kernels yet
     fused_with(&searcher, &ranker, &q, 10, &RankOptions::default()).unwrap();
-    assert_eq!((on(&ranker, "cpu"), on(&ranker, "kernels:cpu")), (3, 0));
-    fused_with(&searcher, &ranker, &q, 10, &fused_defaults()).unwrap();
     assert_eq!(
         on(&ranker, "kernels:cpu"),
         1,
-        "the default options without expansion ran on the kernels"
+        "the default options ran on the kernels"
     );
     let short = [BatchQuery {
         query: Query {
@@ -247,7 +243,7 @@ fn options_the_kernel_does_not_run_go_to_the_cpu_ranker() {
         },
         ..q[0]
     }];
-    let e = fused_with(&searcher, &ranker, &short, 10, &fused_defaults()).unwrap_err();
+    let e = fused_with(&searcher, &ranker, &short, 10, &RankOptions::default()).unwrap_err();
     assert!(e.to_string().contains("query vector values"), "{e}");
 }
 
@@ -263,7 +259,7 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
         .unwrap();
     let rec = Arc::new(memdex_testkit::SpyKernels::default());
     let spy = || rec.clone() as Arc<dyn Kernels + Send + Sync>;
-    let opts = fused_defaults();
+    let opts = RankOptions::default();
     let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"], &v, None);
     let second = batch(&["tenant-2", "tenant-0"], &v, None);
     let a = fused(&searcher, spy(), &first, 10, &opts).unwrap();
@@ -326,10 +322,10 @@ fn the_update_stage_agrees_on_the_fused_path_for_a_small_k() {
             },
         })
         .collect();
-    let opts = fused_defaults();
+    let opts = RankOptions::default();
     let off = RankOptions {
         update: None,
-        ..fused_defaults()
+        ..RankOptions::default()
     };
     let hits = fused(&searcher, Arc::new(Cpu), &batch, 3, &opts).unwrap();
     let mut moved = 0;

@@ -27,6 +27,9 @@ pub struct FusedParams {
     /// FragRel's (α, w) and whether its scope is the session (else the whole history).
     pub fragrel: Option<(f64, f64, FragRelScope)>,
     pub importance: Option<f64>,
+    /// Query expansion: then [`FusedQuery::sparse`] is the whole keyword share (BM25 and the
+    /// expansion, each min-max normalised and weighted), computed on the host.
+    pub expand: Option<crate::Expand>,
 }
 
 impl FusedParams {
@@ -46,9 +49,6 @@ impl FusedParams {
         if opts.recency.is_some() {
             return unsupported("recency");
         }
-        if opts.expand.is_some() {
-            return unsupported("query expansion");
-        }
         if opts.thoughts.is_some_and(|t| t.weight > 0.0)
             || opts.tree.is_some_and(|t| t.weight > 0.0)
         {
@@ -59,6 +59,7 @@ impl FusedParams {
             w_sparse: opts.weights.1,
             fragrel: opts.fragrel.map(|f| (f.alpha, f.w, f.scope)),
             importance: opts.importance,
+            expand: opts.expand,
         })
     }
 }
@@ -114,6 +115,7 @@ fn time_rule(window: Option<TimeWindow>, stage: Option<TimeStage>) -> FusedTime 
 #[derive(Debug)]
 pub struct FusedTenant<'s> {
     name: String,
+    store: &'s Store,
     rows: TenantRows<'s>,
     /// The cache's rows for the kernels (shared, not copied).
     fused: Arc<FusedRows>,
@@ -142,6 +144,7 @@ impl<'s> FusedTenant<'s> {
         }
         Ok(FusedTenant {
             name: tenant.to_string(),
+            store,
             importance: cache.importance(tenant, &slices),
             fused: cache.fused_rows(tenant, &slices, store.dim()),
             session: opts.fragrel.map(|f| f.scope) == Some(FragRelScope::Session),
@@ -233,12 +236,21 @@ impl<'s> FusedTenant<'s> {
         }
     }
 
-    /// A query's BM25 scores and time-stage flags over these rows.
+    /// A query's BM25 scores (with query expansion: the whole keyword share, see
+    /// [`FusedParams::expand`]) and time-stage flags over these rows.
     pub fn query(&self, query: &Query<'_>, opts: &RankOptions, cache: &TenantCache) -> FusedQuery {
-        let sparse = score::sparse_scores(&self.rows.slices, query.text, opts, &self.name, cache)
-            .into_iter()
-            .map(|s| s as f32)
-            .collect();
+        let slices = &self.rows.slices;
+        let mut sparse = score::sparse_scores(slices, query.text, opts, &self.name, cache);
+        if let Some(x) = opts.expand {
+            let at = score::FirstStage {
+                slices,
+                store: self.store,
+                tenant: &self.name,
+                cache,
+            };
+            sparse = score::keyword_share(&at, query, &sparse, opts.weights.1, &x);
+        }
+        let sparse = sparse.into_iter().map(|s| s as f32).collect();
         let newest = time::newest(&self.rows.slices);
         let window = opts.time.and_then(|st| time::window(newest, query, st));
         let flags = match window {

@@ -11,7 +11,7 @@ use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
 use crate::expand::expansion_scores;
-use crate::options::{Bm25Flavour, Fusion, RankOptions, Retriever};
+use crate::options::{Bm25Flavour, Expand, Fusion, RankOptions, Retriever};
 use crate::query::Query;
 
 /// What the first stage reads besides the options: the tenant's live rows, its caches and
@@ -42,14 +42,37 @@ pub(crate) fn first_stage(
             let mut fused = fuse(dense, &sparse(), opts);
             let expansion = opts.expand.and_then(|x| {
                 let e = expansion_scores(slices, at.store, query, &x, tenant, cache)?;
-                for (f, v) in fused.iter_mut().zip(min_max(&e)) {
-                    *f += x.weight * v;
-                }
+                add_expansion(&mut fused, &e, x.weight);
                 Some(e)
             });
             (fused, expansion)
         }
     }
+}
+
+/// `scores + weight · minmax(expansion)`: query expansion's share of the fusion.
+fn add_expansion(scores: &mut [f64], expansion: &[f64], weight: f64) {
+    for (f, v) in scores.iter_mut().zip(min_max(expansion)) {
+        *f += weight * v;
+    }
+}
+
+/// The hybrid's keyword share with query expansion: `w_sparse · minmax(sparse) + weight ·
+/// minmax(expansion)`, what the fused kernels add to their dense share when the host
+/// computes the keyword side (the first stage's min-max fusion, less its dense share).
+pub(crate) fn keyword_share(
+    at: &FirstStage<'_, '_>,
+    query: &Query<'_>,
+    sparse: &[f64],
+    w_sparse: f64,
+    x: &Expand,
+) -> Vec<f64> {
+    let mut share: Vec<f64> = min_max(sparse).into_iter().map(|s| w_sparse * s).collect();
+    let (slices, tenant, cache) = (at.slices, at.tenant, at.cache);
+    if let Some(e) = expansion_scores(slices, at.store, query, x, tenant, cache) {
+        add_expansion(&mut share, &e, x.weight);
+    }
+    share
 }
 
 /// BM25 scores of the tenant's live rows (timeline order) for `text`, in the options' flavour.

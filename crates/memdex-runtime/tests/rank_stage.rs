@@ -11,7 +11,6 @@ use memdex_core::{Role, Session, Turn};
 use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
 use memdex_rank::{CpuRanker, Query, RankOptions, Retriever, SearchHit, TopK};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
-use memdex_testkit::fused_defaults;
 use memdex_testkit::HashEncoder;
 
 const DAY: i64 = 86_400_000;
@@ -120,8 +119,12 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
             std::thread::spawn(move || {
                 let tenant = ["ann", "ben", "cid"][i % 3];
                 for w in WORDS {
-                    let (fused, cpu) =
-                        both(&e, tenant, &format!("what about my {w}?"), fused_defaults());
+                    let (fused, cpu) = both(
+                        &e,
+                        tenant,
+                        &format!("what about my {w}?"),
+                        RankOptions::default(),
+                    );
                     let fused = fused.expect("the rank stage ranked it");
                     assert_eq!(ids(&fused), ids(&cpu), "{tenant} {w}");
                     for (f, c) in fused.iter().zip(&cpu) {
@@ -155,7 +158,7 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
     );
 
     // a deleted item is never ranked by the fused path either
-    let (hits, _) = both(&e, "ann", "my dog", fused_defaults());
+    let (hits, _) = both(&e, "ann", "my dog", RankOptions::default());
     let top = hits.unwrap()[0].item_id;
     e.delete(DeleteTarget::Item {
         tenant: "ann".into(),
@@ -165,7 +168,7 @@ fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
     .blocking_recv()
     .unwrap()
     .unwrap();
-    let (hits, cpu) = both(&e, "ann", "my dog", fused_defaults());
+    let (hits, cpu) = both(&e, "ann", "my dog", RankOptions::default());
     let hits = hits.unwrap();
     assert!(hits.iter().all(|h| h.item_id != top));
     assert_eq!(ids(&hits), ids(&cpu));
@@ -247,7 +250,7 @@ fn the_model_embeds_the_next_batch_while_one_is_ranked() {
                 k: 3,
                 explain: false,
             },
-            opts: fused_defaults(),
+            opts: RankOptions::default(),
         };
         e.search_query(text.into(), "ann", &e.view(), ask).unwrap()
     };

@@ -80,9 +80,7 @@ fn search_all(s: &TestServer, concurrent: bool) -> Answers {
                         "POST",
                         &format!("/v1/tenants/{t}/search"),
                         None,
-                        // the default stages the fused kernels run (all but expansion)
-                        &json!({"query": q, "k": 5, "date": "2024-01-01",
-                                "stages": {"expand_terms": 0}}),
+                        &json!({"query": q, "k": 5, "date": "2024-01-01"}),
                     );
                     assert_eq!(st, 200, "{r}");
                     (t.to_string(), q.to_string(), r)

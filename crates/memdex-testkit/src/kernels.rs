@@ -109,12 +109,3 @@ impl Kernels for SpyKernels {
         self.rank_topk(&c.matrix(), &c.rows(), queries, params, k)
     }
 }
-
-/// The search defaults the fused kernels run: every default stage but query expansion,
-/// which the kernels leave to the CPU ranker.
-pub fn fused_defaults() -> memdex_rank::RankOptions {
-    memdex_rank::RankOptions {
-        expand: None,
-        ..memdex_rank::RankOptions::default()
-    }
-}

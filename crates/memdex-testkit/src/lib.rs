@@ -7,7 +7,7 @@
 
 mod kernels;
 
-pub use kernels::{fused_defaults, SpyKernels};
+pub use kernels::SpyKernels;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -37,7 +37,15 @@ fn brute_scores(
     let mut s: Vec<f64> = d
         .iter()
         .zip(&sp)
-        .map(|(a, b)| f64::from(p.w_dense) * a + f64::from(p.w_sparse) * b)
+        .zip(sparse)
+        .map(|((a, b), raw)| {
+            let keyword = if p.sparse_fused {
+                *raw
+            } else {
+                f64::from(p.w_sparse) * b
+            };
+            f64::from(p.w_dense) * a + keyword
+        })
         .collect();
     if let Some(fr) = p.fragrel {
         let t = &rows.timeline;
@@ -176,6 +184,7 @@ impl QueryInputs {
 pub(super) const DEFAULTS: RankParams = RankParams {
     w_dense: 0.5,
     w_sparse: 0.5,
+    sparse_fused: false,
     fragrel: Some(FragRelParams { alpha: 0.5, w: 0.8 }),
     importance: Some(0.3),
 };
@@ -212,8 +221,14 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize) {
         RankParams {
             w_dense: 0.7,
             w_sparse: 0.3,
+            sparse_fused: false,
             fragrel: Some(FragRelParams { alpha: 1.0, w: 0.3 }),
             importance: None,
+        },
+        // the keyword side fused by the host (query expansion): added as it is
+        RankParams {
+            sparse_fused: true,
+            ..DEFAULTS
         },
     ];
     for p in variants {

@@ -58,12 +58,19 @@ pub(crate) fn top(
     k: usize,
     time: &Timings,
 ) -> Result<BatchHits, FusedError> {
-    let p = time.add(Part::Prepare, || Prepared::new(b, Inputs::Text))?;
+    // query expansion's terms come from the word table on the host: then the host computes
+    // the keyword side of every row
+    let host = b.opts.expand.is_some();
+    let how = if host { Inputs::Host } else { Inputs::Text };
+    let p = time.add(Part::Prepare, || Prepared::new(b, how))?;
     let depth = fused_depth(k, b.opts);
     let top = time.add(Part::Kernel, || {
         p.gathered.call(&p.params, |q, params| {
-            let (texts, tq) = (p.text.part_texts(), p.text.queries());
             let parts = p.parts();
+            if host {
+                return kernels.rank_topk_parts(b.store.dim(), &parts, q, params, depth);
+            }
+            let (texts, tq) = (p.text.part_texts(), p.text.queries());
             kernels.rank_topk_text(b.store.dim(), &parts, &texts, &tq, q, params, depth)
         })
     })?;
@@ -321,6 +328,8 @@ impl Gathered {
         let params = RankParams {
             w_dense: p.w_dense as f32,
             w_sparse: p.w_sparse as f32,
+            // with query expansion the host's sparse column is the whole keyword share
+            sparse_fused: p.expand.is_some(),
             // the scope is in the groups (FusedTenant::groups)
             fragrel: p.fragrel.map(|(alpha, w, _scope)| FragRelParams {
                 alpha: alpha as f32,
