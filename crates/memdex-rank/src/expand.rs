@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 
 use memdex_score::bm25::Bm25;
+use memdex_score::dot;
 use memdex_score::text::{Analyzer, MIN_EXPANSION_CHARS};
 use memdex_store::{Store, TenantSlice};
 
@@ -21,11 +22,14 @@ use crate::query::Query;
 /// The largest share of a tenant's rows a candidate term may occur in (the replay's 10 %).
 pub(crate) const MAX_DF: f64 = 0.1;
 
-/// A tenant's expansion candidates: its rare terms that have a vector in the word table.
+/// A tenant's expansion candidates: its rare terms that have a vector in the word table,
+/// with their vectors copied side by side (one scan per query).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vocab {
-    /// (term, where its vector is in the word table)
-    pub terms: Vec<(Box<str>, (u32, u32))>,
+    pub terms: Vec<Box<str>>,
+    /// `terms.len() × dim`, row-major.
+    pub vectors: Vec<f32>,
+    pub dim: usize,
 }
 
 impl Vocab {
@@ -33,18 +37,28 @@ impl Vocab {
     pub(crate) fn build(bm25: &Bm25, store: &Store) -> Vocab {
         let table = store.words();
         let most = ((bm25.len() as f64 * MAX_DF).floor() as usize).max(1);
-        let mut terms: Vec<(Box<str>, (u32, u32))> = bm25
+        let mut found: Vec<(Box<str>, (u32, u32))> = bm25
             .document_frequencies()
             .filter(|&(t, df)| df <= most && t.chars().count() >= MIN_EXPANSION_CHARS)
             .filter_map(|(t, _)| Some((t.into(), table.locate(t)?)))
             .collect();
         // a fixed order: ties between equal cosines break the same way in every process
-        terms.sort_unstable();
-        Vocab { terms }
+        found.sort_unstable();
+        let dim = store.dim();
+        let mut vectors = Vec::with_capacity(found.len() * dim);
+        for (_, at) in &found {
+            vectors.extend_from_slice(table.vector_at(*at));
+        }
+        Vocab {
+            terms: found.into_iter().map(|(t, _)| t).collect(),
+            vectors,
+            dim,
+        }
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.terms.iter().map(|(t, _)| 32 + t.len()).sum()
+        let terms: usize = self.terms.iter().map(|t| 16 + t.len()).sum();
+        terms + 4 * self.vectors.capacity()
     }
 }
 
@@ -52,17 +66,18 @@ impl Vocab {
 /// cosine only), each with its cosine, nearest first.
 pub(crate) fn expansion_terms(
     vocab: &Vocab,
-    store: &Store,
     text: &str,
     vector: &[f32],
     x: &Expand,
 ) -> Vec<(String, f64)> {
     let own: HashSet<String> = Analyzer::english().terms(text).into_iter().collect();
-    let table = store.words();
-    let mut scored: Vec<(f32, usize)> = (vocab.terms.iter().enumerate())
-        .filter(|(_, (t, _))| !own.contains(&**t))
-        .map(|(i, (_, at))| (dot(vector, table.vector_at(*at)), i))
-        .filter(|(c, _)| *c > 0.0)
+    if vocab.dim != vector.len() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(f32, usize)> = (vocab.vectors.chunks_exact(vocab.dim))
+        .enumerate()
+        .map(|(i, v)| (dot(vector, v), i))
+        .filter(|&(c, i)| c > 0.0 && !own.contains(&*vocab.terms[i]))
         .collect();
     let m = x.terms.min(scored.len());
     if m == 0 {
@@ -73,7 +88,7 @@ pub(crate) fn expansion_terms(
     scored.truncate(m);
     scored.sort_unstable_by(by_cosine);
     (scored.into_iter())
-        .map(|(c, i)| (vocab.terms[i].0.to_string(), f64::from(c)))
+        .map(|(c, i)| (vocab.terms[i].to_string(), f64::from(c)))
         .collect()
 }
 
@@ -89,13 +104,47 @@ pub(crate) fn expansion_scores(
 ) -> Option<Vec<f64>> {
     let bm25 = cache.bm25(tenant, Bm25Flavour::Memdex, slices);
     let vocab = cache.vocab(tenant, slices, store);
-    let terms = expansion_terms(&vocab, store, query.text, query.vector, x);
+    let terms = expansion_terms(&vocab, query.text, query.vector, x);
     if terms.is_empty() {
         return None;
     }
     Some(bm25.scores_weighted(terms.iter().map(|(t, w)| (t.as_str(), *w))))
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab() -> Vocab {
+        let terms = ["book", "hike", "novel", "read"];
+        let vectors = [
+            0.9, 0.1, // book
+            0.0, 1.0, // hike
+            0.8, 0.6, // novel
+            1.0, 0.0, // read
+        ];
+        Vocab {
+            terms: terms.iter().map(|t| Box::from(*t)).collect(),
+            vectors: vectors.to_vec(),
+            dim: 2,
+        }
+    }
+
+    #[test]
+    fn nearest_terms_first_without_the_questions_own() {
+        let x = |terms| Expand { terms, weight: 0.1 };
+        let v = vocab();
+        let got = expansion_terms(&v, "Which books has Tim read?", &[1.0, 0.0], &x(2));
+        // "book" and "read" are the question's own terms: the nearest others follow
+        assert_eq!(got, [("novel".to_string(), 0.8f32 as f64)]);
+        let got = expansion_terms(&v, "What does he do outside?", &[0.6, 0.8], &x(3));
+        let names: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(names, ["novel", "hike", "book"]);
+        assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "{got:?}");
+        // a vector of another dimension, or no room: nothing
+        assert!(expansion_terms(&v, "x", &[1.0, 0.0, 0.0], &x(3)).is_empty());
+        assert!(expansion_terms(&v, "x", &[1.0, 0.0], &x(0)).is_empty());
+        // only terms on the question's side (positive cosine)
+        assert!(expansion_terms(&v, "x", &[-1.0, -1.0], &x(3)).is_empty());
+    }
 }
