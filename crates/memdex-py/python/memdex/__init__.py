@@ -80,6 +80,8 @@ STAGES = (
     "update_window",
     "update_spread",
     "update_link",
+    "expand_terms",
+    "expand_weight",
 )
 
 #: Hits one search returns at most.
