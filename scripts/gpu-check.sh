@@ -294,7 +294,8 @@ PY
     # again as serving's auto places them (--placement auto: the cost model sends each batch
     # to the device or the CPU ranker; its split is rank_batches). Pass: >= 99 % of top-10s
     # identical or near ties only, in each. The per-batch times of both sides are the
-    # "kernels >= 20x the CPU ranker" ratio.
+    # "kernels >= 20x the CPU ranker" ratio. rank-bench-no-expand.json: the same without query
+    # expansion (BM25 and the time flags from the resident texts, query_inputs.cu).
     {
       "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" --input "$WORK/data/locomo-dev.json" \
         --format locomo --preset default --store "$WORK/rank-store" --rank-check --json \
@@ -303,6 +304,11 @@ PY
         --queries 4096 --batch 256 --json > "$OUT/rank-bench.json"
       "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
         --queries 4096 --batch 256 --placement auto --json > "$OUT/rank-bench-auto.json"
+      # without query expansion (on by default, its keyword side computed on the host) the
+      # kernels compute BM25 and the time flags themselves: that path's figures
+      "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
+        --queries 4096 --batch 256 --expand-terms 0 --json > "$OUT/rank-bench-no-expand.json" \
+        || echo "bench rank --expand-terms 0: rc $?" >&2
     } 2> "$OUT/rank.log"
     # where one batch's time goes on the device (uploads, query_inputs, rank, downloads):
     # nsys's CUDA kernel and memcpy summaries of 4 batches (bench rank's own split — host
