@@ -29,9 +29,10 @@ def store(mem):
     assert m["layout"] == "shared"
     segs = [os.path.join(mem.store, "segments", s["file"]) for s in m["segments"]]
     cnts = [os.path.join(mem.store, "segments", c["file"]) for c in m["contents"]]
-    assert segs and cnts and all(os.path.exists(s) for s in segs + cnts), (segs, cnts)
-    assert sorted(glob.glob(os.path.join(mem.store, "segments", "*.arrow"))) == sorted(segs + cnts)
-    return mem, segs, cnts
+    words = [os.path.join(mem.store, "segments", w["file"]) for w in m["words"]]
+    assert segs and cnts and words, (segs, cnts, words)
+    assert sorted(glob.glob(os.path.join(mem.store, "segments", "*.arrow"))) == sorted(segs + cnts + words)
+    return mem, segs, cnts, words
 
 
 def check(mem, keys, emb):
@@ -44,7 +45,7 @@ def test_pyarrow_memory_maps_a_segment(store):
     pa = require("pyarrow")
     import pyarrow.ipc as ipc
 
-    mem, segs, cnts = store
+    mem, segs, cnts, words = store
     rows = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)
     contents = pa.concat_tables(ipc.open_file(pa.memory_map(c)).read_all() for c in cnts)
     assert rows.num_rows == 6 and contents.num_rows == 6
@@ -57,11 +58,18 @@ def test_pyarrow_memory_maps_a_segment(store):
     assert set(t.column("tenant").to_pylist()) == {"alice", "bob"}
     flat = t.column("embedding").combine_chunks().flatten().to_numpy()
     check(mem, t.column("key").to_pylist(), flat.reshape(t.num_rows, mem.dim))
+    # the word table: a vector per BM25 term, the store's model's embedding of its word
+    w = pa.concat_tables(ipc.open_file(pa.memory_map(p)).read_all() for p in words)
+    assert w.column_names == ["term", "word", "embedding"]
+    by_term = dict(zip(w.column("term").to_pylist(), w.column("word").to_pylist()))
+    assert by_term["appl"] == "apples" and by_term["oslo"] == "oslo", by_term
+    vecs = w.column("embedding").combine_chunks().flatten().to_numpy()
+    check(mem, w.column("word").to_pylist(), vecs.reshape(w.num_rows, mem.dim))
 
 
 def test_polars_reads_a_segment(store):
     pl = require("polars")
-    mem, segs, cnts = store
+    mem, segs, cnts, _ = store
     rows = pl.concat([pl.read_ipc(s) for s in segs])
     df = rows.join(pl.concat([pl.read_ipc(c) for c in cnts]), on="content_ref")
     assert df.schema["embedding"] == pl.Array(pl.Float32, mem.dim)
@@ -74,7 +82,7 @@ def test_duckdb_queries_a_segment(store):
     pa = require("pyarrow")
     import pyarrow.ipc as ipc
 
-    mem, segs, cnts = store
+    mem, segs, cnts, _ = store
     # DuckDB has no built-in Arrow IPC file reader (that is an extension it would download):
     # it scans the memory-mapped pyarrow tables in place
     rows = pa.concat_tables(ipc.open_file(pa.memory_map(s)).read_all() for s in segs)

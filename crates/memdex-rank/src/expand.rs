@@ -15,11 +15,9 @@ use half::slice::HalfFloatSliceExt;
 use memdex_score::bm25::Bm25;
 use memdex_score::dot;
 use memdex_score::text::{Analyzer, MIN_EXPANSION_CHARS};
-use memdex_store::{Store, TenantSlice};
+use memdex_store::Store;
 
-use crate::cache::TenantCache;
-use crate::options::{Bm25Flavour, Expand};
-use crate::query::Query;
+use crate::options::Expand;
 
 /// The largest share of a tenant's rows a candidate term may occur in (the replay's 10 %).
 pub(crate) const MAX_DF: f64 = 0.1;
@@ -94,25 +92,6 @@ pub(crate) fn expansion_terms(
     (best.into_iter())
         .map(|(c, i)| (vocab.terms[i].to_string(), f64::from(c)))
         .collect()
-}
-
-/// The expansion signal of every live row (timeline order): BM25 of the expansion terms, each
-/// weighted by its cosine (None: no candidate term; the signal would be flat).
-pub(crate) fn expansion_scores(
-    slices: &[TenantSlice<'_>],
-    store: &Store,
-    query: &Query<'_>,
-    x: &Expand,
-    tenant: &str,
-    cache: &TenantCache,
-) -> Option<Vec<f64>> {
-    let bm25 = cache.bm25(tenant, Bm25Flavour::Memdex, slices);
-    let vocab = cache.vocab(tenant, slices, store);
-    let terms = expansion_terms(&vocab, query.text, query.vector, x);
-    if terms.is_empty() {
-        return None;
-    }
-    Some(bm25.scores_weighted(terms.iter().map(|(t, w)| (t.as_str(), *w))))
 }
 
 #[cfg(test)]

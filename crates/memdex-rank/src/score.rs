@@ -10,7 +10,7 @@ use memdex_score::text::Analyzer;
 use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
-use crate::expand::expansion_scores;
+use crate::expand::expansion_terms;
 use crate::options::{Bm25Flavour, Expand, Fusion, RankOptions, Retriever};
 use crate::query::Query;
 
@@ -48,6 +48,25 @@ pub(crate) fn first_stage(
             (fused, expansion)
         }
     }
+}
+
+/// The expansion signal of every live row (timeline order): BM25 of the expansion terms, each
+/// weighted by its cosine (None: no candidate term; the signal would be flat).
+fn expansion_scores(
+    slices: &[TenantSlice<'_>],
+    store: &Store,
+    query: &Query<'_>,
+    x: &Expand,
+    tenant: &str,
+    cache: &TenantCache,
+) -> Option<Vec<f64>> {
+    let bm25 = cache.bm25(tenant, Bm25Flavour::Memdex, slices);
+    let vocab = cache.vocab(tenant, slices, store);
+    let terms = expansion_terms(&vocab, query.text, query.vector, x);
+    if terms.is_empty() {
+        return None;
+    }
+    Some(bm25.scores_weighted(terms.iter().map(|(t, w)| (t.as_str(), *w))))
 }
 
 /// `scores + weight · minmax(expansion)`: query expansion's share of the fusion.
