@@ -39,7 +39,9 @@ python3 scripts/module-cycles.py --self-test
 python3 scripts/module-cycles.py
 
 # the Python package: wheel built with maturin, pip-installed, its tests (interop included)
+t0=$SECONDS
 scripts/build-py.sh "$venv"
+echo "python wheel built and installed in $((SECONDS - t0)) s, on top of the workspace test build"
 "$venv/bin/python" -m pytest -q crates/memdex-py/tests
 
 # scale-out on Ray (the same test as scripts/test-ray.sh, in this venv: the wheel is installed)

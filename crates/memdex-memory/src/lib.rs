@@ -13,6 +13,7 @@ mod builder;
 mod error;
 pub mod input;
 pub mod limits;
+pub mod maintain;
 mod memory;
 mod memory_async;
 mod reader;
@@ -28,7 +29,7 @@ pub use memdex_pipeline::{
 };
 pub use memdex_rank::{format_ms, Explain, SearchHit, Stages};
 pub use memdex_runtime::{AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions};
-pub use memdex_store::CompactReport;
+pub use memdex_store::{CompactOptions, CompactReport};
 pub use memory::{
     ItemInfo, Memory, OpenOptions, SearchAnswer, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR,
 };

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use memdex_core::{Granularity, OnError, Role, Session, Turn};
 use memdex_ingest::{ItemizeOptions, SessionList};
 use memdex_memory::{
-    BuildSpec, Builder, IndexOptions, MemoryError, Reader, SearchRequest, StageNames,
+    maintain, BuildSpec, Builder, CompactOptions, IndexOptions, MemoryError, Reader, SearchRequest,
+    StageNames,
 };
 use memdex_rank::{fit_to_store, BatchQuery, CpuRanker, Query, RankOptions, TopK};
 use memdex_store::{Store, StoreSpec};
@@ -160,4 +161,24 @@ fn a_store_opened_with_another_model_is_refused() {
         BuildSpec::new(StoreSpec::new(Granularity::Turn)),
     );
     assert!(e.is_ok(), "a new store is created where none is");
+}
+
+#[test]
+fn offline_upkeep_goes_through_the_door() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CompactOptions::default();
+    let e = maintain::compact(&dir.path().join("none"), &opts).unwrap_err();
+    assert!(matches!(e, MemoryError::NotFound(_)), "{e}");
+    let mut b = open(dir.path(), 32).unwrap();
+    b.index(SessionList::new(history()), &index_opts(), &())
+        .unwrap();
+    // a writer holds the store: compaction waits its turn, a snapshot does not need it
+    let e = maintain::compact(dir.path(), &opts).unwrap_err();
+    assert!(matches!(e, MemoryError::Busy(_)), "{e}");
+    let copy = dir.path().join("copy");
+    assert!(maintain::snapshot(dir.path(), &copy).unwrap() > 0);
+    assert_eq!(Store::open(&copy).unwrap().rows(), 4);
+    drop(b);
+    let r = maintain::compact(dir.path(), &opts).unwrap();
+    assert_eq!(r.rows_removed, 0, "{r:?}");
 }

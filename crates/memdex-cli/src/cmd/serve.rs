@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use memdex_memory::{maintain, CompactOptions};
 use memdex_runtime::{Engine, EngineOptions};
 use memdex_server::{Keys, Limits, ServerConfig};
-use memdex_store::{CompactOptions, Manifest, StoreWriter};
 
 use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
 use crate::output::print_json;
@@ -102,29 +102,23 @@ async fn shutdown_signal() {
 }
 
 pub fn compact(a: CompactArgs) -> Result<()> {
-    let m = Manifest::load(&a.store)?;
-    let mut w = StoreWriter::open_or_create_with(
-        &a.store,
-        &m.model,
-        m.granularity,
-        m.model_source,
-        &m.extraction,
-    )?;
-    let report = w.compact(&CompactOptions {
+    let opts = CompactOptions {
         small_rows: a.small_rows,
         ..CompactOptions::default()
-    })?;
+    };
+    let report = maintain::compact(&a.store, &opts)?;
     if a.json {
         return print_json(&report);
     }
     println!(
-        "{}: {} → {} segments ({} rewritten), {} deleted rows and {} unreferenced contents removed, {} → {} bytes (manifest v{})",
+        "{}: {} → {} segments ({} rewritten), {} deleted rows, {} unreferenced contents and {} unused terms removed, {} → {} bytes (manifest v{})",
         a.store.display(),
         report.segments_before,
         report.segments_after,
         report.segments_rewritten,
         report.rows_removed,
         report.contents_removed,
+        report.words_removed,
         report.bytes_before,
         report.bytes_after,
         report.manifest_version
@@ -133,7 +127,7 @@ pub fn compact(a: CompactArgs) -> Result<()> {
 }
 
 pub fn snapshot(a: SnapshotArgs) -> Result<()> {
-    let v = memdex_store::snapshot(&a.store, &a.output)
+    let v = maintain::snapshot(&a.store, &a.output)
         .with_context(|| format!("snapshot of {}", a.store.display()))?;
     println!(
         "{}: manifest version {v} copied to {}",
