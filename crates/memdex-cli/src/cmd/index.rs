@@ -223,14 +223,16 @@ pub fn run(a: IndexArgs) -> Result<()> {
         });
     }
     println!(
-        "indexed {} sessions → {} {} items in {} segment(s) [{:.1}s, embedding {:.1}s, {} tokens]",
+        "indexed {} sessions → {} {} items in {} segment(s) [{:.1}s, embedding {:.1}s, {} tokens; \
+         {} new terms in the word table]",
         report.sessions_indexed,
         report.items_written,
         m.granularity,
         report.segments_written,
         report.seconds,
         report.embed_seconds,
-        report.tokens_embedded
+        report.tokens_embedded,
+        report.words_embedded
     );
     if report.sessions_unchanged > 0 {
         println!(

@@ -64,6 +64,7 @@ fn explain_line(e: &Explain) -> String {
     };
     add("dense", e.dense);
     add("bm25", e.bm25);
+    add("expansion", e.expansion);
     add("first stage", Some(e.first_stage));
     add("fragrel", e.fragrel);
     add("thoughts/tree", e.structures);
