@@ -149,6 +149,13 @@ pub trait Kernels {
         params: &RankParams,
         k: usize,
     ) -> Result<TopKResult, KernelError> {
+        if params.sparse_fused {
+            return Err(KernelError::Invalid(
+                "a keyword side fused by the host (sparse_fused) needs host inputs, not text \
+                 columns"
+                    .into(),
+            ));
+        }
         let (sparse, flags) = text_inputs_reference(dim, parts, texts, text, queries.ranges)?;
         let q = RankQueries {
             sparse: &sparse,

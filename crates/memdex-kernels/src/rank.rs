@@ -114,6 +114,12 @@ pub(crate) fn check_rank_queries(
 ) -> Result<usize, KernelError> {
     let nq = check_queries(dim, rows, q.vectors, q.ranges, None, k)?;
     check_fragrel(p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 }))?;
+    if p.sparse_fused && !host_inputs {
+        return Err(invalid(
+            "a keyword side fused by the host (sparse_fused) needs host inputs, not text columns"
+                .into(),
+        ));
+    }
     let (_, total) = range_offsets(q.ranges);
     let inputs_ok = !host_inputs || (q.sparse.len() == total && q.flags.len() == total);
     if !inputs_ok || q.time.len() != nq {

@@ -8,7 +8,7 @@ use memdex_rank::TimeWindow;
 use super::rank::{brute_rank_topk, DEFAULTS};
 use super::{assert_close, random_unit, Rng};
 use crate::{
-    range_offsets, Concatenated, KernelError, Kernels, PartText, RankPart, RankQueries,
+    range_offsets, Concatenated, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries,
     TextQueries, TimeRule,
 };
 
@@ -243,6 +243,13 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
         k.rank_topk_text(dim, &parts, texts, tq, &q, &DEFAULTS, 5)
     };
     assert!(run(&texts, &b.text()).is_ok());
+    // a keyword side the host fused (query expansion) cannot come from text columns
+    let fused = RankParams {
+        sparse_fused: true,
+        ..DEFAULTS
+    };
+    let e = k.rank_topk_text(dim, &parts, &texts, &b.text(), &q, &fused, 5);
+    assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
     let far = vec![TERMS as u32; b.terms.len()];
     let short_times = PartText {
         timestamps: &tenants[0].timestamps[1..],
