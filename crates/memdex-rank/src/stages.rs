@@ -130,6 +130,26 @@ const MAX_UPDATE_WINDOW: usize = 50;
 /// Upper bound of the open-ended weights (α, importance, boosts): a typo guard.
 const MAX_WEIGHT: f64 = 100.0;
 
+/// `v` when it lies in `[0, hi]` (NaN does not), else the error naming `field` as the caller
+/// spells it.
+fn in_range<T>(
+    field: &'static str,
+    v: Option<T>,
+    hi: T,
+    name: &dyn Fn(&str) -> String,
+) -> Result<Option<T>, StageError>
+where
+    T: PartialOrd + Default + Copy + std::fmt::Display,
+{
+    match v {
+        Some(x) if !(T::default()..=hi).contains(&x) => Err(StageError {
+            field,
+            message: format!("{} must be in [0, {hi}], got {x}", name(field)),
+        }),
+        _ => Ok(v),
+    }
+}
+
 /// A stage override that cannot apply; `message` names the field in the caller's spelling.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -148,13 +168,7 @@ impl Stages {
         name: &dyn Fn(&str) -> String,
     ) -> Result<RankOptions, StageError> {
         let err = |field: &'static str, message: String| StageError { field, message };
-        let check = |field: &'static str, v: Option<f64>, hi: f64| match v {
-            Some(x) if !(0.0..=hi).contains(&x) => Err(err(
-                field,
-                format!("{} must be in [0, {hi}], got {x}", name(field)),
-            )),
-            _ => Ok(v),
-        };
+        let check = |field: &'static str, v: Option<f64>, hi: f64| in_range(field, v, hi, name);
         let mut o = base;
         if let Some(r) = self.retriever {
             o.retriever = r;
@@ -248,25 +262,10 @@ impl Stages {
             return Ok(());
         }
         let mut x = o.expand.unwrap_or_default();
-        if let Some(n) = self.expand_terms {
-            if n > MAX_EXPAND_TERMS {
-                return Err(StageError {
-                    field: "expand_terms",
-                    message: format!(
-                        "{} must be in [0, {MAX_EXPAND_TERMS}], got {n}",
-                        name("expand_terms")
-                    ),
-                });
-            }
+        if let Some(n) = in_range("expand_terms", self.expand_terms, MAX_EXPAND_TERMS, name)? {
             x.terms = n;
         }
-        if let Some(w) = self.expand_weight {
-            if !(0.0..=1.0).contains(&w) {
-                return Err(StageError {
-                    field: "expand_weight",
-                    message: format!("{} must be in [0, 1], got {w}", name("expand_weight")),
-                });
-            }
+        if let Some(w) = in_range("expand_weight", self.expand_weight, 1.0, name)? {
             x.weight = w;
         }
         o.expand = (x.terms > 0 && x.weight > 0.0).then_some(x);
@@ -286,34 +285,13 @@ impl Stages {
             return Ok(());
         }
         let mut u = o.update.unwrap_or_default();
-        if let Some(w) = self.update_window {
-            if w > MAX_UPDATE_WINDOW {
-                return Err(StageError {
-                    field: "update_window",
-                    message: format!(
-                        "{} must be in [0, {MAX_UPDATE_WINDOW}], got {w}",
-                        name("update_window")
-                    ),
-                });
-            }
+        if let Some(w) = in_range("update_window", self.update_window, MAX_UPDATE_WINDOW, name)? {
             u.window = w;
         }
-        if let Some(l) = self.update_link {
-            if !(0.0..=1.0).contains(&l) {
-                return Err(StageError {
-                    field: "update_link",
-                    message: format!("{} must be in [0, 1], got {l}", name("update_link")),
-                });
-            }
+        if let Some(l) = in_range("update_link", self.update_link, 1.0, name)? {
             u.link = l as f32;
         }
-        if let Some(z) = self.update_spread {
-            if !(0.0..=10.0).contains(&z) {
-                return Err(StageError {
-                    field: "update_spread",
-                    message: format!("{} must be in [0, 10], got {z}", name("update_spread")),
-                });
-            }
+        if let Some(z) = in_range("update_spread", self.update_spread, 10.0, name)? {
             u.spread = z as f32;
         }
         o.update = (u.window > 1).then_some(u);
@@ -328,27 +306,13 @@ impl Stages {
         name: &dyn Fn(&str) -> String,
     ) -> Result<(), StageError> {
         let err = |field: &'static str, message: String| StageError { field, message };
-        if let Some(w) = self.thought_weight {
-            if !(0.0..=MAX_WEIGHT).contains(&w) {
-                let m = format!(
-                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
-                    name("thought_weight")
-                );
-                return Err(err("thought_weight", m));
-            }
+        if let Some(w) = in_range("thought_weight", self.thought_weight, MAX_WEIGHT, name)? {
             o.thoughts = (w > 0.0).then(|| ThoughtStage {
                 weight: w,
                 ..o.thoughts.unwrap_or_default()
             });
         }
-        if let Some(w) = self.tree_weight {
-            if !(0.0..=MAX_WEIGHT).contains(&w) {
-                let m = format!(
-                    "{} must be in [0, {MAX_WEIGHT}], got {w}",
-                    name("tree_weight")
-                );
-                return Err(err("tree_weight", m));
-            }
+        if let Some(w) = in_range("tree_weight", self.tree_weight, MAX_WEIGHT, name)? {
             o.tree = (w > 0.0).then(|| TreeStage {
                 weight: w,
                 ..o.tree.unwrap_or_default()
