@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use memdex_core::{Granularity, OnError, Role, Session, Turn};
+use memdex_core::{Granularity, OnError, Session};
 use memdex_ingest::{ItemizeOptions, SessionList};
 use memdex_memory::{
     maintain, BuildSpec, Builder, CompactOptions, IndexOptions, MemoryError, Reader, SearchRequest,
@@ -12,33 +12,18 @@ use memdex_memory::{
 };
 use memdex_rank::{fit_to_store, BatchQuery, CpuRanker, Query, RankOptions, TopK};
 use memdex_store::{Store, StoreSpec};
-use memdex_testkit::HashEncoder;
-
-fn session(tenant: &str, id: &str, day: i64, texts: &[&str]) -> Session {
-    Session {
-        tenant: tenant.into(),
-        session_id: id.into(),
-        timestamp_ms: 1_683_000_000_000 + day * 86_400_000,
-        turns: texts
-            .iter()
-            .map(|t| Turn {
-                role: Role::User,
-                content: t.to_string(),
-            })
-            .collect(),
-    }
-}
+use memdex_testkit::{user_session, HashEncoder};
 
 fn history() -> Vec<Session> {
     vec![
-        session(
+        user_session(
             "alice",
             "s1",
             0,
             &["I adopted a dog named Rex.", "Rex loves the park."],
         ),
-        session("alice", "s2", 3, &["My sister lives in Lisbon."]),
-        session("bob", "s1", 1, &["I play the cello every evening."]),
+        user_session("alice", "s2", 3, &["My sister lives in Lisbon."]),
+        user_session("bob", "s1", 1, &["I play the cello every evening."]),
     ]
 }
 

@@ -4,31 +4,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memdex_core::{Granularity, Role, Session, TextKind, Turn};
+use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, EngineError, Searcher, SessionStatus};
 use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
 use memdex_score::CpuScorer;
 use memdex_store::{Extraction, Store, StoreWriter};
-use memdex_testkit::HashEncoder;
+use memdex_testkit::{user_session, HashEncoder};
 
 const DIM: usize = 32;
-
-fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
-    Session {
-        tenant: tenant.into(),
-        session_id: id.into(),
-        timestamp_ms: 1_683_540_000_000,
-        turns: texts
-            .iter()
-            .map(|t| Turn {
-                role: Role::User,
-                content: t.to_string(),
-            })
-            .collect(),
-    }
-}
 
 fn open(dir: &std::path::Path) -> (StoreWriter, AppendPipeline) {
     let enc = HashEncoder::new(DIM);
@@ -287,4 +272,9 @@ fn tenant_cache_stays_within_its_budget_and_ranks_the_same() {
     assert_eq!(tiny.stats().tenants, 1);
     run(&tiny, "t1");
     assert_eq!((tiny.stats().tenants, tiny.stats().evicted), (1, 1));
+}
+
+/// A session of user turns, all on one day.
+fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
+    user_session(tenant, id, 0, texts)
 }

@@ -9,25 +9,10 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use memdex_core::{Role, Session, TextKind, Turn};
+use memdex_core::{Session, TextKind};
 use memdex_rank::RankOptions;
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, Health, RuntimeError};
-use memdex_testkit::HookedEncoder;
-
-fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
-    Session {
-        tenant: tenant.into(),
-        session_id: id.into(),
-        timestamp_ms: 1_683_540_000_000,
-        turns: texts
-            .iter()
-            .map(|t| Turn {
-                role: Role::User,
-                content: t.to_string(),
-            })
-            .collect(),
-    }
-}
+use memdex_testkit::{user_session, HookedEncoder};
 
 fn start(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>) {
     let (e, passages, _) = start_gated(dir);
@@ -202,4 +187,9 @@ fn queued_appends_are_group_committed() {
     );
     assert_eq!(e.view().summary().rows, 40);
     e.shutdown();
+}
+
+/// A session of user turns, all on one day.
+fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
+    user_session(tenant, id, 0, texts)
 }

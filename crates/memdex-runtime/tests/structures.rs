@@ -6,29 +6,13 @@
 
 mod common;
 
-use memdex_core::{Role, Session, Turn};
+use memdex_core::Session;
 use memdex_rank::{RankOptions, ThoughtStage};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions};
 use memdex_store::Store;
 use memdex_structures::{default_thoughts, default_tree, report};
-use memdex_testkit::HashEncoder;
+use memdex_testkit::{user_session, HashEncoder};
 
-const DAY: i64 = 86_400_000;
-
-fn session(tenant: &str, id: &str, day: i64, texts: &[&str]) -> Session {
-    Session {
-        tenant: tenant.into(),
-        session_id: id.into(),
-        timestamp_ms: 1_683_540_000_000 + day * DAY,
-        turns: texts
-            .iter()
-            .map(|t| Turn {
-                role: Role::User,
-                content: t.to_string(),
-            })
-            .collect(),
-    }
-}
 
 fn start(dir: &std::path::Path) -> Engine {
     let opts = EngineOptions {
@@ -56,11 +40,17 @@ fn top(e: &Engine, tenant: &str, text: &str, opts: &RankOptions) -> Vec<String> 
 fn served_appends_think_and_deletes_forget() {
     let tmp = tempfile::tempdir().unwrap();
     let e = start(tmp.path());
-    append(&e, session("ann", "s1", 0, &["My sister lives in Porto."]));
-    append(&e, session("ann", "s2", 9, &["I adopted a dog named Max."]));
     append(
         &e,
-        session("ann", "s3", 40, &["She moved to Lisbon last month."]),
+        user_session("ann", "s1", 0, &["My sister lives in Porto."]),
+    );
+    append(
+        &e,
+        user_session("ann", "s2", 9, &["I adopted a dog named Max."]),
+    );
+    append(
+        &e,
+        user_session("ann", "s3", 40, &["She moved to Lisbon last month."]),
     );
     let opts = RankOptions {
         thoughts: Some(ThoughtStage::default()),
@@ -78,7 +68,7 @@ fn served_appends_think_and_deletes_forget() {
     let e = start(tmp.path());
     append(
         &e,
-        session("ann", "s4", 50, &["My sister lives in Madrid now."]),
+        user_session("ann", "s4", 50, &["My sister lives in Madrid now."]),
     );
     let hits = top(&e, "ann", q, &opts);
     assert_eq!(hits[0], "user: My sister lives in Madrid now.", "{hits:?}");

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use memdex_core::{DeviceChoice, MemoryItem, ModelInfo, Pooling, Role, TextKind};
+use memdex_core::{DeviceChoice, MemoryItem, ModelInfo, Pooling, Role, Session, TextKind, Turn};
 use memdex_embed::{load_encoder, EmbedError, EmbedOptions, Embedder, Embeddings, Encoder};
 
 pub use memdex_core::rng::SplitMix64;
@@ -61,6 +61,28 @@ pub fn item(tenant: &str, session: &str, turn: u32, text: &str) -> MemoryItem {
         content_hash: MemoryItem::compute_hash(Role::User, text, &value),
         value,
         key: text.into(),
+    }
+}
+
+/// When [`user_session`]'s day 0 starts: 2023-05-08, in ms since the epoch.
+pub const SESSION_T0: i64 = 1_683_540_000_000;
+
+/// A day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// `tenant`'s session `id` of user turns `texts`, `day` days after [`SESSION_T0`].
+pub fn user_session(tenant: &str, id: &str, day: i64, texts: &[&str]) -> Session {
+    Session {
+        tenant: tenant.into(),
+        session_id: id.into(),
+        timestamp_ms: SESSION_T0 + day * DAY_MS,
+        turns: texts
+            .iter()
+            .map(|t| Turn {
+                role: Role::User,
+                content: t.to_string(),
+            })
+            .collect(),
     }
 }
 
