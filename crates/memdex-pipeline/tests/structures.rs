@@ -6,14 +6,14 @@
 
 use std::path::Path;
 
-use memdex_core::{Granularity, Role, Session, TextKind, Turn};
+use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions, Searcher};
 use memdex_rank::{RankOptions, Retriever, ThoughtStage, TreeStage};
 use memdex_store::{Store, StoreWriter, Structures};
 use memdex_structures::{default_thoughts, default_tree, report, MemTree, ThoughtMemory};
-use memdex_testkit::HashEncoder;
+use memdex_testkit::{user_session_at, HashEncoder};
 
 const DIM: usize = 64;
 const DAY: i64 = 86_400_000;
@@ -21,18 +21,7 @@ const DAY: i64 = 86_400_000;
 const T0: i64 = 1_672_617_600_000;
 
 fn session(tenant: &str, id: &str, day: i64, texts: &[&str]) -> Session {
-    Session {
-        tenant: tenant.into(),
-        session_id: id.into(),
-        timestamp_ms: T0 + day * DAY,
-        turns: texts
-            .iter()
-            .map(|t| Turn {
-                role: Role::User,
-                content: t.to_string(),
-            })
-            .collect(),
-    }
+    user_session_at(tenant, id, T0 + day * DAY, texts)
 }
 
 fn open(dir: &Path, structures: bool) -> (StoreWriter, AppendPipeline) {

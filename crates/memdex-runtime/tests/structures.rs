@@ -13,7 +13,6 @@ use memdex_store::Store;
 use memdex_structures::{default_thoughts, default_tree, report};
 use memdex_testkit::{user_session, HashEncoder};
 
-
 fn start(dir: &std::path::Path) -> Engine {
     let opts = EngineOptions {
         compact_every: None,

@@ -268,8 +268,8 @@ impl Manifest {
         }
     }
 
-    /// Content files: only in a shared store, named `cnt-<digits>.arrow`, ids and files unique
-    /// among segments and content files alike.
+    /// Content files (only in a shared store, named `cnt-<digits>.arrow`) and word files
+    /// (`wrd-<digits>.arrow`): ids and files unique among segments, contents and words alike.
     fn validate_contents<'a>(
         &'a self,
         ids: &std::collections::HashSet<u64>,
@@ -287,21 +287,15 @@ impl Manifest {
             return Err("an inline store lists content files".into());
         }
         let mut seen = std::collections::HashSet::new();
-        for w in &self.words {
-            let what = format!("word file {} ({:?})", w.id, clip(&w.file, 64));
-            if !is_file_name(&w.file, "wrd-") {
-                return Err(format!("{what}: file name must be wrd-<digits>.arrow"));
+        let words = (self.words.iter()).map(|w| ("word file", "wrd-", w.id, w.file.as_str()));
+        let contents =
+            (self.contents.iter()).map(|c| ("content file", "cnt-", c.id, c.file.as_str()));
+        for (kind, prefix, id, file) in words.chain(contents) {
+            let what = format!("{kind} {id} ({:?})", clip(file, 64));
+            if !is_file_name(file, prefix) {
+                return Err(format!("{what}: file name must be {prefix}<digits>.arrow"));
             }
-            if ids.contains(&w.id) || !seen.insert(w.id) || !files.insert(w.file.as_str()) {
-                return Err(format!("{what}: id or file listed twice"));
-            }
-        }
-        for c in &self.contents {
-            let what = format!("content file {} ({:?})", c.id, clip(&c.file, 64));
-            if !is_file_name(&c.file, "cnt-") {
-                return Err(format!("{what}: file name must be cnt-<digits>.arrow"));
-            }
-            if ids.contains(&c.id) || !seen.insert(c.id) || !files.insert(c.file.as_str()) {
+            if ids.contains(&id) || !seen.insert(id) || !files.insert(file) {
                 return Err(format!("{what}: id or file listed twice"));
             }
         }

@@ -72,10 +72,15 @@ pub const DAY_MS: i64 = 86_400_000;
 
 /// `tenant`'s session `id` of user turns `texts`, `day` days after [`SESSION_T0`].
 pub fn user_session(tenant: &str, id: &str, day: i64, texts: &[&str]) -> Session {
+    user_session_at(tenant, id, SESSION_T0 + day * DAY_MS, texts)
+}
+
+/// [`user_session`] starting at `timestamp_ms`.
+pub fn user_session_at(tenant: &str, id: &str, timestamp_ms: i64, texts: &[&str]) -> Session {
     Session {
         tenant: tenant.into(),
         session_id: id.into(),
-        timestamp_ms: SESSION_T0 + day * DAY_MS,
+        timestamp_ms,
         turns: texts
             .iter()
             .map(|t| Turn {
