@@ -278,15 +278,15 @@ impl TenantCache {
         built(self.entry(tenant, slot, build))
     }
 
-    /// The tenant's query-expansion candidates (its rare terms with a word vector).
+    /// The tenant's query-expansion candidates (its rare terms with a word vector), from its
+    /// memdex BM25 index `bm25`.
     pub(crate) fn vocab(
         &self,
         tenant: &str,
-        slices: &[TenantSlice<'_>],
+        bm25: &Bm25,
         store: &memdex_store::Store,
     ) -> Arc<crate::expand::Vocab> {
-        let bm25 = self.bm25(tenant, Bm25Flavour::Memdex, slices);
-        let build = || Ok(crate::expand::Vocab::build(&bm25, store));
+        let build = || Ok(crate::expand::Vocab::build(bm25, store));
         built(self.entry(tenant, |e| &mut e.vocab, build))
     }
 

@@ -61,7 +61,7 @@ fn expansion_scores(
     cache: &TenantCache,
 ) -> Option<Vec<f64>> {
     let bm25 = cache.bm25(tenant, Bm25Flavour::Memdex, slices);
-    let vocab = cache.vocab(tenant, slices, store);
+    let vocab = cache.vocab(tenant, &bm25, store);
     let terms = expansion_terms(&vocab, query.text, query.vector, x);
     if terms.is_empty() {
         return None;
