@@ -5,10 +5,14 @@
 //!   and the time range a query refers to, resolved against the question date, padded ±2 days
 //!   as the official code does. Precision first: an expression it is not sure of yields
 //!   nothing, because a guessed range reorders results for the worse.
+//! * [`change`]: who a question is about (the user, a person or pet of theirs, someone
+//!   named) and whether a later text states that something about them changed (the update
+//!   stage's test that two statements are of the same thing).
 //! * [`facts`]: the [`FactExtractor`] trait and a heuristic implementation that keeps
 //!   first-person fact sentences, key phrases and dated events; the engine prepends them to
 //!   the key text before embedding (key = value + facts).
 
+pub mod change;
 pub mod facts;
 mod lexicon;
 mod sentences;

@@ -207,8 +207,14 @@ fn asks_when(toks: &[Token<'_>]) -> bool {
 }
 
 /// Whether the first auxiliary or copula of the question is in the present tense (words
-/// are alphanumeric runs: "what's" is `what` `s`).
+/// are alphanumeric runs: "what's" is `what` `s`), or, without one, the question opens
+/// with `who`/`what` and a present-tense verb ("Who coaches my son's team?").
 fn asks_present(toks: &[Token<'_>]) -> bool {
+    let subject_verb = toks.len() > 1
+        && matches!(toks[0].lower.as_str(), "who" | "what")
+        && toks[1].lower.len() > 3
+        && toks[1].lower.ends_with('s')
+        && !toks[1].lower.ends_with("ss");
     for (i, t) in toks.iter().enumerate() {
         match t.lower.as_str() {
             "is" | "are" | "am" | "do" | "does" => return true,
@@ -226,7 +232,7 @@ fn asks_present(toks: &[Token<'_>]) -> bool {
             _ => {}
         }
     }
-    false
+    subject_verb
 }
 
 /// Words that ask for an earlier state (closed-class time adverbs and adjectives, not

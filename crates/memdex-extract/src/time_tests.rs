@@ -470,6 +470,8 @@ fn present_tense_questions_ask_for_the_state_now() {
         "What's my rent?",
         "Do I still smoke?",
         "Whom am I dating?",
+        "Who coaches my son's soccer team now?",
+        "Who walks our dog in the morning?",
     ] {
         assert!(parse_query(q, anchor()).asks_present, "{q}");
     }
@@ -479,6 +481,9 @@ fn present_tense_questions_ask_for_the_state_now() {
         "How many times has Melanie gone to the beach?",
         "Would Caroline pursue writing?",
         "Which city",
+        "Who was my manager?",
+        "Who walked our dog?",
+        "Who asked Caroline?",
     ] {
         assert!(!parse_query(q, anchor()).asks_present, "{q}");
     }

@@ -2,8 +2,9 @@
 //! a [`Trace`], and [`Trace::hits`] gives each top hit its [`Explain`]: the score after each
 //! stage that ran, and the rank before and after each stage that reorders.
 
-use crate::hit::Explain;
+use crate::hit::{Explain, UpdateLink};
 use crate::rows::Ranking;
+use crate::update::UpdateMove;
 use crate::SearchHit;
 
 /// Every stage's scores of one ranking, per item in timeline order (empty or None: the
@@ -25,8 +26,8 @@ pub struct Trace {
     pub time_flags: Option<(Vec<bool>, bool)>,
     /// Order after the time stage, before the update stage.
     pub time_order: Vec<usize>,
-    /// Ranks the update stage changed (None: the stage is off).
-    pub update: Option<usize>,
+    /// The update stage's moves (None: the stage is off).
+    pub update: Option<Vec<UpdateMove>>,
 }
 
 impl Trace {
@@ -59,9 +60,26 @@ impl Trace {
                 time,
                 time_rank: before,
                 update_moved_from: (self.update.is_some() && before != hit.rank).then_some(before),
+                update: self.update_link(ranking, i),
             }));
         }
         hits
+    }
+}
+
+impl Trace {
+    /// Why the update stage moved timeline index `i`: the item it was linked to and the
+    /// change the newer session states.
+    fn update_link(&self, ranking: &Ranking<'_>, i: usize) -> Option<UpdateLink> {
+        let m = self.update.as_ref()?.iter().find(|m| m.item == i)?;
+        let linked = ranking.item(m.linked);
+        Some(UpdateLink {
+            linked_item_id: linked.item_id,
+            linked_session_id: linked.session_id.to_string(),
+            direction: m.direction,
+            cue: m.change.cue,
+            sentence: m.change.sentence.clone(),
+        })
     }
 }
 

@@ -2,6 +2,8 @@ use memdex_core::Role;
 use memdex_store::ItemRef;
 use serde::Serialize;
 
+use crate::update::UpdateDirection;
+
 /// One ranked item, as search answers it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -84,4 +86,24 @@ pub struct Explain {
     /// Rank before the update stage moved this item (absent: it did not move it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub update_moved_from: Option<usize>,
+    /// Why the update stage moved this item (absent: it did not move it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateLink>,
+}
+
+/// The update stage's reason for moving a hit: the item it was linked to (the one that held
+/// the hit's new rank) and the test the pair passed: both answer the question, and the newer
+/// session states a change of the question's subject (`cue`, in `sentence`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UpdateLink {
+    pub linked_item_id: u64,
+    pub linked_session_id: String,
+    /// `newest_first` (a question about the present) or `oldest_first` (an earlier state).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "newest_first"))]
+    pub direction: UpdateDirection,
+    /// The cue of change the newer session's sentence carries (`no longer`, `moved`, …).
+    pub cue: &'static str,
+    /// The newer session's sentence that states the change.
+    pub sentence: String,
 }

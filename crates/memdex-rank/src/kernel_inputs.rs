@@ -5,6 +5,7 @@
 //! The stages it stands for are [`crate::rank`]'s with the same options; the kernels' CPU
 //! reference states them exactly.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use half::f16;
@@ -199,15 +200,32 @@ impl<'s> FusedTenant<'s> {
         opts: &RankOptions,
         k: usize,
     ) -> Vec<SearchHit> {
-        let mut order: Vec<usize> = (0..ranked.len()).collect();
+        let mut order: Vec<usize> = ranked.iter().map(|&(_, i)| i).collect();
         if let Some(stage) = opts.update {
-            crate::update_order(&mut order, |r| self.item(ranked[r].1), query, stage);
+            let score: HashMap<usize, f32> = ranked.iter().map(|&(s, i)| (i, s)).collect();
+            let at = (self.rows(), |i| self.item(i));
+            let score_of = |i| f64::from(score.get(&i).copied().unwrap_or(0.0));
+            crate::update_order(&mut order, &at, score_of, query, stage);
+            return self.hits_in(&order, &score, k);
         }
+        ranked
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(r, &(s, i))| SearchHit::new(r + 1, s, self.item(i)))
+            .collect()
+    }
+
+    /// The first `k` of `order` (timeline indices) as hits with their kernel scores.
+    fn hits_in(&self, order: &[usize], score: &HashMap<usize, f32>, k: usize) -> Vec<SearchHit> {
         order
             .iter()
             .take(k)
             .enumerate()
-            .map(|(r, &o)| SearchHit::new(r + 1, ranked[o].0, self.item(ranked[o].1)))
+            .map(|(r, &i)| {
+                let s = score.get(&i).copied().unwrap_or(0.0);
+                SearchHit::new(r + 1, s, self.item(i))
+            })
             .collect()
     }
 
@@ -227,7 +245,8 @@ impl<'s> FusedTenant<'s> {
             crate::flagged_first(&mut order, |i| flags[i] != 0);
         }
         if let Some(stage) = opts.update {
-            crate::update_order(&mut order, |i| self.item(i), query, stage);
+            let at = (self.rows(), |i| self.item(i));
+            crate::update_order(&mut order, &at, |i| scores[i], query, stage);
         }
         Ranking {
             rows: self.rows.clone(),

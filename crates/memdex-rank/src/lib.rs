@@ -45,7 +45,7 @@ pub use columns::{check_columns, fit_to_store};
 pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use explain::Trace;
-pub use hit::{Explain, SearchHit};
+pub use hit::{Explain, SearchHit, UpdateLink};
 pub use kernel_inputs::{
     fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTextQuery, FusedTime,
 };
@@ -60,4 +60,4 @@ pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use rows::Ranking;
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
 pub use time::TimeWindow;
-pub use update::{update_order, UpdateDirection};
+pub use update::{update_order, UpdateDirection, UpdateMove, UpdateRows};

@@ -185,8 +185,9 @@ fn run<'s>(
     }
     keep(&mut trace, |t| t.time_order = order.clone());
     if let Some(stage) = opts.update {
-        let moved = update::update_order(&mut order, |i| rows.item(i), query, stage);
-        keep(&mut trace, |t| t.update = Some(moved));
+        let at = (rows.len(), |i| rows.item(i));
+        let moves = update::update_order(&mut order, &at, |i| scores[i], query, stage);
+        keep(&mut trace, |t| t.update = Some(moves));
     }
     Ok(Ranking {
         rows,

@@ -100,19 +100,16 @@ pub struct Stages {
     /// Tree nodes retrieved by the tree stage or retriever (default 5).
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TREE_K"))]
     pub tree_k: Option<usize>,
-    /// Update stage: top ranks within which statements of the same thing (different dates,
-    /// keys unusually close) are ordered newest first for a present-tense question, oldest
-    /// first for one about an earlier state ("before", "used to"); 0 = off, at most 50.
-    /// Default 5.
+    /// Update stage: top ranks within which statements of the same thing (different dates;
+    /// the newer session states a change of the question's subject) are ordered newest first
+    /// for a present-tense question, oldest first for one about an earlier state ("before",
+    /// "used to"); 0 = off, at most 50. Default 5.
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_WINDOW"))]
     pub update_window: Option<usize>,
-    /// Standard deviations, 0 to 10, above the mean key cosine of the top 2 × window items at
-    /// which the update stage links two items. Default 1.
-    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_SPREAD"))]
-    pub update_spread: Option<f64>,
-    /// Lowest key cosine, 0 to 1, that links two items in the update stage. Default 0.1.
-    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_LINK"))]
-    pub update_link: Option<f64>,
+    /// The share, 0 to 1, of the window's best score that both items of an update link need
+    /// (both must answer the question). Default 0.33.
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_UPDATE_RELEVANCE"))]
+    pub update_relevance: Option<f64>,
     /// Query expansion: how many of the tenant's terms nearest the question's vector (by the
     /// store's word vectors) are added, at most 100; 0 = off. Default 10 when it is on.
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_EXPAND_TERMS"))]
@@ -272,27 +269,21 @@ impl Stages {
         Ok(())
     }
 
-    /// The update stage: a window of 0 turns it off; a link tunes it (on by itself).
+    /// The update stage: a window of 0 turns it off; a relevance tunes it (on by itself).
     fn apply_update(
         &self,
         o: &mut RankOptions,
         name: &dyn Fn(&str) -> String,
     ) -> Result<(), StageError> {
-        if self.update_window.is_none()
-            && self.update_link.is_none()
-            && self.update_spread.is_none()
-        {
+        if self.update_window.is_none() && self.update_relevance.is_none() {
             return Ok(());
         }
         let mut u = o.update.unwrap_or_default();
         if let Some(w) = in_range("update_window", self.update_window, MAX_UPDATE_WINDOW, name)? {
             u.window = w;
         }
-        if let Some(l) = in_range("update_link", self.update_link, 1.0, name)? {
-            u.link = l as f32;
-        }
-        if let Some(z) = in_range("update_spread", self.update_spread, 10.0, name)? {
-            u.spread = z as f32;
+        if let Some(r) = in_range("update_relevance", self.update_relevance, 1.0, name)? {
+            u.relevance = r as f32;
         }
         o.update = (u.window > 1).then_some(u);
         Ok(())
@@ -417,13 +408,12 @@ mod tests {
     fn the_update_stage_is_tuned_turned_off_and_checked() {
         let set = |s: Stages| s.apply(RankOptions::default(), &flag);
         let o = set(Stages {
-            update_spread: Some(2.0),
-            update_link: Some(0.3),
+            update_relevance: Some(0.5),
             ..Stages::default()
         })
         .unwrap();
         let u = o.update.unwrap();
-        assert_eq!((u.window, u.spread, u.link), (5, 2.0, 0.3));
+        assert_eq!((u.window, u.relevance), (5, 0.5));
         let off = Stages {
             update_window: Some(0),
             ..Stages::default()
@@ -439,17 +429,17 @@ mod tests {
             ),
             (
                 Stages {
-                    update_link: Some(f64::NAN),
+                    update_relevance: Some(f64::NAN),
                     ..Stages::default()
                 },
-                "--update-link",
+                "--update-relevance",
             ),
             (
                 Stages {
-                    update_spread: Some(-1.0),
+                    update_relevance: Some(1.5),
                     ..Stages::default()
                 },
-                "--update-spread",
+                "--update-relevance",
             ),
         ] {
             let e = set(bad).unwrap_err();

@@ -1,26 +1,36 @@
 //! The update stage: TiM's forget and merge, applied where a question meets them.
 //!
-//! A memory that holds "my sister lives in Porto" and, months later, "Maya got the keys to her
-//! flat in Lisbon" holds two statements of one thing; the newer one is the answer to a question
-//! about the present, the older one to a question about the past. TiM decides this when a
-//! thought is inserted (statements in one LSH bucket whose similarity passes a test are
-//! merged, the outdated one forgotten). Deciding it at insert time needs the statement's
-//! subject and relation, which a rule extractor finds for few phrasings; at query time the
-//! question supplies them: the items the ranking puts at the top are the ones about what it
-//! asks.
+//! A memory that holds "my sister lives in Porto" and, months later, "She finally got the
+//! keys to her own flat in Lisbon" holds two statements of one thing; the newer one is the
+//! answer to a question about the present, the older one to a question about the past. TiM
+//! decides this when a thought is inserted; at query time the question supplies what it
+//! needs: the subject it asks about, and which items answer it.
 //!
-//! So, among the top `window` items, two items from different times are **linked** when
-//! their key vectors are unusually close: their cosine is more than `spread` standard
-//! deviations above the mean cosine of the pairs among the top `2 × window` items, and more
-//! than `link`. The bar is relative because how alike a tenant's items are varies: one
-//! conversation between two friends is alike throughout, while the items a mixed history
-//! puts at the top of one question share little but the question. Each linked group keeps the
-//! ranks it holds and is reordered by time, newest first for a question in the present tense
-//! ("where does my sister live?"), oldest first for one that asks for an earlier state
-//! ("before", "used to", "my old…"). Past-tense, perfect and modal questions, and questions
-//! naming a time range (the time stage's), are left alone. The set of items in the window
-//! never changes, only their order, so recall at `window` or more is untouched.
+//! Among the top `window` items, an older item and a newer one (different session dates) are
+//! **linked** when all three hold:
+//! 1. **both answer the question**: each scores at least `relevance` × the best score in
+//!    the window (so an item that is in the window only because the tenant is small, or
+//!    because its session lifted it, is never moved);
+//! 2. **the newer session states a change of the question's subject**: one of its user
+//!    sentences carries a cue of change (`no longer`, `moved`, `switched`, `new`, …) and is
+//!    about the subject the question names: the user, a person or pet of theirs (with the
+//!    names the history gives it), or someone named ([`memdex_extract::change`]);
+//! 3. nothing else: the test is absolute (it reads the two statements and the question, not
+//!    how alike the rest of the tenant is), so it means the same on a 3-item tenant as on a
+//!    30,000-item one.
+//!
+//! Linked items form groups only as cliques: an item joins a group when it is linked to every
+//! member, so no chain carries in an item that is not itself linked to the others. Each group
+//! keeps the ranks it holds and is reordered by time, newest first for a question in the
+//! present tense ("where does my sister live?"), oldest first for one that asks for an
+//! earlier state ("before", "used to", "my old…"). Past-tense, perfect and modal questions,
+//! and questions naming a time range (the time stage's), are left alone. The set of items in
+//! the window never changes, only their order, so recall at `window` or more is untouched.
 
+use std::collections::HashMap;
+
+use memdex_core::Role;
+use memdex_extract::change::{Change, ChangeTest};
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_store::ItemRef;
 use serde::Serialize;
@@ -38,29 +48,85 @@ pub enum UpdateDirection {
     OldestFirst,
 }
 
-/// The update stage over a finished `order` (timeline indices, best first; `item(i)` is the
-/// item at index `i`) for `query`: the one entry point of every ranking path, so the CPU
-/// pipeline and the fused kernel's hits agree. Returns the ranks it changed.
-pub fn update_order<'a>(
+/// Why the stage moved an item: the item it was linked to (the one that held its new rank)
+/// and the test the pair passed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateMove {
+    /// Timeline index of the moved item.
+    pub item: usize,
+    /// Timeline index of the item it was linked to.
+    pub linked: usize,
+    pub direction: UpdateDirection,
+    /// The change the newer of the two items states.
+    pub change: Change,
+}
+
+/// A tenant's rows as the stage reads them: how many, and the item at a timeline index.
+pub trait UpdateRows<'s> {
+    fn rows(&self) -> usize;
+    fn item(&self, i: usize) -> ItemRef<'s>;
+}
+
+impl<'s, F: Fn(usize) -> ItemRef<'s>> UpdateRows<'s> for (usize, F) {
+    fn rows(&self) -> usize {
+        self.0
+    }
+    fn item(&self, i: usize) -> ItemRef<'s> {
+        (self.1)(i)
+    }
+}
+
+/// The update stage over a finished `order` (timeline indices, best first; `score(i)` is
+/// index `i`'s final score) for `query`: the one entry point of every ranking path, so the
+/// CPU pipeline and the fused kernel's hits agree. Returns the moves it made.
+pub fn update_order<'s>(
     order: &mut [usize],
-    item: impl Fn(usize) -> ItemRef<'a>,
+    rows: &impl UpdateRows<'s>,
+    score: impl Fn(usize) -> f64,
     query: &Query<'_>,
     stage: UpdateStage,
-) -> usize {
+) -> Vec<UpdateMove> {
     let w = order.len().min(stage.window);
-    let newest = order[..w].iter().map(|&i| item(i).timestamp_ms).max();
+    if w < 2 {
+        return Vec::new();
+    }
+    let newest = order[..w].iter().map(|&i| rows.item(i).timestamp_ms).max();
     let Some(dir) = newest.and_then(|n| direction(query.text, query.date_ms, n)) else {
-        return 0;
+        return Vec::new();
     };
-    apply(
-        order,
-        |i| {
-            let it = item(i);
-            (it.timestamp_ms, it.embedding)
-        },
-        dir,
-        stage,
-    )
+    let window: Vec<Entry> = order[..w]
+        .iter()
+        .map(|&i| Entry {
+            index: i,
+            time: rows.item(i).timestamp_ms,
+            score: score(i),
+        })
+        .collect();
+    let changes = item_changes(&window, rows, query.text);
+    let links = link(&window, &changes, stage.relevance);
+    let new = reorder(&window, &links, dir);
+    let mut moves = Vec::new();
+    for (rank, (&was, &now)) in order[..w].iter().zip(&new).enumerate() {
+        if was == now {
+            continue;
+        }
+        let from = window.iter().position(|e| e.index == now).unwrap_or(rank);
+        let newer = if window[from].time > window[rank].time {
+            from
+        } else {
+            rank
+        };
+        if let Some(change) = changes[newer].clone() {
+            moves.push(UpdateMove {
+                item: now,
+                linked: was,
+                direction: dir,
+                change,
+            });
+        }
+    }
+    order[..w].copy_from_slice(&new);
+    moves
 }
 
 /// How the stage treats `text` asked at `date_ms` (else at `newest_ms`): None when the
@@ -75,36 +141,119 @@ pub fn direction(text: &str, date_ms: Option<i64>, newest_ms: i64) -> Option<Upd
     }
 }
 
-/// Reorders the linked groups among `order`'s first `stage.window` entries (timeline indices;
-/// `item(i)` gives an index's session time and key vector). Returns the entries it moved.
-pub(crate) fn apply<'a>(
-    order: &mut [usize],
-    item: impl Fn(usize) -> (i64, &'a [f32]),
-    dir: UpdateDirection,
-    stage: UpdateStage,
-) -> usize {
-    let w = order.len().min(stage.window);
-    let near = order.len().min(2 * stage.window);
-    let top: Vec<(i64, &[f32])> = order[..near].iter().map(|&i| item(i)).collect();
-    let bar = link_bar(&top, stage);
-    let mut group = Groups::new(w);
+/// One item of the window.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    index: usize,
+    time: i64,
+    score: f64,
+}
+
+/// Most items of one session the stage reads on each side of a window item.
+const SESSION_SPAN: usize = 64;
+
+/// For each window entry, the change it states about the question's subject (pronouns
+/// resolved within its session; the subject's names gathered from every window session).
+fn item_changes<'s>(
+    window: &[Entry],
+    rows: &impl UpdateRows<'s>,
+    question: &str,
+) -> Vec<Option<Change>> {
+    let mut sessions: HashMap<(&'s str, i64), String> = HashMap::new();
+    for e in window {
+        let it = rows.item(e.index);
+        sessions
+            .entry((it.session_id, it.timestamp_ms))
+            .or_insert_with(|| session_text(e.index, rows));
+    }
+    let test = ChangeTest::new(question, sessions.values().map(String::as_str));
+    window
+        .iter()
+        .map(|e| {
+            let it = rows.item(e.index);
+            let session = &sessions[&(it.session_id, it.timestamp_ms)];
+            (it.role != Role::Assistant)
+                .then(|| test.stated_in(it.value, session))
+                .flatten()
+        })
+        .collect()
+}
+
+/// The user-side text of the session holding timeline index `i` (its items are adjacent in
+/// the timeline): each non-assistant item's value, one per line.
+fn session_text<'s>(i: usize, rows: &impl UpdateRows<'s>) -> String {
+    let at = rows.item(i);
+    let same = |j: usize| {
+        let it = rows.item(j);
+        it.session_id == at.session_id && it.timestamp_ms == at.timestamp_ms
+    };
+    let mut lo = i;
+    while lo > 0 && i - lo < SESSION_SPAN && same(lo - 1) {
+        lo -= 1;
+    }
+    let mut hi = i;
+    while hi + 1 < rows.rows() && hi - i < SESSION_SPAN && same(hi + 1) {
+        hi += 1;
+    }
+    let mut text = String::new();
+    for j in lo..=hi {
+        let it = rows.item(j);
+        if it.role != Role::Assistant {
+            text.push_str(it.value);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Which window ranks are linked (symmetric).
+fn link(window: &[Entry], changes: &[Option<Change>], relevance: f32) -> Vec<Vec<bool>> {
+    let w = window.len();
+    let best = window.iter().map(|e| e.score).fold(f64::MIN, f64::max);
+    let answers = |e: &Entry| best > 0.0 && e.score >= f64::from(relevance) * best;
+    let mut links = vec![vec![false; w]; w];
     for a in 0..w {
         for b in a + 1..w {
-            if top[a].0 != top[b].0 && cosine(top[a].1, top[b].1) > bar {
-                group.join(a, b);
+            let (x, y) = (&window[a], &window[b]);
+            if x.time == y.time || !answers(x) || !answers(y) {
+                continue;
+            }
+            let newer = if x.time > y.time { a } else { b };
+            if changes[newer].is_some() {
+                links[a][b] = true;
+                links[b][a] = true;
             }
         }
     }
-    let before = order[..w].to_vec();
-    for root in 0..w {
-        // ranks held by this group, best first, and its members in time order
-        let ranks: Vec<usize> = (0..w).filter(|&r| group.find(r) == root).collect();
-        if ranks.len() < 2 {
+    links
+}
+
+/// The window's timeline indices after each clique of linked ranks (formed greedily, best
+/// rank first) is put in time order in the ranks it holds.
+fn reorder(window: &[Entry], links: &[Vec<bool>], dir: UpdateDirection) -> Vec<usize> {
+    let w = window.len();
+    let mut group = vec![usize::MAX; w];
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for r in 0..w {
+        if group[r] != usize::MAX {
             continue;
         }
+        let mut members = vec![r];
+        for s in r + 1..w {
+            if group[s] == usize::MAX && members.iter().all(|&m| links[s][m]) {
+                members.push(s);
+            }
+        }
+        for &m in &members {
+            group[m] = groups.len();
+        }
+        groups.push(members);
+    }
+    let mut out: Vec<usize> = window.iter().map(|e| e.index).collect();
+    for ranks in groups.iter().filter(|g| g.len() > 1) {
         let mut members = ranks.clone();
         members.sort_by(|&x, &y| {
-            let by_time = top[x].0.cmp(&top[y].0);
+            let by_time = window[x].time.cmp(&window[y].time);
             match dir {
                 UpdateDirection::NewestFirst => by_time.reverse(),
                 UpdateDirection::OldestFirst => by_time,
@@ -112,190 +261,12 @@ pub(crate) fn apply<'a>(
             .then(x.cmp(&y))
         });
         for (&rank, &m) in ranks.iter().zip(&members) {
-            order[rank] = before[m];
+            out[rank] = window[m].index;
         }
     }
-    (0..w).filter(|&r| order[r] != before[r]).count()
-}
-
-/// The cosine two items must exceed to be linked: `spread` standard deviations above the
-/// mean cosine of `top`'s pairs from different times (so in a window of equally alike items
-/// nothing stands out), and at least `link`.
-fn link_bar(top: &[(i64, &[f32])], stage: UpdateStage) -> f32 {
-    let mut cos = Vec::new();
-    for (a, x) in top.iter().enumerate() {
-        for y in &top[a + 1..] {
-            if x.0 != y.0 {
-                cos.push(cosine(x.1, y.1));
-            }
-        }
-    }
-    if cos.is_empty() {
-        return stage.link;
-    }
-    let n = cos.len() as f32;
-    let mean = cos.iter().sum::<f32>() / n;
-    let sd = (cos.iter().map(|c| (c - mean) * (c - mean)).sum::<f32>() / n).sqrt();
-    stage.link.max(mean + stage.spread * sd + 1e-6)
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let (mut ab, mut aa, mut bb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        ab += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 || bb == 0.0 {
-        0.0
-    } else {
-        ab / (aa.sqrt() * bb.sqrt())
-    }
-}
-
-/// Union-find over the window's ranks; a group's root is its best rank.
-struct Groups(Vec<usize>);
-
-impl Groups {
-    fn new(n: usize) -> Groups {
-        Groups((0..n).collect())
-    }
-
-    fn find(&mut self, mut r: usize) -> usize {
-        while self.0[r] != r {
-            self.0[r] = self.0[self.0[r]];
-            r = self.0[r];
-        }
-        r
-    }
-
-    fn join(&mut self, a: usize, b: usize) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        let (lo, hi) = (ra.min(rb), ra.max(rb));
-        self.0[hi] = lo;
-    }
+    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Items: (time, vector); a and a2 state the same thing, b something else.
-    fn items() -> Vec<(i64, Vec<f32>)> {
-        vec![
-            (10, vec![1.0, 0.0, 0.0]), // 0: old statement
-            (20, vec![0.0, 1.0, 0.0]), // 1: unrelated
-            (30, vec![0.9, 0.1, 0.0]), // 2: newer statement of 0
-            (40, vec![0.0, 0.0, 1.0]), // 3: unrelated, newest
-        ]
-    }
-
-    fn run(order: &[usize], dir: UpdateDirection, window: usize) -> (Vec<usize>, usize) {
-        let it = items();
-        let mut order = order.to_vec();
-        let stage = UpdateStage {
-            window,
-            spread: 0.0,
-            link: 0.5,
-        };
-        let moved = apply(&mut order, |i| (it[i].0, it[i].1.as_slice()), dir, stage);
-        (order, moved)
-    }
-
-    #[test]
-    fn linked_statements_keep_their_ranks_and_are_ordered_by_time() {
-        // the old statement ranks first; the newer one takes its rank, unrelated items stay
-        let (order, moved) = run(&[0, 1, 2, 3], UpdateDirection::NewestFirst, 10);
-        assert_eq!(order, [2, 1, 0, 3]);
-        assert_eq!(moved, 2);
-        // a question about an earlier state: oldest first
-        let (order, _) = run(&[2, 3, 0, 1], UpdateDirection::OldestFirst, 10);
-        assert_eq!(order, [0, 3, 2, 1]);
-        // already in order: nothing moves
-        assert_eq!(run(&[2, 0, 1, 3], UpdateDirection::NewestFirst, 10).1, 0);
-    }
-
-    #[test]
-    fn only_the_window_is_reordered() {
-        // the newer statement is outside a window of 2: nothing to link
-        let (order, moved) = run(&[0, 1, 2, 3], UpdateDirection::NewestFirst, 2);
-        assert_eq!((order, moved), (vec![0, 1, 2, 3], 0));
-    }
-
-    #[test]
-    fn same_time_items_are_never_linked() {
-        let it = [(5, vec![1.0, 0.0]), (5, vec![1.0, 0.0])];
-        let mut order = vec![1, 0];
-        let stage = UpdateStage::default();
-        let moved = apply(
-            &mut order,
-            |i| (it[i].0, it[i].1.as_slice()),
-            UpdateDirection::NewestFirst,
-            stage,
-        );
-        assert_eq!((order, moved), (vec![1, 0], 0));
-    }
-
-    #[test]
-    fn a_named_range_is_left_to_the_time_stage() {
-        let day = 86_400_000;
-        let now = 1_700_000_000_000;
-        assert_eq!(
-            direction("Where does my sister live?", None, now),
-            Some(UpdateDirection::NewestFirst)
-        );
-        assert_eq!(
-            direction("Where did my sister live before?", Some(now), 0),
-            Some(UpdateDirection::OldestFirst)
-        );
-        assert_eq!(
-            direction("Where did I live in March 2021?", Some(now + day), now),
-            None
-        );
-    }
-}
-
-#[cfg(test)]
-mod bar_tests {
-    use super::*;
-
-    fn unit(v: &[f32]) -> Vec<f32> {
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter().map(|x| x / n).collect()
-    }
-
-    #[test]
-    fn the_bar_is_relative_to_how_alike_the_top_items_are() {
-        let stage = UpdateStage::default();
-        // a mixed history: two close statements among unrelated items are linked
-        let mixed = [
-            unit(&[1.0, 0.3, 0.0, 0.0, 0.0]),
-            unit(&[0.0, 0.0, 1.0, 0.0, 0.0]),
-            unit(&[1.0, 0.0, 0.0, 0.0, 0.4]),
-            unit(&[0.0, 0.0, 0.0, 1.0, 0.0]),
-        ];
-        let mut order = vec![0, 1, 2, 3];
-        let m = apply(
-            &mut order,
-            |i| (i as i64, mixed[i].as_slice()),
-            UpdateDirection::NewestFirst,
-            stage,
-        );
-        assert_eq!((order, m), (vec![2, 1, 0, 3], 2));
-        // one conversation where every item is as alike as the pair: nothing stands out
-        let alike = [
-            unit(&[1.0, 0.6, 0.0, 0.0, 0.0]),
-            unit(&[1.0, 0.0, 0.6, 0.0, 0.0]),
-            unit(&[1.0, 0.0, 0.0, 0.6, 0.0]),
-            unit(&[1.0, 0.0, 0.0, 0.0, 0.6]),
-        ];
-        let mut order = vec![0, 1, 2, 3];
-        let m = apply(
-            &mut order,
-            |i| (i as i64, alike[i].as_slice()),
-            UpdateDirection::NewestFirst,
-            stage,
-        );
-        assert_eq!((order, m), (vec![0, 1, 2, 3], 0));
-    }
-}
+#[path = "update_tests.rs"]
+mod tests;

@@ -77,5 +77,11 @@ fn explain_line(e: &Explain) -> String {
     if let Some(from) = e.update_moved_from {
         parts.push(format!("update stage moved it from rank {from}"));
     }
+    if let Some(u) = &e.update {
+        parts.push(format!(
+            "linked to item {} (session {}): the newer session states a change ({:?} in \"{}\")",
+            u.linked_item_id, u.linked_session_id, u.cue, u.sentence
+        ));
+    }
     parts.join(" · ")
 }

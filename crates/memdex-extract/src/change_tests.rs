@@ -1,0 +1,185 @@
+use super::*;
+
+fn other(names: &[&str]) -> Subject {
+    Subject::Other(names.iter().map(|s| s.to_string()).collect())
+}
+
+#[test]
+fn the_subject_comes_from_the_question_grammar() {
+    let s = |q| question_subject(q);
+    assert_eq!(s("Where do I work?"), Subject::User);
+    assert_eq!(
+        s("Who is my manager?"),
+        Subject::User,
+        "a role the user fills"
+    );
+    assert_eq!(s("How much is my rent?"), Subject::User);
+    assert_eq!(s("How many kids do I have?"), Subject::User);
+    assert_eq!(s("Where does my sister live?"), other(&["sister"]));
+    assert_eq!(s("What is my dog's name?"), other(&["dog", "puppy"]));
+    assert_eq!(s("Who coaches my son's soccer team now?"), other(&["son"]));
+    assert_eq!(
+        s("Who walks our dog in the morning now?"),
+        other(&["dog", "puppy"])
+    );
+    assert_eq!(s("What is Priya's job now?"), other(&["priya"]));
+    assert_eq!(s("Where does Caroline live?"), other(&["caroline"]));
+    let grandma = s("How is my grandma doing?");
+    assert!(matches!(&grandma, Subject::Other(n) if n.contains(&"grandmother".to_string())));
+    assert_eq!(s(""), Subject::User);
+}
+
+#[test]
+fn names_the_history_gives_a_kin_are_its_aliases() {
+    let s = question_subject("Where does my sister live?").with_aliases([
+        "I'm visiting my sister Maya in Porto.",
+        "My sister's flat is tiny.",
+    ]);
+    assert_eq!(s, other(&["sister", "maya"]));
+    assert_eq!(
+        Subject::User.with_aliases(["my sister Maya"]),
+        Subject::User
+    );
+}
+
+fn change(text: &str, q: &str) -> Option<&'static str> {
+    ChangeTest::new(q, [text])
+        .stated_in(text, text)
+        .map(|c| c.cue)
+}
+
+#[test]
+fn a_cue_in_a_sentence_about_the_subject_is_a_change() {
+    let q = "Where does my sister live?";
+    assert_eq!(
+        change("My sister moved to Lisbon last month.", q),
+        Some("moved")
+    );
+    // a pronoun in a session that names the subject
+    let t =
+        "user: My sister called me today.\nuser: She finally moved into her new flat in Lisbon!";
+    assert_eq!(change(t, q), Some("moved"));
+    // another person's move is not the sister's
+    assert_eq!(change("My cousin Rosa just moved to Berlin.", q), None);
+    // the subject doing something that states no change
+    assert_eq!(change("My sister Maya got promoted at work.", q), None);
+    // an alias
+    let q = "Who walks our dog in the morning now?";
+    let t = "Our dog Rocket pulls.\nOmar no longer walks Rocket, so we hired Zoe.";
+    assert_eq!(change(t, q), Some("no longer"));
+}
+
+#[test]
+fn the_change_is_stated_in_the_item_a_pronoun_may_refer_to_its_session() {
+    let q = "Where does my sister live?";
+    let session = "user: My sister called.\nuser: She moved to Lisbon!";
+    let test = ChangeTest::new(q, [session]);
+    assert_eq!(
+        test.stated_in("user: She moved to Lisbon!", session)
+            .map(|c| c.cue),
+        Some("moved")
+    );
+    assert_eq!(test.stated_in("user: My sister called.", session), None);
+    // a pronoun in a session that never names the subject refers to someone else
+    let other = "user: My friend called.\nuser: She moved to Lisbon!";
+    assert_eq!(test.stated_in("user: She moved to Lisbon!", other), None);
+}
+
+#[test]
+fn the_user_is_the_first_person_or_no_one_else() {
+    let q = "What shoe size do I wear?";
+    assert_eq!(
+        change("I switched to a size 11 after my injury.", q),
+        Some("switched")
+    );
+    assert_eq!(
+        change("My son needs new cleats, he's a size 4 now.", q),
+        None
+    );
+    let q = "How much is my rent?";
+    assert_eq!(
+        change("The landlord raised it, starting next month.", q),
+        Some("raised")
+    );
+    // an assistant's line is not the user's statement
+    let q = "Where do I work?";
+    assert_eq!(
+        change("assistant: Congratulations on the new job!", q),
+        None
+    );
+    assert_eq!(
+        change("user: I switched to Stripe on Monday.", q),
+        Some("switched")
+    );
+}
+
+#[test]
+fn a_speakers_first_person_line_is_about_that_speaker() {
+    let q = "Where does Caroline live?";
+    assert_eq!(
+        change("Caroline: I moved to Lisbon last month.", q),
+        Some("moved")
+    );
+    assert_eq!(change("Melanie: I moved to Lisbon last month.", q), None);
+    assert_eq!(
+        change("Melanie: Caroline moved to Lisbon.", q),
+        Some("moved")
+    );
+}
+
+#[test]
+fn cues_match_whole_words_only() {
+    // "recommended" holds "ended", "renewal" holds "new"
+    let q = "Who is my dentist?";
+    assert_eq!(change("My dentist recommended sealants.", q), None);
+    assert_eq!(change("I got the renewal letter.", q), None);
+    assert_eq!(change("I no longer see Dr. Hughes.", q), Some("no longer"));
+    assert_eq!(
+        change("I don't smoke any more.", "Do I smoke?"),
+        Some("any more")
+    );
+}
+
+#[test]
+fn a_change_of_a_count_names_what_it_counts() {
+    let q = "How many kids do I have now?";
+    assert_eq!(
+        counted(q).unwrap()[..2],
+        ["kids".to_string(), "kid".to_string()]
+    );
+    assert_eq!(change("Now we have two cats.", q), None);
+    assert_eq!(change("We have four children now.", q), Some("now"));
+    assert_eq!(counted("Where do I live?"), None);
+}
+
+#[test]
+fn weak_cues_count_as_my_new_or_when_the_question_asks_for_now() {
+    let q = "Where do I work?";
+    assert_eq!(change("I started my new job at Stripe.", q), Some("new"));
+    assert_eq!(change("I met new people at the convention.", q), None);
+    assert_eq!(change("Writing is a huge part of me now.", q), None);
+    let q = "Who coaches my son's team now?";
+    let t = "My son Eli loves soccer.\nEli's team has someone new in charge.";
+    assert_eq!(change(t, q), Some("new"));
+}
+
+#[test]
+fn a_cue_denied_supposed_or_only_contrasted_is_no_change() {
+    let q = "What do I do for work?";
+    assert_eq!(change("I won't quit.", q), None);
+    assert_eq!(change("I might switch teams next year.", q), None);
+    assert_eq!(
+        change("I don't smoke anymore.", "Do I smoke?"),
+        Some("anymore")
+    );
+    assert_eq!(change("I use margarine instead of butter.", q), None);
+    assert_eq!(change("We booked Iceland instead.", q), Some("instead"));
+    assert_eq!(
+        change("I used to ride horses with my dad as a kid.", q),
+        None
+    );
+    assert_eq!(
+        change("I used to skip breakfast, but now I eat three meals.", q),
+        Some("used to")
+    );
+}

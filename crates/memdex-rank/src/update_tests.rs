@@ -1,0 +1,158 @@
+use memdex_core::Role;
+use memdex_store::ItemRef;
+
+use super::*;
+
+const DAY: i64 = 86_400_000;
+const T0: i64 = 1_700_000_000_000;
+
+/// Items: (session, day, text), one per timeline index.
+struct Items(Vec<(&'static str, i64, &'static str)>);
+
+impl<'s> UpdateRows<'s> for &'s Items {
+    fn rows(&self) -> usize {
+        self.0.len()
+    }
+    fn item(&self, i: usize) -> ItemRef<'s> {
+        let (session, day, text) = self.0[i];
+        ItemRef {
+            item_id: i as u64,
+            tenant: "t",
+            session_id: session,
+            turn: i as u32,
+            position: i as u64,
+            timestamp_ms: T0 + day * DAY,
+            role: Role::User,
+            value: text,
+            key: text,
+            content_hash: 0,
+            embedding: &[],
+        }
+    }
+}
+
+fn run(items: &Items, order: &[usize], scores: &[f64], q: &str) -> (Vec<usize>, Vec<UpdateMove>) {
+    let mut order = order.to_vec();
+    let query = Query {
+        text: q,
+        vector: &[],
+        date_ms: Some(T0 + 400 * DAY),
+    };
+    let moves = update_order(
+        &mut order,
+        &items,
+        |i| scores[i],
+        &query,
+        UpdateStage::default(),
+    );
+    (order, moves)
+}
+
+fn sister() -> Items {
+    Items(vec![
+        (
+            "s1",
+            0,
+            "user: I'm visiting my sister Maya in Porto, she has lived there for years.",
+        ),
+        ("s2", 50, "user: What's a good lasagna recipe?"),
+        (
+            "s3",
+            100,
+            "user: My sister called.\nuser: She finally moved into a flat in Lisbon!",
+        ),
+        ("s4", 150, "user: My cousin Rosa just moved to Berlin."),
+    ])
+}
+
+#[test]
+fn a_newer_statement_of_a_change_takes_the_older_ones_rank() {
+    let items = sister();
+    let scores = [1.0, 0.2, 0.8, 0.7];
+    let (order, moves) = run(&items, &[0, 2, 3, 1], &scores, "Where does my sister live?");
+    // the sister's move is linked to the old statement; the cousin's is not the sister's
+    assert_eq!(order, [2, 0, 3, 1]);
+    assert_eq!(moves.len(), 2);
+    let m = moves.iter().find(|m| m.item == 2).unwrap();
+    assert_eq!((m.linked, m.change.cue), (0, "moved"));
+    assert_eq!(m.direction, UpdateDirection::NewestFirst);
+    // a question about the earlier state: the older one first
+    let (order, _) = run(
+        &items,
+        &[2, 0, 3, 1],
+        &scores,
+        "Where did my sister live before?",
+    );
+    assert_eq!(order, [0, 2, 3, 1]);
+}
+
+#[test]
+fn an_item_that_does_not_answer_the_question_is_never_moved() {
+    let items = sister();
+    // the newer statement scores under a third of the best: not an answer, no link
+    let scores = [1.0, 0.2, 0.3, 0.1];
+    let (order, moves) = run(&items, &[0, 2, 1, 3], &scores, "Where does my sister live?");
+    assert_eq!((order, moves.len()), (vec![0, 2, 1, 3], 0));
+}
+
+#[test]
+fn a_related_statement_that_states_no_change_stays_below() {
+    let items = Items(vec![
+        ("a", 0, "user: I adopted a beagle called Luna."),
+        ("b", 90, "user: Luna graduated from obedience school today."),
+    ]);
+    let (order, moves) = run(&items, &[0, 1], &[1.0, 0.9], "What is my dog's name?");
+    assert_eq!((order, moves.len()), (vec![0, 1], 0));
+}
+
+#[test]
+fn groups_are_cliques_not_chains() {
+    // a union of links would chain 0, 1 and 2 into one group and move 1 too
+    let items = Items(vec![
+        ("a", 0, "user: My sister lives in Porto."),
+        ("b", 50, "user: My sister and I went hiking."),
+        ("c", 100, "user: My sister moved to Lisbon."),
+        ("d", 120, "user: What's the capital of Peru?"),
+    ]);
+    let scores = [1.0, 0.9, 0.8, 0.7];
+    let (order, _) = run(&items, &[0, 1, 2, 3], &scores, "Where does my sister live?");
+    // links: (0, 2) and (1, 2), each newer side stating a change; 0 and 1 are not linked
+    // (1 states none), so the clique from rank 1 is {0, 2} and 1 keeps its rank
+    assert_eq!(order, [2, 1, 0, 3]);
+}
+
+#[test]
+fn same_session_items_are_never_linked() {
+    let items = Items(vec![
+        ("a", 0, "user: My sister lives in Porto."),
+        ("a", 0, "user: My sister moved to Lisbon now."),
+    ]);
+    let (order, moves) = run(&items, &[0, 1], &[1.0, 0.9], "Where does my sister live?");
+    assert_eq!((order, moves.len()), (vec![0, 1], 0));
+}
+
+#[test]
+fn the_session_text_gathers_adjacent_items_and_skips_the_assistant() {
+    let items = sister();
+    assert_eq!(
+        session_text(2, &&items),
+        "user: My sister called.\nuser: She finally moved into a flat in Lisbon!\n"
+    );
+}
+
+#[test]
+fn a_named_range_is_left_to_the_time_stage() {
+    let now = 1_700_000_000_000;
+    assert_eq!(
+        direction("Where does my sister live?", None, now),
+        Some(UpdateDirection::NewestFirst)
+    );
+    assert_eq!(
+        direction("Where did my sister live before?", Some(now), 0),
+        Some(UpdateDirection::OldestFirst)
+    );
+    assert_eq!(
+        direction("Where did I live in March 2021?", Some(now + DAY), now),
+        None
+    );
+}
