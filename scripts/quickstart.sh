@@ -17,9 +17,8 @@ rm -rf "$store"
 "$memdex" index --input examples/chat-history.jsonl --store "$store" --device cpu
 echo
 "$memdex" info --store "$store"
-for q in "alice|what is my dog's name?" "bob|which food am I allergic to?" "carol|what does my husband like?"; do
-  tenant="${q%%|*}"
-  query="${q#*|}"
+# the example's questions (examples/questions.tsv; a test asserts each one's right round first)
+grep -v '^#' examples/questions.tsv | while IFS=$'\t' read -r tenant query _session _round; do
   echo
   echo "== $tenant: $query"
   "$memdex" search --store "$store" --tenant "$tenant" --query "$query" -k 2 --device cpu

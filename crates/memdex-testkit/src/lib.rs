@@ -403,6 +403,16 @@ pub fn knowledge_updates() -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The public control set of the update stage (`fixtures/update-controls.json`): scenarios
+/// where a later session mentions something related that supersedes nothing, so the older
+/// `answer_session` must stay above `related_session` for `question`; tier `stage` where the
+/// answer ranks first with the stage off, `retrieval-hard` where the first stage already
+/// prefers the related session.
+pub fn update_controls() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/update-controls.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

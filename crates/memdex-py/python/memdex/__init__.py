@@ -78,8 +78,7 @@ STAGES = (
     "tree_weight",
     "tree_k",
     "update_window",
-    "update_spread",
-    "update_link",
+    "update_relevance",
     "expand_terms",
     "expand_weight",
 )
