@@ -78,6 +78,18 @@ def turn2session_at(ranked_turns: list[str], gold_turns: set[str], k: int) -> di
     return metrics_at(sessions, gold_sessions, effective_k(sessions, k))
 
 
+def reciprocal_rank(ranked: list[str], gold: set[str]) -> float:
+    """1 / rank of the first gold id (0 if none); ids may repeat (sessions of turns)."""
+    seen: set[str] = set()
+    for r in ranked:
+        if r in seen:
+            continue
+        seen.add(r)
+        if r in gold:
+            return 1.0 / len(seen)
+    return 0.0
+
+
 def question_levels(q: dict, ks: list[int]) -> dict[str, dict[str, float]]:
     """{level: {"metric@k": value}} for one logged question."""
     ranked = [r["id"] for r in q["ranked"]]
@@ -92,11 +104,16 @@ def question_levels(q: dict, ks: list[int]) -> dict[str, dict[str, float]]:
                 levels["turn"][f"{m}@{k}"] = v
             for m, v in turn2session_at(ranked, gold, k).items():
                 levels["session"][f"{m}@{k}"] = v
+        levels["turn"]["mrr"] = reciprocal_rank(ranked, gold)
+        levels["session"]["mrr"] = reciprocal_rank(
+            [session_of(t) for t in ranked], {session_of(g) for g in gold}
+        )
     elif gran == "session":
         levels["session"] = {}
         for k in ks:
             for m, v in metrics_at(ranked, gold, k).items():
                 levels["session"][f"{m}@{k}"] = v
+        levels["session"]["mrr"] = reciprocal_rank(ranked, gold)
     else:
         raise ValueError(f"question {q.get('question_id')}: unknown granularity {gran!r}")
     return levels
@@ -226,6 +243,8 @@ def self_test() -> int:
     q = {"granularity": "turn", "ranked": [{"id": t} for t in turns], "gold": ["A_2"]}
     lv = question_levels(q, [1, 3])
     check("question turn ndcg@3 [0,0,1]", lv["turn"]["ndcg_any@3"], inv_l3)
+    check("question turn mrr [0,0,1]", lv["turn"]["mrr"], 1.0 / 3.0)
+    check("rr of sessions in first-appearance order", reciprocal_rank(["a", "a", "b"], {"b"}), 0.5)
     check("question session any@1", lv["session"]["recall_any@1"], 1.0)
     print("self-test:", "PASSED" if fails == 0 else f"FAILED ({fails} failures)")
     return 1 if fails else 0

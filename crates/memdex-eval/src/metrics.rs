@@ -6,6 +6,9 @@
 //!   and 1 both weigh 1); ideal DCG over all corpus relevances sorted descending.
 //! * turn → session: strip the last `_suffix` from every id, then grow the cut-off from k
 //!   until it holds k distinct sessions (or the corpus ends).
+//! * `mrr` (not in LongMemEval's code; the top of the list is what an assistant reads): the
+//!   reciprocal rank of the first gold id, 0 when none is ranked; turn → session ranks the
+//!   distinct sessions in the order their first turn appears.
 
 use std::collections::HashSet;
 
@@ -53,6 +56,31 @@ pub fn evaluate(ranked: &[&str], gold: &[&str], k: usize) -> Metrics {
     }
 }
 
+/// Reciprocal rank of the first gold id in `ranked` (0: none).
+pub fn reciprocal_rank(ranked: &[&str], gold: &[&str]) -> f64 {
+    ranked
+        .iter()
+        .position(|id| gold.contains(id))
+        .map_or(0.0, |i| 1.0 / (i + 1) as f64)
+}
+
+/// [`reciprocal_rank`] over the distinct sessions of `ranked_turns`, in the order their
+/// first turn appears, against the sessions of `gold_turns`.
+pub fn reciprocal_rank_turn2session(ranked_turns: &[&str], gold_turns: &[&str]) -> f64 {
+    let gold: HashSet<&str> = gold_turns.iter().map(|t| session_of(t)).collect();
+    let mut seen = HashSet::new();
+    let sessions = ranked_turns
+        .iter()
+        .map(|t| session_of(t))
+        .filter(|s| seen.insert(*s));
+    for (i, s) in sessions.enumerate() {
+        if gold.contains(s) {
+            return 1.0 / (i + 1) as f64;
+        }
+    }
+    0.0
+}
+
 /// The session a turn id belongs to: everything before the last `_`.
 pub fn session_of(turn_id: &str) -> &str {
     turn_id.rsplit_once('_').map_or("", |(s, _)| s)
@@ -79,6 +107,16 @@ pub fn evaluate_turn2session(ranked_turns: &[&str], gold_turns: &[&str], k: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reciprocal_rank_of_the_first_gold_id() {
+        assert_eq!(reciprocal_rank(&["x", "g", "h"], &["h", "g"]), 0.5);
+        assert_eq!(reciprocal_rank(&["x"], &["g"]), 0.0);
+        // sessions in order of first appearance: s1, s2 (s1_1 repeats s1)
+        let turns = ["s1_0", "s1_1", "s2_0"];
+        assert_eq!(reciprocal_rank_turn2session(&turns, &["s2_4"]), 0.5);
+        assert_eq!(reciprocal_rank_turn2session(&turns, &["s3_0"]), 0.0);
+    }
 
     #[test]
     fn dcg_weighs_first_two_positions_equally() {

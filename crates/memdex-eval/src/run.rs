@@ -10,7 +10,9 @@ use memdex_rank::{Query, RankOptions, Retriever};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Skip};
-use crate::metrics::{evaluate, evaluate_turn2session, Metrics};
+use crate::metrics::{
+    evaluate, evaluate_turn2session, reciprocal_rank, reciprocal_rank_turn2session, Metrics,
+};
 use crate::options::EvalOptions;
 use crate::ranked::{ranked, Ahead, Ranked};
 use crate::EvalError;
@@ -119,6 +121,18 @@ impl Acc {
         }
     }
 
+    /// A metric without a cut-off (`mrr`).
+    fn add_one(&mut self, level: &str, name: &str, v: f64) {
+        let e = self
+            .sums
+            .entry(level.to_string())
+            .or_default()
+            .entry(name.to_string())
+            .or_insert((0.0, 0));
+        e.0 += v;
+        e.1 += 1;
+    }
+
     fn means(&self) -> BTreeMap<String, LevelMetrics> {
         self.sums
             .iter()
@@ -204,6 +218,17 @@ impl Tally {
                     add("session", evaluate_turn2session(ranked, gold, k));
                 }
             }
+        }
+        let mrr = match opts.granularity {
+            Granularity::Session => vec![("session", reciprocal_rank(ranked, gold))],
+            _ => vec![
+                ("turn", reciprocal_rank(ranked, gold)),
+                ("session", reciprocal_rank_turn2session(ranked, gold)),
+            ],
+        };
+        for (level, v) in mrr {
+            self.all.add_one(level, "mrr", v);
+            t.add_one(level, "mrr", v);
         }
     }
 

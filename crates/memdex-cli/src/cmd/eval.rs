@@ -174,6 +174,9 @@ fn print_table(r: &EvalReport, ks: &[usize]) {
     }
     let row = |name: &str, m: &memdex_eval::LevelMetrics| {
         let mut line = format!("{name:<28}");
+        if let Some(v) = m.get("mrr") {
+            line.push_str(&format!(" {v:>6.3}"));
+        }
         for k in ks {
             for metric in ["recall_any", "recall_all", "ndcg_any"] {
                 if let Some(v) = m.get(&format!("{metric}@{k}")) {
@@ -183,7 +186,7 @@ fn print_table(r: &EvalReport, ks: &[usize]) {
         }
         println!("{line}");
     };
-    let mut header = format!("{:<28}", "level");
+    let mut header = format!("{:<28} {:>6}", "level", "MRR");
     for k in ks {
         header.push_str(&format!(
             " {:>6} {:>6} {:>6}",
