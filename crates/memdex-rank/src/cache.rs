@@ -294,7 +294,15 @@ impl TenantCache {
         let build = || {
             Ok(slices
                 .iter()
-                .flat_map(|s| (0..s.rows).map(move |r| importance(s.key(r))))
+                .flat_map(|s| {
+                    (0..s.rows).map(move |r| {
+                        if memdex_score::signals::asks_only(s.value(r)) {
+                            1
+                        } else {
+                            importance(s.key(r))
+                        }
+                    })
+                })
                 .collect())
         };
         built(self.entry(tenant, |e| &mut e.importance, build))

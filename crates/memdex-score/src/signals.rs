@@ -94,6 +94,29 @@ const EMOTION: &[&str] = &[
     "thrilled", "upset", "grateful", "stressed", "nervous", "lonely",
 ];
 
+/// Whether `text` (an item's own words) mostly asks: more than half of its words (after a
+/// `Name: ` or `user: ` line prefix; `assistant: ` lines left out) are in questions. A
+/// question states no fact, the turn that answers it does; a message that states something
+/// and then asks ("I sold the Civic, so now I drive a Prius. How often should …?") states.
+pub fn asks_only(text: &str) -> bool {
+    let (mut asked, mut all) = (0usize, 0usize);
+    for line in text.lines() {
+        let body = match line.split_once(": ") {
+            Some((who, _)) if who.eq_ignore_ascii_case("assistant") => continue,
+            Some((who, rest)) if who.len() <= 40 && !who.contains(['.', '?', '!']) => rest,
+            _ => line,
+        };
+        for s in body.split_inclusive(['.', '!', '?']) {
+            let words = s.split_whitespace().count();
+            all += words;
+            if s.trim_end().ends_with('?') {
+                asked += words;
+            }
+        }
+    }
+    2 * asked > all
+}
+
 /// Heuristic importance of a text, 1 (small talk) to 10 (dense personal facts).
 pub fn importance(text: &str) -> u8 {
     let mut score = 1i32;
@@ -150,6 +173,23 @@ mod tests {
             (recency_factor(1.0, 7.0)).abs() < 1e-12,
             "penalty at most 1"
         );
+    }
+
+    #[test]
+    fn a_text_mostly_of_questions_asks() {
+        assert!(asks_only(
+            "Melanie: Sounds great! What kind of counseling do you want to pursue?"
+        ));
+        assert!(asks_only(
+            "user: What's the best way to learn touch typing?"
+        ));
+        assert!(!asks_only(
+            "user: I sold the Civic, so now I drive a used Prius. Any tips?"
+        ));
+        assert!(!asks_only(
+            "user: I adopted a dog.\nassistant: What is her name? And her age?"
+        ));
+        assert!(!asks_only(""));
     }
 
     #[test]
