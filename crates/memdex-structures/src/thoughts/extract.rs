@@ -232,10 +232,13 @@ impl<F: FactExtractor> ThoughtExtractor for FromFacts<F> {
 /// `Caroline: text` → (`Caroline`, `text`) when the prefix looks like a name.
 pub fn split_speaker(text: &str) -> (Option<&str>, &str) {
     if let Some((name, rest)) = text.split_once(": ") {
+        // every word capitalised: "Mary Ann: …" is a speaker, "Big news: …" is not
         let plausible = !name.is_empty()
             && name.len() <= 40
             && name.split(' ').count() <= 3
-            && name.chars().next().is_some_and(char::is_uppercase)
+            && name
+                .split(' ')
+                .all(|w| w.chars().next().is_some_and(char::is_uppercase))
             && !name.eq_ignore_ascii_case("user")
             && !name.eq_ignore_ascii_case("assistant");
         if plausible {
@@ -313,6 +316,11 @@ fn parse_sentence(sentence: &str, speaker: &str, names: bool, context: &Context)
         Some(at) => (sentence.get(at..)?, Polarity::ForgetThat),
         None => (sentence, Polarity::Assert),
     };
+    // "Big news: Ioana moved to Lisbon": a short lead-in before a colon is not the subject
+    let clause = match clause.split_once(": ") {
+        Some((lead, rest)) if lead.split_whitespace().count() <= 3 => rest,
+        _ => clause,
+    };
     let toks = tokens(clause);
     let mut i = 0;
     while i < toks.len() && (OPENERS.contains(&toks[i].lower.as_str()) || toks[i].end) {
@@ -366,9 +374,27 @@ fn subject(
                 j += 1;
             }
             let name = name.join(" ");
-            (names || name.eq_ignore_ascii_case(speaker)).then(|| plain(name, j))
+            // a capitalised opener ("Thanks", "Great") is rarely followed by a relation: a
+            // name that is ("Ioana moved to Lisbon") is a person, whatever `names` says
+            let person = names || name.eq_ignore_ascii_case(speaker) || states_relation(toks, j);
+            person.then(|| plain(name, j))
         }
     }
+}
+
+/// Whether the words from `j` on (auxiliaries and fillers such as `now`, `just` skipped)
+/// start with a phrase of a canonical relation (`moved to`, `lives in`, `works at`).
+fn states_relation(toks: &[Tok], j: usize) -> bool {
+    let words: Vec<&str> = toks[j.min(toks.len())..]
+        .iter()
+        .map(|t| t.lower.as_str())
+        .skip_while(|w| AUX.contains(w) || FILLERS.contains(w))
+        .take(6)
+        .collect();
+    let text = format!("{} ", words.join(" "));
+    RELATIONS
+        .iter()
+        .any(|r| r.phrases.iter().any(|p| text.starts_with(p)))
 }
 
 /// `my X` / `her X`: `owner's X` (at most 3 words, up to the first verb-like word).

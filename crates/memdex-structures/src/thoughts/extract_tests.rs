@@ -145,3 +145,43 @@ fn object_keys_ignore_case_and_determiners() {
     assert_eq!(object_key("The  old   house"), "old house");
     assert_eq!(object_key("the"), "");
 }
+
+#[test]
+fn a_named_person_who_moved_is_a_subject_in_any_phrasing() {
+    let a = Polarity::Assert;
+    for (text, who) in [
+        (
+            "Big news: Ioana moved to Lisbon last month for a new orchestra job.",
+            "Ioana",
+        ),
+        ("Ioana relocated to Lisbon in May.", "Ioana"),
+        ("Ioana now lives in Lisbon.", "Ioana"),
+        (
+            "My friend said Tom is great. Tom just moved to Lisbon!",
+            "Tom",
+        ),
+        ("Mary Ann finally moved to Lisbon.", "Mary Ann"),
+    ] {
+        let got = one(text);
+        let t = got
+            .iter()
+            .find(|t| t.relation == "lives in")
+            .unwrap_or_else(|| panic!("{text}: {got:?}"));
+        assert_eq!(said(t), s(who, "lives in", "Lisbon", a), "{text}");
+    }
+    // a capitalised opener followed by no relation is still not a person
+    assert!(one("Thanks for the tips, they helped.").is_empty());
+    assert!(one("Great news about the flat.").is_empty());
+}
+
+#[test]
+fn a_prefix_that_is_not_a_name_is_not_a_speaker() {
+    assert_eq!(
+        split_speaker("Big news: Ioana moved."),
+        (None, "Big news: Ioana moved.")
+    );
+    assert_eq!(
+        split_speaker("Mary Ann: I moved."),
+        (Some("Mary Ann"), "I moved.")
+    );
+}
