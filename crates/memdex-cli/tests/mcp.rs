@@ -404,3 +404,40 @@ fn an_unscoped_server_takes_the_tenant_per_call() {
     );
     assert!(memdex_testkit::ok(&out).contains("bob"));
 }
+
+#[test]
+fn explain_names_what_the_update_stage_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::start(&dir.path().join("mem"), &["--tenant", "alice"]);
+    initialize(&mut s);
+    for (id, date, text) in [
+        ("porto", "2023-05-01", "My sister lives in Porto."),
+        (
+            "lisbon",
+            "2023-09-01",
+            "My sister moved to Lisbon and lives there now.",
+        ),
+    ] {
+        let r = s.call(
+            "remember",
+            json!({"session_id": id, "date": date, "turns": [{"role": "user", "content": text}]}),
+        );
+        ok(&r);
+    }
+    // lexical retrieval: the tiny model's vectors are random
+    let r = s.call(
+        "search_memory",
+        json!({"query": "where does my sister live?", "k": 2, "explain": true,
+               "stages": {"retriever": "bm25"}}),
+    );
+    let hits = &ok(&r)["structuredContent"]["hits"];
+    assert_eq!(hits[0]["session_id"], "lisbon", "{r}");
+    let why = &hits[0]["explain"]["update"];
+    assert_eq!(why["linked_session_id"], "porto", "{r}");
+    assert_eq!(
+        (why["cue"].as_str(), why["direction"].as_str()),
+        (Some("moved"), Some("newest_first"))
+    );
+    assert!(why["sentence"].as_str().unwrap().contains("Lisbon"), "{r}");
+    assert!(s.close().success());
+}

@@ -58,6 +58,24 @@ def test_search_hits_stages_and_table(mem):
     assert all(h.explain["score_rank"] >= 1 and "first_stage" in h.explain for h in why)
 
 
+def test_explain_names_what_the_update_stage_linked(mem):
+    mem.add([
+        {"session_id": "porto", "date": "2023-05-01",
+         "turns": [{"role": "user", "content": "My sister lives in Porto."}]},
+        {"session_id": "lisbon", "date": "2023-09-01",
+         "turns": [{"role": "user", "content": "My sister moved to Lisbon and lives there now."}]},
+    ], tenant="carol")
+    # lexical retrieval: the tiny model's vectors are random
+    hits = mem.search("carol", "where does my sister live?", k=2, explain=True, retriever="bm25")
+    assert hits[0].session_id == "lisbon"
+    why = hits[0].explain["update"]
+    assert why["linked_session_id"] == "porto"
+    assert (why["cue"], why["direction"]) == ("moved", "newest_first")
+    off = mem.search("carol", "where does my sister live?", k=2, explain=True,
+                     retriever="bm25", update_window=0)
+    assert off[0].session_id == "porto" and "update" not in off[0].explain
+
+
 def test_context_and_recent_turns(mem):
     mem.add(HISTORY)
     cx = mem.context("alice", "when did I adopt my dog?", k=2, date="2023-06-01")

@@ -686,3 +686,39 @@ fn idempotency_follows_deletes() {
     );
     assert_eq!(r["report"]["sessions"][0]["status"], "stored");
 }
+
+#[test]
+fn explain_names_what_the_update_stage_linked() {
+    let s = TestServer::start(ServerConfig::default());
+    let sessions = json!([
+        session("porto", 1, &["My sister lives in Porto.", "Lovely."]),
+        session(
+            "lisbon",
+            20,
+            &[
+                "My sister moved to Lisbon and lives there now.",
+                "Exciting!"
+            ]
+        ),
+    ]);
+    let (st, r) = s.json("POST", "/v1/tenants/alice/sessions", None, &sessions);
+    assert_eq!(st, 200, "{r}");
+    // lexical retrieval: the tiny model's vectors are random
+    let q = json!({"query": "where does my sister live?", "k": 2, "explain": true,
+                   "stages": {"retriever": "bm25"}});
+    let (st, r) = s.json("POST", "/v1/tenants/alice/search", None, &q);
+    assert_eq!(st, 200, "{r}");
+    let top = &r["hits"][0];
+    assert_eq!(top["session_id"], "lisbon", "{r}");
+    assert_eq!(top["explain"]["update_moved_from"], 2, "{r}");
+    let why = &top["explain"]["update"];
+    assert_eq!(why["linked_session_id"], "porto", "{r}");
+    assert_eq!(why["cue"], "moved", "{r}");
+    assert_eq!(why["direction"], "newest_first", "{r}");
+    // the stage off: nothing moved, nothing to explain
+    let q = json!({"query": "where does my sister live?", "k": 2, "explain": true,
+                   "stages": {"retriever": "bm25", "update_window": 0}});
+    let (_, r) = s.json("POST", "/v1/tenants/alice/search", None, &q);
+    assert_eq!(r["hits"][0]["session_id"], "porto", "{r}");
+    assert!(r["hits"][0]["explain"].get("update").is_none(), "{r}");
+}

@@ -105,6 +105,30 @@ fn search_answers_match_the_openapi_document() {
         assert_eq!(st, 200, "{r}");
         conforms(&doc, ok, &r, "$").unwrap_or_else(|e| panic!("{body}: {e}\n{r}"));
     }
+    // a hit the update stage moved carries its link
+    s.json(
+        "POST",
+        "/v1/tenants/erin/sessions",
+        None,
+        &json!([
+            session("e1", 1, &["My sister lives in Porto.", "ok"]),
+            session(
+                "e2",
+                9,
+                &["My sister moved to Lisbon and lives there now.", "ok"]
+            ),
+        ]),
+    );
+    let body = json!({"query": "where does my sister live?", "k": 2, "explain": true,
+                      "stages": {"retriever": "bm25"}});
+    let (_, r) = s.json("POST", "/v1/tenants/erin/search", None, &body);
+    assert!(r["hits"][0]["explain"]["update"].is_object(), "{r}");
+    let link = &doc["components"]["schemas"]["UpdateLink"]["properties"];
+    assert!(
+        link["linked_item_id"].is_object() && link["cue"].is_object(),
+        "{link}"
+    );
+    conforms(&doc, ok, &r, "$").unwrap_or_else(|e| panic!("{body}: {e}\n{r}"));
     let (st, r) = s.json(
         "POST",
         "/v1/tenants/nobody/search",
