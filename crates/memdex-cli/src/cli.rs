@@ -108,22 +108,9 @@ pub struct IndexArgs {
     /// What one memory item covers: session, round or turn.
     #[arg(long, env = "MEMDEX_GRANULARITY", default_value = "round")]
     pub granularity: Granularity,
-    /// Store layout, fixed when the store is created: `shared` (each distinct item content
-    /// stored once, rows reference it; the default) or `inline` (every row holds its own copy,
-    /// format 3). Default: the existing store's, or shared for a new one.
-    #[arg(long, env = "MEMDEX_LAYOUT")]
-    pub layout: Option<memdex_store::Layout>,
-    /// Whose words form the embedded key: user or all (default: user for round/session, all
-    /// for turn).
-    #[arg(long, env = "MEMDEX_KEY_ROLES")]
-    pub key_roles: Option<KeyRoles>,
     /// On a malformed record: abort (default) or skip it and report it.
     #[arg(long, env = "MEMDEX_ON_ERROR", default_value = "abort")]
     pub on_error: OnError,
-    #[command(flatten)]
-    pub extract: ExtractArgs,
-    #[command(flatten)]
-    pub structures: StructureArgs,
     /// Key expansion: prepend locally extracted facts (first-person statements, dated events,
     /// key phrases) to each key before embedding and BM25 (`--facts false` to turn off).
     #[arg(long, env = "MEMDEX_FACTS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -131,6 +118,32 @@ pub struct IndexArgs {
     /// Largest accepted input line (one session) in bytes.
     #[arg(long, env = "MEMDEX_MAX_LINE_BYTES", default_value_t = memdex_ingest::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: u64,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Print the report as JSON.
+    #[arg(long, env = "MEMDEX_JSON")]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// How a batch build cuts, keys, hashes and commits, whatever the input format (`memdex
+/// index` and `memdex eval` alike).
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Store layout, fixed when the store is created: `shared` (each distinct item content
+    /// stored once, rows reference it; the default) or `inline` (every row holds its own copy,
+    /// format 3). Default: the existing store's, or shared for a new one.
+    #[arg(long, env = "MEMDEX_LAYOUT")]
+    pub layout: Option<memdex_store::Layout>,
+    /// Whose words form the embedded key: user or all (default: user for round/session, all
+    /// for turn; user for the benchmark formats, whose corpora key user turns).
+    #[arg(long, env = "MEMDEX_KEY_ROLES")]
+    pub key_roles: Option<KeyRoles>,
+    #[command(flatten)]
+    pub extract: ExtractArgs,
+    #[command(flatten)]
+    pub structures: StructureArgs,
     /// Items per committed segment (bounds the build's memory: ~3 batches in flight).
     #[arg(long, env = "MEMDEX_FLUSH_ITEMS", default_value_t = memdex_memory::DEFAULT_FLUSH_ITEMS)]
     pub flush_items: usize,
@@ -148,14 +161,9 @@ pub struct IndexArgs {
     /// is an accelerator (memdex's lsh_project kernel), else the CPU; `cpu` = always the CPU.
     #[arg(long, env = "MEMDEX_LSH_DEVICE", value_enum, default_value = "auto")]
     pub lsh_device: LshDevice,
-    /// Print the report as JSON.
-    #[arg(long, env = "MEMDEX_JSON")]
-    pub json: bool,
-    #[command(flatten)]
-    pub model: ModelArgs,
 }
 
-/// Where `memdex index` computes TiM bucket ids.
+/// Where a build computes TiM bucket ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LshDevice {
     Auto,
@@ -353,9 +361,7 @@ pub struct EvalArgs {
     #[arg(long, env = "MEMDEX_EVAL_LOG")]
     pub log: Option<PathBuf>,
     #[command(flatten)]
-    pub extract: ExtractArgs,
-    #[command(flatten)]
-    pub structures: StructureArgs,
+    pub build: BuildArgs,
     /// Key expansion as in `memdex index --facts` (default: on with `--preset default`, as
     /// `memdex index` builds stores; off with `--preset dense`, the reference baselines).
     #[arg(long, env = "MEMDEX_FACTS", action = clap::ArgAction::Set)]

@@ -13,8 +13,8 @@
 
 use std::collections::HashSet;
 
-use memdex_core::{Granularity, KeyRoles, Session};
-use memdex_ingest::{ItemizeOptions, LmeInstance, LocomoConversation};
+use memdex_core::Granularity;
+use memdex_ingest::{LmeInstance, LocomoConversation};
 
 /// How the gold ids of a question are found.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,19 +73,6 @@ impl Skip {
 pub enum Dataset {
     LongMemEval,
     Locomo,
-}
-
-/// How benchmark sessions are cut into items at `granularity`, for both datasets: user turns
-/// are the keys (LongMemEval indexes user turns only; LoCoMo's turns are all user turns, two
-/// people talking), and blank turns are kept as the official corpora keep them. The key
-/// context is the store's (see `AppendPipeline`).
-pub fn benchmark_itemize(granularity: Granularity) -> ItemizeOptions {
-    ItemizeOptions {
-        granularity,
-        key_roles: KeyRoles::User,
-        keep_blank: true,
-        context: 0,
-    }
 }
 
 impl Dataset {
@@ -163,15 +150,13 @@ pub fn longmemeval_question(inst: &LmeInstance, granularity: Granularity) -> Eva
     }
 }
 
-/// Sessions and questions of LoCoMo conversations.
-pub fn locomo(
+/// The questions of LoCoMo conversations (their sessions: [`memdex_ingest::locomo_sessions`]).
+pub fn locomo_questions(
     convs: &[LocomoConversation],
     granularity: Granularity,
-) -> (Vec<Session>, Vec<EvalQuestion>) {
-    let mut sessions = Vec::new();
+) -> Vec<EvalQuestion> {
     let mut questions = Vec::new();
     for c in convs {
-        sessions.extend(c.sessions.iter().cloned());
         for (i, qa) in c.qa.iter().enumerate() {
             let ids: Vec<String> = match granularity {
                 Granularity::Session => {
@@ -199,5 +184,5 @@ pub fn locomo(
             });
         }
     }
-    (sessions, questions)
+    questions
 }

@@ -4,6 +4,7 @@
 //! positioned errors. [`itemize`] then cuts a session into items at the chosen granularity.
 //! Format readers (JSONL, LongMemEval, LoCoMo) never embed or store.
 
+mod benchmark;
 mod date;
 mod error;
 mod itemize;
@@ -12,6 +13,7 @@ mod locomo;
 mod longmemeval;
 mod wire;
 
+pub use benchmark::{locomo_sessions, InstanceHook, LongMemEvalSessions};
 pub use date::{parse_date, MAX_YEAR, MIN_YEAR};
 pub use error::IngestError;
 pub use itemize::{itemize, ItemizeOptions};

@@ -106,6 +106,11 @@ impl Builder {
         self.encoder.as_ref()
     }
 
+    /// The store as committed so far (the view opened with the build, moved forward).
+    pub fn view(&mut self) -> Result<&Store, MemoryError> {
+        Ok(self.writer.view()?)
+    }
+
     /// Indexes `source`'s sessions (those stored unchanged are skipped) with the extraction the
     /// store's manifest records, committing a segment every `opts.flush_items` items. On an
     /// error, what was committed before it stays and a re-run skips it.
@@ -131,13 +136,12 @@ impl Builder {
     /// Ends the build (the writer lock is released) and opens what was built for reading with
     /// the same model, ranked by `ranker`.
     pub fn into_reader(
-        self,
+        mut self,
         ranker: Arc<dyn BatchRanker>,
         names: StageNames,
     ) -> Result<Reader, MemoryError> {
-        let dir = self.writer.dir().to_path_buf();
+        let store = self.writer.view()?.clone();
         drop(self.writer);
-        let store = Store::open(&dir)?;
         Reader::with_ranker(store, self.encoder, ranker, names)
     }
 }

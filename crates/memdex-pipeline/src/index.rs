@@ -19,7 +19,7 @@ use std::time::Instant;
 use memdex_core::{OnError, Session, TextKind};
 use memdex_embed::{Embeddings, Encoder};
 use memdex_ingest::{ItemizeOptions, SessionSource};
-use memdex_store::{Store, StoreWriter};
+use memdex_store::StoreWriter;
 use serde::Serialize;
 
 use crate::append::{AppendPipeline, PrepareSeconds, SessionStatus};
@@ -147,8 +147,7 @@ pub fn index_sessions<S: SessionSource + Send>(
     opts: &IndexOptions,
     progress: &dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
-    let store = Store::open(writer.dir())?;
-    let extract = Extractors::for_store(&store.manifest().extraction)?;
+    let extract = Extractors::for_store(&writer.manifest().extraction)?;
     index_sessions_with(source, writer, encoder, opts, extract, progress)
 }
 
@@ -169,7 +168,7 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     progress: &dyn IndexProgress,
 ) -> Result<IndexReport, EngineError> {
     let start = Instant::now();
-    let store = Store::open(writer.dir())?;
+    let store = writer.view()?.clone();
     store.check_model(encoder.info())?;
     let pipeline = AppendPipeline::with_extractors(store.clone(), opts.itemize, extract, true);
     let writer_keys = KeyCache::new(store);
@@ -230,7 +229,7 @@ fn sync_structures(
     writer: &mut StoreWriter,
     encoder: &dyn Encoder,
 ) -> Result<Option<SyncReport>, EngineError> {
-    let store = Store::open(writer.dir())?;
+    let store = writer.view()?.clone();
     let Some(mut sync) = StructureSync::for_store(&store) else {
         return Ok(None);
     };

@@ -40,7 +40,8 @@ const WORDS: [&str; 16] = [
     "movie",
 ];
 
-/// Tenant `t`'s sessions: 12 sessions of 5 turns, a week apart, some naming dates.
+/// Tenant `t`'s sessions: 12 sessions of 5 turns, a week apart, some naming dates, each
+/// ending with a change the user states.
 fn sessions(t: usize) -> Vec<Session> {
     (0..12)
         .map(|s| Session {
@@ -51,13 +52,21 @@ fn sessions(t: usize) -> Vec<Session> {
                 .map(|i| {
                     let (a, b) = (WORDS[(t + s + i) % 16], WORDS[(3 * s + i * 5 + t) % 16]);
                     let date = if i == 2 { " on May 20, 2023" } else { "" };
+                    // the last turn states a change (the update stage's cue)
+                    let change = if i == 4 {
+                        "; since then I switched"
+                    } else {
+                        ""
+                    };
                     Turn {
                         role: if i % 2 == 0 {
                             Role::User
                         } else {
                             Role::Assistant
                         },
-                        content: format!("we talked about my {a} and the {b}{date}, turn {i}"),
+                        content: format!(
+                            "we talked about my {a} and the {b}{date}, turn {i}{change}"
+                        ),
                     }
                 })
                 .collect(),

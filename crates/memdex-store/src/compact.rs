@@ -222,6 +222,7 @@ impl StoreWriter {
         // committed: from here on nothing may fail the compaction, or the writer would keep a
         // manifest naming unlinked files
         self.manifest = next;
+        self.view = None;
         report.segments_after = self.manifest.segments.len();
         report.bytes_after = self.manifest.bytes();
         report.manifest_version = self.manifest.version;

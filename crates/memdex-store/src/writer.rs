@@ -22,6 +22,10 @@ pub struct StoreWriter {
     pub(crate) next_positions: HashMap<String, u64>,
     /// The shared layout's committed contents: what an append references instead of writing.
     pub(crate) contents: Contents,
+    /// A read view of the store, opened with the writer and moved forward (new segments
+    /// mapped, kept ones reused) when asked for after commits: a build opens its store once.
+    /// None after a compaction (its mappings would keep the rewritten files' blocks on disk).
+    pub(crate) view: Option<Store>,
     _lock: File,
 }
 
@@ -177,6 +181,7 @@ impl StoreWriter {
             next_positions: store.next_positions(),
             manifest: store.manifest().clone(),
             contents: store.contents().clone(),
+            view: Some(store),
             _lock: lock,
         };
         writer.remove_orphans()?;
@@ -185,6 +190,21 @@ impl StoreWriter {
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// A read view of the store at the writer's last commit (the one opened with the writer,
+    /// refreshed when commits came since).
+    pub fn view(&mut self) -> Result<&Store, StoreError> {
+        let view = match self.view.take() {
+            Some(mut v) => {
+                if v.manifest().version != self.manifest.version {
+                    v.refresh()?;
+                }
+                v
+            }
+            None => Store::open_from(&self.dir, self.manifest.clone())?,
+        };
+        Ok(self.view.insert(view))
     }
 
     pub fn dir(&self) -> &Path {

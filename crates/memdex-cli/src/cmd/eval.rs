@@ -8,10 +8,10 @@ use memdex_eval::{
     EvalReport, LoadOptions, RunInfo,
 };
 use memdex_kernels::Placement;
-use memdex_memory::{BuildSpec, Builder, StageNames, DEFAULT_FLUSH_ITEMS};
+use memdex_memory::StageNames;
 use memdex_rank::Preset;
-use memdex_store::StoreSpec;
 
+use super::build::{self, Build, BuildTarget};
 use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
 use crate::output::{print_json, spinner};
 
@@ -46,15 +46,6 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
     };
     let embedder = super::load_embedder(&a.model, None)?;
-    // `--preset default` evaluates a store as `memdex index` builds it by default (facts on)
-    let facts = a.facts.unwrap_or(a.preset == Preset::Default);
-    // the same for the key context: the reference baselines key a turn by its own text
-    let context = usize::from(a.preset == Preset::Default);
-    let at = super::StoreAt {
-        dir: &store_dir,
-        granularity,
-        key_context: context,
-    };
     // the ranking flags are checked before the build, not after it
     let opts = EvalOptions {
         dataset,
@@ -62,31 +53,38 @@ pub fn run(a: EvalArgs) -> Result<()> {
         ks: a.k.clone(),
         rank: super::rank_options(&a.rank, a.preset.options())?,
     };
-    let extract = super::extract_options(&a.extract, facts, &at)?;
-    let model = super::fact_model(&a.extract, facts)?;
-    let (thoughts, tree) = super::structure_configs(&a.structures);
     let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
-    let spec = BuildSpec {
-        store: StoreSpec {
-            extraction: super::extraction(&extract, model.as_ref()),
-            ..StoreSpec::new(granularity)
-        },
-        thoughts,
-        tree,
-        facts: super::as_fact_extractor(&model),
-        ..BuildSpec::new(StoreSpec::new(granularity))
+    let target = BuildTarget {
+        store: &store_dir,
+        granularity,
+        benchmark: true,
+        // `--preset default` evaluates a store as `memdex index` builds it by default (facts
+        // on, turns keyed with the message they answer); the reference baselines do neither
+        facts: a.facts.unwrap_or(a.preset == Preset::Default),
+        key_context: usize::from(a.preset == Preset::Default),
+        model_source: None,
+        on_error: a.on_error,
+        device: a.model.device,
     };
-    let mut builder = Builder::open(&store_dir, Box::new(embedder), spec)?;
+    let Build {
+        mut builder,
+        opts: index,
+        model,
+    } = build::open(&a.build, &target, embedder)?;
     let pb = spinner("sessions");
     let load_opts = LoadOptions {
         dataset,
         granularity,
         on_error: a.on_error,
-        flush_items: DEFAULT_FLUSH_ITEMS,
     };
-    let (questions, load) =
-        load_and_index(&a.input, &load_opts, &mut builder, &Progress(pb.clone()))
-            .with_context(|| format!("loading {}", a.input.display()))?;
+    let (questions, load) = load_and_index(
+        &a.input,
+        &load_opts,
+        &index,
+        &mut builder,
+        &Progress(pb.clone()),
+    )
+    .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
     super::report_fact_model(&model);
     let extraction = builder.manifest().extraction.clone();

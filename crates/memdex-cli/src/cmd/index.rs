@@ -2,15 +2,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use memdex_eval::{load_and_index, Dataset, LoadOptions};
-use memdex_ingest::{ItemizeOptions, JsonlOptions, JsonlSessions};
-use memdex_memory::{
-    BuildSpec, Builder, ExtractOptions, IndexOptions, IndexProgress, IndexReport, KernelHandle,
+use memdex_ingest::{
+    locomo_sessions, read_locomo, JsonlOptions, JsonlSessions, LongMemEvalSessions,
 };
-use memdex_store::{LshMeta, Store, StoreSpec};
+use memdex_memory::{Builder, ExtractOptions, IndexOptions, IndexProgress, IndexReport};
 use serde::Serialize;
 
-use crate::cli::{IndexArgs, InputFormat, LshDevice};
+use super::build::{self, Build, BuildTarget};
+use crate::cli::{IndexArgs, InputFormat};
 use crate::output::print_json;
 
 /// Progress of a build: input bytes behind the committed segments (rate and ETA), sessions
@@ -108,90 +107,23 @@ pub fn run(a: IndexArgs) -> Result<()> {
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
-    let at = super::StoreAt {
-        dir: &a.store,
+    let target = BuildTarget {
+        store: &a.store,
         granularity: a.granularity,
+        benchmark: a.format != InputFormat::Jsonl,
+        facts: a.facts,
         key_context: ExtractOptions::default().key_context,
-    };
-    let extract = super::extract_options(&a.extract, a.facts, &at)?;
-    let model = super::fact_model(&a.extract, a.facts)?;
-    let (thoughts, tree) = super::structure_configs(&a.structures);
-    let lsh = match (a.lsh_buckets, a.lsh_tables) {
-        (Some(buckets), Some(tables)) => Some(LshMeta {
-            seed: a.lsh_seed,
-            buckets,
-            tables,
-            dim: embedder.dim() as u32,
-        }),
-        _ => None,
-    };
-    let spec = BuildSpec {
-        store: StoreSpec {
-            granularity: a.granularity,
-            model_source: Some(source_hint),
-            extraction: super::extraction(&extract, model.as_ref()),
-            layout: a.layout,
-        },
-        lsh,
-        thoughts,
-        tree,
-        facts: super::as_fact_extractor(&model),
-    };
-    let mut builder = Builder::open(&a.store, Box::new(embedder), spec)?;
-    let mut itemize = ItemizeOptions::new(a.granularity);
-    if let Some(k) = a.key_roles {
-        itemize.key_roles = k;
-    }
-    // a hashing store on a CUDA model: bucket ids from memdex's lsh_project kernel there
-    let hashes = builder.manifest().lsh.is_some();
-    let on_accelerator = builder.encoder().is_accelerator();
-    let accel = if hashes && on_accelerator && a.lsh_device == LshDevice::Auto {
-        let k = super::load_kernels(a.model.device, None)?;
-        (k.device() != "cpu").then(|| KernelHandle(std::sync::Arc::from(k)))
-    } else {
-        None
-    };
-    if let Some(k) = &accel {
-        tracing::info!("TiM bucket ids computed on {}", k.0.device());
-    }
-    let opts = IndexOptions {
-        itemize,
+        model_source: Some(source_hint),
         on_error: a.on_error,
-        flush_items: a.flush_items.max(1),
-        accel,
+        device: a.model.device,
     };
+    let Build {
+        mut builder,
+        opts,
+        model,
+    } = build::open(&a.build, &target, embedder)?;
     let bars = Bars::new();
-    let result = match a.format {
-        InputFormat::Jsonl => JsonlSessions::open(
-            &a.input,
-            JsonlOptions {
-                on_error: a.on_error,
-                max_line_bytes: a.max_line_bytes,
-            },
-        )
-        .map_err(anyhow::Error::from)
-        .and_then(|source| Ok(builder.index(source, &opts, &bars)?)),
-        InputFormat::Longmemeval | InputFormat::Locomo => {
-            let load = LoadOptions {
-                dataset: if a.format == InputFormat::Locomo {
-                    Dataset::Locomo
-                } else {
-                    Dataset::LongMemEval
-                },
-                granularity: a.granularity,
-                on_error: a.on_error,
-                flush_items: opts.flush_items,
-            };
-            load_and_index(&a.input, &load, &mut builder, &bars)
-                .map(|(_, load)| {
-                    for w in load.warnings.iter().take(5) {
-                        eprintln!("warning: {w}");
-                    }
-                    load.index
-                })
-                .map_err(anyhow::Error::from)
-        }
-    };
+    let result = index_input(&a, &mut builder, &opts, &bars);
     bars.bar.finish_and_clear();
     super::report_fact_model(&model);
     bars.sample_memory();
@@ -204,9 +136,9 @@ pub fn run(a: IndexArgs) -> Result<()> {
             a.store.display()
         )
     })?;
-    let m = builder.manifest();
-    let store = Store::open(&a.store)?;
+    let store = builder.view()?.clone();
     let live_rows = store.rows();
+    let m = builder.manifest();
     if a.json {
         return print_json(&Out {
             store: a.store.display().to_string(),
@@ -258,4 +190,35 @@ pub fn run(a: IndexArgs) -> Result<()> {
         m.version
     );
     Ok(())
+}
+
+/// Indexes `a.input` in its format through `builder`: every format is a session source, and
+/// every one is indexed with the same `opts`.
+fn index_input(
+    a: &IndexArgs,
+    builder: &mut Builder,
+    opts: &IndexOptions,
+    bars: &Bars,
+) -> Result<IndexReport> {
+    let report = match a.format {
+        InputFormat::Jsonl => {
+            let jsonl = JsonlOptions {
+                on_error: a.on_error,
+                max_line_bytes: a.max_line_bytes,
+            };
+            builder.index(JsonlSessions::open(&a.input, jsonl)?, opts, bars)?
+        }
+        InputFormat::Longmemeval => {
+            let source = LongMemEvalSessions::open(&a.input, a.on_error)?;
+            builder.index(source, opts, bars)?
+        }
+        InputFormat::Locomo => {
+            let convs = read_locomo(&a.input)?;
+            for w in convs.iter().flat_map(|c| &c.warnings).take(5) {
+                eprintln!("warning: {w}");
+            }
+            builder.index(locomo_sessions(&convs), opts, bars)?
+        }
+    };
+    Ok(report)
 }

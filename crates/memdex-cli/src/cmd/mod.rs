@@ -7,6 +7,7 @@ mod bench_load;
 mod bench_lsh;
 mod bench_rank;
 mod bench_search;
+mod build;
 mod embed;
 mod eval;
 mod fact_model;
