@@ -209,6 +209,10 @@ pub struct SearchArgs {
     pub rank: Stages,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Where the search is ranked: auto (memdex's CUDA kernels when the model runs on CUDA),
+    /// cpu, cuda or kernels (as `memdex serve --rank-device`).
+    #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
+    pub rank_device: crate::cli_serve::RankDeviceArg,
 }
 
 /// Which fact extractor expands the keys.

@@ -106,6 +106,17 @@ pub enum RankDeviceArg {
     Kernels,
 }
 
+impl From<RankDeviceArg> for memdex_memory::RankDevice {
+    fn from(a: RankDeviceArg) -> Self {
+        match a {
+            RankDeviceArg::Auto => memdex_memory::RankDevice::Auto,
+            RankDeviceArg::Cpu => memdex_memory::RankDevice::Cpu,
+            RankDeviceArg::Cuda => memdex_memory::RankDevice::Cuda,
+            RankDeviceArg::Kernels => memdex_memory::RankDevice::Kernels,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DeviceScanArg {
     Auto,

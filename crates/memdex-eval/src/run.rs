@@ -5,8 +5,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use memdex_core::Granularity;
-use memdex_memory::{IndexReport, MemoryError, Reader};
-use memdex_rank::{Query, RankOptions, Retriever};
+use memdex_memory::{IndexReport, Reader};
+use memdex_rank::{RankOptions, Retriever};
 use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Skip};
@@ -14,7 +14,7 @@ use crate::metrics::{
     evaluate, evaluate_turn2session, reciprocal_rank, reciprocal_rank_turn2session, Metrics,
 };
 use crate::options::EvalOptions;
-use crate::ranked::{ranked, Ahead, Ranked};
+use crate::ranked::{Ahead, Ranked};
 use crate::EvalError;
 
 /// Metric name (`recall_any@5`) → mean.
@@ -269,13 +269,8 @@ pub fn evaluate_questions(
             tally.skip(Skip::Abstention);
             continue;
         }
-        let pre = if reader.ranker().batched() {
-            Some(ahead.take(reader, questions, &qvecs, qi, opts)?)
-        } else {
-            None
-        };
-        let vector = qvecs.row(qi);
-        let Some(mut r) = rank_question(reader, q, vector, pre, opts, &mut tally)? else {
+        let pre = ahead.take(reader, questions, &qvecs, qi, opts)?;
+        let Some(mut r) = rank_question(reader, q, pre, &mut tally)? else {
             tally.skip(Skip::EmptyHaystack);
             continue;
         };
@@ -349,15 +344,13 @@ pub fn evaluate_questions(
     })
 }
 
-/// Ranks one question's corpus (None: its tenant has no items), timing the query's
-/// embedding (first 200 questions) and the ranking: taken from its batch's ranking (`pre`,
-/// with its share of the batch's time in ms) when the ranker batches, else ranked now.
+/// One question's ranking (None: its tenant has no items), taken from its batch's ranking
+/// (`pre`, with its share of the batch's time in ms), timing the query's embedding (first 200
+/// questions) beside it.
 fn rank_question(
     reader: &Reader,
     q: &EvalQuestion,
-    vector: &[f32],
-    pre: Option<(Option<Ranked>, f64)>,
-    opts: &EvalOptions,
+    pre: (Option<Ranked>, f64),
     tally: &mut Tally,
 ) -> Result<Option<Ranked>, EvalError> {
     let times = &mut tally.times;
@@ -370,30 +363,10 @@ fn rank_question(
     } else {
         None
     };
-    let t = Instant::now();
-    let query = Query {
-        text: &q.query,
-        vector,
-        date_ms: q.question_date_ms,
-    };
-    if let Some((r, ms)) = pre {
-        let rank_ms = t.elapsed().as_secs_f64() * 1e3 + ms;
-        times.rank.push(rank_ms);
-        if let Some(e) = embed_ms {
-            times.search.push(e + rank_ms);
-        }
-        return Ok(r);
-    }
-    let result = reader.rank(&q.tenant, &query, &opts.rank);
-    let rank_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (r, rank_ms) = pre;
     times.rank.push(rank_ms);
     if let Some(e) = embed_ms {
         times.search.push(e + rank_ms);
     }
-    let ranking = match result {
-        Ok(r) => r,
-        Err(MemoryError::NotFound(_)) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(Some(ranked(&ranking, opts)))
+    Ok(r)
 }

@@ -208,6 +208,11 @@ pub fn question_subject(question: &str) -> Subject {
     let rest = &words[after_aux.min(words.len())..];
     match rest {
         ["i" | "we", ..] | [] => Subject::User,
+        // "my sister lives in Porto; where does she live now?": the kin named before
+        ["she" | "he" | "they", ..] => possessed_kin(&words, false)
+            .map(kin_subject)
+            .or_else(|| named(&toks).map(|n| Subject::Other(vec![n])))
+            .unwrap_or(Subject::User),
         ["my" | "our", noun, ..] if is_kin(noun) => kin_subject(noun),
         ["my" | "our", ..] => Subject::User,
         _ => named(&toks[1..]).map_or(Subject::User, |n| Subject::Other(vec![n])),
@@ -235,10 +240,16 @@ fn kin_subject(noun: &str) -> Subject {
     Subject::Other(names)
 }
 
-/// The first capitalised word that is not the question's own first word.
+/// Words a question may open with in capitals that name no one.
+const OPENERS: &[&str] = &[
+    "what", "where", "which", "who", "whom", "whose", "when", "how", "why", "does", "do", "did",
+    "is", "are", "was", "were", "my", "our", "the", "a", "an", "i", "and", "so",
+];
+
+/// The first capitalised word that names someone (not a question word or an opener).
 fn named(toks: &[Token<'_>]) -> Option<String> {
     toks.iter()
-        .find(|t| t.capital && t.lower.as_str() != "i" && t.lower.len() > 1)
+        .find(|t| t.capital && t.lower.len() > 1 && !has(OPENERS, t.lower.as_str()))
         .map(|t| t.lower.to_string())
 }
 

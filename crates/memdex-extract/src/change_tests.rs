@@ -27,6 +27,15 @@ fn the_subject_comes_from_the_question_grammar() {
     let grandma = s("How is my grandma doing?");
     assert!(matches!(&grandma, Subject::Other(n) if n.contains(&"grandmother".to_string())));
     assert_eq!(s(""), Subject::User);
+    // a pronoun subject: the kin or name the question named before it
+    assert_eq!(
+        s("my sister lives in porto, where does she live?"),
+        other(&["sister"])
+    );
+    assert_eq!(
+        s("Ioana moved last year, so where does she live now?"),
+        other(&["ioana"])
+    );
 }
 
 #[test]

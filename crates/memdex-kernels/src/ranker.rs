@@ -203,10 +203,6 @@ impl BatchRanker for KernelRanker {
         }
     }
 
-    fn batched(&self) -> bool {
-        true
-    }
-
     fn top(&self, b: &Batch<'_, '_>, top: TopK) -> Result<BatchHits, RankError> {
         let side = (!top.explain)
             .then(|| self.side(b, Some(top.k), &self.top_cost))

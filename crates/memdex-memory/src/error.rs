@@ -64,6 +64,7 @@ impl From<RuntimeError> for MemoryError {
         let msg = e.to_string();
         match e {
             RuntimeError::Engine(e) => e.into(),
+            RuntimeError::Rank(e) => e.into(),
             RuntimeError::NotFound { .. } => MemoryError::NotFound(msg),
             RuntimeError::Invalid { .. } => MemoryError::Invalid(msg),
             RuntimeError::Busy { .. } => MemoryError::Busy(msg),
@@ -81,19 +82,14 @@ impl From<EngineError> for MemoryError {
     fn from(e: EngineError) -> Self {
         let msg = e.to_string();
         match e {
-            EngineError::Rank(RankError::UnknownTenant { tenant, .. }) => {
-                MemoryError::NotFound(format!("tenant {tenant:?} has no memory"))
-            }
-            EngineError::Rank(RankError::MissingColumns { .. })
-            | EngineError::Rank(RankError::NotFused { .. })
-            | EngineError::EmptyQuery
+            EngineError::Rank(e) => e.into(),
+            EngineError::EmptyQuery
             | EngineError::EmptySession { .. }
             | EngineError::Invalid { .. }
             | EngineError::Ingest(_) => MemoryError::Invalid(msg),
             EngineError::SessionConflict { .. } => MemoryError::Conflict(msg),
             EngineError::Store(e) => e.into(),
-            EngineError::Rank(_)
-            | EngineError::Embed(_)
+            EngineError::Embed(_)
             | EngineError::Model { .. }
             | EngineError::Structures(_)
             | EngineError::Kernel { .. }
@@ -104,7 +100,15 @@ impl From<EngineError> for MemoryError {
 
 impl From<RankError> for MemoryError {
     fn from(e: RankError) -> Self {
-        EngineError::Rank(e).into()
+        match e {
+            RankError::UnknownTenant { tenant, .. } => {
+                MemoryError::NotFound(format!("tenant {tenant:?} has no memory"))
+            }
+            RankError::MissingColumns { .. } | RankError::NotFused { .. } => {
+                MemoryError::Invalid(e.to_string())
+            }
+            e => MemoryError::Internal(e.to_string()),
+        }
     }
 }
 

@@ -9,12 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use memdex_core::{check_tenant_name, DeviceChoice, Role, Session, TextKind};
-use memdex_embed::{load_encoder, EmbedOptions, Embeddings, Encoder, ModelFiles};
-use memdex_rank::{fit_to_store, reading_context, Query, SearchHit, TopK};
+use memdex_core::{check_tenant_name, DeviceChoice, ModelInfo, Role, Session, TextKind};
+use memdex_embed::{load_encoder, EmbedOptions, Embedder, Embeddings, Encoder, ModelFiles};
+use memdex_rank::{reading_context, BatchRanker, SearchHit, Snapshot};
 use memdex_runtime::{
-    AppendReport, DeleteReport, DeleteTarget, Embedded, Engine, EngineOptions, SearchAsk, Ticket,
-    View,
+    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, Health, Ticket,
 };
 use memdex_store::{CompactReport, Manifest};
 use serde::Serialize;
@@ -22,7 +21,9 @@ use std::sync::Arc;
 
 use crate::input::sessions_from_json;
 use crate::limits::Limits;
-use crate::request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};
+use crate::rankers::{ranker, RankChoice};
+use crate::request::{check_embed, SearchRequest, StageNames};
+use crate::search::{check, Asked, Checked};
 use crate::MemoryError;
 
 /// Where the default model lives, relative to the working directory (as for `memdex`).
@@ -35,7 +36,10 @@ pub struct OpenOptions {
     pub model: Option<String>,
     pub device: DeviceChoice,
     pub embed: EmbedOptions,
+    /// How the engine queues and commits; its `ranker`, when set, overrides `rank`.
     pub engine: EngineOptions,
+    /// Where searches are ranked.
+    pub rank: RankChoice,
     /// What one call may carry; None: [`Limits::in_process`].
     pub limits: Option<Limits>,
 }
@@ -95,69 +99,43 @@ pub struct Memory {
     closed: AtomicBool,
 }
 
-/// A search checked and queued: what ranks it once the model thread answers.
-#[derive(Debug)]
-pub(crate) struct PendingSearch {
-    pub tenant: String,
-    pub query: String,
-    pub k: usize,
-    pub explain: bool,
-    pub plan: SearchPlan,
-    pub view: Arc<View>,
-}
-
-/// A search's first half: answered already (a tenant with no memory), or queued.
-pub(crate) enum Begun {
-    Done(SearchAnswer),
-    Queued(Box<PendingSearch>, Ticket<Embedded>),
-}
-
 impl Memory {
-    /// Opens (or creates) the store in `dir` and loads the model. Refused while another
-    /// writer (a `memdex serve`, another `Memory`) holds the store.
+    /// Opens (or creates) the store in `dir`, loads the model and builds the ranker: the one
+    /// way every front end opens a memory. Refused while another writer (a `memdex serve`,
+    /// another `Memory`) holds the store.
     pub fn open(dir: &Path, opts: OpenOptions) -> Result<Memory, MemoryError> {
-        let recorded = Manifest::load(dir).ok().and_then(|m| m.model_source);
-        let spec = match (&opts.model, recorded) {
-            (Some(m), _) => m.clone(),
-            (None, Some(r)) if ModelFiles::resolve(&r).is_ok() => r,
-            _ => DEFAULT_MODEL_DIR.to_string(),
-        };
-        let encoder = load_encoder(&spec, opts.device, &opts.embed)
-            .map_err(|e| MemoryError::Invalid(format!("model {spec:?}: {e}")))?;
-        let mut engine = opts.engine;
-        if engine.model_source.is_none() {
+        let (encoder, spec) = open_model(dir, &opts)?;
+        let mut opts = opts;
+        if opts.engine.model_source.is_none() {
             let dir = &encoder.files().dir;
             let source = dir.canonicalize().unwrap_or_else(|_| PathBuf::from(&spec));
-            engine.model_source = Some(source.display().to_string());
+            opts.engine.model_source = Some(source.display().to_string());
         }
-        let mut memory = Self::with_encoder(dir, Box::new(encoder), engine)?;
-        memory.limits = opts.limits.unwrap_or_else(Limits::in_process);
-        Ok(memory)
+        Self::open_with_encoder(dir, Box::new(encoder), opts)
     }
 
-    /// Opens (or creates) the store in `dir` for `encoder`.
-    pub fn with_encoder(
+    /// [`Self::open`] with an encoder the caller brings (a test double, an embedding
+    /// application's own model) instead of `opts.model`; the ranker is built the same way.
+    pub fn open_with_encoder(
         dir: &Path,
         encoder: Box<dyn Encoder>,
-        opts: EngineOptions,
+        opts: OpenOptions,
     ) -> Result<Memory, MemoryError> {
-        let engine = Engine::start(dir, encoder, opts).map_err(|e| match e {
+        let mut engine = opts.engine;
+        if engine.ranker.is_none() {
+            engine.ranker = Some(ranker(opts.rank, opts.device, encoder.as_ref())?);
+        }
+        let engine = Engine::start(dir, encoder, engine).map_err(|e| match e {
             memdex_runtime::RuntimeError::Engine(e) => {
                 MemoryError::Internal(format!("opening {}: {e}", dir.display()))
             }
             e => e.into(),
         })?;
-        Ok(Self::from_engine(engine, Limits::in_process()))
-    }
-
-    /// The front door over an engine already started (the HTTP server starts its own, with
-    /// its device and batching options), with the caller's limits.
-    pub fn from_engine(engine: Engine, limits: Limits) -> Memory {
-        Memory {
+        Ok(Memory {
             engine,
-            limits,
+            limits: opts.limits.unwrap_or_else(Limits::in_process),
             closed: AtomicBool::new(false),
-        }
+        })
     }
 
     /// What one call may carry.
@@ -174,9 +152,37 @@ impl Memory {
         }
     }
 
-    /// The engine underneath (its threads, views, stats).
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    pub fn dir(&self) -> &Path {
+        self.engine.dir()
+    }
+
+    pub fn model(&self) -> &ModelInfo {
+        self.engine.model()
+    }
+
+    /// The device the model runs on, in words.
+    pub fn device(&self) -> &str {
+        self.engine.device()
+    }
+
+    /// Whether the memory's threads run.
+    pub fn health(&self) -> Health {
+        self.engine.health()
+    }
+
+    /// Queues, batches, stage times and failures so far.
+    pub fn stats(&self) -> &EngineStats {
+        self.engine.stats()
+    }
+
+    /// The latest committed snapshot (store version and ranking caches).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.engine.view()
+    }
+
+    /// The ranker every search goes through.
+    pub fn ranker(&self) -> &dyn BatchRanker {
+        self.engine.ranker()
     }
 
     /// Stores sessions (see [`crate::input`] for the shapes `value` may take), one append per
@@ -259,17 +265,15 @@ impl Memory {
         req: &SearchRequest,
         unknown_is_empty: bool,
     ) -> Result<SearchAnswer, MemoryError> {
-        match self.begin_search(tenant, req, unknown_is_empty)? {
-            Begun::Done(answer) => Ok(answer),
-            Begun::Queued(pending, ticket) => {
-                let emb = wait(ticket)?;
-                finish_search(pending, emb, &self.engine)
-            }
-        }
+        let (ready, ticket) = match self.begin_search(tenant, req, unknown_is_empty)? {
+            Begun::Answered(answer) => return Ok(answer),
+            Begun::Queued(ready, ticket) => (ready, ticket),
+        };
+        Ok(ready.answer(wait(ticket)?))
     }
 
-    /// A search's first half: the request checked, one committed view taken, the query
-    /// queued for the model thread (whose rank stage ranks it when the ranker batches).
+    /// A search checked against the latest snapshot and handed to the engine, which embeds
+    /// and ranks it.
     pub(crate) fn begin_search(
         &self,
         tenant: &str,
@@ -277,46 +281,20 @@ impl Memory {
         unknown_is_empty: bool,
     ) -> Result<Begun, MemoryError> {
         self.live()?;
-        check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        let now = chrono::Utc::now().timestamp_millis();
-        let mut plan = plan_search(req, &self.limits, Some(now), StageNames::Body)?;
-        let date_ms = plan.date_ms.unwrap_or(now);
-        // one committed view for the whole search: option fitting, tenant check, ranking
-        let view = self.engine.view();
-        fit_to_store(&mut plan.opts, plan.time_asked, view.store());
-        if !view.has_tenant(tenant) {
-            if !unknown_is_empty {
-                return Err(MemoryError::NotFound(format!(
-                    "tenant {tenant:?} has no memory"
-                )));
+        let asked = Asked {
+            limits: &self.limits,
+            names: StageNames::Body,
+            default_date: Some(chrono::Utc::now().timestamp_millis()),
+            unknown_is_empty,
+        };
+        let snapshot = self.engine.view();
+        match check(&snapshot, tenant, req, asked)? {
+            Checked::Answered(answer) => Ok(Begun::Answered(answer)),
+            Checked::Ready(ready) => {
+                let ticket = self.engine.search(ready.job(snapshot))?;
+                Ok(Begun::Queued(ready, ticket))
             }
-            return Ok(Begun::Done(SearchAnswer {
-                tenant: tenant.to_string(),
-                query: req.query.clone(),
-                searched: plan.searched,
-                date_ms,
-                hits: Vec::new(),
-            }));
         }
-        let searched = plan.searched.clone();
-        let ask = SearchAsk {
-            date_ms: Some(date_ms),
-            top: TopK {
-                k: req.k,
-                explain: req.explain,
-            },
-            opts: plan.opts,
-        };
-        let ticket = self.engine.search_query(searched, tenant, &view, ask)?;
-        let pending = PendingSearch {
-            tenant: tenant.to_string(),
-            query: req.query.clone(),
-            k: req.k,
-            explain: req.explain,
-            plan,
-            view,
-        };
-        Ok(Begun::Queued(Box::new(pending), ticket))
     }
 
     /// Forgets an item, a session or a whole tenant; `NotFound` when nothing live matches.
@@ -356,7 +334,7 @@ impl Memory {
                 tokens: Vec::new(),
             });
         }
-        Ok(wait(self.engine.embed(texts, kind)?)?.vectors)
+        wait(self.engine.embed(texts, kind)?)
     }
 
     /// Every tenant with live items, and how many (none once closed).
@@ -437,35 +415,27 @@ impl Drop for Memory {
     }
 }
 
-/// A search's second half: the hits the rank stage ranked, or the ranker's over the view now.
-pub(crate) fn finish_search(
-    p: Box<PendingSearch>,
-    mut emb: Embedded,
-    engine: &Engine,
-) -> Result<SearchAnswer, MemoryError> {
-    let hits = match emb.hits.take() {
-        Some(hits) => hits,
-        None => {
-            let q = Query {
-                text: &p.plan.searched,
-                vector: emb.vectors.row(0),
-                date_ms: p.plan.date_ms,
-            };
-            let top = TopK {
-                k: p.k,
-                explain: p.explain,
-            };
-            p.view
-                .search(engine.ranker(), &p.tenant, &q, &p.plan.opts, top)?
-        }
+/// A search's first half: answered already, or with the engine.
+pub(crate) enum Begun {
+    Answered(SearchAnswer),
+    Queued(Box<crate::search::Ready>, Ticket<Vec<SearchHit>>),
+}
+
+/// The model `opts` name (else the store's recorded one when it still resolves, else the
+/// default directory), loaded, and the name it was found under.
+pub(crate) fn open_model(
+    dir: &Path,
+    opts: &OpenOptions,
+) -> Result<(Embedder, String), MemoryError> {
+    let recorded = Manifest::load(dir).ok().and_then(|m| m.model_source);
+    let spec = match (&opts.model, recorded) {
+        (Some(m), _) => m.clone(),
+        (None, Some(r)) if ModelFiles::resolve(&r).is_ok() => r,
+        _ => DEFAULT_MODEL_DIR.to_string(),
     };
-    Ok(SearchAnswer {
-        tenant: p.tenant,
-        query: p.query,
-        date_ms: p.plan.date_ms.unwrap_or_default(),
-        searched: p.plan.searched,
-        hits,
-    })
+    let encoder = load_encoder(&spec, opts.device, &opts.embed)
+        .map_err(|e| MemoryError::Invalid(format!("model {spec:?}: {e}")))?;
+    Ok((encoder, spec))
 }
 
 pub(crate) fn wait<T>(t: Ticket<T>) -> Result<T, MemoryError> {

@@ -1,13 +1,12 @@
 //! The async variants of [`Memory`]'s calls, for callers inside an async runtime (the HTTP
-//! server): the same checks and the same engine calls, awaited instead of blocked on; the
-//! CPU ranking of a search runs on a blocking thread.
+//! server): the same checks and the same engine calls, awaited instead of blocked on.
 
 use memdex_core::{Session, TextKind};
 use memdex_embed::Embeddings;
 use memdex_runtime::{DeleteReport, DeleteTarget, Ticket};
 use memdex_store::CompactReport;
 
-use crate::memory::{finish_search, Begun, TenantAppend};
+use crate::memory::{Begun, TenantAppend};
 use crate::request::{check_embed, SearchRequest};
 use crate::{Memory, MemoryError, SearchAnswer};
 
@@ -43,25 +42,15 @@ impl Memory {
         Ok(out)
     }
 
-    /// [`Memory::search`], awaited; the CPU ranking runs on a blocking thread.
+    /// [`Memory::search`], awaited.
     pub async fn search_async(
         &self,
         tenant: &str,
         req: &SearchRequest,
     ) -> Result<SearchAnswer, MemoryError> {
         match self.begin_search(tenant, req, false)? {
-            Begun::Done(answer) => Ok(answer),
-            Begun::Queued(pending, ticket) => {
-                let emb = done(ticket).await?;
-                if emb.hits.is_some() {
-                    // ranked by the rank stage: nothing left to compute
-                    return finish_search(pending, emb, &self.engine);
-                }
-                let engine = self.engine.clone();
-                tokio::task::spawn_blocking(move || finish_search(pending, emb, &engine))
-                    .await
-                    .map_err(|e| MemoryError::Internal(format!("search task failed: {e}")))?
-            }
+            Begun::Answered(answer) => Ok(answer),
+            Begun::Queued(ready, ticket) => Ok(ready.answer(done(ticket).await?)),
         }
     }
 
@@ -84,6 +73,6 @@ impl Memory {
     ) -> Result<Embeddings, MemoryError> {
         self.live()?;
         check_embed(&texts, &self.limits, false)?;
-        Ok(done(self.engine.embed(texts, kind)?).await?.vectors)
+        done(self.engine.embed(texts, kind)?).await
     }
 }

@@ -1,36 +1,52 @@
-//! [`Reader`]: the door's read-only half. One store opened for reading with the model it was
-//! built with, searched with the same [`SearchRequest`] and the same checks as
-//! [`crate::Memory`], but without the runtime's threads and without the writer lock, so it
-//! reads a store that a `memdex serve` is writing (`memdex search` uses it). Batch tools
-//! (`memdex eval`, `memdex bench`) rank many queries at once through its batch calls, with the
-//! ranker they choose.
+//! [`Reader`]: the door's read-only half. One store [`Snapshot`] with the model it was built
+//! with and a ranker, searched with the same [`SearchRequest`], the same checks and the same
+//! ranking call as [`crate::Memory`] (`crate::search`), but without the runtime's threads and
+//! without the writer lock, so it reads a store that a `memdex serve` is writing (`memdex
+//! search` uses it). Batch tools (`memdex eval`, `memdex bench`) rank many queries at once
+//! through its batch calls.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use memdex_core::{check_tenant_name, TextKind};
+use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
-use memdex_pipeline::Searcher;
 use memdex_rank::{
-    fit_to_store, Batch, BatchQuery, BatchRanker, CpuRanker, Query, RankOptions, Ranking,
-    SearchHit, TopK,
+    Batch, BatchQuery, BatchRanker, CpuRanker, Query, RankOptions, Ranking, SearchHit, Snapshot,
+    TopK,
 };
 use memdex_store::Store;
 
 use crate::limits::Limits;
-use crate::request::{plan_search, SearchRequest, StageNames};
-use crate::{MemoryError, SearchAnswer};
+use crate::rankers::ranker;
+use crate::request::{SearchRequest, StageNames};
+use crate::search::{check, Asked, Checked};
+use crate::{MemoryError, OpenOptions, SearchAnswer};
 
 /// A store open for searches only.
 #[derive(Debug)]
 pub struct Reader {
-    searcher: Searcher,
+    snapshot: Snapshot,
+    encoder: Box<dyn Encoder>,
+    ranker: Arc<dyn BatchRanker>,
     limits: Limits,
     names: StageNames,
 }
 
 impl Reader {
-    /// Pairs a store with its encoder (refused unless the store was built with this model);
-    /// stage errors name stages as `names` says.
+    /// Opens the store in `dir` for reading with the model and the ranker `opts` name (the
+    /// store's recorded model by default; `opts.engine` and `opts.limits` do not apply).
+    pub fn open(dir: &Path, opts: &OpenOptions, names: StageNames) -> Result<Reader, MemoryError> {
+        let store = Store::open(dir)?;
+        let (encoder, _) = crate::memory::open_model(dir, opts)?;
+        let ranker = match &opts.engine.ranker {
+            Some(r) => r.clone(),
+            None => ranker(opts.rank, opts.device, &encoder)?,
+        };
+        Self::with_ranker(store, Box::new(encoder), ranker, names)
+    }
+
+    /// Pairs a store with its encoder (refused unless the store was built with this model),
+    /// ranked by the CPU ranker; stage errors name stages as `names` says.
     pub fn new(
         store: Store,
         encoder: Box<dyn Encoder>,
@@ -46,8 +62,11 @@ impl Reader {
         ranker: Arc<dyn BatchRanker>,
         names: StageNames,
     ) -> Result<Reader, MemoryError> {
+        store.check_model(encoder.info())?;
         Ok(Reader {
-            searcher: Searcher::with_ranker(store, encoder, ranker)?,
+            snapshot: Snapshot::new(store, memdex_rank::DEFAULT_CACHE_BYTES),
+            encoder,
+            ranker,
             // an offline tool's own flags: no size bounds (a request is still checked)
             limits: Limits::offline(),
             names,
@@ -55,21 +74,21 @@ impl Reader {
     }
 
     pub fn store(&self) -> &Store {
-        self.searcher.store()
+        self.snapshot.store()
     }
 
     /// The model the store was built with.
     pub fn encoder(&self) -> &dyn Encoder {
-        self.searcher.encoder()
+        self.encoder.as_ref()
     }
 
     pub fn ranker(&self) -> &dyn BatchRanker {
-        self.searcher.ranker()
+        self.ranker.as_ref()
     }
 
     /// The vectors of `queries`, with the model's query prefix.
     pub fn embed_queries(&self, queries: &[&str]) -> Result<Embeddings, MemoryError> {
-        Ok(self.encoder().embed(queries, TextKind::Query)?)
+        Ok(self.encoder.embed(queries, TextKind::Query)?)
     }
 
     /// All of the tenant's live items ranked for `query` (an embedded query); `NotFound` when
@@ -80,7 +99,12 @@ impl Reader {
         query: &Query<'_>,
         opts: &RankOptions,
     ) -> Result<Ranking<'_>, MemoryError> {
-        Ok(self.searcher.rank(tenant, query, opts)?)
+        let q = [BatchQuery {
+            tenant,
+            query: *query,
+        }];
+        let mut all = self.snapshot.all(self.ranker(), &q, opts)?;
+        Ok(all.pop().ok_or_else(no_answer)??)
     }
 
     /// Every query's whole ranking, in one call of the ranker; a query whose tenant has no
@@ -90,11 +114,8 @@ impl Reader {
         queries: &[BatchQuery<'_>],
         opts: &RankOptions,
     ) -> Result<Vec<Result<Ranking<'_>, MemoryError>>, MemoryError> {
-        let all = self.searcher.rank_batch(queries, opts)?;
-        Ok(all
-            .into_iter()
-            .map(|r| r.map_err(MemoryError::from))
-            .collect())
+        let all = self.snapshot.all(self.ranker(), queries, opts)?;
+        Ok(all.into_iter().map(|r| Ok(r?)).collect())
     }
 
     /// Every query's top `top.k`, in one call of the ranker; a query whose tenant has no
@@ -105,43 +126,50 @@ impl Reader {
         opts: &RankOptions,
         top: TopK,
     ) -> Result<Vec<Result<Vec<SearchHit>, MemoryError>>, MemoryError> {
-        let all = self.searcher.top_batch(queries, opts, top)?;
-        Ok(all
-            .into_iter()
-            .map(|r| r.map_err(MemoryError::from))
-            .collect())
+        let all = self.snapshot.top(self.ranker(), queries, opts, top)?;
+        Ok(all.into_iter().map(|r| Ok(r?)).collect())
     }
 
-    /// A batch over this reader's store and caches, for a caller that compares rankers.
+    /// A batch over this reader's snapshot, for a caller that compares rankers.
     pub fn batch<'a, 's: 'a>(
         &'s self,
         queries: &'a [BatchQuery<'a>],
         opts: &'a RankOptions,
     ) -> Batch<'a, 's> {
-        self.searcher.batch(queries, opts)
+        self.snapshot.batch(queries, opts)
     }
 
     /// The tenant's top items; `NotFound` when the tenant has no memory. A request without a
     /// date is asked at the tenant's newest item (an offline store has no "now").
     pub fn search(&self, tenant: &str, req: &SearchRequest) -> Result<SearchAnswer, MemoryError> {
-        check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        let mut plan = plan_search(req, &self.limits, None, self.names)?;
-        fit_to_store(&mut plan.opts, plan.time_asked, self.store());
-        let top = TopK {
-            k: req.k,
-            explain: req.explain,
+        let asked = Asked {
+            limits: &self.limits,
+            names: self.names,
+            default_date: None,
+            unknown_is_empty: false,
         };
-        let hits =
-            self.searcher
-                .search_with(tenant, &plan.searched, plan.date_ms, &plan.opts, top)?;
-        Ok(SearchAnswer {
-            tenant: tenant.to_string(),
-            query: req.query.clone(),
-            searched: plan.searched,
-            date_ms: plan
-                .date_ms
-                .unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
-            hits,
-        })
+        let ready = match check(&self.snapshot, tenant, req, asked)? {
+            Checked::Answered(answer) => return Ok(answer),
+            Checked::Ready(ready) => ready,
+        };
+        let vector = self.embed_queries(&[&ready.plan.searched])?;
+        let q = [BatchQuery {
+            tenant,
+            query: Query {
+                text: &ready.plan.searched,
+                vector: vector.row(0),
+                date_ms: ready.plan.date_ms,
+            },
+        }];
+        let mut top = self
+            .snapshot
+            .top(self.ranker(), &q, &ready.plan.opts, ready.top)?;
+        let hits = top.pop().ok_or_else(no_answer)??;
+        Ok(ready.answer(hits))
     }
+}
+
+/// A ranker that answered no result for a query it was given (a broken ranker).
+fn no_answer() -> MemoryError {
+    MemoryError::Internal("the ranker answered no result for the query".into())
 }

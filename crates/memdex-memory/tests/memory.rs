@@ -2,17 +2,20 @@
 //! shape, search with stages, date and recent turns, list, forget, compact, errors.
 
 use memdex_memory::{
-    DeleteTarget, EngineOptions, Memory, MemoryError, SearchRequest, Stages, TextKind,
+    DeleteTarget, EngineOptions, Memory, MemoryError, OpenOptions, SearchRequest, Stages, TextKind,
 };
 use memdex_testkit::HashEncoder;
 use serde_json::json;
 
 fn open(dir: &std::path::Path) -> Memory {
-    let opts = EngineOptions {
-        compact_every: None,
-        ..EngineOptions::default()
+    let opts = OpenOptions {
+        engine: EngineOptions {
+            compact_every: None,
+            ..EngineOptions::default()
+        },
+        ..OpenOptions::default()
     };
-    Memory::with_encoder(dir, Box::new(HashEncoder::new(32)), opts).expect("open")
+    Memory::open_with_encoder(dir, Box::new(HashEncoder::new(32)), opts).expect("open")
 }
 
 fn history() -> serde_json::Value {
@@ -207,10 +210,10 @@ fn bad_calls_are_errors_with_memdex_messages() {
     assert!(m.embed(vec![], TextKind::Query).unwrap().is_empty());
     // a second writer on the same store is refused while this one is open, then admitted
     let dir2 = dir.path().to_path_buf();
-    let e = Memory::with_encoder(
+    let e = Memory::open_with_encoder(
         &dir2,
         Box::new(HashEncoder::new(32)),
-        EngineOptions::default(),
+        OpenOptions::default(),
     )
     .unwrap_err();
     assert!(!e.to_string().is_empty());

@@ -1,12 +1,11 @@
-//! memdex pipelines: indexing and search over a store with an encoder, synchronous (no async
-//! runtime; the serving runtime in `memdex-runtime` builds on this).
+//! memdex pipelines: indexing a store with an encoder, synchronous (no async runtime; the
+//! serving runtime in `memdex-runtime` builds on this). Searches rank over a
+//! [`memdex_rank::Snapshot`] through the door (`memdex-memory`).
 //!
 //! * [`AppendPipeline`]: the one append path — itemize → idempotency → extraction → key
 //!   reuse → terms → vectors → segment — shared by [`index_sessions`] and the server.
 //! * [`index_sessions`]: any [`memdex_ingest::SessionSource`] through the pipeline, one
 //!   committed segment per flush; idempotent.
-//! * [`Searcher`]: a store view, its encoder and one ranker ([`memdex_rank::BatchRanker`]:
-//!   the CPU reference, or memdex-kernels' accelerated ranker) → ranked items.
 //! * [`lsh`]: TiM bucket ids at index time (stores that hash) and the bucketed dense top-k.
 //! * `structures`: after each commit and delete, the store's TiM thoughts and MemTree (when
 //!   it keeps them) are brought up to date ([`AppendPipeline::sync_structures`]).
@@ -18,7 +17,6 @@ mod extract;
 mod index;
 mod keys;
 pub mod lsh;
-mod search;
 mod structure_sync;
 mod vectors;
 
@@ -34,4 +32,3 @@ pub use index::{
 };
 pub use keys::KeyCache;
 pub use lsh::KernelHandle;
-pub use search::{cpu_ranker, Searcher};

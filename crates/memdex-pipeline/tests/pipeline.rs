@@ -4,10 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Searcher;
 use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, Searcher, SessionStatus};
+use memdex_pipeline::{AppendPipeline, EngineError, SessionStatus};
 use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
 use memdex_score::CpuScorer;
 use memdex_store::{Extraction, Store, StoreWriter};

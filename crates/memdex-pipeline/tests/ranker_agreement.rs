@@ -5,13 +5,15 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Searcher;
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use std::sync::Arc;
 
 use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
-use memdex_pipeline::{AppendPipeline, EngineError, Searcher};
+use memdex_pipeline::{AppendPipeline, EngineError};
 use memdex_rank::{
     BatchHits, BatchQuery, BatchRanker, Query, RankError, RankOptions, Retriever, TopK,
 };

@@ -4,12 +4,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Searcher;
 use std::path::Path;
 
 use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions, Searcher};
+use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions};
 use memdex_rank::{RankOptions, Retriever, ThoughtStage, TreeStage};
 use memdex_store::{Store, StoreWriter, Structures};
 use memdex_structures::{default_thoughts, default_tree, report, MemTree, ThoughtMemory};

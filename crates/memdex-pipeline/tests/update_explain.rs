@@ -5,10 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Searcher;
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions, Searcher};
+use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions};
 use memdex_rank::{RankOptions, Stages, TopK};
 use memdex_store::{Store, StoreWriter};
 use memdex_testkit::HashEncoder;
@@ -61,7 +63,7 @@ fn searcher(dir: &std::path::Path) -> Searcher {
         session(
             "new",
             40,
-            "my sister lives in a big flat in lisbon by the sea",
+            "my sister moved and now lives in a big flat in lisbon by the sea",
         ),
         session("c", 50, "marathon training plan for twelve weeks"),
     ])
@@ -147,6 +149,17 @@ fn explained_hits_agree_with_the_ranking_they_explain() {
     assert_eq!(explained[0].session_id, "new");
     assert_eq!(first.update_moved_from, Some(2), "{first:?}");
     assert_eq!(second.update_moved_from, Some(1), "{second:?}");
+    // the move names its link: the older statement, and the newer one's cue of change
+    let link = first.update.as_ref().unwrap();
+    assert_eq!(
+        (link.linked_session_id.as_str(), link.cue),
+        ("old", "moved")
+    );
+    assert_eq!(
+        second.update.as_ref().unwrap().linked_session_id,
+        "new",
+        "{second:?}"
+    );
     assert!(explained[2]
         .explain
         .as_ref()

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 
 use memdex_memory::{
-    DeleteTarget, DeviceChoice, EngineOptions, Memory, MemoryError, OpenOptions, SearchRequest,
-    Stages, TextKind,
+    DeleteTarget, DeviceChoice, EngineOptions, Memory, MemoryError, OpenOptions, RankChoice,
+    SearchRequest, Stages, TextKind,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -48,15 +48,20 @@ struct Native {
 #[pymethods]
 impl Native {
     #[new]
-    #[pyo3(signature = (store, model=None, device="auto", compact_every=30.0))]
+    #[pyo3(signature = (store, model=None, device="auto", compact_every=30.0, rank_device="auto"))]
     fn new(
         py: Python<'_>,
         store: PathBuf,
         model: Option<String>,
         device: &str,
         compact_every: Option<f64>,
+        rank_device: &str,
     ) -> PyResult<Native> {
         let device: DeviceChoice = device.parse().map_err(|e| invalid(format!("{e}")))?;
+        let rank = RankChoice {
+            device: rank_device.parse().map_err(err)?,
+            ..RankChoice::default()
+        };
         let compact_every = match compact_every {
             Some(s) if !(s.is_finite() && s >= 0.0) => {
                 return Err(invalid(format!(
@@ -73,6 +78,7 @@ impl Native {
                 compact_every,
                 ..EngineOptions::default()
             },
+            rank,
             ..OpenOptions::default()
         };
         let memory = py.detach(|| Memory::open(&store, opts)).map_err(err)?;
@@ -200,22 +206,22 @@ impl Native {
 
     #[getter]
     fn model(&self) -> String {
-        self.memory.engine().model().name.clone()
+        self.memory.model().name.clone()
     }
 
     #[getter]
     fn dim(&self) -> usize {
-        self.memory.engine().model().dim
+        self.memory.model().dim
     }
 
     #[getter]
     fn device(&self) -> String {
-        self.memory.engine().device().to_string()
+        self.memory.device().to_string()
     }
 
     #[getter]
     fn store(&self) -> String {
-        self.memory.engine().dir().display().to_string()
+        self.memory.dir().display().to_string()
     }
 }
 

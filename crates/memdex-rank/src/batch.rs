@@ -57,12 +57,6 @@ pub trait BatchRanker: Send + Sync + std::fmt::Debug {
     /// Where it ranks, in words (`cpu`, `cpu, dense on candle-cuda`, `auto: cuda:0 or cpu`).
     fn describe(&self) -> String;
 
-    /// Whether a caller should gather searches into batches for it (a device), or rank each
-    /// search where it comes (the CPU: every request thread ranks its own).
-    fn batched(&self) -> bool {
-        false
-    }
-
     /// The top `top.k` hits of every query, each with its per-stage scores when
     /// `top.explain` is set.
     fn top(&self, batch: &Batch<'_, '_>, top: TopK) -> Result<BatchHits, RankError>;
@@ -172,10 +166,6 @@ impl BatchRanker for CpuRanker {
             "cpu" => "cpu".into(),
             other => format!("cpu, dense scores on {other}"),
         }
-    }
-
-    fn batched(&self) -> bool {
-        self.scorer.batched()
     }
 
     fn top(&self, b: &Batch<'_, '_>, top: TopK) -> Result<BatchHits, RankError> {

@@ -10,7 +10,8 @@
 //!   structure stages (TiM thoughts, MemTree) → signals → order → time stage → update stage.
 //! * [`FusedTenant`] and [`FusedParams`]: the CPU side of the fused default ranking (one
 //!   kernel per batch of queries, in memdex-kernels).
-//! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency.
+//! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency;
+//!   [`Snapshot`]: a committed store version with its caches, what every ranking reads.
 //! * [`contextual_query`] (Mimir's query context) and [`reading_context`] (the reading stage).
 
 mod batch;
@@ -29,6 +30,7 @@ mod query;
 mod reading;
 mod rows;
 mod score;
+mod snapshot;
 mod stages;
 mod structure_stages;
 mod time;
@@ -58,6 +60,7 @@ pub use pipeline::{rank, rank_explained, TopK};
 pub use query::{Dense, Query};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use rows::Ranking;
+pub use snapshot::{Snapshot, StoreSummary};
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
 pub use time::TimeWindow;
 pub use update::{update_order, UpdateDirection, UpdateMove, UpdateRows};

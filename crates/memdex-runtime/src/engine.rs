@@ -9,18 +9,17 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
-use memdex_embed::Encoder;
+use memdex_embed::{Embeddings, Encoder};
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
-use memdex_rank::{BatchRanker, SharedRanker};
+use memdex_rank::{BatchRanker, CpuRanker, SearchHit, SharedRanker, Snapshot};
 use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
-use crate::job::{EmbedJob, Embedded, RankRequest, SearchAsk};
+use crate::job::{EmbedJob, SearchJob};
 use crate::model::model_loop;
-use crate::rank_stage::{rank_loop, RankWork};
+use crate::rank_stage::{default_workers, rank_loop, RankWork};
 use crate::stats::EngineStats;
-use crate::view::View;
 use crate::writer::{writer_loop, AppendReport, DeleteReport, DeleteTarget, WriteJob, WriterState};
 use crate::RuntimeError;
 
@@ -42,17 +41,14 @@ pub struct EngineOptions {
     pub compact: CompactOptions,
     /// Recorded in a new store's manifest: where the model came from.
     pub model_source: Option<String>,
-    /// With no `ranker`: the CPU ranker scores the dense stage on the model's device, all
-    /// searches of a model batch together whatever their tenants. None: only when the model
-    /// runs on an accelerator.
-    pub device_scan: Option<bool>,
     /// Bytes the per-tenant ranking caches (BM25 indexes, importance, session groups,
     /// adjacency, structures) hold at most; least recently used tenants are evicted past it.
     pub cache_bytes: usize,
-    /// The ranker every search goes through (memdex-kernels' accelerated ranker, say). One
-    /// that batches ranks each model batch's searches on the rank stage; None: the CPU
-    /// ranker (see `device_scan`), each search ranked on its caller's thread.
+    /// The ranker every search goes through, on the rank stage (the door builds it: the CPU
+    /// ranker or memdex-kernels' accelerated one). None: the CPU ranker.
     pub ranker: Option<SharedRanker>,
+    /// Rank stage workers (default: one per core).
+    pub rank_workers: usize,
     /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
     /// that keeps none yet; a store that keeps them maintains them either way.
     pub structures: (
@@ -73,8 +69,8 @@ impl Default for EngineOptions {
             compact: CompactOptions::default(),
             model_source: None,
             cache_bytes: memdex_rank::DEFAULT_CACHE_BYTES,
-            device_scan: None,
             ranker: None,
+            rank_workers: default_workers(),
             structures: (None, None),
         }
     }
@@ -103,7 +99,7 @@ struct Inner {
     dir: PathBuf,
     info: ModelInfo,
     device: String,
-    view: Arc<RwLock<Arc<View>>>,
+    view: Arc<RwLock<Arc<Snapshot>>>,
     embed_tx: Mutex<Option<SyncSender<EmbedJob>>>,
     write_tx: Mutex<Option<SyncSender<WriteJob>>>,
     threads: Mutex<Threads>,
@@ -112,13 +108,13 @@ struct Inner {
 }
 
 /// The threads, joined in this order at shutdown: the writer first (it may still need the
-/// model thread for queued appends), then the model thread, then the rank stage (it ends
-/// when the model thread is gone).
+/// model thread for queued appends), then the model thread, then the rank stage's workers
+/// (they end when the model thread is gone).
 #[derive(Debug, Default)]
 struct Threads {
     writer: Option<JoinHandle<()>>,
     model: Option<JoinHandle<()>>,
-    rank: Option<JoinHandle<()>>,
+    rank: Vec<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -155,26 +151,19 @@ impl Engine {
         let store =
             Store::open_for_model(dir, &info).map_err(memdex_pipeline::EngineError::from)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
-        let first = Arc::new(View::new(store, opts.cache_bytes));
+        let first = Arc::new(Snapshot::new(store, opts.cache_bytes));
         first.warm_all_in_background();
         let view = Arc::new(RwLock::new(first));
         let stats = Arc::new(EngineStats::default());
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
         let device = encoder.device();
-        let ranker = ranker_of(&opts, encoder.as_ref());
+        let ranker = opts
+            .ranker
+            .clone()
+            .unwrap_or_else(|| Arc::new(CpuRanker::default()));
         let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
-        let (rank_tx, rank) = if ranker.batched() {
-            // two batches in flight: the model embeds the next while this one is ranked
-            let (tx, rx) = sync_channel::<RankWork>(2);
-            let (ranker, stats) = (ranker.clone(), stats.clone());
-            let t = spawn("memdex-rank")
-                .spawn(move || rank_loop(ranker, rx, &stats))
-                .map_err(|e| internal(format!("cannot start the rank stage: {e}")))?;
-            (Some(tx), Some(t))
-        } else {
-            (None, None)
-        };
+        let (rank_tx, rank) = start_rank_stage(&ranker, &stats, opts.rank_workers)?;
         let model = {
             let (stats, budget) = (stats.clone(), opts.token_budget);
             spawn("memdex-model")
@@ -229,8 +218,8 @@ impl Engine {
         &self.inner.stats
     }
 
-    /// The latest committed view (never blocks on the writer).
-    pub fn view(&self) -> Arc<View> {
+    /// The latest committed snapshot (never blocks on the writer).
+    pub fn view(&self) -> Arc<Snapshot> {
         self.inner
             .view
             .read()
@@ -254,7 +243,7 @@ impl Engine {
             Health::Failed("the writer thread stopped")
         } else if gone(&t.model) {
             Health::Failed("the model thread stopped")
-        } else if t.rank.is_some() && gone(&t.rank) {
+        } else if t.rank.iter().any(JoinHandle::is_finished) {
             Health::Failed("the rank stage stopped")
         } else {
             Health::Ok
@@ -266,42 +255,25 @@ impl Engine {
         &self,
         texts: Vec<String>,
         kind: TextKind,
-    ) -> Result<Ticket<Embedded>, RuntimeError> {
-        self.queue(texts, kind, None)
-    }
-
-    /// Queues a search's query for the model thread. When the ranker batches, the rank
-    /// stage ranks it with the batch's other searches and the answer carries its hits
-    /// ([`Embedded::hits`]); otherwise (or if that ranking failed) it carries the vector and
-    /// the caller ranks it over `view` ([`View::search`]).
-    pub fn search_query(
-        &self,
-        text: String,
-        tenant: &str,
-        view: &Arc<View>,
-        search: SearchAsk,
-    ) -> Result<Ticket<Embedded>, RuntimeError> {
-        let rank = self.inner.ranker.batched().then(|| RankRequest {
-            view: view.clone(),
-            tenant: tenant.to_string(),
-            ask: search,
-        });
-        self.queue(vec![text], TextKind::Query, rank)
-    }
-
-    fn queue(
-        &self,
-        texts: Vec<String>,
-        kind: TextKind,
-        rank: Option<RankRequest>,
-    ) -> Result<Ticket<Embedded>, RuntimeError> {
+    ) -> Result<Ticket<Embeddings>, RuntimeError> {
         let (reply, rx) = oneshot::channel();
-        let job = EmbedJob {
-            texts,
-            kind,
-            rank,
+        self.queue(EmbedJob::Texts { texts, kind, reply })?;
+        Ok(rx)
+    }
+
+    /// Finishes a search: its query is embedded on the model thread and ranked over
+    /// `search.snapshot` on the rank stage with the batch's other searches; the ticket
+    /// resolves to its hits. `Busy` when the model thread's queue is full.
+    pub fn search(&self, search: SearchJob) -> Result<Ticket<Vec<SearchHit>>, RuntimeError> {
+        let (reply, rx) = oneshot::channel();
+        self.queue(EmbedJob::Search {
+            search: Box::new(search),
             reply,
-        };
+        })?;
+        Ok(rx)
+    }
+
+    fn queue(&self, job: EmbedJob) -> Result<(), RuntimeError> {
         let stats = &self.inner.stats;
         send(
             &self.inner.embed_tx,
@@ -309,8 +281,7 @@ impl Engine {
             "embedding",
             stats,
             &stats.embed_queue_depth,
-        )?;
-        Ok(rx)
+        )
     }
 
     /// Queues sessions of one tenant for a group commit. The ticket resolves once they are
@@ -375,21 +346,33 @@ impl Engine {
                 tracing::error!("the model thread panicked");
             }
         }
-        if let Some(rank) = threads.rank {
+        for rank in threads.rank {
             if rank.join().is_err() {
-                tracing::error!("the rank stage panicked");
+                tracing::error!("a rank stage worker panicked");
             }
         }
     }
 }
 
-/// The engine's ranker: the one given, else the CPU ranker with its dense stage on the
-/// model's device when `device_scan` says so.
-fn ranker_of(opts: &EngineOptions, encoder: &dyn Encoder) -> SharedRanker {
-    if let Some(r) = &opts.ranker {
-        return r.clone();
+/// The rank stage: `workers` threads ranking through `ranker`, fed by the model thread
+/// (two model batches queued: the model embeds the next while these are ranked).
+fn start_rank_stage(
+    ranker: &SharedRanker,
+    stats: &Arc<EngineStats>,
+    workers: usize,
+) -> Result<(SyncSender<RankWork>, Vec<JoinHandle<()>>), RuntimeError> {
+    let (tx, rx) = sync_channel::<RankWork>(2);
+    let rx = Arc::new(Mutex::new(rx));
+    let mut threads = Vec::new();
+    for i in 0..workers.max(1) {
+        let (ranker, stats, rx) = (ranker.clone(), stats.clone(), rx.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("memdex-rank-{i}"))
+            .spawn(move || rank_loop(ranker, rx, &stats))
+            .map_err(|e| internal(format!("cannot start the rank stage: {e}")))?;
+        threads.push(t);
     }
-    Arc::new(memdex_pipeline::cpu_ranker(encoder, opts.device_scan))
+    Ok((tx, threads))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -5,6 +5,9 @@ use thiserror::Error;
 pub enum RuntimeError {
     #[error(transparent)]
     Engine(#[from] memdex_pipeline::EngineError),
+    /// A search could not be ranked (a tenant without memory, a stage the store cannot serve).
+    #[error(transparent)]
+    Rank(#[from] memdex_rank::RankError),
     #[error("busy: {queue} queue is full; retry later")]
     Busy { queue: &'static str },
     #[error("shutting down")]
@@ -41,11 +44,5 @@ impl RuntimeError {
             message: e.to_string(),
             disk_full: matches!(e, memdex_pipeline::EngineError::Store(s) if s.is_disk_full()),
         }
-    }
-}
-
-impl From<memdex_rank::RankError> for RuntimeError {
-    fn from(e: memdex_rank::RankError) -> Self {
-        RuntimeError::Engine(e.into())
     }
 }

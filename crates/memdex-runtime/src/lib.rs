@@ -5,20 +5,20 @@
 //!   bounded queue; the thread takes jobs until a token budget (TEI's queue), embeds them in
 //!   one call per text kind and answers each job on its own oneshot channel. A full queue
 //!   answers [`RuntimeError::Busy`] at once (`model`).
-//! * A **rank stage** thread, when the engine's ranker batches (a device): the searches of
-//!   each model batch, all tenants together, ranked through the ranker while the model thread
-//!   embeds the next batch (`rank_stage`). Otherwise each search is ranked on its caller's
-//!   thread through the same ranker ([`Engine::ranker`]).
+//! * A **rank stage** (workers, one per core by default): the searches of each model batch,
+//!   all tenants together, ranked through the engine's ranker (the CPU's or a device's) while
+//!   the model thread embeds the next batch (`rank_stage`). [`Engine::search`] takes a search
+//!   and answers its hits: the engine finishes every search.
 //! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
 //!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one
 //!   manifest), deletes commit tombstones, compaction runs on request and in the background
 //!   (`writer`).
-//! * Readers take an `Arc<`[`View`]`>`: an immutable committed store version (which knows its
-//!   live rows) with the ranking caches. The writer publishes a new view after each commit,
-//!   before it answers, so readers never wait and a deleted item is never ranked once its
-//!   delete returned.
+//! * Readers take an `Arc<`[`memdex_rank::Snapshot`]`>`: an immutable committed store
+//!   version (which knows its live rows) with the ranking caches. The writer publishes a new
+//!   snapshot after each commit, before it answers, so readers never wait and a deleted item
+//!   is never ranked once its delete returned.
 //!
-//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share `view`,
+//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share
 //! `stats` and the job types, and neither knows `engine`.
 
 mod delete;
@@ -28,14 +28,14 @@ mod job;
 mod model;
 mod rank_stage;
 mod stats;
-mod view;
 mod writer;
 
 pub use engine::{Engine, EngineOptions, Health, Ticket};
 pub use error::RuntimeError;
-pub use job::{Embedded, SearchAsk};
+pub use job::{SearchAsk, SearchJob};
+pub use memdex_rank::{Snapshot, StoreSummary};
+pub use rank_stage::default_workers;
 pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
-pub use view::{StoreSummary, View};
 pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};
 
 /// The text of a caught panic.

@@ -1,8 +1,8 @@
-//! The model thread: the one thread that owns the encoder (and its device). It waits for a
-//! job, takes more while their estimated tokens fit the budget (TEI's queue), embeds each text
-//! kind in one call and answers every job with its rows. When the engine's ranker batches,
-//! the batch's searches go on to the rank stage (`rank_stage`), which ranks them while this
-//! thread embeds the next batch.
+//! The model thread: the one thread that owns the encoder (and its device), and runs only the
+//! model. It waits for a job, takes more while their estimated tokens fit the budget (TEI's
+//! queue), embeds each text kind in one call and answers every job: texts with their rows; a
+//! search goes on, with its query's vector, to the rank stage (`rank_stage`), which ranks it
+//! while this thread embeds the next batch.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -22,11 +22,14 @@ pub(crate) fn model_loop(
     rx: Receiver<EmbedJob>,
     budget: usize,
     stats: &EngineStats,
-    rank: Option<SyncSender<RankWork>>,
+    rank: SyncSender<RankWork>,
 ) {
     let max_len = encoder.info().max_length.max(1);
-    let estimate =
-        |j: &EmbedJob| -> usize { j.texts.iter().map(|t| (t.len() / 4 + 2).min(max_len)).sum() };
+    let estimate = |j: &EmbedJob| -> usize {
+        (j.texts().iter())
+            .map(|t| (t.len() / 4 + 2).min(max_len))
+            .sum()
+    };
     while let Ok(first) = rx.recv() {
         stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
         let mut tokens = estimate(&first);
@@ -41,18 +44,12 @@ pub(crate) fn model_loop(
                 Err(_) => break,
             }
         }
-        // a caller that gave up (its request timed out, its client left) costs nothing
-        jobs.retain(|j| !j.reply.is_closed());
+        // a caller that gave up costs nothing
+        jobs.retain(|j| !j.abandoned());
         let (queries, passages): (Vec<_>, Vec<_>) =
-            jobs.into_iter().partition(|j| j.kind == TextKind::Query);
-        embed_group(
-            encoder.as_ref(),
-            queries,
-            TextKind::Query,
-            stats,
-            rank.as_ref(),
-        );
-        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, None);
+            jobs.into_iter().partition(|j| j.kind() == TextKind::Query);
+        embed_group(encoder.as_ref(), queries, TextKind::Query, stats, &rank);
+        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, &rank);
     }
 }
 
@@ -61,74 +58,71 @@ fn embed_group(
     group: Vec<EmbedJob>,
     kind: TextKind,
     stats: &EngineStats,
-    rank: Option<&SyncSender<RankWork>>,
+    rank: &SyncSender<RankWork>,
 ) {
     if group.is_empty() {
         return;
     }
-    let texts: Vec<&str> = group
-        .iter()
-        .flat_map(|j| j.texts.iter().map(String::as_str))
-        .collect();
-    stats.observe_batch(texts.len());
-    let result = stats.timed(Stage::Embed, || {
-        catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)))
-    });
-    let e = match result {
-        Ok(Ok(e)) => e,
-        Ok(Err(e)) => {
-            let msg = e.to_string();
-            fail(group, format!("embedding failed: {msg}"));
-            return;
-        }
-        Err(panic) => {
-            let msg = crate::panic_message(&panic);
-            tracing::error!(
-                "the model panicked on a batch of {} texts: {msg}",
-                texts.len()
-            );
-            stats.panics.fetch_add(1, Ordering::Relaxed);
-            fail(group, format!("the model failed on this batch: {msg}"));
-            return;
+    let e = {
+        let texts: Vec<&str> = group.iter().flat_map(EmbedJob::texts).collect();
+        stats.observe_batch(texts.len());
+        let result = stats.timed(Stage::Embed, || {
+            catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)))
+        });
+        match result {
+            Ok(Ok(e)) => e,
+            Ok(Err(e)) => return fail(group, format!("embedding failed: {e}")),
+            Err(panic) => {
+                let msg = crate::panic_message(&panic);
+                tracing::error!(
+                    "the model panicked on a batch of {} texts: {msg}",
+                    texts.len()
+                );
+                stats.panics.fetch_add(1, Ordering::Relaxed);
+                return fail(group, format!("the model failed on this batch: {msg}"));
+            }
         }
     };
-    let mut work: RankWork = Vec::new();
+    let work = answer(group, &e);
+    if !work.is_empty() {
+        if let Err(back) = rank.send(work) {
+            for s in back.0 {
+                let _ = s.reply.send(Err(RuntimeError::ShuttingDown));
+            }
+        }
+    }
+}
+
+/// Answers the texts jobs of `group` with their rows of `e`; returns its searches, each with
+/// its query's vector, for the rank stage.
+fn answer(group: Vec<EmbedJob>, e: &Embeddings) -> RankWork {
+    let mut work = Vec::new();
     let mut off = 0;
     for j in group {
-        let n = j.texts.len();
+        let n = j.texts().len();
         let rows = Embeddings {
             dim: e.dim,
             data: e.data[off * e.dim..(off + n) * e.dim].to_vec(),
             tokens: e.tokens[off..off + n].to_vec(),
         };
         off += n;
-        if rank.is_some() && j.rank.is_some() && n == 1 {
-            work.push((j, rows));
-        } else {
-            let _ = j.reply.send(Ok(Embedded {
-                vectors: rows,
-                hits: None,
-            }));
+        match j {
+            EmbedJob::Texts { reply, .. } => drop(reply.send(Ok(rows))),
+            EmbedJob::Search { search, reply } => work.push(Embedded {
+                search,
+                vector: rows,
+                reply,
+            }),
         }
     }
-    if let (Some(tx), false) = (rank, work.is_empty()) {
-        if let Err(back) = tx.send(work) {
-            // the rank stage is gone: answer with the vectors, the callers rank
-            for (j, vectors) in back.0 {
-                let _ = j.reply.send(Ok(Embedded {
-                    vectors,
-                    hits: None,
-                }));
-            }
-        }
-    }
+    work
 }
 
 /// Answers every job of `group` with an internal error.
 fn fail(group: Vec<EmbedJob>, message: String) {
     for j in group {
-        let _ = j.reply.send(Err(RuntimeError::Internal {
+        j.fail(RuntimeError::Internal {
             message: message.clone(),
-        }));
+        });
     }
 }

@@ -1,102 +1,158 @@
-//! The rank stage: a thread beside the model thread that ranks the searches of each model
-//! batch through the engine's ranker while the model embeds the next batch (a two-stage
-//! pipeline). Searches are grouped by (view, k, explain, options) and each group is one
-//! ranker call. A search the ranker could not answer (its tenant vanished, the call failed)
-//! is answered without hits and ranked by its caller.
+//! The rank stage: workers beside the model thread that rank the searches of each model
+//! batch through the engine's ranker (CPU or device) while the model embeds the next batch
+//! (a two-stage pipeline). Every search is ranked here. A batch's searches are grouped by
+//! (snapshot, k, explain, options) and each group is one ranker call; a failed call answers
+//! its searches with the error.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use memdex_embed::Embeddings;
-use memdex_rank::{Batch, BatchQuery, BatchRanker, Query, SearchHit};
+use memdex_rank::{BatchQuery, BatchRanker, Query, RankError, SearchHit};
 
-use crate::job::{EmbedJob, Embedded, RankRequest};
+use crate::job::Embedded;
 use crate::stats::{EngineStats, Stage};
+use crate::RuntimeError;
 
-/// A model batch's searches, embedded: each job with its query's vector.
-pub(crate) type RankWork = Vec<(EmbedJob, Embeddings)>;
+/// A model batch's searches, embedded.
+pub(crate) type RankWork = Vec<Embedded>;
 
-/// The rank stage's loop; returns when the model thread is gone.
-pub(crate) fn rank_loop(ranker: Arc<dyn BatchRanker>, rx: Receiver<RankWork>, stats: &EngineStats) {
-    while let Ok(work) = rx.recv() {
-        let mut hits = stats.timed(Stage::Rank, || rank_work(ranker.as_ref(), &work, stats));
-        for ((job, vectors), h) in work.into_iter().zip(hits.iter_mut()) {
-            let _ = job.reply.send(Ok(Embedded {
-                vectors,
-                hits: h.take(),
-            }));
+/// How many rank workers a machine gets: one per core, so that model batches ranked on the
+/// CPU do not queue behind each other (each ranker call spreads its queries over the cores
+/// too; a device ranker's calls simply overlap).
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// One worker's loop: takes the next model batch from the shared queue, ranks it, answers
+/// its searches; returns when the model thread is gone.
+pub(crate) fn rank_loop(
+    ranker: Arc<dyn BatchRanker>,
+    rx: Arc<Mutex<Receiver<RankWork>>>,
+    stats: &EngineStats,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(work) = next else { return };
+        let hits = stats.timed(Stage::Rank, || rank_work(ranker.as_ref(), &work, stats));
+        for (s, h) in work.into_iter().zip(hits) {
+            let _ = s.reply.send(h);
         }
     }
 }
 
-/// Hits of each search of `work` (None: its caller ranks it).
+/// The hits of each search of `work`, or why it has none.
 fn rank_work(
     ranker: &dyn BatchRanker,
     work: &RankWork,
     stats: &EngineStats,
-) -> Vec<Option<Vec<SearchHit>>> {
-    let mut out = vec![None; work.len()];
+) -> Vec<Result<Vec<SearchHit>, RuntimeError>> {
+    let mut out: Vec<Result<Vec<SearchHit>, RuntimeError>> = (0..work.len())
+        .map(|_| {
+            Err(RuntimeError::Internal {
+                message: "not ranked".into(),
+            })
+        })
+        .collect();
     for members in groups(work) {
-        let r = members[0].1;
+        let first = &work[members[0]].search;
         let queries: Vec<BatchQuery<'_>> = (members.iter())
-            .map(|&(i, req)| BatchQuery {
-                tenant: &req.tenant,
+            .map(|&i| BatchQuery {
+                tenant: &work[i].search.tenant,
                 query: Query {
-                    text: &work[i].0.texts[0],
-                    vector: work[i].1.row(0),
-                    date_ms: req.ask.date_ms,
+                    text: &work[i].search.text,
+                    vector: work[i].vector.row(0),
+                    date_ms: work[i].search.ask.date_ms,
                 },
             })
             .collect();
-        let batch = Batch {
-            store: r.view.store(),
-            cache: r.view.cache(),
-            queries: &queries,
-            opts: &r.ask.opts,
-        };
-        let ranked = catch_unwind(AssertUnwindSafe(|| ranker.top(&batch, r.ask.top)));
+        let (snapshot, ask) = (&first.snapshot, &first.ask);
+        let ranked = catch_unwind(AssertUnwindSafe(|| {
+            snapshot.top(ranker, &queries, &ask.opts, ask.top)
+        }));
         match ranked {
             Ok(Ok(hits)) => {
                 stats.rank_batches.fetch_add(1, Ordering::Relaxed);
-                for (&(i, _), h) in members.iter().zip(hits) {
-                    if let Ok(h) = h {
-                        stats.rank_queries.fetch_add(1, Ordering::Relaxed);
-                        out[i] = Some(h);
-                    }
+                stats
+                    .rank_queries
+                    .fetch_add(members.len() as u64, Ordering::Relaxed);
+                for (&i, h) in members.iter().zip(hits) {
+                    out[i] = h.map_err(RuntimeError::Rank);
                 }
             }
-            Ok(Err(err)) => tracing::warn!(
-                "ranking {} searches on {} failed, their callers rank them: {err}",
-                queries.len(),
-                ranker.describe()
-            ),
+            Ok(Err(err)) => {
+                for &i in &members[1..] {
+                    out[i] = Err(copy(&err));
+                }
+                out[members[0]] = Err(RuntimeError::Rank(err));
+            }
             Err(panic) => {
                 stats.panics.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(
-                    "ranking {} searches panicked, their callers rank them: {}",
-                    queries.len(),
-                    crate::panic_message(&panic)
-                )
+                let message = format!("ranking failed: {}", crate::panic_message(&panic));
+                tracing::error!("{message} ({} searches)", members.len());
+                for &i in &members {
+                    out[i] = Err(RuntimeError::Internal {
+                        message: message.clone(),
+                    });
+                }
             }
         }
     }
     out
 }
 
-/// `work`'s searches (index, request) grouped by view, `k`, explain and options.
-fn groups(work: &RankWork) -> Vec<Vec<(usize, &RankRequest)>> {
-    let mut out: Vec<Vec<(usize, &RankRequest)>> = Vec::new();
-    for (i, (job, _)) in work.iter().enumerate() {
-        let Some(r) = &job.rank else { continue };
-        let same = |g: &&mut Vec<(usize, &RankRequest)>| {
-            let o = g[0].1;
-            Arc::ptr_eq(&o.view, &r.view) && o.ask.top == r.ask.top && o.ask.opts == r.ask.opts
+/// The same ranking failure for another search of the group.
+fn copy(e: &RankError) -> RuntimeError {
+    let same = match e {
+        RankError::UnknownTenant { tenant, store } => RankError::UnknownTenant {
+            tenant: tenant.clone(),
+            store: store.clone(),
+        },
+        RankError::MissingColumns {
+            stage,
+            what,
+            store,
+            option,
+        } => RankError::MissingColumns {
+            stage,
+            what,
+            store: store.clone(),
+            option,
+        },
+        RankError::DenseMismatch {
+            what,
+            expected,
+            got,
+        } => RankError::DenseMismatch {
+            what,
+            expected: *expected,
+            got: *got,
+        },
+        RankError::NotFused { stage } => RankError::NotFused { stage },
+        other => {
+            return RuntimeError::Internal {
+                message: format!("ranking failed: {other}"),
+            }
+        }
+    };
+    RuntimeError::Rank(same)
+}
+
+/// `work`'s searches (indices) grouped by snapshot, `k`, explain and options.
+fn groups(work: &RankWork) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (i, s) in work.iter().enumerate() {
+        let same = |g: &&mut Vec<usize>| {
+            let o = &work[g[0]].search;
+            let r = &s.search;
+            Arc::ptr_eq(&o.snapshot, &r.snapshot)
+                && o.ask.top == r.ask.top
+                && o.ask.opts == r.ask.opts
         };
         match out.iter_mut().find(same) {
-            Some(g) => g.push((i, r)),
-            None => out.push(vec![(i, r)]),
+            Some(g) => g.push(i),
+            None => out.push(vec![i]),
         }
     }
     out

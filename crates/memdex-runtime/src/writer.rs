@@ -1,7 +1,7 @@
 //! The writer thread: the one owner of the store's writer. Appends waiting on its queue go
 //! through the shared append pipeline (admitted per request, committed as one segment and one
 //! manifest), deletes commit tombstones, compaction runs on request and in the background;
-//! after each commit a new [`View`] is published before anyone is answered.
+//! after each commit a new [`Snapshot`] is published before anyone is answered.
 //!
 //! A panic inside one round fails that round's requests (500 with the message) and the thread
 //! goes on serving; a commit that is durable is answered as committed even if publishing the
@@ -22,8 +22,8 @@ use tokio::sync::oneshot;
 
 use crate::job::{EmbedJob, Reply};
 use crate::stats::EngineStats;
-use crate::view::View;
 use crate::{EngineOptions, RuntimeError};
+use memdex_rank::Snapshot;
 
 /// What to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub(crate) struct WriterState {
     pub writer: StoreWriter,
     pub pipeline: AppendPipeline,
     pub embed_tx: SyncSender<EmbedJob>,
-    pub view: Arc<RwLock<Arc<View>>>,
+    pub view: Arc<RwLock<Arc<Snapshot>>>,
     pub stats: Arc<EngineStats>,
     pub opts: EngineOptions,
     /// A commit's view was not published (re-reading the store failed); retried each round.
@@ -148,7 +148,7 @@ pub(crate) fn writer_loop(mut st: WriterState, rx: Receiver<WriteJob>) {
 }
 
 impl WriterState {
-    fn current(&self) -> Arc<View> {
+    fn current(&self) -> Arc<Snapshot> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -244,7 +244,7 @@ impl WriterState {
         };
         let prev = self.current();
         let changed = if self.unpublished { None } else { changed };
-        let view = Arc::new(View::succeed(store, &prev, changed));
+        let view = Arc::new(Snapshot::succeed(store, &prev, changed));
         // after a store-wide change (compaction, deletes) every tenant's caches are rebuilt in
         // the background; a tenant an append touched rebuilds its own on its next query
         if changed.is_none() {
@@ -430,10 +430,9 @@ fn embed_passages(
     };
     for part in texts.chunks(chunk.max(1)) {
         let (reply, rx) = oneshot::channel();
-        let job = EmbedJob {
+        let job = EmbedJob::Texts {
             texts: part.iter().map(|s| s.to_string()).collect(),
             kind: TextKind::Passage,
-            rank: None,
             reply,
         };
         stats.embed_queue_depth.fetch_add(1, Ordering::Relaxed);
@@ -447,9 +446,9 @@ fn embed_passages(
             .map_err(|e| EngineError::Model {
                 message: e.to_string(),
             })?;
-        out.dim = e.vectors.dim;
-        out.data.extend_from_slice(&e.vectors.data);
-        out.tokens.extend_from_slice(&e.vectors.tokens);
+        out.dim = e.dim;
+        out.data.extend_from_slice(&e.data);
+        out.tokens.extend_from_slice(&e.tokens);
     }
     Ok(out)
 }

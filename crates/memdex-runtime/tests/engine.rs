@@ -131,7 +131,7 @@ fn a_panicking_model_fails_its_batch_and_keeps_serving() {
         .unwrap()
         .blocking_recv()
         .unwrap();
-    assert_eq!(ok.unwrap().vectors.len(), 1);
+    assert_eq!(ok.unwrap().len(), 1);
     assert_eq!(e.stats().panics.load(Ordering::SeqCst), 1);
     // an append whose embedding panics fails that append; the next one commits
     let r = e

@@ -7,10 +7,11 @@
 
 use std::sync::Arc;
 
+use memdex_core::TextKind;
 use memdex_core::{Role, Session, Turn};
 use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
-use memdex_rank::{CpuRanker, Query, RankOptions, Retriever, SearchHit, TopK};
-use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk};
+use memdex_rank::{BatchQuery, CpuRanker, Query, RankOptions, Retriever, SearchHit, TopK};
+use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk, SearchJob};
 use memdex_testkit::HashEncoder;
 
 const DAY: i64 = 86_400_000;
@@ -62,46 +63,43 @@ fn start(dir: &std::path::Path) -> Engine {
     e
 }
 
-/// (hits from the rank stage if it ranked the search, the CPU ranker's hits).
+/// (the engine's hits, ranked on its rank stage; the CPU ranker's over the same snapshot).
 fn both(
     e: &Engine,
     tenant: &str,
     text: &str,
     opts: RankOptions,
 ) -> (Option<Vec<SearchHit>>, Vec<SearchHit>) {
-    let view = e.view();
-    let ask = SearchAsk {
-        date_ms: None,
-        top: TopK {
-            k: 10,
-            explain: false,
-        },
-        opts,
+    let snapshot = e.view();
+    let top = TopK {
+        k: 10,
+        explain: false,
     };
-    let emb = e
-        .search_query(text.into(), tenant, &view, ask)
-        .unwrap()
+    let job = SearchJob {
+        snapshot: snapshot.clone(),
+        tenant: tenant.into(),
+        text: text.into(),
+        ask: SearchAsk {
+            date_ms: None,
+            top,
+            opts,
+        },
+    };
+    let hits = e.search(job).unwrap().blocking_recv().unwrap().unwrap();
+    let v = (e.embed(vec![text.into()], TextKind::Query).unwrap())
         .blocking_recv()
         .unwrap()
         .unwrap();
-    let q = Query {
-        text,
-        vector: emb.vectors.row(0),
-        date_ms: None,
-    };
-    let cpu = view
-        .search(
-            &CpuRanker::default(),
-            tenant,
-            &q,
-            &opts,
-            TopK {
-                k: 10,
-                explain: false,
-            },
-        )
-        .unwrap();
-    (emb.hits, cpu)
+    let q = [BatchQuery {
+        tenant,
+        query: Query {
+            text,
+            vector: v.row(0),
+            date_ms: None,
+        },
+    }];
+    let mut cpu = snapshot.top(&CpuRanker::default(), &q, &opts, top).unwrap();
+    (Some(hits), cpu.pop().unwrap().unwrap())
 }
 
 fn ids(h: &[SearchHit]) -> Vec<u64> {
@@ -112,7 +110,6 @@ fn ids(h: &[SearchHit]) -> Vec<u64> {
 fn concurrent_searches_come_back_ranked_as_the_cpu_pipeline_ranks() {
     let tmp = tempfile::tempdir().unwrap();
     let e = start(tmp.path());
-    assert!(e.ranker().batched());
     let threads: Vec<_> = (0..6)
         .map(|i| {
             let e = e.clone();
@@ -186,9 +183,6 @@ impl memdex_rank::BatchRanker for SlowRanker {
     fn describe(&self) -> String {
         "slow".into()
     }
-    fn batched(&self) -> bool {
-        true
-    }
     fn top(
         &self,
         b: &memdex_rank::Batch<'_, '_>,
@@ -252,18 +246,20 @@ fn the_model_embeds_the_next_batch_while_one_is_ranked() {
             },
             opts: RankOptions::default(),
         };
-        e.search_query(text.into(), "ann", &e.view(), ask).unwrap()
+        let job = SearchJob {
+            snapshot: e.view(),
+            tenant: "ann".into(),
+            text: text.into(),
+            ask,
+        };
+        e.search(job).unwrap()
     };
     let first = ask(&e, "my dog");
     std::thread::sleep(std::time::Duration::from_millis(100)); // the first is being ranked
     let second = ask(&e, "my garden");
     for t in [first, second] {
-        let emb = t.blocking_recv().unwrap().unwrap();
-        assert_eq!(
-            emb.hits.map(|h| h.len()),
-            Some(3),
-            "ranked on the rank stage"
-        );
+        let hits = t.blocking_recv().unwrap().unwrap();
+        assert_eq!(hits.len(), 3, "ranked on the rank stage");
     }
     let calls = ranker.calls.lock().unwrap().clone();
     let embeds = embeds.lock().unwrap().clone();

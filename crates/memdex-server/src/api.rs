@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine as _;
 use memdex_ingest::SessionIn;
+use memdex_memory::Health;
 use memdex_memory::{AppendReport, CompactReport, DeleteReport, DeleteTarget, SearchHit, TextKind};
-use memdex_runtime::Health;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -214,10 +214,9 @@ async fn embed(
     st: &AppState,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, EmbeddingsError> {
-    let engine = st.memory.engine();
     let (texts, base64) =
-        crate::bodies::embeddings_fields(&body(b)?, st.memory.limits(), engine.model())?;
-    let model = engine.model().name.clone();
+        crate::bodies::embeddings_fields(&body(b)?, st.memory.limits(), st.memory.model())?;
+    let model = st.memory.model().name.clone();
     let e = st
         .memory
         .embed_async(texts, TextKind::Passage)
@@ -258,18 +257,18 @@ pub struct HealthOut {
 #[utoipa::path(get, path = "/healthz", security(()),
     responses((status = 200, body = HealthOut), (status = 503, body = HealthOut, description = "a thread stopped, or shutting down")))]
 pub async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<HealthOut>) {
-    let engine = st.memory.engine();
-    let (code, status) = match engine.health() {
+    let memory = &st.memory;
+    let (code, status) = match memory.health() {
         Health::Ok => (StatusCode::OK, "ok".to_string()),
         Health::Failed(why) => (StatusCode::SERVICE_UNAVAILABLE, why.to_string()),
         Health::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()),
     };
     let out = HealthOut {
         status,
-        model: engine.model().name.clone(),
-        dim: engine.model().dim,
-        device: engine.device().to_string(),
-        manifest_version: engine.view().store().manifest().version,
+        model: memory.model().name.clone(),
+        dim: memory.model().dim,
+        device: memory.device().to_string(),
+        manifest_version: memory.snapshot().store().manifest().version,
     };
     (code, Json(out))
 }

@@ -1,5 +1,5 @@
 //! memdex-server: the HTTP memory service over the front door, [`memdex_memory::Memory`]
-//! (which owns the [`memdex_runtime::Engine`]).
+//! (which owns the serving engine).
 //!
 //! Routes (OpenAPI document at `/openapi.json`):
 //! `POST /v1/tenants/{tenant}/sessions`, `POST /v1/tenants/{tenant}/search`,
@@ -34,7 +34,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
 use memdex_memory::Memory;
-use memdex_runtime::Engine;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::timeout::RequestBodyTimeoutLayer;
@@ -115,10 +114,11 @@ pub struct AppState {
     in_flight: Arc<Semaphore>,
 }
 
-/// The router with its middleware (metrics, 503 during shutdown, in-flight limit).
-pub fn router(engine: Engine, config: ServerConfig) -> (Router, AppState) {
+/// The router over `memory` with its middleware (metrics, 503 during shutdown, in-flight
+/// limit). The memory should be opened with `config.limits.memory`.
+pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
     let state = AppState {
-        memory: Arc::new(Memory::from_engine(engine, config.limits.memory)),
+        memory,
         keys: Arc::new(config.keys),
         in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
         limits: Arc::new(config.limits),
@@ -171,7 +171,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 }
 
 async fn metrics_handler(State(st): State<AppState>) -> Response {
-    let text = st.metrics.render(st.memory.engine());
+    let text = st.metrics.render(&st.memory);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -224,11 +224,11 @@ async fn admit(st: &AppState, req: Request, next: Next) -> Response {
     }
 }
 
-/// Serves until `shutdown` resolves, then answers 503 to new requests, drains the ones in
-/// flight and shuts the engine down (queued appends committed, threads joined).
+/// Serves `memory` until `shutdown` resolves, then answers 503 to new requests, drains the
+/// ones in flight and closes the memory (queued appends committed, threads joined).
 pub async fn serve(
     listener: TcpListener,
-    engine: Engine,
+    memory: Arc<Memory>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
@@ -237,7 +237,7 @@ pub async fn serve(
         header_timeout: config.limits.header_timeout,
         drain_timeout: Duration::from_secs(30),
     };
-    let (app, state) = router(engine.clone(), config);
+    let (app, state) = router(memory.clone(), config);
     let flag = state.shutting_down.clone();
     listen::accept_loop(listener, app, conn, async move {
         shutdown.await;
@@ -246,12 +246,11 @@ pub async fn serve(
     })
     .await;
     state.shutting_down.store(true, Ordering::SeqCst);
-    let e = engine.clone();
-    if tokio::task::spawn_blocking(move || e.shutdown())
+    if tokio::task::spawn_blocking(move || memory.close())
         .await
         .is_err()
     {
-        tracing::error!("engine shutdown panicked");
+        tracing::error!("closing the memory panicked");
     }
     tracing::info!("stopped");
     Ok(())

@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_runtime::{Engine, BATCH_BUCKETS, STAGES};
+use memdex_memory::Memory;
+use memdex_memory::{BATCH_BUCKETS, STAGES};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -94,7 +95,7 @@ impl Metrics {
     }
 
     /// The whole exposition.
-    pub fn render(&self, engine: &Engine) -> String {
+    pub fn render(&self, engine: &Memory) -> String {
         let mut out = String::new();
         self.render_requests(&mut out);
         let mut rows = render_engine(&mut out, engine);
@@ -143,7 +144,7 @@ impl Metrics {
 
 /// Queue depths, batch sizes, commits and store totals; returns the rows per tenant of the
 /// same snapshot.
-fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
+fn render_engine(out: &mut String, engine: &Memory) -> Vec<(String, u64)> {
     let st = engine.stats();
     let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
@@ -166,7 +167,7 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
         "Write jobs waiting for the writer thread.",
         st.write_queue_depth.load(Ordering::Relaxed) as u64,
     );
-    let cache = engine.view().cache_stats();
+    let cache = engine.snapshot().cache_stats();
     gauge(
         out,
         "memdex_rank_cache_bytes",
@@ -252,7 +253,7 @@ fn render_engine(out: &mut String, engine: &Engine) -> Vec<(String, u64)> {
             "memdex_stage_seconds_total{{stage=\"{stage}\"}} {secs:.6}"
         );
     }
-    let view = engine.view();
+    let view = engine.snapshot();
     let s = view.summary();
     gauge(out, "memdex_store_rows", "Live rows in the store.", s.rows);
     gauge(
@@ -323,7 +324,7 @@ fn render_tenant_rows(out: &mut String, rows: &mut [(String, u64)], cap: usize) 
 
 /// Where the ranker ran its batches, per device (with `--rank-device auto`: the cost model's
 /// choices), and which ranker it is.
-fn rank_devices(out: &mut String, engine: &Engine) {
+fn rank_devices(out: &mut String, engine: &Memory) {
     let ranker = engine.ranker();
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::{session, TestServer};
-use memdex_runtime::EngineOptions;
+use memdex_memory::EngineOptions;
 use memdex_server::{Keys, Limits, ServerConfig};
 use memdex_testkit::{contains, segment_bytes};
 use serde_json::{json, Value};
@@ -561,13 +561,13 @@ fn concurrent_appends_all_acknowledged_and_present() {
     for t in threads {
         t.join().unwrap();
     }
-    let snap = s.engine.view();
+    let snap = s.memory.snapshot();
     let rows: u64 = snap.store().tenants().values().sum();
     assert_eq!(rows, 40);
     // every append went through a group commit (that groups form under load is shown
     // deterministically in memdex-runtime's tests)
     let grouped = s
-        .engine
+        .memory
         .stats()
         .appends_grouped
         .load(std::sync::atomic::Ordering::Relaxed);
@@ -577,7 +577,7 @@ fn concurrent_appends_all_acknowledged_and_present() {
 #[test]
 fn requests_after_engine_shutdown_answer_503() {
     let s = TestServer::start(ServerConfig::default());
-    s.engine.shutdown();
+    s.memory.close();
     let (st, b) = s.json(
         "POST",
         "/v1/tenants/t/sessions",
@@ -615,7 +615,7 @@ fn background_compaction_merges_and_erases_without_being_asked() {
     let (st, _) = s.json("DELETE", "/v1/tenants/t/sessions/s2", None, &Value::Null);
     assert_eq!(st, 200);
     let t0 = std::time::Instant::now();
-    while s.engine.view().store().manifest().segments.len() > 1
+    while s.memory.snapshot().store().manifest().segments.len() > 1
         || contains(&segment_bytes(s.dir.path()), "marker-2-walrus")
     {
         assert!(

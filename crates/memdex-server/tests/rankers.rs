@@ -12,7 +12,7 @@ use common::{session, TestServer};
 use std::sync::Arc;
 
 use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
-use memdex_runtime::EngineOptions;
+use memdex_memory::{EngineOptions, RankChoice};
 use memdex_server::ServerConfig;
 use serde_json::{json, Value};
 
@@ -122,17 +122,22 @@ fn metric(s: &TestServer, name: &str) -> u64 {
         .unwrap()
 }
 
-/// The store seeded and searched on the CPU ranker (each search on its request thread), one
+/// The store seeded and searched on the CPU ranker (on the rank stage, like every ranker), one
 /// at a time and concurrently; the server stopped, its directory kept.
 fn cpu_answers() -> (TestServer, u64, Answers, Answers) {
     let mut off = with(EngineOptions::default(), tempfile::tempdir().unwrap());
-    assert_eq!(off.engine.ranker().describe(), "cpu");
+    assert_eq!(off.memory.ranker().describe(), "cpu");
     let deleted = seed(&off);
     let plain = search_all(&off, false);
     let plain_mixed = search_all(&off, true);
-    assert_eq!(metric(&off, "memdex_rank_stage_queries_total"), 0);
+    // the CPU ranker ranks every search on the rank stage too (the seeding's own search
+    // included)
+    assert!(
+        metric(&off, "memdex_rank_stage_queries_total")
+            > 2 * (TENANTS.len() * QUERIES.len()) as u64
+    );
     off.stop();
-    off.engine.shutdown();
+    off.memory.close();
     (off, deleted, plain, plain_mixed)
 }
 
@@ -142,23 +147,28 @@ fn with(opts: EngineOptions, dir: tempfile::TempDir) -> TestServer {
     TestServer::start_in(dir, ServerConfig::default(), opts)
 }
 
-/// The same store, served again with `opts`.
-fn again(off: &TestServer, opts: EngineOptions) -> TestServer {
+/// The same store, served again with `opts`, ranked as `rank` says.
+fn again_ranked(off: &TestServer, opts: EngineOptions, rank: RankChoice) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(off.dir.path(), dir.path());
-    with(opts, dir)
+    TestServer::start_ranked(dir, ServerConfig::default(), opts, rank)
+}
+
+/// The same store, served again with `opts`.
+fn again(off: &TestServer, opts: EngineOptions) -> TestServer {
+    again_ranked(off, opts, RankChoice::default())
 }
 
 #[test]
 fn device_scan_ranks_like_the_cpu_path() {
     let (off, deleted, plain, plain_mixed) = cpu_answers();
-    let opts = EngineOptions {
+    let scan = RankChoice {
         device_scan: Some(true),
-        ..EngineOptions::default()
+        ..RankChoice::default()
     };
-    let on = again(&off, opts);
+    let on = again_ranked(&off, EngineOptions::default(), scan);
     assert!(on
-        .engine
+        .memory
         .ranker()
         .describe()
         .starts_with("cpu, dense scores on"));
@@ -186,7 +196,7 @@ fn kernel_ranker_serves_like_the_cpu_ranker() {
         ..EngineOptions::default()
     };
     let on = again(&off, opts);
-    assert_eq!(on.engine.ranker().describe(), "kernels on cpu");
+    assert_eq!(on.memory.ranker().describe(), "kernels on cpu");
     let fused = search_all(&on, false);
     let fused_mixed = search_all(&on, true);
     let n = 2 * (TENANTS.len() * QUERIES.len()) as u64;

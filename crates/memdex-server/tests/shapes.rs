@@ -156,9 +156,9 @@ fn openai_embeddings_metrics_openapi() {
     assert_eq!(st, 200, "{r}");
     assert_eq!(r["object"], "list");
     let v: Vec<f32> = serde_json::from_value(r["data"][0]["embedding"].clone()).unwrap();
-    assert_eq!(v.len(), s.engine.model().dim);
+    assert_eq!(v.len(), s.memory.model().dim);
     assert!(r["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
-    let (st, r) = s.json("POST", "/v1/embeddings", None, &json!({"input": ["hello world", "b"], "encoding_format": "base64", "model": s.engine.model().name}));
+    let (st, r) = s.json("POST", "/v1/embeddings", None, &json!({"input": ["hello world", "b"], "encoding_format": "base64", "model": s.memory.model().name}));
     assert_eq!(st, 200, "{r}");
     assert_eq!(r["data"].as_array().unwrap().len(), 2);
     let raw = base64::engine::general_purpose::STANDARD

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use anyhow::Result;
 #[cfg(feature = "mcp")]
-use memdex_memory::{EngineOptions, Memory};
+use memdex_memory::{EngineOptions, Memory, RankChoice};
 
 use crate::cli_serve::McpArgs;
 
@@ -26,17 +26,17 @@ pub fn run(a: McpArgs) -> Result<()> {
     if let Some(t) = &a.tenant {
         memdex_core::check_tenant_name(t).with_context(|| format!("--tenant {t:?}"))?;
     }
-    let (embedder, source) = super::load_serving_embedder(&a.model, &a.store)?;
-    let scan = crate::cli_serve::DeviceScanArg::Auto;
-    let ranker = super::ranker(a.rank_device, scan, &a.model, &embedder)?;
-    let opts = EngineOptions {
-        ranker: Some(ranker),
+    let rank = RankChoice {
+        device: a.rank_device.into(),
+        ..RankChoice::default()
+    };
+    let mut open = super::open_options(&a.model, rank);
+    open.engine = EngineOptions {
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
-        model_source: Some(source),
         ..EngineOptions::default()
     };
-    let memory = Memory::with_encoder(&a.store, Box::new(embedder), opts)
-        .with_context(|| format!("opening {}", a.store.display()))?;
+    let memory =
+        Memory::open(&a.store, open).with_context(|| format!("opening {}", a.store.display()))?;
     let memory = Arc::new(memory);
     let server = memdex_mcp::MemoryServer::new(memory.clone(), a.tenant);
     let rt = tokio::runtime::Builder::new_multi_thread()

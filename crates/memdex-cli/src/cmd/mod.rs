@@ -24,7 +24,8 @@ use anyhow::{Context, Result};
 use memdex_core::{DeviceChoice, Granularity};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Encoder};
 use memdex_kernels::{KernelRanker, Kernels, Placement};
-use memdex_rank::{BatchRanker, SharedRanker};
+use memdex_memory::{OpenOptions, RankChoice};
+use memdex_rank::SharedRanker;
 
 use crate::cli_serve::RankDeviceArg;
 
@@ -128,32 +129,25 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Loads the model named by `--model`, else `fallback` (a store's recorded model) when it
-/// still resolves, else the default directory.
-/// The model for a long-running server over `store` (`serve`, `mcp`): `args`' model, else the
-/// one the store's manifest names, and the directory to record as the store's model source
-/// (canonical when it exists).
-pub fn load_serving_embedder(args: &ModelArgs, store: &Path) -> Result<(Embedder, String)> {
-    let stored = memdex_store::Manifest::load(store)
-        .ok()
-        .and_then(|m| m.model_source);
-    let embedder = load_embedder(args, stored.as_deref())?;
-    let source = embedder
-        .files()
-        .dir
-        .canonicalize()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| embedder.files().source.clone());
-    Ok((embedder, source))
+/// How the door opens a store for `args`' model, ranked as `rank` says: `memdex serve`,
+/// `mcp` and `search` open their memory (or reader) this way; the model is `--model`, else
+/// the store's recorded one, else the default directory.
+pub fn open_options(args: &ModelArgs, rank: RankChoice) -> OpenOptions {
+    OpenOptions {
+        model: args.model.clone(),
+        device: args.device,
+        embed: embed_options(args),
+        rank: RankChoice {
+            resident_mb: args.rank_memory_mb,
+            ..rank
+        },
+        ..OpenOptions::default()
+    }
 }
 
-pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedder> {
-    let spec = match (&args.model, fallback) {
-        (Some(m), _) => m.clone(),
-        (None, Some(f)) if memdex_embed::ModelFiles::resolve(f).is_ok() => f.to_string(),
-        _ => DEFAULT_MODEL_DIR.to_string(),
-    };
-    let opts = EmbedOptions {
+/// The encoder options `args` set.
+fn embed_options(args: &ModelArgs) -> EmbedOptions {
+    EmbedOptions {
         token_budget: args.token_budget,
         max_batch: args.max_batch,
         max_length: args.max_length,
@@ -166,7 +160,18 @@ pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedde
         weights: args.weights,
         cpu_isa: None,   // MEMDEX_CPU_ISA, else the CPU's best
         cpu_split: None, // MEMDEX_CPU_SPLIT, else batches side by side
+    }
+}
+
+/// Loads the model named by `--model`, else `fallback` (a store's recorded model) when it
+/// still resolves, else the default directory.
+pub fn load_embedder(args: &ModelArgs, fallback: Option<&str>) -> Result<Embedder> {
+    let spec = match (&args.model, fallback) {
+        (Some(m), _) => m.clone(),
+        (None, Some(f)) if memdex_embed::ModelFiles::resolve(f).is_ok() => f.to_string(),
+        _ => DEFAULT_MODEL_DIR.to_string(),
     };
+    let opts = embed_options(args);
     let e =
         load_encoder(&spec, args.device, &opts).with_context(|| format!("loading model {spec}"))?;
     tracing::info!(
@@ -188,94 +193,28 @@ pub fn rank_options(stages: &Stages, base: RankOptions) -> anyhow::Result<RankOp
         .map_err(anyhow::Error::from)
 }
 
-/// The kernels of `device`: the CPU reference, or memdex's CUDA kernels (feature `cuda`),
-/// keeping at most `resident_mb` MiB of tenants' rows on the device (default: a quarter of
-/// its memory).
+/// The kernels of `device` (the door's: the CPU reference, or memdex's CUDA kernels).
 pub(crate) fn load_kernels(
     device: DeviceChoice,
     resident_mb: Option<u64>,
 ) -> Result<Box<dyn Kernels + Send + Sync>> {
-    #[cfg(feature = "cuda")]
-    let gpu = |n: usize| -> Result<memdex_kernels::gpu::Gpu> {
-        let g = memdex_kernels::gpu::Gpu::new(n)?;
-        Ok(match resident_mb {
-            Some(mb) => g.with_resident_budget(usize::try_from(mb << 20).unwrap_or(usize::MAX)),
-            None => g,
-        })
-    };
-    #[cfg(not(feature = "cuda"))]
-    let _ = resident_mb;
-    match device {
-        DeviceChoice::Cpu => Ok(Box::new(memdex_kernels::cpu::Cpu)),
-        #[cfg(feature = "cuda")]
-        DeviceChoice::Cuda(n) => Ok(Box::new(gpu(n)?)),
-        #[cfg(feature = "cuda")]
-        DeviceChoice::Auto => match gpu(0) {
-            Ok(g) => Ok(Box::new(g)),
-            Err(e) => {
-                tracing::warn!("no CUDA device for the kernels ({e}); using the CPU reference");
-                Ok(Box::new(memdex_kernels::cpu::Cpu))
-            }
-        },
-        #[cfg(not(feature = "cuda"))]
-        DeviceChoice::Cuda(_) => anyhow::bail!(
-            "{device}: this memdex was built without the `cuda` feature \
-             (scripts/build-cuda.sh builds one)"
-        ),
-        #[cfg(not(feature = "cuda"))]
-        DeviceChoice::Auto => {
-            tracing::info!("built without `cuda`: the kernels run their CPU reference");
-            Ok(Box::new(memdex_kernels::cpu::Cpu))
-        }
-    }
+    Ok(memdex_memory::kernels(device, resident_mb)?)
 }
 
-/// The ranker of `--rank-device` and `--device-scan` for a model `encoder` on `device`:
-/// * `auto`: memdex's CUDA kernels when the model runs on an accelerator and they load
-///   there, each batch placed by the cost model; else the CPU ranker;
-/// * `cuda`: the kernels on the model's CUDA device (or the first), every batch they run;
-/// * `cpu`: the CPU ranker;
-/// * `kernels`: the kernels on the model's device, every batch (their CPU reference on the CPU).
-///
-/// The CPU ranker (alone, or the kernels' fallback) scores its dense stage on the model's
-/// device when the scan is on (auto: when the model runs on an accelerator).
+/// The ranker of `--rank-device` and `--device-scan` for a model `encoder` on `args`' device
+/// (the door's choice: [`memdex_memory::ranker`]).
 pub(crate) fn ranker(
     choice: RankDeviceArg,
     scan: crate::cli_serve::DeviceScanArg,
-    model: &ModelArgs,
+    args: &ModelArgs,
     encoder: &dyn Encoder,
 ) -> Result<SharedRanker> {
-    let (device, mb) = (model.device, model.rank_memory_mb);
-    let accelerator = encoder.is_accelerator();
-    let cpu = memdex_memory::cpu_ranker(encoder, scan.choice());
-    let (kernels, placement) = match choice {
-        RankDeviceArg::Cpu => return Ok(Arc::new(cpu)),
-        RankDeviceArg::Auto if !accelerator => return Ok(Arc::new(cpu)),
-        RankDeviceArg::Auto => (load_kernels(device, mb)?, Placement::Auto),
-        RankDeviceArg::Cuda => {
-            let on = match device {
-                DeviceChoice::Cuda(n) => DeviceChoice::Cuda(n),
-                _ => DeviceChoice::Cuda(0),
-            };
-            let kernels = load_kernels(on, mb).context("--rank-device cuda")?;
-            (kernels, Placement::Device)
-        }
-        RankDeviceArg::Kernels => {
-            let ranker = KernelRanker::with_cpu(
-                Arc::from(load_kernels(device, mb)?),
-                Placement::Device,
-                cpu,
-            );
-            return Ok(Arc::new(ranker));
-        }
+    let rank = RankChoice {
+        device: choice.into(),
+        device_scan: scan.choice(),
+        resident_mb: args.rank_memory_mb,
     };
-    if kernels.device() == "cpu" {
-        tracing::info!("no CUDA kernels here: the CPU ranker ranks");
-        return Ok(Arc::new(cpu));
-    }
-    let ranker = KernelRanker::with_cpu(Arc::from(kernels), placement, cpu);
-    tracing::info!("ranking through {}", ranker.describe());
-    Ok(Arc::new(ranker))
+    Ok(memdex_memory::ranker(rank, args.device, encoder)?)
 }
 
 /// The kernels of the model's device behind the ranking seam, every batch they can run on

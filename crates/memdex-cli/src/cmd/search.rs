@@ -1,7 +1,6 @@
-use anyhow::Result;
-use memdex_memory::{Explain, Reader, SearchRequest, StageNames};
+use anyhow::{Context, Result};
+use memdex_memory::{Explain, RankChoice, Reader, SearchRequest, StageNames};
 use memdex_rank::format_ms;
-use memdex_store::Store;
 
 use crate::cli::SearchArgs;
 use crate::output::print_json;
@@ -9,9 +8,13 @@ use crate::output::print_json;
 /// `memdex search`: one request through the door's read-only half ([`Reader`]), checked as
 /// every front end's is.
 pub fn run(a: SearchArgs) -> Result<()> {
-    let store = Store::open(&a.store)?;
-    let embedder = super::load_embedder(&a.model, store.manifest().model_source.as_deref())?;
-    let reader = Reader::new(store, Box::new(embedder), StageNames::Flags)?;
+    let rank = RankChoice {
+        device: a.rank_device.into(),
+        ..RankChoice::default()
+    };
+    let open = super::open_options(&a.model, rank);
+    let reader = Reader::open(&a.store, &open, StageNames::Flags)
+        .with_context(|| format!("opening {}", a.store.display()))?;
     let req = SearchRequest {
         query: a.query,
         k: a.k,

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use memdex_memory::{maintain, CompactOptions};
-use memdex_runtime::{Engine, EngineOptions};
+use std::sync::Arc;
+
+use memdex_memory::{maintain, CompactOptions, EngineOptions, Memory, RankChoice};
 use memdex_server::{Keys, Limits, ServerConfig};
 
 use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
@@ -40,20 +41,23 @@ pub fn run(a: ServeArgs) -> Result<()> {
         },
     };
     config.check_bind(&a.addr)?;
-    let (embedder, source_hint) = super::load_serving_embedder(&a.model, &a.store)?;
     // auto with a CUDA model: the fused kernel, tenants' rows resident on the device, each
     // batch placed by the cost model (docs/serving.md)
-    let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
-    let opts = EngineOptions {
+    let rank = RankChoice {
+        device: a.rank_device.into(),
+        device_scan: a.device_scan.choice(),
+        ..RankChoice::default()
+    };
+    let mut open = super::open_options(&a.model, rank);
+    open.engine = EngineOptions {
         token_budget: a.queue_tokens,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
-        model_source: Some(source_hint),
-        ranker: Some(ranker),
         structures: super::structure_configs(&a.structures),
         cache_bytes: usize::try_from(a.cache_mb << 20).unwrap_or(usize::MAX),
         ..EngineOptions::default()
     };
+    open.limits = Some(config.limits.memory);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(a.http_threads.max(1))
         .enable_all()
@@ -61,17 +65,21 @@ pub fn run(a: ServeArgs) -> Result<()> {
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let listener = memdex_server::bind(a.addr, &config).await?;
-        let engine = Engine::start(&a.store, Box::new(embedder), opts)
+        let store = a.store.clone();
+        let memory = tokio::task::spawn_blocking(move || Memory::open(&store, open))
+            .await
+            .context("opening the store")?
             .with_context(|| format!("opening {}", a.store.display()))?;
+        let memory = Arc::new(memory);
         let local = listener.local_addr().context("listening address")?;
         println!("{}", serde_json::json!({"listening": local.to_string()}));
         tracing::info!(
             "serving {} on http://{local} ({} on {})",
             a.store.display(),
-            engine.model().name,
-            engine.device()
+            memory.model().name,
+            memory.device()
         );
-        memdex_server::serve(listener, engine, config, shutdown_signal()).await?;
+        memdex_server::serve(listener, memory, config, shutdown_signal()).await?;
         anyhow::Ok(())
     })
 }

@@ -223,6 +223,9 @@ class Memory:
     the store was built with, else ``models/all-MiniLM-L6-v2`` under the working directory.
     ``device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``. ``compact_every``: seconds
     between background compaction checks (``None`` or ``0``: only ``compact()``).
+    ``rank_device``: where searches are ranked: ``auto`` (memdex's CUDA kernels when the
+    model runs on CUDA, else the CPU), ``cpu``, ``cuda`` or ``kernels`` (as ``memdex serve
+    --rank-device``).
     """
 
     def __init__(
@@ -231,6 +234,7 @@ class Memory:
         model: Optional[str] = None,
         device: str = "auto",
         compact_every: Optional[float] = 30.0,
+        rank_device: str = "auto",
     ) -> None:
         path = os.fspath(store) if isinstance(store, (str, os.PathLike)) else None
         if not isinstance(path, str):
@@ -238,7 +242,7 @@ class Memory:
         if model is not None and not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"model must be a str or os.PathLike, not {type(model).__name__}")
         model = None if model is None else os.fspath(model)
-        self._native = _call(_memdex.Native, path, model, device, compact_every)
+        self._native = _call(_memdex.Native, path, model, device, compact_every, rank_device)
 
     # -- writing -------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use memdex_runtime::{Engine, EngineOptions};
+use memdex_memory::{DeviceChoice, EngineOptions, Memory, OpenOptions, RankChoice};
 use memdex_server::ServerConfig;
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ pub use memdex_testkit::http;
 
 pub struct TestServer {
     pub addr: SocketAddr,
-    pub engine: Engine,
+    pub memory: Arc<Memory>,
     pub dir: tempfile::TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -26,11 +27,28 @@ impl TestServer {
     }
 
     pub fn start_in(dir: tempfile::TempDir, config: ServerConfig, opts: EngineOptions) -> Self {
-        let engine =
-            Engine::start(dir.path(), Box::new(memdex_testkit::tiny_embedder()), opts).unwrap();
+        Self::start_ranked(dir, config, opts, RankChoice::default())
+    }
+
+    /// A server over the tiny model whose memory ranks as `rank` says.
+    pub fn start_ranked(
+        dir: tempfile::TempDir,
+        config: ServerConfig,
+        opts: EngineOptions,
+        rank: RankChoice,
+    ) -> Self {
+        let open = OpenOptions {
+            model: Some(memdex_testkit::tiny_model().display().to_string()),
+            device: DeviceChoice::Cpu,
+            engine: opts,
+            rank,
+            limits: Some(config.limits.memory),
+            ..OpenOptions::default()
+        };
+        let memory = Arc::new(Memory::open(dir.path(), open).unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let e = engine.clone();
+        let e = memory.clone();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -52,7 +70,7 @@ impl TestServer {
         let addr = addr_rx.recv().unwrap();
         TestServer {
             addr,
-            engine,
+            memory,
             dir,
             stop: Some(tx),
             thread: Some(thread),

@@ -1,36 +1,25 @@
-//! One-shot search over a store (the CLI's `search`, `eval`, `bench`): a store view, the
-//! encoder it was built with, the ranker and the ranking's per-tenant caches.
+//! A one-shot searcher for these tests: a store snapshot, the encoder it was built with and a
+//! ranker (the CPU reference unless told otherwise).
+
+#![allow(dead_code)]
 
 use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_embed::Encoder;
+use memdex_pipeline::EngineError;
 use memdex_rank::{
     all_one, top_one, Batch, BatchHits, BatchQuery, BatchRanker, BatchRankings, CpuRanker, Query,
-    RankOptions, Ranking, SearchHit, TenantCache, TopK,
+    RankOptions, Ranking, SearchHit, Snapshot, TenantCache, TopK,
 };
 use memdex_store::Store;
-
-use crate::EngineError;
-
-/// The CPU ranker for a model `encoder`: its dense scores on the model's device when `scan`
-/// says so (None: when the model runs on an accelerator and has a device scorer), else the
-/// CPU's own dot products.
-pub fn cpu_ranker(encoder: &dyn Encoder, scan: Option<bool>) -> CpuRanker {
-    let scan = scan.unwrap_or_else(|| encoder.is_accelerator());
-    match scan.then(|| encoder.device_scorer()).flatten() {
-        Some(scorer) => CpuRanker::with_scorer(scorer),
-        None => CpuRanker::default(),
-    }
-}
 
 /// Searches one store with the model it was built with.
 #[derive(Debug)]
 pub struct Searcher {
-    store: Store,
+    snapshot: Snapshot,
     encoder: Box<dyn Encoder>,
     ranker: Arc<dyn BatchRanker>,
-    cache: TenantCache,
 }
 
 impl Searcher {
@@ -48,15 +37,14 @@ impl Searcher {
     ) -> Result<Searcher, EngineError> {
         store.check_model(encoder.info())?;
         Ok(Searcher {
-            store,
+            snapshot: Snapshot::new(store, memdex_rank::DEFAULT_CACHE_BYTES),
             encoder,
             ranker,
-            cache: TenantCache::default(),
         })
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        self.snapshot.store()
     }
 
     pub fn encoder(&self) -> &dyn Encoder {
@@ -64,7 +52,7 @@ impl Searcher {
     }
 
     pub fn cache(&self) -> &TenantCache {
-        &self.cache
+        self.snapshot.cache()
     }
 
     pub fn ranker(&self) -> &dyn BatchRanker {
@@ -107,7 +95,7 @@ impl Searcher {
                 date_ms,
             },
         };
-        let (store, cache) = (&self.store, &self.cache);
+        let (store, cache) = (self.store(), self.cache());
         Ok(top_one(self.ranker(), store, cache, query, opts, top)?)
     }
 
@@ -122,7 +110,7 @@ impl Searcher {
             tenant,
             query: *query,
         };
-        Ok(all_one(self.ranker(), &self.store, &self.cache, q, opts)?)
+        Ok(all_one(self.ranker(), self.store(), self.cache(), q, opts)?)
     }
 
     /// The top `top.k` of every query of a batch, through the ranker.
@@ -150,11 +138,6 @@ impl Searcher {
         queries: &'a [BatchQuery<'a>],
         opts: &'a RankOptions,
     ) -> Batch<'a, 's> {
-        Batch {
-            store: &self.store,
-            cache: &self.cache,
-            queries,
-            opts,
-        }
+        self.snapshot.batch(queries, opts)
     }
 }
