@@ -361,8 +361,10 @@ PY
     if line=$("$PY" "$PACK/scripts/eval-diff.py" "$OUT/eval-cpu.json" "$OUT/eval-$DEVICE.json" \
       --log-a "$OUT/eval-cpu.log.jsonl" --log-b "$OUT/eval-$DEVICE.log.jsonl" \
       --out "$OUT/eval-diff.json" 2>> "$OUT/eval.log"); then
-      verdict eval ok "$(echo "$line" | tail -3 | tr '\n' ' ')"
-    else verdict eval FAIL "$(echo "$line" | tail -3 | tr '\n' ' ') (see eval-diff.json)"; fi
+      # eval-diff's last line: the verdict, identical / near ties / different over every
+      # question, the largest metric differences (the questions it lists are in eval-diff.json)
+      verdict eval ok "$(echo "$line" | tail -1)"
+    else verdict eval FAIL "$(echo "$line" | tail -1) (see eval-diff.json)"; fi
     # kept: each question's top 100 (the logs hold whole rankings, ~30 MB each)
     for d in "$OUT"/eval-*.log.jsonl; do
       "$PY" -c 'import json, sys
