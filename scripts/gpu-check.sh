@@ -389,12 +389,14 @@ for line in open(sys.argv[1]):
     ;;
   load)
     # the serving target: 100 tenants x 5,000 rounds (scripts/load/make-history.py, built
-    # offline with the model on $DEVICE), `memdex serve` per configuration (LOAD_CONFIGS,
+    # offline with the model on $DEVICE; 4 rounds of each tenant are its planted facts),
+    # `memdex serve` per configuration (LOAD_CONFIGS,
     # device:rank-device:http-threads, rank-device cpu|cuda|auto|kernels; default the kernels
     # on $DEVICE and the CPU ranker on the CPU, from the same binary; add $DEVICE:auto:8 for
     # the cost model's placement), each: a warm-up, LOAD_RUNS closed-loop
     # wrk runs of LOAD_SECONDS at 64 connections whose Lua checks every body (a 200 with k hits
-    # of the tenant asked for), then one open-loop run (`memdex bench load --rate`) at 80 % of
+    # of the tenant asked for; for a planted question, one search in 4, the planted round
+    # first), then one open-loop run (`memdex bench load --rate --planted 4`) at 80 % of
     # the median closed-loop rate, latency from when each request was due; then /metrics: a
     # configuration ranking on the kernels fails unless memdex_rank_queries_total counts its
     # searches on their device (cuda:0, or kernels:cpu). Before serving: the kernels against
@@ -428,19 +430,22 @@ for line in open(sys.argv[1]):
         --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
       local pid=$!
       for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
-      (cd "$PACK" && timeout 30 "$wrk" -t4 -c64 -d3s --timeout 10s -s scripts/load/search.lua \
+      # one connection per wrk thread (-t64 -c64): each thread pairs an answer with the request
+      # it has in flight, so the Lua checks the tenant asked for and, for one search in 4 (a
+      # planted question), the right first hit (scripts/load/common.lua)
+      (cd "$PACK" && timeout 30 "$wrk" -t64 -c64 -d3s --timeout 10s -s scripts/load/search.lua \
         http://127.0.0.1:7811 > /dev/null 2>&1)   # warm-up: caches, pages, device uploads
       local r
       for r in $(seq 1 "$runs"); do
-        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t4 -c64 -d${dur}s search.lua"
-          (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t4 -c64 -d"${dur}s" --timeout 10s \
+        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t64 -c64 -d${dur}s search.lua"
+          (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t64 -c64 -d"${dur}s" --timeout 10s \
             -s scripts/load/search.lua --latency http://127.0.0.1:7811)
         } > "$OUT/load-$name-run$r.txt" 2>&1
       done
       local rate; rate=$("$PY" "$PACK/scripts/gpu-report.py" open-rate "$OUT" "$name" 2>/dev/null)
       if [[ -n $rate && $rate -gt 0 ]]; then
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
-          --rate "$rate" --k 10 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
+          --rate "$rate" --k 10 --planted 4 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
       fi
       http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds' \
         > "$OUT/metrics-$name.txt" 2>&1

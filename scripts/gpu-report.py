@@ -170,6 +170,8 @@ def wrk_run(path):
     return {"file": os.path.basename(path), "requests_per_s": g(r"Requests/sec:\s+([\d.]+)"),
             "ok": g(r"body_checked ok=(\d+)", int), "wrong": g(r"body_checked ok=\d+ wrong=(\d+)", int),
             "ok_per_s": g(r"ok_per_s=([\d.]+)"), "checks": g(r"checks: (.*)", str),
+            "planted_ok": g(r"planted_checked ok=(\d+)", int),
+            "planted_wrong": g(r"planted_checked ok=\d+ wrong=(\d+)", int),
             "p50_ms": (g(r"latency_us p50=(\d+)") or 0) / 1e3,
             "p99_ms": (g(r"latency_us p50=\d+ p90=\d+ p99=(\d+)") or 0) / 1e3}
 
@@ -188,16 +190,22 @@ def load(out):
     for cfg, r in rep.items():
         runs = r["closed"]
         wrong = sum((x["wrong"] if x["wrong"] is not None else 1) for x in runs)
-        r["runs"], r["wrong_total"] = len(runs), wrong
+        # every run must have checked planted questions' first hits (a run of an older Lua,
+        # or against a store without them, checked only the tenant)
+        planted = sum(x["planted_ok"] or 0 for x in runs)
+        unplanted = sum(1 for x in runs if not x["planted_ok"])
+        r["runs"], r["wrong_total"], r["planted_ok_total"] = len(runs), wrong, planted
         r["median_ok_per_s"] = statistics.median([x["ok_per_s"] or 0 for x in runs]) if runs else 0
         r["median_p99_ms"] = statistics.median([x["p99_ms"] for x in runs]) if runs else None
         o = r.get("open", {})
         ow = sum(o.get("errors", {}).values()) if "errors" in o else 1
-        ok &= wrong == 0 and len(runs) >= 3 and ow == 0
+        oplanted = o.get("planted_ok") or 0
+        ok &= wrong == 0 and len(runs) >= 3 and ow == 0 and unplanted == 0 and oplanted > 0
         lines.append(f"{cfg}: closed {r['median_ok_per_s']:.0f}/s body-checked (median of "
-                     f"{len(runs)}, p99 {r['median_p99_ms']} ms, {wrong} wrong); open "
+                     f"{len(runs)}, p99 {r['median_p99_ms']} ms, {wrong} wrong, {planted} planted "
+                     f"first hits right{f', {unplanted} runs without' if unplanted else ''}); open "
                      f"{o.get('target_rate') or 0:.0f}/s -> p99 {o.get('latency_ms', {}).get('p99')} ms, "
-                     f"{ow} wrong")
+                     f"{ow} wrong, {oplanted} planted first hits right")
     dump(out, "load.json", rep)
     print("; ".join(lines) or "no load runs")
     return ok and bool(rep)
@@ -246,8 +254,10 @@ def self_test():
 
     check = lambda name, dev, ok=True: json.dumps({"check": name, "device": dev, "ok": ok})  # noqa: E731
     wrk = ("Requests/sec: 100.0\nbody_checked ok=%d wrong=%d ok_per_s=100.0\n"
+           "planted_checked ok=%d wrong=0 (one search in 4)\n"
            "latency_us p50=1000 p90=2000 p99=3000 max=4000\n")
-    opened = json.dumps({"target_rate": 80, "errors": {}, "latency_ms": {"p99": 3.0}})
+    opened = json.dumps({"target_rate": 80, "errors": {}, "latency_ms": {"p99": 3.0},
+                         "planted_ok": 200})
     ncu_csv = ('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum",'
                '"lts__t_sector_hit_rate.pct"\n"","","byte","nsecond","%"\n'
                + "".join(f'"{i}","memdex_segmented_topk","3,840,000,000","1000000","5"\n'
@@ -286,12 +296,17 @@ def self_test():
         frac = json.load(open(os.path.join(d, "ncu.json")))["scan"]["per_tenant_1x"]
         results.append(("ncu fraction 0.96", abs(frac["fraction_of_copy_bw"] - 0.96) < 1e-9, True))
         for r in (1, 2, 3):
-            w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0))
+            w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0, 250))
         w(d, "open-gpu.json", opened)
         results.append(("load clean", run(load, d), True))
-        w(d, "load-gpu-run2.txt", wrk % (990, 10))
+        w(d, "load-gpu-run2.txt", wrk % (990, 10, 240))
         results.append(("load wrong bodies", run(load, d), False))
-        w(d, "load-gpu-run2.txt", wrk % (1000, 0))
+        w(d, "load-gpu-run2.txt", wrk % (1000, 0, 0))
+        results.append(("load run without planted questions", run(load, d), False))
+        w(d, "load-gpu-run2.txt", wrk % (1000, 0, 250))
+        w(d, "open-gpu.json", json.dumps({**json.loads(opened), "planted_ok": 0}))
+        results.append(("open loop without planted questions", run(load, d), False))
+        w(d, "open-gpu.json", opened)
         os.remove(os.path.join(d, "open-gpu.json"))
         results.append(("load without open loop", run(load, d), False))
         w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))
