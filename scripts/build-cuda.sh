@@ -120,7 +120,7 @@ for line in sys.stdin:
     scripts/make-bench-texts.py scripts/gpu-report.py scripts/eval-diff.py "$DIST/scripts/"
   # the load stage: wrk and its LuaJIT from this machine (Debian), the Lua scenarios
   mkdir -p "$DIST/scripts/load" "$DIST/tools"
-  cp scripts/load/*.lua scripts/load/make-history.py "$DIST/scripts/load/"
+  cp scripts/load/*.lua scripts/load/make-history.py scripts/load/planted.py "$DIST/scripts/load/"
   if command -v wrk > /dev/null; then
     cp "$(command -v wrk)" "$DIST/tools/wrk"
     cp -L "$(ldd "$(command -v wrk)" | awk '/libluajit/ {print $3}')" "$DIST/tools/"

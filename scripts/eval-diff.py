@@ -130,14 +130,17 @@ def infer_counts(a, b):
 
 
 def diff_group(pairs, tol_of):
-    """pairs: name -> (a, b). Returns the group's summary."""
-    over, max_diff = [], 0.0
+    """pairs: name -> (a, b). Returns the group's summary (`at_tol`: the metrics that differ
+    by their whole tolerance, within EPS: allowed, but worth naming)."""
+    over, at_tol, max_diff = [], [], 0.0
     for name, (va, vb) in sorted(pairs.items()):
         d, tol = abs(va - vb), tol_of(name)
         max_diff = max(max_diff, d)
         if d > tol + EPS:
             over.append({"metric": name, "a": va, "b": vb, "diff": d, "tol": tol})
-    return {"compared": len(pairs), "max_diff": max_diff, "over": over}
+        elif d > 0 and d >= tol - EPS:
+            at_tol.append(name)
+    return {"compared": len(pairs), "max_diff": max_diff, "over": over, "at_tol": at_tol}
 
 
 def compare_reports(a, b, overall_tol, counts):
@@ -247,7 +250,33 @@ def print_summary(res, show=15):
             m = "n/a" if r["margin"] is None else f"{r['margin']:.2e}"
             print(f"  {r['class']:<13} {r['id']} [{r['type']}] margin {m}"
                   f"{' (est.)' if r['estimated'] else ''} at {r['positions']}")
-    print("PASS" if res["ok"] else "FAIL: " + "; ".join(res["problems"]))
+        if len(rk["list"]) > show:
+            print(f"  ... {len(rk['list']) - show} more in the JSON (--out)")
+    print(verdict_line(res))
+
+
+def verdict_line(res):
+    """The last line of the output, what a caller that keeps one line keeps: the verdict, the
+    counts of identical / near-tie-only / different top-k over every question both logs hold,
+    and the largest metric differences against their tolerances."""
+    ov, pt, rk = res["overall"], res["per_type"], res.get("rankings")
+    parts = ["PASS" if res["ok"] else "FAIL"]
+    if rk:
+        d = rk["list"][0] if rk["different"] and rk["list"] else None
+        parts.append(f"top-{rk['k']} of {rk['questions']} questions: {rk['identical']} identical, "
+                     f"{rk['near_tie_only']} near ties, {rk['different']} different"
+                     + (f" (largest margin {d['id']} {d['margin']:.3g})"
+                        if d and d["margin"] is not None else "")
+                     + (f", {len(rk['only_in_one'])} in one log only" if rk["only_in_one"] else ""))
+    else:
+        parts.append("top-k not compared (no logs)")
+    at_tol = len(pt.get("at_tol", []))
+    parts.append(f"overall max |diff| {ov['max_diff']:.4g} (tol {ov['tol']}), per type "
+                 f"{pt['max_diff']:.4g} (tol 1/n{f'; {at_tol} at 1/n' if at_tol else ''})")
+    line = "; ".join(parts)
+    if not res["ok"]:
+        line += ": " + "; ".join(res["problems"])
+    return line
 
 
 def main(argv):
@@ -341,22 +370,29 @@ def self_test():
                     f.write(obj if isinstance(obj, str) else json.dumps(obj))
             return path
 
-        def case(name, want, b=base, log_b=None, check=lambda o: True, extra=()):
+        def case(name, want, b=base, log_b=None, check=lambda o: True, extra=(), last=None,
+                 log_a=None, a=base):
+            """`last`: what the output's last line (the one a caller keeps) must say."""
             nonlocal fails
             if os.path.exists(out):
                 os.remove(out)
-            args = [write("a.json", base), write("b.json", b), "--out", out, "--k", "3", *extra]
+            args = [write("a.json", a), write("b.json", b), "--out", out, "--k", "3", *extra]
             if log_b is not None:
-                args += ["--log-a", write("a.log", log), "--log-b", write("b.log", log_b)]
-            with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
+                args += ["--log-a", write("a.log", log if log_a is None else log_a),
+                         "--log-b", write("b.log", log_b)]
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
                 got = main(args)
             ok = got == want
             if ok and got != 2:
                 with open(out, encoding="utf-8") as f:
                     ok = bool(check(json.load(f)))
+            lines = printed.getvalue().splitlines()
+            if ok and last is not None:
+                ok = bool(lines) and last in lines[-1]
             fails += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: exit {got} (want {want})")
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: exit {got} (want {want})"
+                  + ("" if ok or not lines else f"; last line: {lines[-1]}"))
 
         pt = lambda o: o["per_type"]  # noqa: E731
         rk = lambda o: o["rankings"]  # noqa: E731
@@ -391,7 +427,27 @@ def self_test():
              check=lambda o: o["warnings"] == [])
         case("other config differs: a warning", 0, edited("config", {"model": "n"}),
              check=lambda o: o["warnings"] == ["config differs: model"])
-        case("question missing from B", 1, log_b=log[:6])
+        case("question missing from B", 1, log_b=log[:6],
+             last="6 questions: 6 identical, 0 near ties, 0 different, 1 in one log only")
+        # every question is counted, not only the ones listed: 40 questions, 30 identical,
+        # 8 near ties, 2 different; the last line (what gpu-check.sh's verdict keeps) says so
+        many_a = [(f"q{i}", "alpha" if i < 20 else "beta", r1) for i in range(40)]
+        near = [r1[0], ("c", 0.4996), r1[1], r1[3]]
+        far = r1[:2] + [r1[3], r1[2]]
+        many_b = [(q, t, near if 30 <= i < 38 else far if i >= 38 else r)
+                  for i, (q, t, r) in enumerate(many_a)]
+        many = edited("questions", 40)
+        case("40 questions: identical, near ties, different all counted", 0, many, many_b,
+             log_a=many_a, a=many,
+             check=lambda o: (rk(o)["questions"], rk(o)["identical"], rk(o)["near_tie_only"],
+                              rk(o)["different"], len(rk(o)["list"])) == (40, 30, 8, 2, 10),
+             last="PASS; top-3 of 40 questions: 30 identical, 8 near ties, 2 different")
+        case("the verdict line names a failure", 1, edited("levels.turn.ndcg_any@5", 0.503),
+             last="FAIL; top-k not compared (no logs)")
+        case("a per-type metric exactly at 1/n is named", 0,
+             edited("by_type.alpha.turn.recall_all@5", 0.5),
+             check=lambda o: pt(o)["at_tol"] == ["by_type.alpha.turn.recall_all@5"],
+             last="(tol 1/n; 1 at 1/n)")
         case("malformed report", 2, "{not json")
         case("not a report", 2, "[1, 2]")
         case("non-numeric metric", 2, edited("by_type.beta.turn.ndcg_any@5", "x"))

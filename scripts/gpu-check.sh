@@ -164,34 +164,65 @@ run_stage() {
     # every check of memdex_kernels::checks on the CPU reference and on cuda:0 (JSON lines,
     # counted per device), then the crate's own test binary (test_device!) with
     # MEMDEX_REQUIRE_CUDA=1: fails when a check fails or no CUDA device answers
+    # (a check also fails when the device reported a fault during it, e.g. gather_parts.cu
+    # building other rows than the per-part copies on its first batch: Kernels::faults)
     "$WORK/bin/memdex-kernels-check" > "$OUT/kernels.jsonl" 2> "$OUT/kernels.log"
+    # without the test binary there is no kernels-tests.log, and the verdict fails
     if [[ -x $WORK/bin/memdex-kernels-tests ]]; then
       MEMDEX_REQUIRE_CUDA=$([[ $DEVICE == cuda ]] && echo 1 || echo 0) \
         "$WORK/bin/memdex-kernels-tests" --test-threads 1 > "$OUT/kernels-tests.log" 2>&1
-    fi
+    else echo "no memdex-kernels-tests in the pack" >> "$OUT/kernels.log"; fi
     local line
     if line=$("$PY" "$PACK/scripts/gpu-report.py" kernels "$OUT"); then verdict kernels ok "$line"
     else verdict kernels FAIL "$line (see kernels.jsonl, kernels-tests.log)"; fi
     ;;
   sanitize)
-    # compute-sanitizer over the kernel checks: memcheck over every check (LSH and invalid
-    # inputs included), synccheck and racecheck over the rank and top-k (selection) checks
+    # compute-sanitizer over the kernel checks, on cuda:0 only (--cuda: the CPU reference gains
+    # nothing under it) and at the sanitizer's input sizes (--small: every kernel variant and
+    # code path, a fraction of the rows; racecheck of rank_matches_reference at full size
+    # took ~50 s on an H100): memcheck over every check; synccheck over the rank and top-k
+    # (selection) checks; racecheck over the same, once per check group. Each run writes the
+    # sanitizer's report (sanitize-NAME.log, --log-file) and the device's results
+    # (sanitize-NAME.jsonl: the checks it planned, each check's result, the tally); the verdict
+    # (gpu-report.py sanitize) needs, for every run of sanitize-plan.txt, the sanitizer's
+    # summary with 0 errors AND every planned check passed on cuda:0. The runs share the
+    # stage's time (STAGE_SECONDS from gpu-first.sh, else SANITIZE_BUDGET, default 200 s, 10 s
+    # kept for the report): each gets at most its cap and what is left; a run that does not
+    # fit is not started, and the stage fails.
     local cs; cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
     [[ -n $cs ]] || { verdict sanitize FAIL "(compute-sanitizer not found)"; return; }
-    local t=${SANITIZE_TIMEOUT:-60}
-    timeout "$t" "$cs" --tool memcheck --print-limit 10 "$WORK/bin/memdex-kernels-check" \
-      > "$OUT/sanitize-memcheck.log" 2>&1
-    timeout "$t" "$cs" --tool synccheck --print-limit 10 "$WORK/bin/memdex-kernels-check" \
-      rank selection > "$OUT/sanitize-synccheck.log" 2>&1
-    # racecheck is slow (rank_matches_reference alone ~50 s on an H100): one run per check
-    # group, each under its own timeout, so one slow group does not hide the others
-    local g
-    for g in selection rank_matches rank_parts rank_invalid; do
-      timeout "${SANITIZE_TIMEOUT2:-80}" "$cs" --tool racecheck --print-limit 10 \
-        "$WORK/bin/memdex-kernels-check" "$g" > "$OUT/sanitize-racecheck-$g.log" 2>&1
-    done
+    # STAGE_SECONDS counts from this script's start (gpu-first.sh's timeout does), so $SECONDS
+    # as it is; SANITIZE_BUDGET from here
+    local budget=${STAGE_SECONDS:-${SANITIZE_BUDGET:-200}} began=$SECONDS
+    [[ -n ${STAGE_SECONDS:-} ]] && began=0
+    local name tool cap filters left t
+    rm -f "$OUT"/sanitize-*
+    while read -r name tool cap filters; do
+      echo "$name $tool ${filters:-all}" >> "$OUT/sanitize-plan.txt"
+      left=$((budget - 10 - (SECONDS - began)))
+      t=$((cap < left ? cap : left))
+      if ((left < 5)); then
+        echo "not started: the stage's ${budget} s were spent" > "$OUT/sanitize-$name.log"
+        continue
+      fi
+      echo "== $name: $tool, ${filters:-every check}, timeout ${t}s" >&2
+      # shellcheck disable=SC2086  # $filters: one word per check-name filter
+      timeout -k 5 "$t" "$cs" --tool "$tool" --print-limit 10 --log-file "$OUT/sanitize-$name.log" \
+        "$WORK/bin/memdex-kernels-check" --cuda --small $filters \
+        < /dev/null > "$OUT/sanitize-$name.jsonl" 2> "$OUT/sanitize-$name.stderr"
+      echo $? > "$OUT/sanitize-$name.rc"
+    done <<PLAN
+memcheck memcheck ${SANITIZE_MEMCHECK_S:-70}
+synccheck synccheck ${SANITIZE_SYNCCHECK_S:-40} rank selection
+racecheck-rank_matches racecheck ${SANITIZE_RACECHECK_S:-45} rank_matches
+racecheck-rank_invalid racecheck ${SANITIZE_RACECHECK_S:-45} rank_invalid
+racecheck-rank_parts racecheck ${SANITIZE_RACECHECK_S:-45} rank_parts
+racecheck-rank_text racecheck ${SANITIZE_RACECHECK_S:-45} rank_text
+racecheck-selection racecheck ${SANITIZE_RACECHECK_S:-45} selection
+PLAN
+    local line
     if line=$("$PY" "$PACK/scripts/gpu-report.py" sanitize "$OUT"); then verdict sanitize ok "$line"
-    else verdict sanitize FAIL "$line (see sanitize-*.log)"; fi
+    else verdict sanitize FAIL "$line (see sanitize-*.log, sanitize-*.jsonl)"; fi
     ;;
   embed)
     # throughput, same texts, same f16 weights: memdex (candle CUDA, f16) vs sentence-transformers
@@ -307,8 +338,7 @@ PY
       # without query expansion (on by default, its keyword side computed on the host) the
       # kernels compute BM25 and the time flags themselves: that path's figures
       "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
-        --queries 4096 --batch 256 --expand-terms 0 --json > "$OUT/rank-bench-no-expand.json" \
-        || echo "bench rank --expand-terms 0: rc $?" >&2
+        --queries 4096 --batch 256 --expand-terms 0 --json > "$OUT/rank-bench-no-expand.json"
     } 2> "$OUT/rank.log"
     # where one batch's time goes on the device (uploads, query_inputs, rank, downloads):
     # nsys's CUDA kernel and memcpy summaries of 4 batches (bench rank's own split — host
@@ -319,15 +349,17 @@ PY
         "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/rank-store" \
         --queries 1024 --batch 256 --json > "$OUT/nsys-rank.txt" 2>&1 || echo "nsys: rc $?" >> "$OUT/rank.log"
     fi
+    # the verdict reads all four reports: a bench that failed (no report) fails the stage
     if "$PY" - "$OUT/rank-eval.json" "$OUT/rank-bench.json" "$OUT/rank-bench-auto.json" \
-      > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
+      "$OUT/rank-bench-no-expand.json" > "$OUT/rank.json" 2>> "$OUT/rank.log" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))["agreement"]
 be = json.load(open(sys.argv[2]))
 auto = json.load(open(sys.argv[3]))
-out = {"eval": ev, "bench": be, "bench_auto": auto}
+no_expand = json.load(open(sys.argv[4]))
+out = {"eval": ev, "bench": be, "bench_auto": auto, "bench_no_expand": no_expand}
 json.dump(out, sys.stdout)
-bad = [g for g in (ev, be["agreement"], auto["agreement"])
+bad = [g for g in (ev, be["agreement"], auto["agreement"], no_expand["agreement"])
        if g["different"] > 0.01 * max(g["queries"], 1)]
 sys.exit(1 if bad else 0)
 PY
@@ -361,8 +393,10 @@ PY
     if line=$("$PY" "$PACK/scripts/eval-diff.py" "$OUT/eval-cpu.json" "$OUT/eval-$DEVICE.json" \
       --log-a "$OUT/eval-cpu.log.jsonl" --log-b "$OUT/eval-$DEVICE.log.jsonl" \
       --out "$OUT/eval-diff.json" 2>> "$OUT/eval.log"); then
-      verdict eval ok "$(echo "$line" | tail -3 | tr '\n' ' ')"
-    else verdict eval FAIL "$(echo "$line" | tail -3 | tr '\n' ' ') (see eval-diff.json)"; fi
+      # eval-diff's last line: the verdict, identical / near ties / different over every
+      # question, the largest metric differences (the questions it lists are in eval-diff.json)
+      verdict eval ok "$(echo "$line" | tail -1)"
+    else verdict eval FAIL "$(echo "$line" | tail -1) (see eval-diff.json)"; fi
     # kept: each question's top 100 (the logs hold whole rankings, ~30 MB each)
     for d in "$OUT"/eval-*.log.jsonl; do
       "$PY" -c 'import json, sys
@@ -387,12 +421,14 @@ for line in open(sys.argv[1]):
     ;;
   load)
     # the serving target: 100 tenants x 5,000 rounds (scripts/load/make-history.py, built
-    # offline with the model on $DEVICE), `memdex serve` per configuration (LOAD_CONFIGS,
+    # offline with the model on $DEVICE; 4 rounds of each tenant are its planted facts),
+    # `memdex serve` per configuration (LOAD_CONFIGS,
     # device:rank-device:http-threads, rank-device cpu|cuda|auto|kernels; default the kernels
     # on $DEVICE and the CPU ranker on the CPU, from the same binary; add $DEVICE:auto:8 for
     # the cost model's placement), each: a warm-up, LOAD_RUNS closed-loop
     # wrk runs of LOAD_SECONDS at 64 connections whose Lua checks every body (a 200 with k hits
-    # of the tenant asked for), then one open-loop run (`memdex bench load --rate`) at 80 % of
+    # of the tenant asked for; for a planted question, one search in 4, the planted round
+    # first), then one open-loop run (`memdex bench load --rate --planted 4`) at 80 % of
     # the median closed-loop rate, latency from when each request was due; then /metrics: a
     # configuration ranking on the kernels fails unless memdex_rank_queries_total counts its
     # searches on their device (cuda:0, or kernels:cpu). Before serving: the kernels against
@@ -426,19 +462,22 @@ for line in open(sys.argv[1]):
         --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
       local pid=$!
       for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
-      (cd "$PACK" && timeout 30 "$wrk" -t4 -c64 -d3s --timeout 10s -s scripts/load/search.lua \
+      # one connection per wrk thread (-t64 -c64): each thread pairs an answer with the request
+      # it has in flight, so the Lua checks the tenant asked for and, for one search in 4 (a
+      # planted question), the right first hit (scripts/load/common.lua)
+      (cd "$PACK" && timeout 30 "$wrk" -t64 -c64 -d3s --timeout 10s -s scripts/load/search.lua \
         http://127.0.0.1:7811 > /dev/null 2>&1)   # warm-up: caches, pages, device uploads
       local r
       for r in $(seq 1 "$runs"); do
-        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t4 -c64 -d${dur}s search.lua"
-          (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t4 -c64 -d"${dur}s" --timeout 10s \
+        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t64 -c64 -d${dur}s search.lua"
+          (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t64 -c64 -d"${dur}s" --timeout 10s \
             -s scripts/load/search.lua --latency http://127.0.0.1:7811)
         } > "$OUT/load-$name-run$r.txt" 2>&1
       done
       local rate; rate=$("$PY" "$PACK/scripts/gpu-report.py" open-rate "$OUT" "$name" 2>/dev/null)
       if [[ -n $rate && $rate -gt 0 ]]; then
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
-          --rate "$rate" --k 10 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
+          --rate "$rate" --k 10 --planted 4 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
       fi
       http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds' \
         > "$OUT/metrics-$name.txt" 2>&1

@@ -36,47 +36,105 @@ def dump(out, name, obj):
         json.dump(obj, f, indent=1)
 
 
+def device_results(rows, device="cuda:0"):
+    """What memdex-kernels-check said about `device`: (checks planned, {check: ok}, tally).
+    The plan is the binary's first line ({"plan": [names]}; None from an older binary), each
+    check's line is {"check", "device", "ok", ...}, the tally the last line's by_device entry
+    (None when the run was cut before it)."""
+    plan = next((r["plan"] for r in rows if isinstance(r.get("plan"), list)), None)
+    ran = {r["check"]: bool(r.get("ok")) for r in rows
+           if "check" in r and r.get("device") == device}
+    last = next((r for r in reversed(rows) if "by_device" in r), None)
+    tally = last["by_device"].get(device) if last else None
+    return plan, ran, tally
+
+
+def device_passed(rows, device="cuda:0"):
+    """Every check planned ran on `device` and passed, by its own lines and its tally (not a
+    substring of the output: the CPU reference's tally says "failed":0 too)."""
+    plan, ran, tally = device_results(rows, device)
+    want = set(plan) if plan is not None else set(ran)
+    return (bool(want) and tally is not None and tally.get("failed") == 0
+            and tally.get("passed") == len(want) and set(ran) == want and all(ran.values()))
+
+
 def kernels(out):
     rows = jl(os.path.join(out, "kernels.jsonl"))
-    last = rows[-1] if rows else {}
+    last = next((r for r in reversed(rows) if "by_device" in r), {})
     by = last.get("by_device", {})
-    checks = {r["check"] for r in rows if "check" in r}
+    plan, ran, _ = device_results(rows)
+    checks = set(plan) if plan is not None else {r["check"] for r in rows if "check" in r}
     cuda = by.get("cuda:0", {"passed": 0, "failed": 0})
     tests = None
     log = os.path.join(out, "kernels-tests.log")
     if os.path.exists(log):
         m = re.findall(r"test result: (\w+)\. (\d+) passed; (\d+) failed", open(log).read())
         tests = {"result": m[-1][0], "passed": int(m[-1][1]), "failed": int(m[-1][2])} if m else None
-    ok = (cuda["passed"] == len(checks) > 0 and cuda["failed"] == 0
+    # the crate's own tests must have run (a pack without them, or a run cut short, fails)
+    ok = (device_passed(rows) and cuda["passed"] == len(checks) > 0
           and by.get("cpu", {}).get("failed", 1) == 0
-          and (tests is None or (tests["result"] == "ok" and tests["failed"] == 0)))
-    rep = {"checks": len(checks), "by_device": by, "cargo_tests": tests, "ok": ok}
+          and tests is not None and tests["result"] == "ok" and tests["failed"] == 0)
+    rep = {"checks": len(checks), "by_device": by, "cargo_tests": tests, "ok": ok,
+           "failed_on_cuda": sorted(c for c, good in ran.items() if not good)}
     dump(out, "kernels.json", rep)
     t = f"; cargo tests (MEMDEX_REQUIRE_CUDA={os.environ.get('MEMDEX_REQUIRE_CUDA', 'unset')}) {tests['passed']} passed, {tests['failed']} failed" if tests else "; cargo tests: none run"
     print(f"cuda:0 {cuda['passed']}/{len(checks)} checks passed, CPU reference "
-          f"{by.get('cpu', {}).get('passed', 0)}/{len(checks)}{t}")
+          f"{by.get('cpu', {}).get('passed', 0)}/{len(checks)}{t}"
+          + (f"; failed on cuda:0: {', '.join(rep['failed_on_cuda'])}" if rep["failed_on_cuda"] else ""))
     return ok
 
 
 def sanitize(out):
+    """One entry per sanitizer run of the stage (sanitize-plan.txt: `NAME TOOL FILTER...`, one
+    line per run; without it, every sanitize-*.log): the sanitizer's own summary from
+    sanitize-NAME.log (memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck
+    with "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; none: cut short) and
+    the device's results from sanitize-NAME.jsonl (memdex-kernels-check's lines; an older
+    layout had them in the log). A run passes when its summary shows 0 errors AND every check
+    it planned ran on cuda:0 and passed."""
+    plan_file = os.path.join(out, "sanitize-plan.txt")
+    if os.path.exists(plan_file):
+        runs = [x.split()[0] for x in open(plan_file) if x.strip()]
+    else:
+        runs = [os.path.basename(p)[len("sanitize-"):-4]
+                for p in sorted(glob.glob(os.path.join(out, "sanitize-*.log")))]
     rep, ok = {}, True
-    for log in sorted(glob.glob(os.path.join(out, "sanitize-*.log"))):
-        tool = os.path.basename(log)[len("sanitize-"):-4]
-        text = open(log, errors="replace").read()
-        # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with
-        # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; none: cut short
+    for run in runs:
+        log = os.path.join(out, f"sanitize-{run}.log")
+        text = open(log, errors="replace").read() if os.path.exists(log) else ""
         m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
             re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
         warn = re.findall(r"RACECHECK SUMMARY: .*?(\d+) warning", text)
-        checks = re.findall(r'"check":"(\w+)","device":"cuda:0"', text)
-        rep[tool] = {"errors": int(m[-1]) if m else None, "device_checks": len(checks),
-                     "all_checks_passed": '"failed":0' in text}
+        results = os.path.join(out, f"sanitize-{run}.jsonl")
+        rows = jl(results) if os.path.exists(results) else \
+            [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+        plan, ran, tally = device_results(rows)
+        passed = device_passed(rows)
+        rc_file = os.path.join(out, f"sanitize-{run}.rc")
+        rc = open(rc_file).read().strip() if os.path.exists(rc_file) else None
+        rep[run] = {"errors": int(m[-1]) if m else None, "device_checks": len(ran),
+                    "planned": len(plan) if plan is not None else None,
+                    "device_tally": tally, "all_checks_passed": passed,
+                    "failed_on_cuda": sorted(c for c, good in ran.items() if not good),
+                    "exit": rc}
         if warn:
-            rep[tool]["warnings"] = int(warn[-1])
-        ok &= bool(m) and int(m[-1]) == 0 and rep[tool]["all_checks_passed"]
+            rep[run]["warnings"] = int(warn[-1])
+        if rc == "124":
+            rep[run]["cut_short"] = True
+        if text.startswith("not started"):
+            rep[run]["not_started"] = True
+        ok &= bool(m) and int(m[-1]) == 0 and passed
     dump(out, "sanitize.json", rep)
-    print("; ".join(f"{t}: {r['errors']} errors over {r['device_checks']} device checks"
-                    for t, r in rep.items()) or "no sanitizer logs")
+
+    def line(t, r):
+        if r.get("not_started"):
+            return f"{t}: not started (the stage's time was spent)"
+        if r["errors"] is None:
+            return f"{t}: cut short ({r['device_checks']} device checks ran)"
+        bad = f", FAILED on cuda:0: {', '.join(r['failed_on_cuda'])}" if r["failed_on_cuda"] else \
+            ("" if r["all_checks_passed"] else ", device results incomplete")
+        return f"{t}: {r['errors']} errors over {r['device_checks']} device checks{bad}"
+    print("; ".join(line(t, r) for t, r in rep.items()) or "no sanitizer logs")
     return ok and bool(rep)
 
 
@@ -170,6 +228,8 @@ def wrk_run(path):
     return {"file": os.path.basename(path), "requests_per_s": g(r"Requests/sec:\s+([\d.]+)"),
             "ok": g(r"body_checked ok=(\d+)", int), "wrong": g(r"body_checked ok=\d+ wrong=(\d+)", int),
             "ok_per_s": g(r"ok_per_s=([\d.]+)"), "checks": g(r"checks: (.*)", str),
+            "planted_ok": g(r"planted_checked ok=(\d+)", int),
+            "planted_wrong": g(r"planted_checked ok=\d+ wrong=(\d+)", int),
             "p50_ms": (g(r"latency_us p50=(\d+)") or 0) / 1e3,
             "p99_ms": (g(r"latency_us p50=\d+ p90=\d+ p99=(\d+)") or 0) / 1e3}
 
@@ -188,16 +248,22 @@ def load(out):
     for cfg, r in rep.items():
         runs = r["closed"]
         wrong = sum((x["wrong"] if x["wrong"] is not None else 1) for x in runs)
-        r["runs"], r["wrong_total"] = len(runs), wrong
+        # every run must have checked planted questions' first hits (a run of an older Lua,
+        # or against a store without them, checked only the tenant)
+        planted = sum(x["planted_ok"] or 0 for x in runs)
+        unplanted = sum(1 for x in runs if not x["planted_ok"])
+        r["runs"], r["wrong_total"], r["planted_ok_total"] = len(runs), wrong, planted
         r["median_ok_per_s"] = statistics.median([x["ok_per_s"] or 0 for x in runs]) if runs else 0
         r["median_p99_ms"] = statistics.median([x["p99_ms"] for x in runs]) if runs else None
         o = r.get("open", {})
         ow = sum(o.get("errors", {}).values()) if "errors" in o else 1
-        ok &= wrong == 0 and len(runs) >= 3 and ow == 0
+        oplanted = o.get("planted_ok") or 0
+        ok &= wrong == 0 and len(runs) >= 3 and ow == 0 and unplanted == 0 and oplanted > 0
         lines.append(f"{cfg}: closed {r['median_ok_per_s']:.0f}/s body-checked (median of "
-                     f"{len(runs)}, p99 {r['median_p99_ms']} ms, {wrong} wrong); open "
+                     f"{len(runs)}, p99 {r['median_p99_ms']} ms, {wrong} wrong, {planted} planted "
+                     f"first hits right{f', {unplanted} runs without' if unplanted else ''}); open "
                      f"{o.get('target_rate') or 0:.0f}/s -> p99 {o.get('latency_ms', {}).get('p99')} ms, "
-                     f"{ow} wrong")
+                     f"{ow} wrong, {oplanted} planted first hits right")
     dump(out, "load.json", rep)
     print("; ".join(lines) or "no load runs")
     return ok and bool(rep)
@@ -246,8 +312,10 @@ def self_test():
 
     check = lambda name, dev, ok=True: json.dumps({"check": name, "device": dev, "ok": ok})  # noqa: E731
     wrk = ("Requests/sec: 100.0\nbody_checked ok=%d wrong=%d ok_per_s=100.0\n"
+           "planted_checked ok=%d wrong=0 (one search in 4)\n"
            "latency_us p50=1000 p90=2000 p99=3000 max=4000\n")
-    opened = json.dumps({"target_rate": 80, "errors": {}, "latency_ms": {"p99": 3.0}})
+    opened = json.dumps({"target_rate": 80, "errors": {}, "latency_ms": {"p99": 3.0},
+                         "planted_ok": 200})
     ncu_csv = ('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum",'
                '"lts__t_sector_hit_rate.pct"\n"","","byte","nsecond","%"\n'
                + "".join(f'"{i}","memdex_segmented_topk","3,840,000,000","1000000","5"\n'
@@ -255,24 +323,65 @@ def self_test():
     results = []
     with tempfile.TemporaryDirectory() as d:
         both = [check("a", "cpu"), check("a", "cuda:0"), check("b", "cpu"), check("b", "cuda:0")]
+        plan = json.dumps({"plan": ["a", "b"]})
         tally = {"passed": 4, "failed": 0, "by_device": {"cpu": {"passed": 2, "failed": 0},
                                                            "cuda:0": {"passed": 2, "failed": 0}}}
-        w(d, "kernels.jsonl", "\n".join(both + [json.dumps(tally)]))
+        tests_log = "test result: ok. 4 passed; 0 failed; 0 ignored\n"
+        w(d, "kernels.jsonl", "\n".join([plan] + both + [json.dumps(tally)]))
+        results.append(("kernels without the crate's tests", run(kernels, d), False))
+        w(d, "kernels-tests.log", tests_log)
         results.append(("kernels all pass", run(kernels, d), True))
         tally["by_device"]["cuda:0"] = {"passed": 1, "failed": 1}
-        w(d, "kernels.jsonl", "\n".join(both + [json.dumps(tally)]))
+        w(d, "kernels.jsonl", "\n".join([plan] + both + [json.dumps(tally)]))
         results.append(("kernels cuda failure", run(kernels, d), False))
-        w(d, "sanitize-memcheck.log", '{"check":"a","device":"cuda:0"}\n{"failed":0}\n'
-          "========= ERROR SUMMARY: 0 errors\n")
+        # a check the binary planned but never ran on cuda:0 (tally and lines agree)
+        tally["by_device"]["cuda:0"] = {"passed": 1, "failed": 0}
+        w(d, "kernels.jsonl", "\n".join([plan] + both[:3] + [json.dumps(tally)]))
+        results.append(("kernels check missing on cuda:0", run(kernels, d), False))
+        tally["by_device"]["cuda:0"] = {"passed": 2, "failed": 0}
+        os.remove(os.path.join(d, "kernels.jsonl"))
+
+        # the sanitizer stage: sanitize-plan.txt names the runs; each has the sanitizer's
+        # report (.log) and the device's results (.jsonl)
+        def san(name, summary, lines):
+            w(d, f"sanitize-{name}.log", "========= COMPUTE-SANITIZER\n" + summary)
+            w(d, f"sanitize-{name}.jsonl", "\n".join(lines))
+        cuda_ok = lambda names, failed=(): [json.dumps({"plan": names})] + [  # noqa: E731
+            json.dumps({"check": n, "device": "cuda:0", "ok": n not in failed}) for n in names] + [
+            json.dumps({"passed": len(names) - len(failed), "failed": len(failed), "by_device": {
+                "cuda:0": {"passed": len(names) - len(failed), "failed": len(failed)}}})]
+        clean = "========= ERROR SUMMARY: 0 errors\n"
+        race_clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+        w(d, "sanitize-plan.txt", "memcheck memcheck all\nracecheck-rank racecheck rank\n")
+        san("memcheck", clean, cuda_ok(["a", "b"]))
+        results.append(("sanitize: a planned run missing", run(sanitize, d), False))
+        san("racecheck-rank", race_clean, cuda_ok(["rank_a"]))
         results.append(("sanitize clean", run(sanitize, d), True))
-        w(d, "sanitize-racecheck-rank.log", '{"failed":0}\n========= RACECHECK SUMMARY: '
-          '0 hazards displayed (0 errors, 0 warnings)\n')
-        results.append(("racecheck clean", run(sanitize, d), True))
-        w(d, "sanitize-racecheck-topk.log", '{"failed":0}\n========= RACECHECK SUMMARY: '
-          '2 hazards displayed (2 errors, 0 warnings)\n')
+        san("racecheck-rank", "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, "
+            "0 warnings)\n", cuda_ok(["rank_a"]))
         results.append(("racecheck hazards", run(sanitize, d), False))
-        w(d, "sanitize-racecheck-topk.log", '{"check":"a","device":"cuda:0"}\n')
+        san("racecheck-rank", "", cuda_ok(["rank_a"])[:2])
         results.append(("racecheck cut short", run(sanitize, d), False))
+        # the sanitizer finds no error but a check fails on the device: a failure
+        san("racecheck-rank", race_clean, cuda_ok(["rank_a"], failed=["rank_a"]))
+        results.append(("racecheck clean, device check failed", run(sanitize, d), False))
+        san("racecheck-rank", race_clean, cuda_ok(["rank_a"]))
+        # the sanitizer's summary came, the device's tally did not (results cut)
+        san("memcheck", clean, cuda_ok(["a", "b"])[:3])
+        results.append(("memcheck clean, device tally missing", run(sanitize, d), False))
+        for f in glob.glob(os.path.join(d, "sanitize-*")):
+            os.remove(f)
+        # the layout of the 2026-11-26 runs (results inside the log, both devices run): the CPU
+        # reference passes, cuda:0 fails, and the CPU's '"failed":0' must not read as a pass
+        old = ('========= COMPUTE-SANITIZER\n{"check":"a","device":"cpu","ok":true}\n'
+               '{"check":"a","device":"cuda:0","ok":%s}\n{"by_device":{"cpu":{"failed":0,'
+               '"passed":1},"cuda:0":{"failed":%d,"passed":%d}},"cuda":true,"failed":%d,'
+               '"passed":%d}\n========= ERROR SUMMARY: 0 errors\n')
+        w(d, "sanitize-memcheck.log", old % ("true", 0, 1, 0, 2))
+        results.append(("old layout, clean", run(sanitize, d), True))
+        w(d, "sanitize-memcheck.log", old % ("false", 1, 0, 1, 1))
+        results.append(("old layout, CPU passes and cuda:0 fails", run(sanitize, d), False))
+        os.remove(os.path.join(d, "sanitize-memcheck.log"))
         w(d, "scan-memdex.jsonl", json.dumps({"bench": "d2d_copy", "gb_per_s": 4000.0}) + "\n"
           + json.dumps({"bench": "segmented_topk", "case": "per_tenant_1x", "ms": 1.0,
                         "scan_gb_per_s": 3840.0, "fraction_of_copy_bw": 0.96}))
@@ -286,12 +395,17 @@ def self_test():
         frac = json.load(open(os.path.join(d, "ncu.json")))["scan"]["per_tenant_1x"]
         results.append(("ncu fraction 0.96", abs(frac["fraction_of_copy_bw"] - 0.96) < 1e-9, True))
         for r in (1, 2, 3):
-            w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0))
+            w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0, 250))
         w(d, "open-gpu.json", opened)
         results.append(("load clean", run(load, d), True))
-        w(d, "load-gpu-run2.txt", wrk % (990, 10))
+        w(d, "load-gpu-run2.txt", wrk % (990, 10, 240))
         results.append(("load wrong bodies", run(load, d), False))
-        w(d, "load-gpu-run2.txt", wrk % (1000, 0))
+        w(d, "load-gpu-run2.txt", wrk % (1000, 0, 0))
+        results.append(("load run without planted questions", run(load, d), False))
+        w(d, "load-gpu-run2.txt", wrk % (1000, 0, 250))
+        w(d, "open-gpu.json", json.dumps({**json.loads(opened), "planted_ok": 0}))
+        results.append(("open loop without planted questions", run(load, d), False))
+        w(d, "open-gpu.json", opened)
         os.remove(os.path.join(d, "open-gpu.json"))
         results.append(("load without open loop", run(load, d), False))
         w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))

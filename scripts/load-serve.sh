@@ -38,16 +38,21 @@ if [ -n "${MEMDEX_LOAD_STORE:-}" ]; then
 else
   python3 scripts/load/seed.py "$addr" 100 5000
 fi
-run() {  # name connections threads script
-  echo "== $1: wrk -t$3 -c$2 -d${dur}s -s scripts/load/$4 --latency"
-  timeout $((dur + 30)) wrk -t"$3" -c"$2" -d"${dur}s" --timeout 10s -s "scripts/load/$4" --latency "http://$addr" \
-    | grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|checks|body_checked|latency_us|requests in'
+# One wrk thread per connection: each thread pairs an answer with the one request it has in
+# flight, so scripts/load/common.lua checks the tenant asked for and, for a planted question
+# (one search in 4), the right first hit. A phase fails on any wrong answer.
+run() {  # name connections script
+  echo "== $1: wrk -t$2 -c$2 -d${dur}s -s scripts/load/$3 --latency"
+  local out
+  out=$(timeout $((dur + 30)) wrk -t"$2" -c"$2" -d"${dur}s" --timeout 10s -s "scripts/load/$3" --latency "http://$addr")
+  grep -E 'Requests/sec|Non-2xx|Socket errors|statuses|checks|body_checked|planted_checked|latency_us|requests in' <<< "$out"
+  grep -q 'body_checked ok=[1-9][0-9]* wrong=0 ' <<< "$out" || { echo "wrong answers in phase: $1" >&2; exit 1; }
 }
-run "search, 1 client" 1 1 search.lua
-run "search, 8 clients" 8 2 search.lua
-run "search, 64 clients" 64 2 search.lua
-run "append, 8 clients (1 session = 2 rounds per request)" 8 2 append.lua
-run "mixed 90% search / 10% append, 8 clients" 8 2 mixed.lua
+run "search, 1 client" 1 search.lua
+run "search, 8 clients" 8 search.lua
+run "search, 64 clients" 64 search.lua
+run "append, 8 clients (1 session = 2 rounds per request)" 8 append.lua
+run "mixed 90% search / 10% append, 8 clients" 8 mixed.lua
 echo "== after"
 curl -s "http://$addr/metrics" | grep -E '^memdex_(store_(rows|segments|tenants|bytes)|embed_batch_size_(sum|count)|store_commits_total|append_requests_committed_total|compactions_total|busy)'
 kill -TERM $pid; wait $pid || true

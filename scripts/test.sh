@@ -33,7 +33,15 @@ cargo test --release --workspace --features memdex-cli/full "$@"
 # else tests them; eval_crosscheck checks memdex's metric definitions)
 python3 scripts/eval-diff.py --self-test
 python3 scripts/gpu-report.py self-test
+# gpu-check.sh's sanitize stage with a fake compute-sanitizer and kernel check binary: its
+# verdict fails on a sanitizer error, a check failing on the device, a run cut short
+bash scripts/gpu-sanitize-selftest.sh
 python3 scripts/eval_crosscheck.py --self-test
+# the load tests' planted facts agree in Python, Lua and Rust; the wrk Lua's answer checks
+# against a fake server (needs wrk: apt-get install wrk; without it: SKIPPED on stderr, or a
+# failure under MEMDEX_REQUIRE_WRK=1)
+python3 scripts/load/planted.py --self-test
+python3 scripts/load/test-checks.py
 # no module cycle inside any crate
 python3 scripts/module-cycles.py --self-test
 python3 scripts/module-cycles.py

@@ -457,8 +457,9 @@ pub enum BenchCommand {
     Extract(BenchExtractArgs),
     /// HTTP load on a running `memdex serve`: searches over many keep-alive connections,
     /// closed loop or open loop at a fixed rate (latency from when each request was due);
-    /// a success is a 200 holding k hits of the tenant asked for, anything else an error
-    /// (the command fails if any). Tenants are PREFIX0 … PREFIX{N-1}.
+    /// a success is a 200 holding k hits of the tenant asked for (with `--planted N`, one
+    /// search in N asks a planted question, which must get its planted round first), anything
+    /// else an error (the command fails if any). Tenants are PREFIX0 … PREFIX{N-1}.
     Load(BenchLoadArgs),
 }
 
@@ -475,6 +476,11 @@ pub struct BenchLoadArgs {
     /// Hits asked for (and required) per search.
     #[arg(long, default_value_t = 10)]
     pub k: usize,
+    /// One search in N asks a planted question and must get the planted round first (the
+    /// histories of scripts/load/make-history.py and seed.py hold them: planted.py); 0: none,
+    /// for a store without them.
+    #[arg(long, default_value_t = 0)]
+    pub planted: usize,
     /// Keep-alive connections, one thread each.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,

@@ -11,7 +11,13 @@
 //!
 //! Each check panics on failure. `tests/kernels.rs` runs them per device through
 //! [`crate::test_device!`]; the `memdex-kernels-check` binary (feature `cuda`) runs them on a
-//! GPU box without Rust and reports each. They live in the library for that reason.
+//! GPU box without Rust and reports each ([`run`]: a check also fails when the device reported
+//! a new fault during it, [`Kernels::faults`]). They live in the library for that reason.
+//!
+//! [`set_sanitizer_size`] shrinks the inputs of the slowest checks for compute-sanitizer
+//! (racecheck multiplies a kernel's time by ~50): fewer rows and dims, but every kernel
+//! variant (d ≤ 512 and wider), a range past one block (> 1,024 rows), every weighting and
+//! both `k`.
 #![allow(clippy::unwrap_used)]
 
 mod parts;
@@ -21,6 +27,10 @@ mod text;
 pub use parts::rank_parts_match_one_matrix;
 pub use rank::{brute_rank_topk, rank_invalid_inputs_are_errors, rank_matches_reference};
 pub use text::rank_text_matches_host_inputs;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use memdex_score::fragrel::{relation_scores_reference, FragRel};
 use memdex_score::lsh::{Lsh, LshParams};
@@ -59,6 +69,68 @@ pub const ALL: &[(&str, Check)] = &[
         rank_text_matches_host_inputs,
     ),
 ];
+
+static SANITIZER_SIZE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the checks run at the sanitizer's input sizes (see the module docs); for the whole
+/// process (`memdex-kernels-check --small`).
+pub fn set_sanitizer_size(on: bool) {
+    SANITIZER_SIZE.store(on, Ordering::Relaxed);
+}
+
+fn sanitizer_size() -> bool {
+    SANITIZER_SIZE.load(Ordering::Relaxed)
+}
+
+/// One check's result on one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub ok: bool,
+    /// The check's panic message, or the faults the device reported during it.
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+/// Runs `check` on `k`: it fails when it panics, and also when the device reported a fault
+/// ([`Kernels::faults`]) during it that it had not before, though every answer was right (a
+/// kernel found wrong by the device's own comparison and replaced by its reference).
+pub fn run(check: Check, k: &dyn Kernels) -> Outcome {
+    let before = k.faults().len();
+    let t = Instant::now();
+    let r = catch_unwind(AssertUnwindSafe(|| check(k)));
+    let seconds = t.elapsed().as_secs_f64();
+    let faults = k.faults();
+    let error = match r {
+        Err(e) => Some(
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into()),
+        ),
+        Ok(()) if faults.len() > before => Some(format!(
+            "{}: fault: {}",
+            k.device(),
+            faults[before..].join("; ")
+        )),
+        Ok(()) => None,
+    };
+    Outcome {
+        ok: error.is_none(),
+        error,
+        seconds,
+    }
+}
+
+/// Panics when `k` reported a fault (a check's last step where a device compares its own work,
+/// as on the first batch over resident parts).
+fn assert_no_faults(k: &dyn Kernels, what: &str) {
+    let faults = k.faults();
+    assert!(
+        faults.is_empty(),
+        "{} {what}: faults {faults:?}",
+        k.device()
+    );
+}
 
 struct Rng(u64);
 
@@ -113,7 +185,7 @@ fn to_f16(v: &[f32]) -> Vec<f16> {
 }
 
 /// Ranges of different shapes: empty, shorter than k, ordinary, one long enough that the GPU
-/// splits it (> 1,024 rows) and the whole matrix.
+/// splits it (> 1,024 rows) and the whole matrix (`rows` > 1,024).
 fn ranges_for(rows: u32) -> Vec<[u32; 2]> {
     vec![
         [0, 0],
@@ -122,7 +194,7 @@ fn ranges_for(rows: u32) -> Vec<[u32; 2]> {
         [300, 1000],
         [1000, rows],
         [0, rows],
-        [17, 2500],
+        [17, 2500.min(rows - 1)],
     ]
 }
 

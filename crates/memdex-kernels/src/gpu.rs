@@ -645,6 +645,10 @@ impl Kernels for Gpu {
         format!("cuda:{}", self.ordinal)
     }
 
+    fn faults(&self) -> Vec<String> {
+        self.resident.faults()
+    }
+
     fn lsh_project(
         &self,
         x: &[f32],

@@ -19,7 +19,7 @@ pub mod text;
 mod types;
 
 pub use half::f16;
-pub use parts::{Concatenated, RankPart};
+pub use parts::{Assembly, AssemblyGate, Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
 pub use text::{text_inputs_reference, PartText, TextQueries};
@@ -54,6 +54,15 @@ pub enum KernelError {
 pub trait Kernels {
     /// `cpu` or `cuda:N`.
     fn device(&self) -> String;
+
+    /// Disagreements the device found in its own work and recovered from, oldest first: the
+    /// CUDA kernels' `gather_parts` building other rows than the per-part copies on the first
+    /// batch ([`AssemblyGate`]; the copies build every batch from then on). The answers stay
+    /// right, so only this says the kernel is wrong: a check run on a device that reports a
+    /// new fault fails ([`checks::run`]). None by default.
+    fn faults(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// TiM bucket ids of `x` (`n × dim`, row-major) in every table: `n × tables` ids,
     /// `argmax([x R_t ; −x R_t])` with the first maximum winning. `proj` is

@@ -3,6 +3,8 @@
 //! the parts it has seen resident and assemble a batch's matrix without uploading them again.
 //! The queries' ranges index the parts concatenated in order; a range lies within one part.
 
+use std::sync::{Mutex, MutexGuard};
+
 use crate::rank::{RankQueries, RankRows};
 use crate::types::check_dim;
 use crate::{f16, KernelError, Matrix, Timeline, NO_ROW};
@@ -124,6 +126,74 @@ impl Concatenated {
     }
 }
 
+/// How a device builds its next batch from resident parts ([`AssemblyGate::next`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assembly {
+    /// The fast way (the CUDA `gather_parts` kernel): it built a batch as the reference did.
+    Fast,
+    /// The reference way (per-part copies): the fast way built other rows.
+    Reference,
+    /// Both, then [`AssemblyGate::record`] whether they agree (no batch compared yet).
+    Compare,
+}
+
+/// The first-batch comparison of a fast way of assembling a batch against a reference way
+/// (on CUDA: `gather_parts.cu` against four device-to-device copies per part). Until one batch
+/// has been built both ways and compared, every batch is ([`Assembly::Compare`]); then the
+/// fast way is kept if the two agreed bit for bit, else the reference builds every batch from
+/// then on. A disagreement is a **fault** ([`AssemblyGate::faults`], surfaced as
+/// [`crate::Kernels::faults`]): the answers stay right, so nothing else would notice, but a
+/// kernel check run on the device fails (`checks::run`, `rank_parts_match_one_matrix`).
+#[derive(Debug, Default)]
+pub struct AssemblyGate {
+    state: Mutex<GateState>,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    /// Whether the fast way agreed (None: not compared yet). A disagreement is sticky.
+    kept: Option<bool>,
+    faults: Vec<String>,
+}
+
+impl AssemblyGate {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How to build the next batch.
+    pub fn next(&self) -> Assembly {
+        match self.lock().kept {
+            Some(true) => Assembly::Fast,
+            Some(false) => Assembly::Reference,
+            None => Assembly::Compare,
+        }
+    }
+
+    /// The result of a comparison: whether both ways built the same bits. A disagreement
+    /// (`what` describes it) is recorded as a fault and turns the fast way off for good; an
+    /// agreement keeps it unless an earlier comparison disagreed.
+    pub fn record(&self, same: bool, what: impl FnOnce() -> String) {
+        let mut st = self.lock();
+        if same {
+            st.kept.get_or_insert(true);
+        } else {
+            st.kept = Some(false);
+            st.faults.push(what());
+        }
+    }
+
+    /// Whether the fast way is in use (None until a batch was compared).
+    pub fn kept(&self) -> Option<bool> {
+        self.lock().kept
+    }
+
+    /// Every disagreement recorded, oldest first.
+    pub fn faults(&self) -> Vec<String> {
+        self.lock().faults.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +250,22 @@ mod tests {
         );
         assert_eq!(c.importance, [1, 2, 3, 4, 5]);
         assert_eq!(c.matrix().rows(), 5);
+    }
+
+    #[test]
+    fn the_gate_keeps_the_fast_way_only_after_an_agreement_and_records_a_disagreement() {
+        let g = AssemblyGate::default();
+        assert_eq!((g.next(), g.kept()), (Assembly::Compare, None));
+        g.record(true, || unreachable!("no fault on an agreement"));
+        assert_eq!((g.next(), g.kept()), (Assembly::Fast, Some(true)));
+        assert!(g.faults().is_empty());
+
+        let g = AssemblyGate::default();
+        g.record(false, || "batch 1 differs".into());
+        assert_eq!((g.next(), g.kept()), (Assembly::Reference, Some(false)));
+        // a later agreement (a concurrent first batch) does not turn the fast way back on
+        g.record(true, || unreachable!());
+        assert_eq!(g.next(), Assembly::Reference);
+        assert_eq!(g.faults(), ["batch 1 differs"]);
     }
 }

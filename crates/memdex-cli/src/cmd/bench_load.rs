@@ -1,9 +1,14 @@
 //! `memdex bench load`: searches against a running `memdex serve`, every answer checked.
 //!
 //! Each of `--connections` keep-alive connections runs on its own thread and sends
-//! `POST /v1/tenants/{tenant}/search` with one of 216 template questions and a random tenant.
-//! A response counts as a success only when it is a 200 whose JSON names the tenant asked for
-//! and holds exactly `k` hits, each of that tenant; anything else is an error counted by kind.
+//! `POST /v1/tenants/{tenant}/search` with one of 216 template questions and a random tenant,
+//! or, for one search in `--planted N`, a planted question: the load tests' histories hold
+//! per tenant `{prefix}{i}` a session `planted-THING` naming its THING with a name only that
+//! tenant has (`scripts/load/planted.py`; the same rule below), so the right first hit is
+//! known. A response counts as a success only when it is a 200 whose JSON names the tenant
+//! asked for and holds exactly `k` hits, each of that tenant, and, for a planted question,
+//! whose first hit is the planted session's round holding the name; anything else is an error
+//! counted by kind.
 //!
 //! Closed loop (no `--rate`): each connection sends its next request when the last answer
 //! came; latency is send → answer. Open loop (`--rate R`): request i is due at start + i / R
@@ -39,6 +44,41 @@ const TEMPLATES: [&str; 12] = [
     "what do I usually do with my {} on weekends?",
     "did I ever tell you about the {}?",
 ];
+/// The planted facts (`scripts/load/planted.py`, whose `--self-test` checks this copy): the
+/// j-th thing of tenant i is named `PLANT_SYL_A[(i + j) % 10] + PLANT_SYL_B[(i / 10 + 3 j) % 10]`
+/// in its session `planted-THING`; asked "what did I name my THING?", that round comes first.
+const PLANT_THINGS: [&str; 4] = ["iguana", "kayak", "telescope", "harmonica"];
+const PLANT_SYL_A: [&str; 10] = [
+    "Bal", "Cor", "Dun", "Fen", "Gal", "Hol", "Jas", "Kel", "Lom", "Mir",
+];
+const PLANT_SYL_B: [&str; 10] = [
+    "abar", "edric", "imon", "ova", "ulf", "enna", "orin", "astel", "ibeth", "othar",
+];
+
+/// A planted question's right first hit: its session id and the name its value holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Expected {
+    session_id: String,
+    name: String,
+}
+
+/// Tenant number `tenant`'s planted question `j`: the question and its right first hit.
+fn planted(tenant: usize, j: usize) -> (String, Expected) {
+    let thing = PLANT_THINGS[j % PLANT_THINGS.len()];
+    let name = format!(
+        "{}{}",
+        PLANT_SYL_A[(tenant + j) % 10],
+        PLANT_SYL_B[(tenant / 10 + 3 * j) % 10]
+    );
+    (
+        format!("what did I name my {thing}?"),
+        Expected {
+            session_id: format!("planted-{thing}"),
+            name,
+        },
+    )
+}
+
 /// Wrong answers quoted in the report (the first ones seen).
 const SAMPLES: usize = 5;
 /// Largest response body read (a search answer is a few KB).
@@ -67,10 +107,16 @@ struct Report {
     /// Open loop: the rate asked for (requests/s).
     target_rate: Option<f64>,
     requests: u64,
-    /// 200s with k hits, all of the tenant asked for.
+    /// 200s with k hits, all of the tenant asked for (and, for a planted question, the
+    /// planted round first).
     ok: u64,
     ok_per_s: f64,
-    /// Everything else, by kind (`status 429`, `hit count`, `foreign hit`, `io`, ...).
+    /// One search in this many asked a planted question (0: none).
+    planted_every: usize,
+    /// Planted questions answered right (those answered wrong are among `errors`).
+    planted_ok: u64,
+    /// Everything else, by kind (`status 429`, `hit count`, `foreign hit`, `wrong top hit`,
+    /// `io`, ...).
     errors: BTreeMap<String, u64>,
     error_samples: Vec<String>,
     /// Open loop: requests sent more than 1 ms after they were due (the client fell behind:
@@ -84,6 +130,7 @@ struct Report {
 struct Tally {
     latencies_us: Vec<u64>,
     ok: u64,
+    planted_ok: u64,
     late: u64,
     errors: BTreeMap<String, u64>,
     samples: Vec<String>,
@@ -99,6 +146,7 @@ impl Tally {
     fn merge(&mut self, o: Tally) {
         self.latencies_us.extend(o.latencies_us);
         self.ok += o.ok;
+        self.planted_ok += o.planted_ok;
         self.late += o.late;
         for (k, v) in o.errors {
             *self.errors.entry(k).or_default() += v;
@@ -130,11 +178,15 @@ pub fn run(a: BenchLoadArgs) -> Result<()> {
     let wrong: u64 = report.errors.values().sum();
     if wrong > 0 {
         bail!(
-            "{wrong} of {} responses were not a 200 with {} hits of the tenant asked for: {:?}",
+            "{wrong} of {} responses were not a 200 with {} hits of the tenant asked for \
+             (for a planted question: the planted round first): {:?}",
             report.requests,
             a.k,
             report.errors
         );
+    }
+    if a.planted > 0 && report.planted_ok == 0 {
+        bail!("--planted {}: no planted question was answered", a.planted);
     }
     Ok(())
 }
@@ -189,14 +241,23 @@ fn connection(
         } else if rate.is_some() && now - due > Duration::from_millis(1) {
             t.late += 1;
         }
-        let tenant = format!("{}{}", a.tenant_prefix, rng.below(a.tenants));
-        let query = rng.pick(&TEMPLATES).replace("{}", rng.pick(&WORDS));
+        let number = rng.below(a.tenants);
+        let tenant = format!("{}{}", a.tenant_prefix, number);
+        let (query, expected) = if a.planted > 0 && rng.below(a.planted) == 0 {
+            let (q, e) = planted(number, rng.below(PLANT_THINGS.len()));
+            (q, Some(e))
+        } else {
+            (rng.pick(&TEMPLATES).replace("{}", rng.pick(&WORDS)), None)
+        };
         let sent = if rate.is_some() { due } else { Instant::now() };
         match exchange(&mut conn, a, &tenant, &query) {
             Ok((status, body)) => {
                 t.latencies_us.push(sent.elapsed().as_micros() as u64);
-                match check(status, &body, &tenant, a.k) {
-                    Ok(()) => t.ok += 1,
+                match check(status, &body, &tenant, a.k, expected.as_ref()) {
+                    Ok(()) => {
+                        t.ok += 1;
+                        t.planted_ok += u64::from(expected.is_some());
+                    }
                     Err(kind) => t.error(kind, || {
                         format!(
                             "{tenant}: {}",
@@ -304,8 +365,15 @@ fn read_response(r: &mut BufReader<TcpStream>) -> Result<(u16, bool, Vec<u8>)> {
     Ok((status, close, body))
 }
 
-/// A success is a 200 whose JSON names `tenant` and holds exactly `k` hits of `tenant`.
-fn check(status: u16, body: &[u8], tenant: &str, k: usize) -> Result<(), String> {
+/// A success is a 200 whose JSON names `tenant` and holds exactly `k` hits of `tenant`, the
+/// first one `expected` when given (its session, its value holding the planted name).
+fn check(
+    status: u16,
+    body: &[u8],
+    tenant: &str,
+    k: usize,
+    expected: Option<&Expected>,
+) -> Result<(), String> {
     if status != 200 {
         return Err(format!("status {status}"));
     }
@@ -320,6 +388,14 @@ fn check(status: u16, body: &[u8], tenant: &str, k: usize) -> Result<(), String>
     }
     if hits.iter().any(|h| h["tenant"] != tenant) {
         return Err("foreign hit".into());
+    }
+    if let Some(e) = expected {
+        let first = &hits[0];
+        let right = first["session_id"] == e.session_id.as_str()
+            && first["value"].as_str().is_some_and(|v| v.contains(&e.name));
+        if !right {
+            return Err("wrong top hit".into());
+        }
     }
     Ok(())
 }
@@ -344,6 +420,8 @@ fn report(a: &BenchLoadArgs, mut t: Tally, seconds: f64) -> Report {
         requests: t.ok + t.errors.values().sum::<u64>(),
         ok: t.ok,
         ok_per_s: t.ok as f64 / seconds,
+        planted_every: a.planted,
+        planted_ok: t.planted_ok,
         errors: t.errors,
         error_samples: t.samples,
         late_sends: t.late,
@@ -363,8 +441,9 @@ fn print_text(r: &Report) {
         .target_rate
         .map_or(String::new(), |x| format!(" at {x:.0}/s"));
     println!(
-        "{} loop{target}, {} connections, {:.1} s: {} requests, {} ok ({:.1}/s), errors {:?}",
-        r.mode, r.connections, r.seconds, r.requests, r.ok, r.ok_per_s, r.errors
+        "{} loop{target}, {} connections, {:.1} s: {} requests, {} ok ({:.1}/s; {} planted \
+         questions answered right), errors {:?}",
+        r.mode, r.connections, r.seconds, r.requests, r.ok, r.ok_per_s, r.planted_ok, r.errors
     );
     let l = &r.latency_ms;
     println!(
@@ -381,12 +460,12 @@ fn print_text(r: &Report) {
 
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::{check, planted};
 
     fn body(tenant: &str, hits: &[&str]) -> Vec<u8> {
         let hits: Vec<_> = hits
             .iter()
-            .map(|t| serde_json::json!({"tenant": t}))
+            .map(|t| serde_json::json!({"tenant": t, "session_id": "s1", "value": "user: hi"}))
             .collect();
         serde_json::json!({"tenant": tenant, "hits": hits})
             .to_string()
@@ -396,12 +475,60 @@ mod tests {
     #[test]
     fn only_a_200_with_k_hits_of_the_tenant_is_a_success() {
         let good = body("t1", &["t1", "t1"]);
-        assert_eq!(check(200, &good, "t1", 2), Ok(()));
-        assert_eq!(check(429, &good, "t1", 2).unwrap_err(), "status 429");
-        assert_eq!(check(200, &good, "t1", 3).unwrap_err(), "hit count");
-        assert_eq!(check(200, &good, "t2", 2).unwrap_err(), "wrong tenant");
+        assert_eq!(check(200, &good, "t1", 2, None), Ok(()));
+        assert_eq!(check(429, &good, "t1", 2, None).unwrap_err(), "status 429");
+        assert_eq!(check(200, &good, "t1", 3, None).unwrap_err(), "hit count");
+        assert_eq!(
+            check(200, &good, "t2", 2, None).unwrap_err(),
+            "wrong tenant"
+        );
         let foreign = body("t1", &["t1", "t2"]);
-        assert_eq!(check(200, &foreign, "t1", 2).unwrap_err(), "foreign hit");
-        assert_eq!(check(200, b"<html>", "t1", 2).unwrap_err(), "body not JSON");
+        assert_eq!(
+            check(200, &foreign, "t1", 2, None).unwrap_err(),
+            "foreign hit"
+        );
+        assert_eq!(
+            check(200, b"<html>", "t1", 2, None).unwrap_err(),
+            "body not JSON"
+        );
+    }
+
+    #[test]
+    fn a_planted_question_needs_its_planted_round_first() {
+        // scripts/load/planted.py: tenant 17's kayak (thing 1) is Lomulf, its iguana Keledric
+        let (q, e) = planted(17, 1);
+        assert_eq!(q, "what did I name my kayak?");
+        assert_eq!(
+            (e.session_id.as_str(), e.name.as_str()),
+            ("planted-kayak", "Lomulf")
+        );
+        assert_eq!(planted(17, 0).1.name, "Keledric");
+        let answer = |first: (&str, &str)| {
+            let hit = |sid: &str, value: &str| serde_json::json!({"tenant": "tenant-17", "session_id": sid, "value": value});
+            let hits = [hit(first.0, first.1), hit("s3", "user: I love my dog.")];
+            serde_json::json!({"tenant": "tenant-17", "hits": hits})
+                .to_string()
+                .into_bytes()
+        };
+        let right = answer((
+            "planted-kayak",
+            "user: I named my kayak Lomulf.\nassistant: Noted.",
+        ));
+        assert_eq!(check(200, &right, "tenant-17", 2, Some(&e)), Ok(()));
+        // the template questions' check does not look at the first hit
+        let other = answer(("s9", "user: I love my cat."));
+        assert_eq!(check(200, &other, "tenant-17", 2, None), Ok(()));
+        for wrong in [
+            other,
+            // the right session id with another tenant's name
+            answer(("planted-kayak", "user: I named my kayak Balabar.")),
+            // the name in another session
+            answer(("planted-iguana", "user: I named my kayak Lomulf.")),
+        ] {
+            assert_eq!(
+                check(200, &wrong, "tenant-17", 2, Some(&e)).unwrap_err(),
+                "wrong top hit"
+            );
+        }
     }
 }

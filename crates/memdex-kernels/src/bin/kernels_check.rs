@@ -1,16 +1,35 @@
-//! `memdex-kernels-check`: runs every kernel check (`memdex_kernels::checks`) on the CPU
-//! reference and on `cuda:0`, catching each failure, and prints one JSON line per (check,
-//! device) plus a summary with the counts of each device apart; exits 1 if any failed or if no CUDA device answers. What
+//! `memdex-kernels-check [--cuda] [--small] [FILTER...]`: runs the kernel checks
+//! (`memdex_kernels::checks`, those whose name contains a FILTER; all without one) on the CPU
+//! reference and on `cuda:0` (`--cuda`: on `cuda:0` only, as under compute-sanitizer, where the
+//! CPU half gains nothing), at the sanitizer's input sizes with `--small`
+//! (`checks::set_sanitizer_size`). Prints one JSON line with the checks planned
+//! (`{"plan": [...]}`), one per (check, device) — a check fails when it panics or when the
+//! device reported a new fault during it (`checks::run`) — and a summary with the counts of
+//! each device apart; exits 1 if any failed or if no CUDA device answers. What
 //! `scripts/gpu-check.sh` runs on the GPU box (no Rust there, so no `cargo test`).
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
-
-use memdex_kernels::checks::ALL;
+use memdex_kernels::checks::{run, set_sanitizer_size, ALL};
 use memdex_kernels::cpu::Cpu;
 use memdex_kernels::gpu::Gpu;
 use memdex_kernels::Kernels;
 
 fn main() {
+    let mut cuda_only = false;
+    let mut filter: Vec<String> = Vec::new();
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--cuda" => cuda_only = true,
+            "--small" => set_sanitizer_size(true),
+            "-h" | "--help" => {
+                println!("usage: memdex-kernels-check [--cuda] [--small] [FILTER...]");
+                return;
+            }
+            f if f.starts_with("--") => {
+                eprintln!("unknown option {f} (usage: memdex-kernels-check [--cuda] [--small] [FILTER...])");
+                std::process::exit(2);
+            }
+            f => filter.push(f.to_string()),
+        }
+    }
     let gpu = match Gpu::new(0) {
         Ok(g) => Some(g),
         Err(e) => {
@@ -21,30 +40,27 @@ fn main() {
             None
         }
     };
-    let mut devices: Vec<&dyn Kernels> = vec![&Cpu];
+    let mut devices: Vec<&dyn Kernels> = if cuda_only { vec![] } else { vec![&Cpu] };
     if let Some(g) = &gpu {
         devices.push(g);
     }
-    let filter: Vec<String> = std::env::args().skip(1).collect();
+    let planned: Vec<_> = ALL
+        .iter()
+        .filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    let names: Vec<&str> = planned.iter().map(|(name, _)| *name).collect();
+    println!(
+        "{}",
+        serde_json::json!({"plan": names, "cuda_only": cuda_only})
+    );
     let (mut passed, mut failed) = (0, 0);
     // per device: [passed, failed] (the CPU reference and cuda:0 are counted apart)
     let mut by_device: std::collections::BTreeMap<String, [u32; 2]> = Default::default();
-    for (name, check) in ALL {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
+    for (name, check) in planned {
         for &k in &devices {
-            let t = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(|| check(k)));
-            let ok = r.is_ok();
-            let error = r.err().map(|e| {
-                e.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into())
-            });
+            let r = run(*check, k);
             let tally = by_device.entry(k.device()).or_default();
-            if ok {
+            if r.ok {
                 passed += 1;
                 tally[0] += 1;
             } else {
@@ -53,8 +69,8 @@ fn main() {
             }
             println!(
                 "{}",
-                serde_json::json!({"check": name, "device": k.device(), "ok": ok,
-                    "seconds": t.elapsed().as_secs_f64(), "error": error})
+                serde_json::json!({"check": name, "device": k.device(), "ok": r.ok,
+                    "seconds": r.seconds, "error": r.error})
             );
         }
     }

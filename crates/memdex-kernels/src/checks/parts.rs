@@ -4,7 +4,7 @@
 //! anew; a range across two parts is refused.
 
 use super::rank::{brute_rank_topk, QueryInputs, DEFAULTS};
-use super::{assert_close, random_unit, timeline, to_f16, Rng};
+use super::{assert_close, assert_no_faults, random_unit, sanitizer_size, timeline, to_f16, Rng};
 use crate::{
     f16, range_offsets, Concatenated, KernelError, Kernels, RankPart, RankQueries, TimeRule,
 };
@@ -86,7 +86,8 @@ fn agree(k: &dyn Kernels, dim: usize, parts: &[RankPart<'_>], what: &str) {
 pub fn rank_parts_match_one_matrix(k: &dyn Kernels) {
     let dim = 384;
     // a tenant with no rows, one with one, unkeyed, and ones past a kernel block
-    let sizes = [(11, 300), (12, 0), (13, 1), (0, 57), (14, 2500), (15, 700)];
+    let big = if sanitizer_size() { 1100 } else { 2500 };
+    let sizes = [(11, 300), (12, 0), (13, 1), (0, 57), (14, big), (15, 700)];
     let mut tenants: Vec<Tenant> = (sizes.iter().enumerate())
         .map(|(i, &(key, rows))| Tenant::new(key, rows, dim, 100 + 10 * i as u64))
         .collect();
@@ -113,4 +114,8 @@ pub fn rank_parts_match_one_matrix(k: &dyn Kernels) {
     };
     let e = k.rank_topk_parts(dim, &parts, &across, &DEFAULTS, 5);
     assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
+    // the device assembled the first batch both ways (CUDA: gather_parts.cu and the copies)
+    // and found them equal: a disagreement leaves the answers right (the copies take over),
+    // so only this tells
+    assert_no_faults(k, "parts");
 }

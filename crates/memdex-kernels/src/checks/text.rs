@@ -6,7 +6,7 @@
 use memdex_rank::TimeWindow;
 
 use super::rank::{brute_rank_topk, DEFAULTS};
-use super::{assert_close, random_unit, Rng};
+use super::{assert_close, assert_no_faults, random_unit, Rng};
 use crate::{
     range_offsets, Concatenated, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries,
     TextQueries, TimeRule,
@@ -278,4 +278,6 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
     ] {
         assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
     }
+    // the first batch over resident parts was assembled both ways and found equal
+    assert_no_faults(k, "text");
 }

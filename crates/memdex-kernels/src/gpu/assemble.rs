@@ -2,7 +2,8 @@
 //! launch (`kernels/cuda/gather_parts.cu`), or by four device-to-device copies per part (the
 //! reference). The first batch of a device with rows builds them both ways and compares them
 //! bit for bit; the kernel is used from then on only if they agreed (else the copies, with an
-//! error logged).
+//! error logged and a fault recorded: `crate::AssemblyGate`, `Kernels::faults`, which fails
+//! the kernel checks on that device).
 
 use std::sync::Arc;
 

@@ -6,12 +6,12 @@
 //! shared).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::assemble::{Columns, DevicePart};
 use super::text::DeviceText;
 use super::{nonempty, DeviceMatrix, DeviceRankRows, Gpu};
-use crate::{KernelError, PartText, RankPart};
+use crate::{Assembly, AssemblyGate, KernelError, PartText, RankPart};
 
 /// Resident bytes kept at most when the device's memory is unknown (parts of one batch may
 /// exceed it).
@@ -48,9 +48,9 @@ struct State {
 pub(crate) struct Resident {
     state: Mutex<State>,
     budget: usize,
-    /// Whether the gather kernel built the first batch's columns as the copies did (unset
-    /// until a batch with rows).
-    gather: OnceLock<bool>,
+    /// Whether the gather kernel built the first batch's columns as the copies did (compared
+    /// until a batch with rows); a disagreement is a fault of this device.
+    gather: AssemblyGate,
 }
 
 impl Resident {
@@ -58,8 +58,13 @@ impl Resident {
         Resident {
             state: Mutex::default(),
             budget,
-            gather: OnceLock::new(),
+            gather: AssemblyGate::default(),
         }
+    }
+
+    /// The gather kernel's disagreements with the copies ([`crate::Kernels::faults`]).
+    pub(crate) fn faults(&self) -> Vec<String> {
+        self.gather.faults()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -159,15 +164,23 @@ impl Resident {
             .map(|p| self.get(gpu, p))
             .collect::<Result<Vec<_>, _>>()?;
         let mut cols = Columns::alloc(gpu, dim, total)?;
-        match self.gather.get().copied() {
-            Some(true) => cols.gather_parts(gpu, dim, &on_device, starts)?,
-            Some(false) => cols.copy_parts(gpu, dim, &on_device, starts)?,
-            None if total == 0 => {}
-            None => {
+        match self.gather.next() {
+            Assembly::Fast => cols.gather_parts(gpu, dim, &on_device, starts)?,
+            Assembly::Reference => cols.copy_parts(gpu, dim, &on_device, starts)?,
+            Assembly::Compare if total == 0 => {}
+            Assembly::Compare => {
                 cols.gather_parts(gpu, dim, &on_device, starts)?;
                 let mut reference = Columns::alloc(gpu, dim, total)?;
                 reference.copy_parts(gpu, dim, &on_device, starts)?;
                 let same = cols.same_as(gpu, &reference)?;
+                self.gather.record(same, || {
+                    format!(
+                        "memdex_gather_parts built other rows than the per-part copies on \
+                         cuda:{} ({} parts, {total} rows): the copies assemble every batch",
+                        gpu.ordinal,
+                        parts.len()
+                    )
+                });
                 if !same {
                     tracing::error!(
                         "memdex_gather_parts built other rows than the copies on {}: the \
@@ -176,7 +189,6 @@ impl Resident {
                     );
                     cols = reference;
                 }
-                let _ = self.gather.set(same);
             }
         }
         Ok(cols.into_device(dim, total))
