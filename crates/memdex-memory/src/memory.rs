@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memdex_core::{check_tenant_name, DeviceChoice, ModelInfo, Role, Session, TextKind};
 use memdex_embed::{load_encoder, EmbedOptions, Embedder, Embeddings, Encoder, ModelFiles};
-use memdex_rank::{reading_context, BatchRanker, SearchHit, Snapshot};
+use memdex_rank::{BatchRanker, SearchHit, Snapshot};
 use memdex_runtime::{
     AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, Health, Ticket,
 };
@@ -23,7 +23,7 @@ use crate::input::sessions_from_json;
 use crate::limits::Limits;
 use crate::rankers::{ranker, RankChoice};
 use crate::request::{check_embed, SearchRequest, StageNames};
-use crate::search::{check, Asked, Checked};
+use crate::search::{check, Asked, Checked, SearchAnswer};
 use crate::MemoryError;
 
 /// Where the default model lives, relative to the working directory (as for `memdex`).
@@ -42,25 +42,6 @@ pub struct OpenOptions {
     pub rank: RankChoice,
     /// What one call may carry; None: [`Limits::in_process`].
     pub limits: Option<Limits>,
-}
-
-/// A search's answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchAnswer {
-    pub tenant: String,
-    pub query: String,
-    /// The text actually searched (the query, or recent turns + query when ambiguous).
-    pub searched: String,
-    /// When the question was asked (ms since the epoch, UTC).
-    pub date_ms: i64,
-    pub hits: Vec<SearchHit>,
-}
-
-impl SearchAnswer {
-    /// The reading stage's JSON: the hits by time and a Chain-of-Note prompt.
-    pub fn context(&self) -> serde_json::Value {
-        reading_context(&self.query, self.date_ms, &self.hits)
-    }
 }
 
 /// What `add` committed for one tenant.

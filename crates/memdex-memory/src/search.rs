@@ -6,12 +6,32 @@
 use std::sync::Arc;
 
 use memdex_core::check_tenant_name;
-use memdex_rank::{fit_to_store, SearchHit, Snapshot, TopK};
+use memdex_rank::{fit_to_store, reading_context, SearchHit, Snapshot, TopK};
+use serde::Serialize;
 use memdex_runtime::{SearchAsk, SearchJob};
 
 use crate::limits::Limits;
 use crate::request::{plan_search, SearchPlan, SearchRequest, StageNames};
-use crate::{MemoryError, SearchAnswer};
+use crate::MemoryError;
+
+/// A search's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchAnswer {
+    pub tenant: String,
+    pub query: String,
+    /// The text actually searched (the query, or recent turns + query when ambiguous).
+    pub searched: String,
+    /// When the question was asked (ms since the epoch, UTC).
+    pub date_ms: i64,
+    pub hits: Vec<SearchHit>,
+}
+
+impl SearchAnswer {
+    /// The reading stage's JSON: the hits by time and a Chain-of-Note prompt.
+    pub fn context(&self) -> serde_json::Value {
+        reading_context(&self.query, self.date_ms, &self.hits)
+    }
+}
 
 /// What the caller of a search decides.
 #[derive(Debug, Clone, Copy)]

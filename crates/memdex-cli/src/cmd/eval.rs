@@ -5,10 +5,10 @@ use anyhow::{bail, Context, Result};
 use memdex_core::Granularity;
 use memdex_eval::{
     compare_rankers, evaluate_questions, load_and_index, Agreement, Dataset, EvalOptions,
-    EvalReport, LoadOptions, RunInfo,
+    EvalQuestion, EvalReport, LoadOptions, LoadReport, RunInfo,
 };
 use memdex_kernels::Placement;
-use memdex_memory::StageNames;
+use memdex_memory::{Reader, StageNames};
 use memdex_rank::Preset;
 
 use super::build::{self, Build, BuildTarget};
@@ -27,15 +27,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     if a.k.is_empty() || a.k.contains(&0) {
         bail!("--k needs positive cut-offs, e.g. 1,3,5,10");
     }
-    let dataset = match a.format {
-        EvalFormat::Longmemeval => Dataset::LongMemEval,
-        EvalFormat::Locomo => Dataset::Locomo,
-    };
-    let granularity = match a.granularity {
-        EvalGranularity::Turn => Granularity::Turn,
-        EvalGranularity::Session => Granularity::Session,
-    };
-
+    let (dataset, granularity) = dataset_of(&a);
     // without --store: a temporary store, removed when `_tmp` drops (also on errors)
     let (_tmp, store_dir) = match &a.store {
         Some(d) => (None, d.clone()),
@@ -45,7 +37,6 @@ pub fn run(a: EvalArgs) -> Result<()> {
             (Some(t), dir)
         }
     };
-    let embedder = super::load_embedder(&a.model, None)?;
     // the ranking flags are checked before the build, not after it
     let opts = EvalOptions {
         dataset,
@@ -53,10 +44,46 @@ pub fn run(a: EvalArgs) -> Result<()> {
         ks: a.k.clone(),
         rank: super::rank_options(&a.rank, a.preset.options())?,
     };
+    let (reader, questions, load) = build_and_load(&a, &store_dir, &opts)?;
+    let t = std::time::Instant::now();
+    let mut report = evaluate(&a, &reader, &questions, &opts)?;
+    let search_s = t.elapsed().as_secs_f64();
+    report.config.run = Some(RunInfo {
+        input: a.input.display().to_string(),
+        extraction: reader.store().manifest().extraction.clone(),
+        index: load.index.clone(),
+        warnings: load.warnings.len(),
+        rank_seconds: search_s,
+    });
+    print_report(&a, &report, &load, search_s)
+}
+
+/// The benchmark and the granularity its items are evaluated at.
+fn dataset_of(a: &EvalArgs) -> (Dataset, Granularity) {
+    let dataset = match a.format {
+        EvalFormat::Longmemeval => Dataset::LongMemEval,
+        EvalFormat::Locomo => Dataset::Locomo,
+    };
+    let granularity = match a.granularity {
+        EvalGranularity::Turn => Granularity::Turn,
+        EvalGranularity::Session => Granularity::Session,
+    };
+    (dataset, granularity)
+}
+
+/// Builds (or reuses) the store in `store_dir` from the benchmark file through the one build
+/// path and opens it for reading with the ranker `a` asks for; its questions and what loading
+/// found.
+fn build_and_load(
+    a: &EvalArgs,
+    store_dir: &std::path::Path,
+    opts: &EvalOptions,
+) -> Result<(Reader, Vec<EvalQuestion>, LoadReport)> {
+    let embedder = super::load_embedder(&a.model, None)?;
     let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
     let target = BuildTarget {
-        store: &store_dir,
-        granularity,
+        store: store_dir,
+        granularity: opts.granularity,
         benchmark: true,
         // `--preset default` evaluates a store as `memdex index` builds it by default (facts
         // on, turns keyed with the message they answer); the reference baselines do neither
@@ -73,8 +100,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
     } = build::open(&a.build, &target, embedder)?;
     let pb = spinner("sessions");
     let load_opts = LoadOptions {
-        dataset,
-        granularity,
+        dataset: opts.dataset,
+        granularity: opts.granularity,
         on_error: a.on_error,
     };
     let (questions, load) = load_and_index(
@@ -87,10 +114,19 @@ pub fn run(a: EvalArgs) -> Result<()> {
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
     super::report_fact_model(&model);
-    let extraction = builder.manifest().extraction.clone();
     let reader = builder.into_reader(ranker, StageNames::Flags)?;
     tracing::info!("ranker: {}", reader.ranker().describe());
+    Ok((reader, questions, load))
+}
 
+/// Ranks and scores every question (the per-question log when asked), and with
+/// `--rank-check` compares the kernels' top-10 with the CPU ranker's.
+fn evaluate(
+    a: &EvalArgs,
+    reader: &Reader,
+    questions: &[EvalQuestion],
+    opts: &EvalOptions,
+) -> Result<EvalReport> {
     let mut log = match &a.log {
         Some(p) => {
             Some(BufWriter::new(File::create(p).with_context(|| {
@@ -99,33 +135,28 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
         None => None,
     };
-    let t = std::time::Instant::now();
     let mut report = evaluate_questions(
-        &reader,
-        &questions,
-        &opts,
+        reader,
+        questions,
+        opts,
         log.as_mut().map(|w| w as &mut dyn Write),
     )?;
-    let search_s = t.elapsed().as_secs_f64();
+    if let Some(mut w) = log {
+        w.flush()?;
+    }
     if a.rank_check {
         let ranker = super::checked_ranker(&a.model, Placement::Device)?;
-        let agreement = compare_rankers(&reader, &ranker, &questions, &opts.rank)?;
+        let agreement = compare_rankers(reader, &ranker, questions, &opts.rank)?;
         if !a.json {
             print_agreement(&agreement);
         }
         report.agreement = Some(agreement);
     }
-    if let Some(mut w) = log {
-        w.flush()?;
-    }
-    let idx = &load.index;
-    report.config.run = Some(RunInfo {
-        input: a.input.display().to_string(),
-        extraction,
-        index: idx.clone(),
-        warnings: load.warnings.len(),
-        rank_seconds: search_s,
-    });
+    Ok(report)
+}
+
+/// The report as JSON, or the table and a summary line; loading's warnings on stderr.
+fn print_report(a: &EvalArgs, report: &EvalReport, load: &LoadReport, search_s: f64) -> Result<()> {
     if !load.warnings.is_empty() {
         eprintln!("{} warnings while reading, e.g.:", load.warnings.len());
         for w in load.warnings.iter().take(5) {
@@ -133,9 +164,10 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
     }
     if a.json {
-        return print_json(&report);
+        return print_json(report);
     }
-    print_table(&report, &a.k);
+    print_table(report, &a.k);
+    let idx = &load.index;
     println!(
         "indexed {} items ({} keys embedded, {} reused) in {:.1}s; ranked {} questions in {:.2}s",
         idx.items_written,

@@ -136,6 +136,16 @@ pub fn run(a: IndexArgs) -> Result<()> {
             a.store.display()
         )
     })?;
+    print_report(&a, &mut builder, &report, peak_rss_anon_mb)
+}
+
+/// The build's report: JSON, or a few lines for people (rejected records listed).
+fn print_report(
+    a: &IndexArgs,
+    builder: &mut Builder,
+    report: &IndexReport,
+    peak_rss_anon_mb: Option<f64>,
+) -> Result<()> {
     let store = builder.view()?.clone();
     let live_rows = store.rows();
     let m = builder.manifest();
@@ -144,7 +154,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
             store: a.store.display().to_string(),
             model: &m.model.name,
             granularity: m.granularity.to_string(),
-            report: &report,
+            report,
             throughput: report.throughput(),
             store_rows: live_rows,
             manifest_version: m.version,
@@ -166,6 +176,20 @@ pub fn run(a: IndexArgs) -> Result<()> {
         report.tokens_embedded,
         report.words_embedded
     );
+    print_skipped(report);
+    println!(
+        "store {}: {} items, {} layout, {:.1} MB, manifest version {}",
+        a.store.display(),
+        live_rows,
+        m.layout,
+        m.bytes() as f64 / 1e6,
+        m.version
+    );
+    Ok(())
+}
+
+/// Sessions stored unchanged and records rejected.
+fn print_skipped(report: &IndexReport) {
     if report.sessions_unchanged > 0 {
         println!(
             "{} sessions already stored unchanged: skipped",
@@ -181,15 +205,6 @@ pub fn run(a: IndexArgs) -> Result<()> {
             println!("  … {} more", report.errors.len() - 20);
         }
     }
-    println!(
-        "store {}: {} items, {} layout, {:.1} MB, manifest version {}",
-        a.store.display(),
-        live_rows,
-        m.layout,
-        m.bytes() as f64 / 1e6,
-        m.version
-    );
-    Ok(())
 }
 
 /// Indexes `a.input` in its format through `builder`: every format is a session source, and
