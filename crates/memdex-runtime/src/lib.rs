@@ -18,25 +18,28 @@
 //!   before it answers, so readers never wait and a deleted item is never ranked once its
 //!   delete returned.
 //!
-//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share `view`,
-//! `stats` and the job types, and neither knows `engine`.
+//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share
+//! `options`, `view`, `stats` and the job types, and neither knows `engine`.
 
 mod delete;
 mod engine;
 mod error;
 mod job;
 mod model;
+mod options;
 mod rank_stage;
 mod stats;
 mod view;
 mod writer;
 
-pub use engine::{Engine, EngineOptions, Health, Ticket};
+pub use delete::DeleteTarget;
+pub use engine::{Engine, Health, Ticket};
 pub use error::RuntimeError;
 pub use job::{Embedded, SearchAsk};
+pub use options::EngineOptions;
 pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
 pub use view::{StoreSummary, View};
-pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};
+pub use writer::{AppendReport, DeleteReport, SessionOutcome};
 
 /// The text of a caught panic.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
