@@ -17,7 +17,8 @@ use arrow_select::take::take_record_batch;
 
 use crate::contents::{write_batch_file, ContentFile};
 use crate::error::StoreError;
-use crate::manifest::{sync_dir, ContentMeta, Layout, SegmentMeta, TenantRange, SEGMENTS_DIR};
+use crate::manifest::{sync_dir, Layout, SEGMENTS_DIR};
+use crate::meta::{ContentMeta, SegmentMeta, TenantRange};
 use crate::schema::{columns, COL_ITEM_ID, COL_POSITION, COL_TENANT};
 use crate::segment::Segment;
 use crate::store::Store;
@@ -197,7 +198,8 @@ impl StoreWriter {
             }
         }
         let mut ids = next.next_segment_id.max(next_seg_id);
-        match crate::words::compact_words(&store, &seg_dir, &mut ids) {
+        let used = store.live_terms();
+        match crate::words::compact_words(store.words(), &used, &seg_dir, &mut ids) {
             Ok(Some(w)) => {
                 written.extend(w.written);
                 old_contents.extend(w.retired);
