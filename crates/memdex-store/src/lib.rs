@@ -25,6 +25,7 @@
 mod aux_rows;
 mod compact;
 mod contents;
+mod disk;
 mod error;
 mod failpoint;
 mod ipc;

@@ -172,6 +172,17 @@ pub(crate) struct WordsCompaction {
     pub removed: u64,
 }
 
+/// Bytes of the word files [`compact_words`] rewrites given the `used` terms: all of them
+/// when it rewrites (a term unused, or stored twice), else none.
+pub(crate) fn rewrite_bytes(table: &WordTable, used: &HashSet<&str>) -> u64 {
+    let kept = table.index.keys().filter(|t| used.contains(&***t)).count();
+    let stored: u64 = table.files.iter().map(|(m, _)| m.rows).sum();
+    if kept as u64 == stored {
+        return 0;
+    }
+    table.files.iter().map(|(m, _)| m.bytes).sum()
+}
+
 /// Rewrites the word table into one file without the terms outside `used` (those the live
 /// rows compaction keeps use), so a forgotten item's words leave the disk with it; None
 /// when every term is still used.
