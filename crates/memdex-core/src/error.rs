@@ -1,6 +1,6 @@
 use thiserror::Error;
 
-use crate::tenant::{TenantProblem, TENANT_RULE};
+use crate::tenant_rule::{TenantProblem, TENANT_RULE};
 
 /// Errors from parsing core values (flags, enum names, device strings, tenant names).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -7,12 +7,11 @@ mod model;
 mod options;
 pub mod rng;
 mod tenant;
+mod tenant_rule;
 
 pub use error::CoreError;
 pub use item::{content_hash, MemoryItem, Role, Session, Turn};
 pub use model::{ModelInfo, Pooling, TextKind};
 pub use options::{DeviceChoice, Granularity, KeyRoles, OnError};
-pub use tenant::{
-    check_tenant_name, clip, clip_message, tenant_name_from, TenantProblem, MAX_TENANT_BYTES,
-    TENANT_RULE,
-};
+pub use tenant::{check_tenant_name, clip, clip_message, tenant_name_from};
+pub use tenant_rule::{TenantProblem, MAX_TENANT_BYTES, TENANT_RULE};

@@ -36,10 +36,8 @@ pub use memdex_runtime::{
     STAGES,
 };
 pub use memdex_store::{CompactOptions, CompactReport};
-pub use memory::{
-    ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR,
-};
-pub use search::SearchAnswer;
+pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR};
 pub use rankers::{cpu_ranker, kernels, ranker, RankChoice, RankDevice};
 pub use reader::Reader;
 pub use request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};
+pub use search::SearchAnswer;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use memdex_core::check_tenant_name;
 use memdex_rank::{fit_to_store, reading_context, SearchHit, Snapshot, TopK};
-use serde::Serialize;
 use memdex_runtime::{SearchAsk, SearchJob};
+use serde::Serialize;
 
 use crate::limits::Limits;
 use crate::request::{plan_search, SearchPlan, SearchRequest, StageNames};

@@ -2,16 +2,29 @@
 
 use memdex_store::Store;
 
-use crate::DeleteTarget;
+/// What to forget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteTarget {
+    Item { tenant: String, item_id: u64 },
+    Session { tenant: String, session_id: String },
+    Tenant { tenant: String },
+}
+
+impl DeleteTarget {
+    /// The tenant the target lies in.
+    pub(crate) fn tenant(&self) -> &str {
+        match self {
+            DeleteTarget::Item { tenant, .. }
+            | DeleteTarget::Session { tenant, .. }
+            | DeleteTarget::Tenant { tenant } => tenant,
+        }
+    }
+}
 
 /// The live item ids `target` names in `store`, and the sessions whose idempotency hash
 /// changes (None: every session of the tenant).
 pub(crate) fn select(store: &Store, target: &DeleteTarget) -> (Vec<u64>, Option<Vec<String>>) {
-    let tenant = match target {
-        DeleteTarget::Item { tenant, .. }
-        | DeleteTarget::Session { tenant, .. }
-        | DeleteTarget::Tenant { tenant } => tenant,
-    };
+    let tenant = target.tenant();
     let mut ids = Vec::new();
     let mut sessions: Vec<String> = Vec::new();
     for s in store.tenant_slices(tenant) {

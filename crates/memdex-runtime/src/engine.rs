@@ -6,75 +6,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::{Embeddings, Encoder};
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
 use memdex_rank::{BatchRanker, CpuRanker, SearchHit, SharedRanker, Snapshot};
-use memdex_store::{CompactOptions, CompactReport, Manifest, Store, StoreError, StoreWriter};
+use memdex_store::{CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
+use crate::delete::DeleteTarget;
 use crate::job::{EmbedJob, SearchJob};
 use crate::model::model_loop;
-use crate::rank_stage::{default_workers, rank_loop, RankWork};
+use crate::options::EngineOptions;
+use crate::rank_stage::{rank_loop, RankWork};
 use crate::stats::EngineStats;
-use crate::writer::{writer_loop, AppendReport, DeleteReport, DeleteTarget, WriteJob, WriterState};
+use crate::writer::{writer_loop, AppendReport, DeleteReport, WriteJob, WriterState};
 use crate::RuntimeError;
-
-/// How the engine queues and commits.
-#[derive(Debug, Clone)]
-pub struct EngineOptions {
-    /// Estimated tokens the model thread takes from its queue for one batch.
-    pub token_budget: usize,
-    /// Embedding jobs waiting at most; one more is refused with `Busy`.
-    pub embed_queue: usize,
-    /// Write jobs (appends, deletes) waiting at most.
-    pub write_queue: usize,
-    /// Texts per embedding job sent by the writer, so queries interleave with big appends.
-    pub append_chunk: usize,
-    /// Background compaction check interval (None: only on request).
-    pub compact_every: Option<Duration>,
-    /// Background compaction runs when this many segments are small (or any tombstone waits).
-    pub compact_min_small: usize,
-    pub compact: CompactOptions,
-    /// Recorded in a new store's manifest: where the model came from.
-    pub model_source: Option<String>,
-    /// Bytes the per-tenant ranking caches (BM25 indexes, importance, session groups,
-    /// adjacency, structures) hold at most; least recently used tenants are evicted past it.
-    pub cache_bytes: usize,
-    /// The ranker every search goes through, on the rank stage (the door builds it: the CPU
-    /// ranker or memdex-kernels' accelerated one). None: the CPU ranker.
-    pub ranker: Option<SharedRanker>,
-    /// Rank stage workers (default: one per core).
-    pub rank_workers: usize,
-    /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
-    /// that keeps none yet; a store that keeps them maintains them either way.
-    pub structures: (
-        Option<memdex_store::ThoughtsConfig>,
-        Option<memdex_store::TreeConfig>,
-    ),
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        Self {
-            token_budget: 8192,
-            embed_queue: 1024,
-            write_queue: 1024,
-            append_chunk: 64,
-            compact_every: Some(Duration::from_secs(30)),
-            compact_min_small: 16,
-            compact: CompactOptions::default(),
-            model_source: None,
-            cache_bytes: memdex_rank::DEFAULT_CACHE_BYTES,
-            ranker: None,
-            rank_workers: default_workers(),
-            structures: (None, None),
-        }
-    }
-}
 
 /// What a caller waits on: the answer of the model or writer thread.
 pub type Ticket<T> = oneshot::Receiver<Result<T, RuntimeError>>;

@@ -19,24 +19,27 @@
 //!   is never ranked once its delete returned.
 //!
 //! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share
-//! `stats` and the job types, and neither knows `engine`.
+//! `options`, `stats` and the job types, and neither knows `engine`.
 
 mod delete;
 mod engine;
 mod error;
 mod job;
 mod model;
+mod options;
 mod rank_stage;
 mod stats;
 mod writer;
 
-pub use engine::{Engine, EngineOptions, Health, Ticket};
+pub use delete::DeleteTarget;
+pub use engine::{Engine, Health, Ticket};
 pub use error::RuntimeError;
 pub use job::{SearchAsk, SearchJob};
 pub use memdex_rank::{Snapshot, StoreSummary};
+pub use options::EngineOptions;
 pub use rank_stage::default_workers;
 pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
-pub use writer::{AppendReport, DeleteReport, DeleteTarget, SessionOutcome};
+pub use writer::{AppendReport, DeleteReport, SessionOutcome};
 
 /// The text of a caught panic.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

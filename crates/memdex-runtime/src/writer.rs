@@ -20,28 +20,12 @@ use memdex_store::{CompactReport, StoreWriter};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
+use crate::delete::DeleteTarget;
 use crate::job::{EmbedJob, Reply};
+use crate::options::EngineOptions;
 use crate::stats::EngineStats;
-use crate::{EngineOptions, RuntimeError};
+use crate::RuntimeError;
 use memdex_rank::Snapshot;
-
-/// What to forget.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeleteTarget {
-    Item { tenant: String, item_id: u64 },
-    Session { tenant: String, session_id: String },
-    Tenant { tenant: String },
-}
-
-impl DeleteTarget {
-    fn tenant(&self) -> &str {
-        match self {
-            DeleteTarget::Item { tenant, .. }
-            | DeleteTarget::Session { tenant, .. }
-            | DeleteTarget::Tenant { tenant } => tenant,
-        }
-    }
-}
 
 /// What a delete committed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,12 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_memory::Memory;
-use memdex_memory::{BATCH_BUCKETS, STAGES};
+use memdex_memory::{EngineStats, Memory, Snapshot, BATCH_BUCKETS, STAGES};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -142,155 +141,152 @@ impl Metrics {
     }
 }
 
-/// Queue depths, batch sizes, commits and store totals; returns the rows per tenant of the
-/// same snapshot.
+/// One metric family: the HELP and TYPE lines, then its samples as (name suffix, labels,
+/// value), e.g. `("_bucket", "{le=\"4\"}", "7")`.
+#[derive(Debug)]
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    samples: Vec<(&'static str, String, String)>,
+}
+
+const GAUGE: &str = "gauge";
+const COUNTER: &str = "counter";
+
+impl Family {
+    /// A family of one unlabelled sample.
+    fn one(name: &'static str, kind: &'static str, value: u64, help: &'static str) -> Family {
+        let samples = vec![("", String::new(), value.to_string())];
+        Family {
+            name,
+            help,
+            kind,
+            samples,
+        }
+    }
+
+    /// A family of samples labelled `label`, one per (label value, value).
+    fn labelled(
+        name: &'static str,
+        kind: &'static str,
+        label: &str,
+        values: impl IntoIterator<Item = (String, String)>,
+        help: &'static str,
+    ) -> Family {
+        let samples = (values.into_iter())
+            .map(|(l, v)| ("", format!("{{{label}=\"{l}\"}}"), v))
+            .collect();
+        Family {
+            name,
+            help,
+            kind,
+            samples,
+        }
+    }
+
+    fn render(&self, out: &mut String) {
+        let (name, help, kind) = (self.name, self.help, self.kind);
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (suffix, labels, value) in &self.samples {
+            let _ = writeln!(out, "{name}{suffix}{labels} {value}");
+        }
+    }
+}
+
+/// Queue depths, caches, batch sizes, commits, the ranker and store totals, rendered family
+/// by family; returns the rows per tenant of the same store version.
 fn render_engine(out: &mut String, engine: &Memory) -> Vec<(String, u64)> {
-    let st = engine.stats();
-    let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-    };
-    let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
-        );
-    };
-    gauge(
-        out,
-        "memdex_embed_queue_depth",
-        "Embedding jobs waiting for the model thread.",
-        st.embed_queue_depth.load(Ordering::Relaxed) as u64,
-    );
-    gauge(
-        out,
-        "memdex_write_queue_depth",
-        "Write jobs waiting for the writer thread.",
-        st.write_queue_depth.load(Ordering::Relaxed) as u64,
-    );
-    let cache = engine.snapshot().cache_stats();
-    gauge(
-        out,
-        "memdex_rank_cache_bytes",
-        "Estimated bytes of the per-tenant ranking caches (BM25, importance, groups).",
-        cache.bytes as u64,
-    );
-    gauge(
-        out,
-        "memdex_rank_cache_budget_bytes",
-        "Bytes the ranking caches hold at most (--cache-mb); least recently used tenants go.",
-        cache.budget as u64,
-    );
-    gauge(
-        out,
-        "memdex_rank_cache_tenants",
-        "Tenants with ranking caches built in the current store version.",
-        cache.tenants as u64,
-    );
-    out.push_str("# HELP memdex_embed_batch_size Texts per model batch.\n# TYPE memdex_embed_batch_size histogram\n");
-    let mut cum = 0;
-    for (i, b) in BATCH_BUCKETS.iter().enumerate() {
-        cum += st.batch_size_buckets[i].load(Ordering::Relaxed);
-        let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"{b}\"}} {cum}");
-    }
-    cum += st.batch_size_buckets[BATCH_BUCKETS.len()].load(Ordering::Relaxed);
-    let _ = writeln!(out, "memdex_embed_batch_size_bucket{{le=\"+Inf\"}} {cum}");
-    let _ = writeln!(
-        out,
-        "memdex_embed_batch_size_sum {}",
-        st.batch_texts.load(Ordering::Relaxed)
-    );
-    let _ = writeln!(
-        out,
-        "memdex_embed_batch_size_count {}",
-        st.embed_batches.load(Ordering::Relaxed)
-    );
-    counter(
-        out,
-        "memdex_store_commits_total",
-        "Manifest commits (appends and deletes).",
-        st.commits.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_append_requests_committed_total",
-        "Append requests committed (several share one commit).",
-        st.appends_grouped.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_compactions_total",
-        "Compactions run.",
-        st.compactions.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_busy_rejections_total",
-        "Jobs refused because a queue was full.",
-        st.busy_rejections.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_rank_stage_batches_total",
-        "Ranker calls of the rank stage (one per group of a model batch; a batching ranker).",
-        st.rank_batches.load(Ordering::Relaxed),
-    );
-    counter(
-        out,
-        "memdex_rank_stage_queries_total",
-        "Searches the rank stage answered.",
-        st.rank_queries.load(Ordering::Relaxed),
-    );
-    rank_devices(out, engine);
-    let _ = writeln!(
-        out,
-        "# HELP memdex_stage_seconds_total Seconds spent per serving stage (embed: the model \
-         thread; rank: the rank stage).\n# TYPE memdex_stage_seconds_total counter"
-    );
-    for (stage, us) in STAGES.iter().zip(&st.stage_micros) {
-        let secs = us.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(
-            out,
-            "memdex_stage_seconds_total{{stage=\"{stage}\"}} {secs:.6}"
-        );
-    }
     let view = engine.snapshot();
-    let s = view.summary();
-    gauge(out, "memdex_store_rows", "Live rows in the store.", s.rows);
-    gauge(
-        out,
-        "memdex_store_bytes",
-        "Bytes of committed segment files.",
-        s.bytes,
-    );
-    gauge(
-        out,
-        "memdex_store_segments",
-        "Committed segments.",
-        s.segments as u64,
-    );
-    gauge(
-        out,
-        "memdex_store_deleted_pending",
-        "Deleted rows waiting for compaction.",
-        s.deleted_pending,
-    );
-    gauge(
-        out,
-        "memdex_store_tenants",
-        "Tenants with live rows.",
-        s.tenants as u64,
-    );
-    gauge(
-        out,
-        "memdex_store_manifest_version",
-        "Committed manifest version.",
-        s.manifest_version,
-    );
+    for family in engine_families(engine, &view) {
+        family.render(out);
+    }
     let tenants = view.store().tenants();
     tenants
         .into_iter()
         .map(|(t, n)| (t.to_string(), n))
         .collect()
+}
+
+/// The engine's metric families, in exposition order: (name, type, value, help) rows and
+/// the families with several samples.
+#[rustfmt::skip]
+fn engine_families(engine: &Memory, view: &Snapshot) -> Vec<Family> {
+    let st = engine.stats();
+    let (cache, s) = (view.cache_stats(), view.summary());
+    let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let depth = |d: &AtomicUsize| d.load(Ordering::Relaxed) as u64;
+    let mut table = vec![
+        Family::one("memdex_embed_queue_depth", GAUGE, depth(&st.embed_queue_depth),
+            "Embedding jobs waiting for the model thread."),
+        Family::one("memdex_write_queue_depth", GAUGE, depth(&st.write_queue_depth),
+            "Write jobs waiting for the writer thread."),
+        Family::one("memdex_rank_cache_bytes", GAUGE, cache.bytes as u64,
+            "Estimated bytes of the per-tenant ranking caches (BM25, importance, groups)."),
+        Family::one("memdex_rank_cache_budget_bytes", GAUGE, cache.budget as u64,
+            "Bytes the ranking caches hold at most (--cache-mb); least recently used tenants go."),
+        Family::one("memdex_rank_cache_tenants", GAUGE, cache.tenants as u64,
+            "Tenants with ranking caches built in the current store version."),
+        batch_sizes(st),
+        Family::one("memdex_store_commits_total", COUNTER, n(&st.commits),
+            "Manifest commits (appends and deletes)."),
+        Family::one("memdex_append_requests_committed_total", COUNTER, n(&st.appends_grouped),
+            "Append requests committed (several share one commit)."),
+        Family::one("memdex_compactions_total", COUNTER, n(&st.compactions),
+            "Compactions run."),
+        Family::one("memdex_busy_rejections_total", COUNTER, n(&st.busy_rejections),
+            "Jobs refused because a queue was full."),
+        Family::one("memdex_rank_stage_batches_total", COUNTER, n(&st.rank_batches),
+            "Ranker calls of the rank stage (one per group of a model batch; a batching ranker)."),
+        Family::one("memdex_rank_stage_queries_total", COUNTER, n(&st.rank_queries),
+            "Searches the rank stage answered."),
+    ];
+    table.extend(rank_devices(engine));
+    table.push(stage_seconds(st));
+    table.extend([
+        Family::one("memdex_store_rows", GAUGE, s.rows, "Live rows in the store."),
+        Family::one("memdex_store_bytes", GAUGE, s.bytes, "Bytes of committed segment files."),
+        Family::one("memdex_store_segments", GAUGE, s.segments as u64, "Committed segments."),
+        Family::one("memdex_store_deleted_pending", GAUGE, s.deleted_pending,
+            "Deleted rows waiting for compaction."),
+        Family::one("memdex_store_tenants", GAUGE, s.tenants as u64, "Tenants with live rows."),
+        Family::one("memdex_store_manifest_version", GAUGE, s.manifest_version,
+            "Committed manifest version."),
+    ]);
+    table
+}
+
+/// Texts per model batch, a histogram over [`BATCH_BUCKETS`].
+fn batch_sizes(st: &EngineStats) -> Family {
+    let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let bounds = BATCH_BUCKETS.iter().map(|b| b.to_string());
+    let mut cum = 0;
+    let mut samples = Vec::new();
+    for (le, count) in bounds.chain(["+Inf".into()]).zip(&st.batch_size_buckets) {
+        cum += n(count);
+        samples.push(("_bucket", format!("{{le=\"{le}\"}}"), cum.to_string()));
+    }
+    samples.push(("_sum", String::new(), n(&st.batch_texts).to_string()));
+    samples.push(("_count", String::new(), n(&st.embed_batches).to_string()));
+    Family {
+        name: "memdex_embed_batch_size",
+        help: "Texts per model batch.",
+        kind: "histogram",
+        samples,
+    }
+}
+
+fn stage_seconds(st: &EngineStats) -> Family {
+    let secs = (STAGES.iter().zip(&st.stage_micros))
+        .map(|(stage, us)| (stage, us.load(Ordering::Relaxed) as f64 / 1e6))
+        .map(|(stage, s)| (stage.to_string(), format!("{s:.6}")));
+    Family::labelled(
+        "memdex_stage_seconds_total",
+        COUNTER,
+        "stage",
+        secs,
+        "Seconds spent per serving stage (embed: the model thread; rank: the rank stage).",
+    )
 }
 
 /// `memdex_store_tenant_rows` for the `cap` tenants with the most rows (ties by name); the
@@ -322,36 +318,23 @@ fn render_tenant_rows(out: &mut String, rows: &mut [(String, u64)], cap: usize) 
     );
 }
 
-/// Where the ranker ran its batches, per device (with `--rank-device auto`: the cost model's
-/// choices), and which ranker it is.
-fn rank_devices(out: &mut String, engine: &Memory) {
+/// Which ranker searches go through, and where it ran its batches, per device (with
+/// `--rank-device auto`: the cost model's choices).
+#[rustfmt::skip]
+fn rank_devices(engine: &Memory) -> [Family; 3] {
     let ranker = engine.ranker();
-    let _ = writeln!(
-        out,
-        "# HELP memdex_ranker_info The ranker searches go through.\n# TYPE memdex_ranker_info gauge\n\
-         memdex_ranker_info{{ranker=\"{}\"}} 1",
-        ranker.describe().replace('"', "'")
-    );
+    let name = ranker.describe().replace('"', "'");
     let counts = ranker.counts();
-    for (name, what) in [("batches", "Ranker calls"), ("queries", "Searches ranked")] {
-        let _ = writeln!(
-            out,
-            "# HELP memdex_rank_{name}_total {what} per device (cpu, cuda:N).\n\
-             # TYPE memdex_rank_{name}_total counter"
-        );
-        for c in &counts {
-            let v = if name == "batches" {
-                c.batches
-            } else {
-                c.queries
-            };
-            let _ = writeln!(
-                out,
-                "memdex_rank_{name}_total{{device=\"{}\"}} {v}",
-                c.device
-            );
-        }
-    }
+    let batches = counts.iter().map(|c| (c.device.clone(), c.batches.to_string()));
+    let queries = counts.iter().map(|c| (c.device.clone(), c.queries.to_string()));
+    [
+        Family::labelled("memdex_ranker_info", GAUGE, "ranker", [(name, "1".into())],
+            "The ranker searches go through."),
+        Family::labelled("memdex_rank_batches_total", COUNTER, "device", batches,
+            "Ranker calls per device (cpu, cuda:N)."),
+        Family::labelled("memdex_rank_queries_total", COUNTER, "device", queries,
+            "Searches ranked per device (cpu, cuda:N)."),
+    ]
 }
 
 #[cfg(test)]
@@ -447,5 +430,36 @@ mod tests {
         render_tenant_rows(&mut out, &mut [("a".into(), 1), ("b".into(), 2)], 100);
         assert!(out.contains("tenant=\"a\"} 1\n") && out.contains("tenant=\"b\"} 2\n"));
         assert!(out.contains("\nmemdex_store_other_tenants 0\n"), "{out}");
+    }
+
+    #[test]
+    fn a_family_is_help_type_then_its_samples() {
+        let mut out = String::new();
+        Family::one("m_x", GAUGE, 7, "An x.").render(&mut out);
+        let cpu = [("cpu".to_string(), "2".to_string())];
+        Family::labelled("m_y_total", COUNTER, "device", cpu, "Ys.").render(&mut out);
+        assert_eq!(
+            out,
+            "# HELP m_x An x.\n# TYPE m_x gauge\nm_x 7\n\
+             # HELP m_y_total Ys.\n# TYPE m_y_total counter\nm_y_total{device=\"cpu\"} 2\n"
+        );
+        let st = EngineStats::default();
+        st.batch_size_buckets[0].store(2, Ordering::Relaxed);
+        st.batch_size_buckets[BATCH_BUCKETS.len()].store(1, Ordering::Relaxed);
+        st.batch_texts.store(300, Ordering::Relaxed);
+        st.embed_batches.store(3, Ordering::Relaxed);
+        let mut out = String::new();
+        batch_sizes(&st).render(&mut out);
+        let head = "# HELP memdex_embed_batch_size Texts per model batch.\n\
+                    # TYPE memdex_embed_batch_size histogram\n\
+                    memdex_embed_batch_size_bucket{le=\"1\"} 2\n";
+        assert!(out.starts_with(head), "{out}");
+        assert!(
+            out.contains("memdex_embed_batch_size_bucket{le=\"256\"} 2\n"),
+            "{out}"
+        );
+        let tail = "{le=\"+Inf\"} 3\n\
+                    memdex_embed_batch_size_sum 300\nmemdex_embed_batch_size_count 3\n";
+        assert!(out.ends_with(tail), "{out}");
     }
 }

@@ -20,7 +20,7 @@ use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, 
 
 use crate::error::StoreError;
 use crate::ipc::{check_shape, encode_batch, map_batch};
-use crate::manifest::ContentMeta;
+use crate::meta::ContentMeta;
 use crate::schema::*;
 
 /// Where a content lives: file index in [`Contents`] and row in that file.

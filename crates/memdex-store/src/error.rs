@@ -35,6 +35,14 @@ pub enum StoreError {
     Locked { dir: PathBuf, lock: PathBuf },
     #[error("append rejected: {message}")]
     InvalidAppend { message: String },
+    /// Too little free space to start a large rewrite (compaction); nothing was written.
+    #[error("{dir}: not enough free disk space for {what}: needs about {needed} bytes, {available} available")]
+    NoSpace {
+        dir: PathBuf,
+        what: String,
+        needed: u64,
+        available: u64,
+    },
     #[error("arrow error writing {path}: {source}")]
     Arrow {
         path: PathBuf,
@@ -44,9 +52,10 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The disk (or the store's quota) is full.
+    /// The disk (or the store's quota) is full, or too full for a rewrite to start.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull
+        matches!(self, StoreError::NoSpace { .. })
+            || matches!(self, StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull
             || source.raw_os_error() == Some(28))
     }
 

@@ -25,12 +25,14 @@
 mod aux_rows;
 mod compact;
 mod contents;
+mod disk;
 mod error;
 mod failpoint;
 mod ipc;
 mod live;
 mod lsh_column;
 mod manifest;
+mod meta;
 mod mmap;
 mod schema;
 mod segment;
@@ -40,22 +42,21 @@ mod structure_segments;
 mod words;
 mod writer;
 
-pub use aux_rows::{ThoughtOp, ThoughtRow, TreeRow};
+pub use aux_rows::{AuxKind, AuxTenantRange, ThoughtOp, ThoughtRow, TreeRow};
 pub use compact::{CompactOptions, CompactReport};
 pub use contents::{ContentFile, Contents};
 pub use error::StoreError;
 pub use live::AliveBits;
 pub use lsh_column::{LshMeta, LSH_BUCKETS};
-pub use manifest::{
-    ContentMeta, Extraction, Layout, Manifest, SegmentMeta, TenantRange, FORMAT_VERSION,
-    FORMAT_VERSION_SHARED,
+pub use manifest::{Extraction, Layout, Manifest, FORMAT_VERSION, FORMAT_VERSION_SHARED};
+pub use meta::{
+    AuxSegmentMeta, ContentMeta, SegmentMeta, StructuresMeta, TenantRange, ThoughtsConfig,
+    TreeConfig, WordsMeta,
 };
 pub use schema::{columns, content_ref};
 pub use segment::{Derived, ItemRef, Segment, VectorBlock, VectorRun};
 pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
-pub use structure_segments::{
-    AuxKind, AuxSegmentMeta, AuxTenantRange, Structures, StructuresMeta, ThoughtsConfig, TreeConfig,
-};
-pub use words::{WordTable, WordsMeta};
+pub use structure_segments::Structures;
+pub use words::WordTable;
 pub use writer::{AppendReport, StoreSpec, StoreWriter};

@@ -6,6 +6,7 @@ use memdex_core::{check_tenant_name, clip, clip_message, Granularity, ModelInfo}
 use serde::{Deserialize, Serialize};
 
 use crate::error::{io, StoreError};
+use crate::meta::{ContentMeta, SegmentMeta, StructuresMeta, WordsMeta};
 
 /// On-disk format version of a store whose rows hold their own content (the inline layout).
 pub const FORMAT_VERSION: u32 = 3;
@@ -60,11 +61,11 @@ pub struct Manifest {
     /// Derived memory structures (TiM thoughts, MemTree) and their segments, when enabled
     /// (see `structures`). Absent in older manifests (= none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structures: Option<crate::StructuresMeta>,
+    pub structures: Option<StructuresMeta>,
     /// The word table's files (`wrd-N.arrow`): a vector per BM25 term of the stored keys,
     /// for query expansion (see `words`). Absent in older manifests (= none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub words: Vec<crate::WordsMeta>,
+    pub words: Vec<WordsMeta>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -136,41 +137,6 @@ impl std::str::FromStr for Layout {
             other => Err(format!("unknown store layout {other:?} (inline or shared)")),
         }
     }
-}
-
-/// One committed content file of the shared layout.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContentMeta {
-    /// From the segments' id sequence: no segment or content file ever shares an id.
-    pub id: u64,
-    /// File name inside `segments/`.
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-}
-
-/// One committed segment file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SegmentMeta {
-    pub id: u64,
-    /// File name inside `segments/`.
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-    pub min_item_id: u64,
-    pub max_item_id: u64,
-    /// Tenants in row order; each occupies one contiguous row range.
-    pub tenants: Vec<TenantRange>,
-}
-
-/// The rows of one tenant inside a segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TenantRange {
-    pub tenant: String,
-    pub start: u64,
-    pub rows: u64,
-    /// Highest position in the tenant's history held by this range.
-    pub max_position: u64,
 }
 
 impl Manifest {

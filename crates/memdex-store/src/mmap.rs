@@ -1,4 +1,5 @@
-//! The only place in memdex-store that uses `unsafe`: mapping segment files into memory.
+//! One of the two places in memdex-store that use `unsafe` (the other: `disk`, one `statvfs`):
+//! mapping segment files into memory.
 //!
 //! # Safety
 //!

@@ -18,7 +18,8 @@ use memdex_core::{MemoryItem, Role};
 use crate::contents::{ContentFile, Loc, SharedContents};
 use crate::error::StoreError;
 use crate::ipc::{check_shape, encode_batch, map_batch};
-use crate::manifest::{write_durably, Layout, SegmentMeta, TenantRange};
+use crate::manifest::{write_durably, Layout};
+use crate::meta::{SegmentMeta, TenantRange};
 use crate::schema::*;
 
 /// A row to be written: the item plus what the writer assigns.

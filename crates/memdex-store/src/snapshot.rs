@@ -73,7 +73,7 @@ pub fn snapshot(dir: &Path, out: &Path) -> Result<u64, StoreError> {
 fn copy_structures(
     dir: &Path,
     out: &Path,
-    meta: &crate::StructuresMeta,
+    meta: &crate::meta::StructuresMeta,
     attempt: usize,
 ) -> Result<bool, StoreError> {
     let aux_out = out.join(crate::structure_segments::STRUCTURES_DIR);

@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use memdex_core::ModelInfo;
@@ -239,12 +239,25 @@ impl Store {
         &self.segments
     }
 
-    /// The shared layout's content files (none for an inline store).
     /// The word table: a vector per BM25 term of the stored keys.
     pub fn words(&self) -> &Arc<WordTable> {
         &self.words
     }
 
+    /// Every BM25 term some live row's key uses (what compaction keeps of the word table).
+    pub(crate) fn live_terms(&self) -> HashSet<&str> {
+        let mut used = HashSet::new();
+        for tenant in self.tenants().keys() {
+            for slice in self.tenant_slices(tenant) {
+                for r in 0..slice.rows {
+                    used.extend(slice.terms(r));
+                }
+            }
+        }
+        used
+    }
+
+    /// The shared layout's content files (none for an inline store).
     pub fn contents(&self) -> &Contents {
         &self.contents
     }

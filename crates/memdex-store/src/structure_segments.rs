@@ -17,107 +17,15 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::aux_rows::{self, ThoughtRow, TreeRow};
-pub use crate::aux_rows::{AuxKind, AuxTenantRange};
+use crate::aux_rows::{self, AuxKind, ThoughtRow, TreeRow};
 use crate::error::{io, StoreError};
 use crate::manifest::{sync_dir, write_durably};
+use crate::meta::{aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig};
 use crate::mmap::map_file;
 use crate::store::Store;
 use crate::writer::StoreWriter;
 
 pub(crate) const STRUCTURES_DIR: &str = "structures";
-
-/// TiM thought memory settings, fixed when the structures are enabled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThoughtsConfig {
-    /// The thought extractor (`rules-v1`, or a model extractor's name).
-    pub extractor: String,
-    /// LSH buckets per table (`b` of `argmax([xR; −xR])`, even).
-    pub buckets: u32,
-    /// Independent LSH tables.
-    pub tables: u32,
-    pub seed: u64,
-    /// Near-duplicates: a new thought this close (cosine) to a live one in a shared bucket is
-    /// merged into it.
-    pub merge_cosine: f32,
-}
-
-/// MemTree settings, fixed when the structures are enabled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TreeConfig {
-    /// `θ(d) = θ0 · e^{λd}`: base threshold.
-    pub theta0: f32,
-    /// Growth of the threshold with depth.
-    pub lambda: f32,
-    /// Bound on a parent's aggregated content (characters).
-    pub content_chars: u32,
-}
-
-/// One structure segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuxSegmentMeta {
-    pub id: u64,
-    pub kind: AuxKind,
-    /// File name inside `structures/`.
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-    /// Tenants in row order; each occupies one contiguous row range.
-    pub tenants: Vec<AuxTenantRange>,
-}
-
-/// The manifest's record of the structures: what is on, the segments, the watermark.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct StructuresMeta {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thoughts: Option<ThoughtsConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree: Option<TreeConfig>,
-    /// Every item with a lower id has been through the structures (post-thinking, tree
-    /// insertion); later items have not yet.
-    #[serde(default)]
-    pub processed_to: u64,
-    #[serde(default)]
-    pub segments: Vec<AuxSegmentMeta>,
-}
-
-impl StructuresMeta {
-    /// Refuses entries that lie: file names outside `structures/`, repeated ids or files,
-    /// tenant ranges that do not tile the rows.
-    pub(crate) fn validate(&self) -> Result<(), String> {
-        let mut ids = HashSet::new();
-        for s in &self.segments {
-            let seg = format!("structure segment {} ({:?})", s.id, s.file);
-            if s.file != aux_file_name(s.id) || !ids.insert(s.id) {
-                return Err(format!("{seg}: name must be aux-<id>.arrow, ids unique"));
-            }
-            let mut next = 0u64;
-            for t in &s.tenants {
-                if t.start != next || t.rows == 0 {
-                    return Err(format!("{seg}: tenant ranges must tile the rows"));
-                }
-                next = t.start.saturating_add(t.rows);
-            }
-            if next != s.rows {
-                return Err(format!(
-                    "{seg}: tenant ranges cover {next} of {} rows",
-                    s.rows
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn next_id(&self) -> u64 {
-        self.segments.iter().map(|s| s.id + 1).max().unwrap_or(1)
-    }
-}
-
-fn aux_file_name(id: u64) -> String {
-    format!("aux-{id:08}.arrow")
-}
 
 /// The structure segments of one store version, memory-mapped.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@
 //! no row has yet, which is harmless). Stores built before the table have none for their
 //! older keys: expansion simply finds fewer candidates there.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,29 +20,16 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use serde::{Deserialize, Serialize};
 
 use crate::contents::write_batch_file;
 use crate::error::StoreError;
 use crate::ipc::map_batch;
-use crate::manifest::SEGMENTS_DIR;
+use crate::meta::WordsMeta;
 use crate::schema::embedding_item_field;
-use crate::StoreWriter;
 
 const TERM: usize = 0;
 const WORD: usize = 1;
 const EMBEDDING: usize = 2;
-
-/// One committed word file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WordsMeta {
-    /// From the segments' id sequence: no segment, content or word file shares an id.
-    pub id: u64,
-    /// File name inside `segments/`.
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-}
 
 /// Every term's vector, over the mapped word files (a term in several files: the first).
 #[derive(Debug, Clone, Default)]
@@ -148,7 +135,7 @@ fn check(batch: &RecordBatch, rows: u64, dim: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn words_batch(words: &[(String, String)], vectors: &[f32], dim: usize) -> RecordBatch {
+pub(crate) fn words_batch(words: &[(String, String)], vectors: &[f32], dim: usize) -> RecordBatch {
     let (mut terms, mut surface) = (StringBuilder::new(), StringBuilder::new());
     let mut embedding = FixedSizeListBuilder::new(Float32Builder::new(), dim as i32)
         .with_field(embedding_item_field());
@@ -185,25 +172,28 @@ pub(crate) struct WordsCompaction {
     pub removed: u64,
 }
 
-/// Rewrites the word table into one file without the terms no live row of `store` (the view
-/// compaction keeps) uses any more, so a forgotten item's words leave the disk with it; None
+/// Bytes of the word files [`compact_words`] rewrites given the `used` terms: all of them
+/// when it rewrites (a term unused, or stored twice), else none.
+pub(crate) fn rewrite_bytes(table: &WordTable, used: &HashSet<&str>) -> u64 {
+    let kept = table.index.keys().filter(|t| used.contains(&***t)).count();
+    let stored: u64 = table.files.iter().map(|(m, _)| m.rows).sum();
+    if kept as u64 == stored {
+        return 0;
+    }
+    table.files.iter().map(|(m, _)| m.bytes).sum()
+}
+
+/// Rewrites the word table into one file without the terms outside `used` (those the live
+/// rows compaction keeps use), so a forgotten item's words leave the disk with it; None
 /// when every term is still used.
 pub(crate) fn compact_words(
-    store: &crate::Store,
+    table: &WordTable,
+    used: &HashSet<&str>,
     seg_dir: &Path,
     next_id: &mut u64,
 ) -> Result<Option<WordsCompaction>, StoreError> {
-    let table = store.words();
     if table.is_empty() {
         return Ok(None);
-    }
-    let mut used: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for tenant in store.tenants().keys() {
-        for slice in store.tenant_slices(tenant) {
-            for r in 0..slice.rows {
-                used.extend(slice.terms(r));
-            }
-        }
     }
     let mut kept: Vec<(&str, (u32, u32))> = (table.index.iter())
         .filter(|(t, _)| used.contains(&***t))
@@ -246,49 +236,4 @@ pub(crate) fn compact_words(
         written,
         removed: (table.len() - words.len()) as u64,
     }))
-}
-
-impl StoreWriter {
-    /// Commits `words` (term, the word embedded for it) with their `vectors` (row-major,
-    /// `words.len() × dim`) as one word file in a new manifest version. Terms the table has
-    /// already are stored again but never read (the first file wins); nothing to add: no-op.
-    pub fn append_words(
-        &mut self,
-        words: &[(String, String)],
-        vectors: &[f32],
-    ) -> Result<(), StoreError> {
-        if words.is_empty() {
-            return Ok(());
-        }
-        let dim = self.manifest.model.dim;
-        if vectors.len() != words.len() * dim {
-            return Err(StoreError::InvalidAppend {
-                message: format!(
-                    "{} word vectors' values for {} words of dimension {dim}",
-                    vectors.len(),
-                    words.len()
-                ),
-            });
-        }
-        let batch = words_batch(words, vectors, dim);
-        let seg_dir = self.dir.join(SEGMENTS_DIR);
-        let id = self.manifest.next_segment_id();
-        let file = format!("wrd-{id:08}.arrow");
-        let bytes = write_batch_file(&seg_dir, &file, &batch)?;
-        let mut next = self.manifest.clone();
-        next.version += 1;
-        next.next_segment_id = id + 1;
-        next.words.push(WordsMeta {
-            id,
-            file: file.clone(),
-            rows: words.len() as u64,
-            bytes,
-        });
-        if let Err(e) = next.save(&self.dir) {
-            let _ = std::fs::remove_file(seg_dir.join(&file));
-            return Err(e);
-        }
-        self.manifest = next;
-        Ok(())
-    }
 }

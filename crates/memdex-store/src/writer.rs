@@ -4,12 +4,14 @@ use std::path::{Path, PathBuf};
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
-use crate::contents::{same_content, write_contents, Contents, NewContent};
+use crate::contents::{same_content, write_batch_file, write_contents, Contents, NewContent};
 use crate::error::{io, StoreError};
 use crate::lsh_column::LshMeta;
-use crate::manifest::{Extraction, Layout, Manifest, SegmentMeta, SEGMENTS_DIR};
+use crate::manifest::{Extraction, Layout, Manifest, SEGMENTS_DIR};
+use crate::meta::{SegmentMeta, WordsMeta};
 use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
+use crate::words::words_batch;
 
 /// The single writer of a store. Holds `DIR/LOCK` for its lifetime.
 ///
@@ -519,5 +521,50 @@ impl StoreWriter {
             }
         }
         Ok(new)
+    }
+}
+
+impl StoreWriter {
+    /// Commits `words` (term, the word embedded for it) with their `vectors` (row-major,
+    /// `words.len() × dim`) as one word file in a new manifest version. Terms the table has
+    /// already are stored again but never read (the first file wins); nothing to add: no-op.
+    pub fn append_words(
+        &mut self,
+        words: &[(String, String)],
+        vectors: &[f32],
+    ) -> Result<(), StoreError> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        let dim = self.manifest.model.dim;
+        if vectors.len() != words.len() * dim {
+            return Err(StoreError::InvalidAppend {
+                message: format!(
+                    "{} word vectors' values for {} words of dimension {dim}",
+                    vectors.len(),
+                    words.len()
+                ),
+            });
+        }
+        let batch = words_batch(words, vectors, dim);
+        let seg_dir = self.dir.join(SEGMENTS_DIR);
+        let id = self.manifest.next_segment_id();
+        let file = format!("wrd-{id:08}.arrow");
+        let bytes = write_batch_file(&seg_dir, &file, &batch)?;
+        let mut next = self.manifest.clone();
+        next.version += 1;
+        next.next_segment_id = id + 1;
+        next.words.push(WordsMeta {
+            id,
+            file: file.clone(),
+            rows: words.len() as u64,
+            bytes,
+        });
+        if let Err(e) = next.save(&self.dir) {
+            let _ = std::fs::remove_file(seg_dir.join(&file));
+            return Err(e);
+        }
+        self.manifest = next;
+        Ok(())
     }
 }

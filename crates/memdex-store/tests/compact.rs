@@ -213,3 +213,63 @@ fn segments_before_and_after_lsh_are_compacted_separately() {
     assert_eq!(with, [false, true]);
     assert_eq!(s.segments()[1].lsh_buckets().unwrap().0, [1, 2]);
 }
+
+/// A compaction that would not fit on the disk is refused before it writes anything: a
+/// `NoSpace` error naming the store, the store as it was. Needs a small tmpfs (root).
+#[test]
+fn compaction_without_room_for_twice_its_rewrite_is_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        if std::env::var("MEMDEX_REQUIRE_TMPFS").as_deref() == Ok("1") {
+            panic!("MEMDEX_REQUIRE_TMPFS=1 but tmpfs cannot be mounted here");
+        }
+        eprintln!("skipping the free-space test: cannot mount a tmpfs");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&mnt);
+    let dir = mnt.join("store");
+    let mut w =
+        StoreWriter::open_or_create(&dir, &model(4, "aaaa"), Granularity::Round, None).unwrap();
+    for i in 0..8u32 {
+        let text = format!("text {i} {}", "x".repeat(2000));
+        w.append(&[item("t", &format!("s{i}"), 0, &text)], &[i as f32; 4])
+            .unwrap();
+    }
+    let reads = w.manifest().bytes();
+    // fill the disk, then free a little less than twice what the merge of all 8 reads
+    let filler = mnt.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    let len = f.metadata().unwrap().len();
+    f.set_len(len - reads - reads / 2).unwrap();
+    drop(f);
+    let files = |d: &std::path::Path| std::fs::read_dir(d.join("segments")).unwrap().count();
+    let before = (files(&dir), w.manifest().version);
+
+    let e = w.compact(&CompactOptions::default()).unwrap_err();
+    assert!(e.is_disk_full(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&dir.display().to_string()), "{msg}");
+    assert!(msg.contains(&format!("{reads} bytes it rewrites")), "{msg}");
+    assert_eq!((files(&dir), w.manifest().version), before);
+    assert_eq!(Store::open(&dir).unwrap().rows(), 8);
+
+    std::fs::remove_file(&filler).unwrap();
+    let r = w.compact(&CompactOptions::default()).unwrap();
+    assert_eq!((r.segments_before, r.segments_after), (8, 1));
+}

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use candle_core::cuda_backend::cudarc::driver::CudaSlice;
 use candle_core::{DType, Storage, Tensor};
 use memdex_kernels::gpu::{DeviceMask, DeviceMatrix, DeviceQueries, DeviceTimeline, Gpu};
 use memdex_kernels::{f16, BucketMask, FragRelParams};
@@ -138,17 +139,40 @@ fn device_ceilings(gpu: &Gpu) -> (Option<f64>, Option<f64>) {
 fn main() -> Result<()> {
     let a = parse()?;
     let gpu = Gpu::new(0)?;
-    let ceilings = device_ceilings(&gpu);
-    let rows = a.tenants * a.items;
-    let row_bytes = a.dim * 2;
+    let (theoretical_gbs, fp32_tflops) = device_ceilings(&gpu);
+    let ceilings = Ceilings {
+        copy_gbs: copy_bandwidth(&gpu, &a)?,
+        theoretical_gbs,
+        fp32_tflops,
+    };
+    let store = DeviceStore::build(&gpu, &a)?;
     let mut rng = Rng(0x5eed);
+    for (label, per, whole) in [
+        ("per_tenant_1x", 1, false),
+        ("per_tenant_10x", 10, false),
+        ("single_query_all_rows", 1, true),
+    ] {
+        segmented_topk(&store, &mut rng, &ceilings, Case { label, per, whole })?;
+    }
+    segmented_topk_lsh(&store, &mut rng)?;
+    fragrel_topk(&store, &mut rng, &ceilings)
+}
 
-    // Ceiling 1: device-to-device copy of a buffer the size of the matrix (read + write).
-    let bytes = rows * row_bytes;
+/// What the timings are compared with: the measured device-to-device copy bandwidth and the
+/// data-sheet numbers ([`device_ceilings`]).
+struct Ceilings {
+    copy_gbs: f64,
+    theoretical_gbs: Option<f64>,
+    fp32_tflops: Option<f64>,
+}
+
+/// Ceiling 1: device-to-device copy of a buffer the size of the matrix (read + write), GB/s.
+fn copy_bandwidth(gpu: &Gpu, a: &Args) -> Result<f64> {
+    let bytes = a.tenants * a.items * a.dim * 2;
     let src = gpu.cuda().alloc_zeros::<u8>(bytes)?;
     let mut dst = gpu.cuda().alloc_zeros::<u8>(bytes)?;
     let (copy_ms, _) = time_ms(
-        &gpu,
+        gpu,
         a.repeats,
         |_| Ok(()),
         |_| {
@@ -162,168 +186,218 @@ fn main() -> Result<()> {
         serde_json::json!({"bench": "d2d_copy", "bytes": bytes, "ms": copy_ms,
         "gb_per_s": copy_gbs, "note": "read + write bytes / time"}),
     );
+    Ok(copy_gbs)
+}
 
-    // The store on the device: tenants × items random-normal rows, f16, tenant-contiguous;
-    // bucket ids (b 64, L 4) computed on the device from the same f32 rows.
-    let t0 = Instant::now();
-    let lsh = Lsh::new(
-        a.dim,
-        LshParams {
+/// The store on the device: tenants × items random-normal rows, f16, tenant-contiguous, with
+/// their bucket ids (b 64, L 4) computed on the device from the same f32 rows.
+struct DeviceStore<'g> {
+    gpu: &'g Gpu,
+    a: &'g Args,
+    rows: usize,
+    row_bytes: usize,
+    lsh: Lsh,
+    matrix: DeviceMatrix,
+    row_buckets: CudaSlice<u16>,
+}
+
+impl<'g> DeviceStore<'g> {
+    fn build(gpu: &'g Gpu, a: &'g Args) -> Result<DeviceStore<'g>> {
+        let t0 = Instant::now();
+        let rows = a.tenants * a.items;
+        let params = LshParams {
             buckets: 64,
             tables: 4,
             seed: 42,
-        },
-    );
-    let proj = gpu.upload(lsh.projection())?;
-    let mut data = gpu.cuda().alloc_zeros::<f16>(rows * a.dim)?;
-    let mut buckets = gpu.cuda().alloc_zeros::<u32>(rows * 4)?;
-    let chunk = 262_144usize;
-    let mut lsh_ms = 0.0;
-    for start in (0..rows).step_by(chunk) {
-        let n = chunk.min(rows - start);
-        let x = Tensor::randn(0f32, 1.0, (n, a.dim), gpu.device())?;
-        let x = x.broadcast_div(&x.sqr()?.sum_keepdim(1)?.sqrt()?)?;
-        let h = x.to_dtype(DType::F16)?;
-        let (xs, hs) = (x.storage_and_layout().0, h.storage_and_layout().0);
-        let (Storage::Cuda(xs), Storage::Cuda(hs)) = (&*xs, &*hs) else {
-            bail!("tensors not on CUDA")
         };
-        let stream = gpu.cuda().cuda_stream();
-        let e0 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        let ids = gpu.lsh_project_dev(xs.as_cuda_slice::<f32>()?, n, a.dim, &proj, 4, 64)?;
-        let e1 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        lsh_ms += e0.elapsed_ms(&e1)? as f64;
-        gpu.cuda()
-            .memcpy_dtod(&ids, &mut buckets.slice_mut(start * 4..(start + n) * 4))?;
-        gpu.cuda().memcpy_dtod(
-            hs.as_cuda_slice::<f16>()?,
-            &mut data.slice_mut(start * a.dim..(start + n) * a.dim),
-        )?;
-    }
-    gpu.synchronize()?;
-    emit(
-        serde_json::json!({"bench": "lsh_project", "vectors": rows, "dim": a.dim,
-        "tables": 4, "buckets": 64, "ms": lsh_ms, "vectors_per_s": rows as f64 / (lsh_ms * 1e-3),
-        "setup_s": t0.elapsed().as_secs_f64()}),
-    );
-    let ids: Vec<u16> = gpu
-        .download(&buckets)?
-        .into_iter()
-        .map(|b| b as u16)
-        .collect();
-    let row_buckets = gpu.upload(&ids)?;
-    let matrix = DeviceMatrix {
-        dim: a.dim,
-        rows,
-        data,
-    };
-
-    // Fresh queries each launch: random unit vectors; tenants drawn WITHOUT replacement: each
-    // tenant exactly `per` times, in a fresh shuffled order (a permutation when per = 1), so
-    // no tenant's rows are scanned more often than the case says (no repeats served from L2).
-    let make_queries =
-        |rng: &mut Rng, per: usize, whole: bool| -> Result<(DeviceQueries, Vec<f32>)> {
-            let nq = if whole { 1 } else { a.tenants * per };
-            let v = rng.unit_vectors(nq, a.dim);
-            let ranges: Vec<[u32; 2]> = if whole {
-                vec![[0, rows as u32]]
-            } else {
-                rng.shuffled_tenants(a.tenants, per)
-                    .into_iter()
-                    .map(|t| [(t * a.items) as u32, ((t + 1) * a.items) as u32])
-                    .collect()
-            };
-            Ok((gpu.upload_queries(&v, &ranges)?, v))
-        };
-
-    // segmented_topk: one query per tenant, then 10 per tenant, then one query over everything.
-    for (label, per, whole) in [
-        ("per_tenant_1x", 1, false),
-        ("per_tenant_10x", 10, false),
-        ("single_query_all_rows", 1, true),
-    ] {
-        let nq = if whole { 1 } else { a.tenants * per };
-        let (ms, all) = time_ms(
-            &gpu,
-            a.repeats,
-            |_| make_queries(&mut rng, per, whole),
-            |(q, _)| Ok(gpu.segmented_topk_dev(&matrix, q, None, a.k)?),
-        )?;
-        // logical bytes: what the queries read (rows per query × row bytes); distinct bytes:
-        // the rows of the tenants scanned (every tenant once here), what DRAM must deliver at
-        // least once; the GB/s below count logical bytes, and equal distinct ones only at 1x
-        let logical = (if whole { rows } else { nq * a.items }) as f64 * row_bytes as f64;
-        let distinct = rows as f64 * row_bytes as f64;
-        let gbs = logical / (ms * 1e-3) / 1e9;
-        let distinct_gbs = distinct / (ms * 1e-3) / 1e9;
-        // ceilings: bytes over the measured copy bandwidth; FLOPs (dot + norm: 4·dim per row)
-        // over the FP32 rate
-        let flops = logical / row_bytes as f64 * 4.0 * a.dim as f64;
-        let ceiling_bytes_ms = distinct / (copy_gbs * 1e9) * 1e3;
-        let ceiling_flops_ms = ceilings.1.map(|tf| flops / (tf * 1e12) * 1e3);
+        let lsh = Lsh::new(a.dim, params);
+        let proj = gpu.upload(lsh.projection())?;
+        let mut data = gpu.cuda().alloc_zeros::<f16>(rows * a.dim)?;
+        let mut buckets = gpu.cuda().alloc_zeros::<u32>(rows * 4)?;
+        let chunk = 262_144usize;
+        let mut lsh_ms = 0.0;
+        for start in (0..rows).step_by(chunk) {
+            let n = chunk.min(rows - start);
+            lsh_ms += fill_rows(gpu, a.dim, &proj, start..start + n, &mut data, &mut buckets)?;
+        }
+        gpu.synchronize()?;
         emit(
-            serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
-            "tenant_draw": if whole { "all rows" } else { "each tenant exactly per_tenant times, shuffled" },
-            "per_tenant": if whole { 0 } else { per },
-            "rows_per_query": if whole { rows } else { a.items }, "dim": a.dim, "k": a.k,
-            "splits": gpu.splits(nq, if whole { rows } else { a.items }, a.dim)?,
-            "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
-            "logical_bytes": logical, "distinct_bytes": distinct,
-            "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / copy_gbs,
-            "distinct_gb_per_s": distinct_gbs,
-            "distinct_fraction_of_copy_bw": distinct_gbs / copy_gbs,
-            "ceiling_bytes_ms": ceiling_bytes_ms, "ceiling_flops_ms": ceiling_flops_ms,
-            "fraction_of_theoretical_bw": ceilings.0.map(|t| gbs / t)}),
+            serde_json::json!({"bench": "lsh_project", "vectors": rows, "dim": a.dim,
+            "tables": 4, "buckets": 64, "ms": lsh_ms, "vectors_per_s": rows as f64 / (lsh_ms * 1e-3),
+            "setup_s": t0.elapsed().as_secs_f64()}),
         );
+        let ids: Vec<u16> = (gpu.download(&buckets)?.into_iter())
+            .map(|b| b as u16)
+            .collect();
+        Ok(DeviceStore {
+            gpu,
+            a,
+            rows,
+            row_bytes: a.dim * 2,
+            lsh,
+            matrix: DeviceMatrix {
+                dim: a.dim,
+                rows,
+                data,
+            },
+            row_buckets: gpu.upload(&ids)?,
+        })
     }
 
-    // Bucketed top-k: 1 probe per table (b 64, L 4), masks from the projections on the host.
+    /// Fresh queries: random unit vectors; tenants drawn WITHOUT replacement: each tenant
+    /// exactly `per` times, in a fresh shuffled order (a permutation when per = 1), so no
+    /// tenant's rows are scanned more often than the case says (no repeats served from L2).
+    /// `whole`: one query over every row.
+    fn queries(&self, rng: &mut Rng, per: usize, whole: bool) -> Result<(DeviceQueries, Vec<f32>)> {
+        let a = self.a;
+        let nq = if whole { 1 } else { a.tenants * per };
+        let v = rng.unit_vectors(nq, a.dim);
+        let ranges: Vec<[u32; 2]> = if whole {
+            vec![[0, self.rows as u32]]
+        } else {
+            (rng.shuffled_tenants(a.tenants, per).into_iter())
+                .map(|t| [(t * a.items) as u32, ((t + 1) * a.items) as u32])
+                .collect()
+        };
+        Ok((self.gpu.upload_queries(&v, &ranges)?, v))
+    }
+}
+
+/// Random unit rows `range` of the store: their f16 copy into `data` and their bucket ids
+/// (projected on the device) into `buckets`; returns the projection's device time, ms.
+fn fill_rows(
+    gpu: &Gpu,
+    dim: usize,
+    proj: &CudaSlice<f32>,
+    range: std::ops::Range<usize>,
+    data: &mut CudaSlice<f16>,
+    buckets: &mut CudaSlice<u32>,
+) -> Result<f64> {
+    let (start, n) = (range.start, range.len());
+    let x = Tensor::randn(0f32, 1.0, (n, dim), gpu.device())?;
+    let x = x.broadcast_div(&x.sqr()?.sum_keepdim(1)?.sqrt()?)?;
+    let h = x.to_dtype(DType::F16)?;
+    let (xs, hs) = (x.storage_and_layout().0, h.storage_and_layout().0);
+    let (Storage::Cuda(xs), Storage::Cuda(hs)) = (&*xs, &*hs) else {
+        bail!("tensors not on CUDA")
+    };
+    let stream = gpu.cuda().cuda_stream();
+    let e0 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let ids = gpu.lsh_project_dev(xs.as_cuda_slice::<f32>()?, n, dim, proj, 4, 64)?;
+    let e1 = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let ms = e0.elapsed_ms(&e1)? as f64;
+    gpu.cuda()
+        .memcpy_dtod(&ids, &mut buckets.slice_mut(start * 4..(start + n) * 4))?;
+    gpu.cuda().memcpy_dtod(
+        hs.as_cuda_slice::<f16>()?,
+        &mut data.slice_mut(start * dim..(start + n) * dim),
+    )?;
+    Ok(ms)
+}
+
+/// One segmented top-k case: `per` queries per tenant, or one query over every row.
+struct Case {
+    label: &'static str,
+    per: usize,
+    whole: bool,
+}
+
+/// segmented_topk on fresh queries of `case`, reported against the ceilings.
+fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) -> Result<()> {
+    let (a, gpu) = (s.a, s.gpu);
+    let Case { label, per, whole } = case;
+    let nq = if whole { 1 } else { a.tenants * per };
+    let (ms, all) = time_ms(
+        gpu,
+        a.repeats,
+        |_| s.queries(rng, per, whole),
+        |(q, _)| Ok(gpu.segmented_topk_dev(&s.matrix, q, None, a.k)?),
+    )?;
+    let rows_per_query = if whole { s.rows } else { a.items };
+    // logical bytes: what the queries read (rows per query × row bytes); distinct bytes:
+    // the rows of the tenants scanned (every tenant once here), what DRAM must deliver at
+    // least once; the GB/s below count logical bytes, and equal distinct ones only at 1x
+    let logical = (if whole { s.rows } else { nq * a.items }) as f64 * s.row_bytes as f64;
+    let distinct = s.rows as f64 * s.row_bytes as f64;
+    let gbs = logical / (ms * 1e-3) / 1e9;
+    let distinct_gbs = distinct / (ms * 1e-3) / 1e9;
+    // ceilings: bytes over the measured copy bandwidth; FLOPs (dot + norm: 4·dim per row)
+    // over the FP32 rate
+    let flops = logical / s.row_bytes as f64 * 4.0 * a.dim as f64;
+    let ceiling_bytes_ms = distinct / (c.copy_gbs * 1e9) * 1e3;
+    let ceiling_flops_ms = c.fp32_tflops.map(|tf| flops / (tf * 1e12) * 1e3);
+    emit(
+        serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
+        "tenant_draw": if whole { "all rows" } else { "each tenant exactly per_tenant times, shuffled" },
+        "per_tenant": if whole { 0 } else { per },
+        "rows_per_query": rows_per_query, "dim": a.dim, "k": a.k,
+        "splits": gpu.splits(nq, rows_per_query, a.dim)?,
+        "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
+        "logical_bytes": logical, "distinct_bytes": distinct,
+        "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / c.copy_gbs,
+        "distinct_gb_per_s": distinct_gbs,
+        "distinct_fraction_of_copy_bw": distinct_gbs / c.copy_gbs,
+        "ceiling_bytes_ms": ceiling_bytes_ms, "ceiling_flops_ms": ceiling_flops_ms,
+        "fraction_of_theoretical_bw": c.theoretical_gbs.map(|t| gbs / t)}),
+    );
+    Ok(())
+}
+
+/// Bucketed top-k: 1 probe per table (b 64, L 4), masks from the projections on the host.
+fn segmented_topk_lsh(s: &DeviceStore<'_>, rng: &mut Rng) -> Result<()> {
+    let (a, gpu) = (s.a, s.gpu);
     let words = BucketMask::words(64);
     let nq = a.tenants;
     let (ms, _) = time_ms(
-        &gpu,
+        gpu,
         a.repeats,
         |_| {
-            let (q, v) = make_queries(&mut rng, 1, false)?;
-            let probes: Vec<Vec<Vec<u32>>> = v
-                .chunks_exact(a.dim)
-                .map(|x| (0..4).map(|t| lsh.probes(x, t, 1)).collect())
+            let (q, v) = s.queries(rng, 1, false)?;
+            let probes: Vec<Vec<Vec<u32>>> = (v.chunks_exact(a.dim))
+                .map(|x| (0..4).map(|t| s.lsh.probes(x, t, 1)).collect())
                 .collect();
             let bits = BucketMask::query_bits(&probes, 4, 64);
             let mask = DeviceMask {
                 tables: 4,
                 words,
-                row_buckets: row_buckets.clone(),
+                row_buckets: s.row_buckets.clone(),
                 query_masks: gpu.upload(&bits)?,
             };
             Ok((q, mask))
         },
-        |(q, mask)| Ok(gpu.segmented_topk_dev(&matrix, q, Some(mask), a.k)?),
+        |(q, mask)| Ok(gpu.segmented_topk_dev(&s.matrix, q, Some(mask), a.k)?),
     )?;
     emit(
         serde_json::json!({"bench": "segmented_topk_lsh", "queries": nq, "tables": 4,
         "buckets": 64, "probes": 1, "ms": ms, "queries_per_s": nq as f64 / (ms * 1e-3)}),
     );
+    Ok(())
+}
 
-    // FragRel fused: sessions of 20 items, positions with gaps.
-    let positions: Vec<u32> = (0..rows as u32).map(|i| (i % a.items as u32) * 2).collect();
-    let groups: Vec<u32> = (0..rows as u32).map(|i| i / 20).collect();
+/// FragRel fused: sessions of 20 items, positions with gaps.
+fn fragrel_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings) -> Result<()> {
+    let (a, gpu) = (s.a, s.gpu);
+    let positions: Vec<u32> = (0..s.rows as u32)
+        .map(|i| (i % a.items as u32) * 2)
+        .collect();
+    let groups: Vec<u32> = (0..s.rows as u32).map(|i| i / 20).collect();
     let timeline = DeviceTimeline {
         positions: gpu.upload(&positions)?,
         groups: gpu.upload(&groups)?,
     };
     let p = FragRelParams { alpha: 0.5, w: 0.8 };
+    let nq = a.tenants;
     let (ms, _) = time_ms(
-        &gpu,
+        gpu,
         a.repeats,
-        |_| make_queries(&mut rng, 1, false),
-        |(q, _)| Ok(gpu.fragrel_topk_dev(&matrix, &timeline, q, None, a.k, p)?),
+        |_| s.queries(rng, 1, false),
+        |(q, _)| Ok(gpu.fragrel_topk_dev(&s.matrix, &timeline, q, None, a.k, p)?),
     )?;
-    let gbs = (nq * a.items * row_bytes) as f64 / (ms * 1e-3) / 1e9;
+    let gbs = (nq * a.items * s.row_bytes) as f64 / (ms * 1e-3) / 1e9;
     emit(
         serde_json::json!({"bench": "fragrel_topk", "queries": nq, "rows_per_query": a.items,
         "ms": ms, "queries_per_s": nq as f64 / (ms * 1e-3), "scan_gb_per_s": gbs,
-        "fraction_of_copy_bw": gbs / copy_gbs}),
+        "fraction_of_copy_bw": gbs / c.copy_gbs}),
     );
     Ok(())
 }
