@@ -20,7 +20,8 @@ pub use run::{
     evaluate_questions, percentile, AltGold, EvalConfig, EvalReport, Latency, LevelMetrics, RunInfo,
 };
 pub use synth::{
-    count as synth_count, plan as synth_plan, write_synth, Profile, Slot, SynthOptions, SynthReport,
+    count as synth_count, plan as synth_plan, write_synth, Slot, SynthOptions, SynthReport,
+    SynthScale,
 };
 
 use thiserror::Error;

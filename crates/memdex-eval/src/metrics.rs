@@ -19,7 +19,7 @@ pub const DEFAULT_KS: [usize; 6] = [1, 3, 5, 10, 30, 50];
 
 /// The three metrics at one cut-off.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Metrics {
+pub struct CutoffMetrics {
     pub recall_any: f64,
     pub recall_all: f64,
     pub ndcg_any: f64,
@@ -38,7 +38,7 @@ fn dcg(rels: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// `evaluate_retrieval(rankings, correct_docs, corpus_ids, k)`.
-pub fn evaluate(ranked: &[&str], gold: &[&str], k: usize) -> Metrics {
+pub fn evaluate(ranked: &[&str], gold: &[&str], k: usize) -> CutoffMetrics {
     let k = k.min(ranked.len());
     let recalled: HashSet<&str> = ranked[..k].iter().copied().collect();
     let gold_set: HashSet<&str> = gold.iter().copied().collect();
@@ -49,7 +49,7 @@ pub fn evaluate(ranked: &[&str], gold: &[&str], k: usize) -> Metrics {
     let ideal = dcg((0..k).map(|i| if i < relevant { 1.0 } else { 0.0 }));
     let actual = dcg(ranked[..k].iter().map(rel));
     let ndcg_any = if ideal == 0.0 { 0.0 } else { actual / ideal };
-    Metrics {
+    CutoffMetrics {
         recall_any,
         recall_all,
         ndcg_any,
@@ -87,7 +87,11 @@ pub fn session_of(turn_id: &str) -> &str {
 }
 
 /// `evaluate_retrieval_turn2session(rankings, correct_docs, corpus_ids, k)`.
-pub fn evaluate_turn2session(ranked_turns: &[&str], gold_turns: &[&str], k: usize) -> Metrics {
+pub fn evaluate_turn2session(
+    ranked_turns: &[&str],
+    gold_turns: &[&str],
+    k: usize,
+) -> CutoffMetrics {
     let ranked: Vec<&str> = ranked_turns.iter().map(|t| session_of(t)).collect();
     let mut gold: Vec<&str> = gold_turns.iter().map(|t| session_of(t)).collect();
     gold.sort_unstable();

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::dataset::{Dataset, EvalQuestion, Skip};
 use crate::metrics::{
-    evaluate, evaluate_turn2session, reciprocal_rank, reciprocal_rank_turn2session, Metrics,
+    evaluate, evaluate_turn2session, reciprocal_rank, reciprocal_rank_turn2session, CutoffMetrics,
 };
 use crate::options::EvalOptions;
 use crate::ranked::{Ahead, Ranked};
@@ -108,7 +108,7 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, level: &str, k: usize, m: Metrics) {
+    fn add(&mut self, level: &str, k: usize, m: CutoffMetrics) {
         let l = self.sums.entry(level.to_string()).or_default();
         for (name, v) in [
             ("recall_any", m.recall_any),
@@ -207,7 +207,7 @@ impl Tally {
         self.evaluated += 1;
         let t = self.by_type.entry(qtype.to_string()).or_default();
         for &k in &opts.ks {
-            let mut add = |level: &str, m: Metrics| {
+            let mut add = |level: &str, m: CutoffMetrics| {
                 self.all.add(level, k, m);
                 t.add(level, k, m);
             };

@@ -99,7 +99,7 @@ pub struct ModelStats {
 
 /// One item's extraction, for inspection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Extraction {
+pub struct ModelExtraction {
     pub facts: Vec<String>,
     /// The model's raw answer (None: generation failed).
     pub raw: Option<String>,
@@ -161,14 +161,14 @@ impl ModelFacts {
     }
 
     /// Extracts the facts of `text`: the model's grounded lines, else the rules'.
-    pub fn run(&self, text: &str, anchor: Option<NaiveDate>) -> Extraction {
+    pub fn run(&self, text: &str, anchor: Option<NaiveDate>) -> ModelExtraction {
         let mut all = self.run_batch(&[(text, anchor)]);
         all.pop().expect("one extraction per item")
     }
 
     /// [`Self::run`] for each item, in order; the model generates for all of them in batched
     /// passes ([`Generator::generate_batch`]), each answer the one the item gets alone.
-    pub fn run_batch(&self, items: &[(&str, Option<NaiveDate>)]) -> Vec<Extraction> {
+    pub fn run_batch(&self, items: &[(&str, Option<NaiveDate>)]) -> Vec<ModelExtraction> {
         let start = Instant::now();
         let prompts: Vec<String> = items
             .iter()
@@ -195,7 +195,7 @@ impl ModelFacts {
         text: &str,
         anchor: Option<NaiveDate>,
         result: candle_core::Result<Generation>,
-    ) -> Extraction {
+    ) -> ModelExtraction {
         let (raw, facts) = match &result {
             Ok(g) => (Some(g.text.clone()), parse::parse_facts(&g.text, text)),
             Err(e) => {
@@ -220,7 +220,7 @@ impl ModelFacts {
         } else {
             self.rules.extract(text, anchor)
         };
-        Extraction {
+        ModelExtraction {
             facts,
             raw,
             from_model,

@@ -19,7 +19,7 @@ use memdex_memory::{input::sessions_from_json, plan_search, StageNames};
 use memdex_pipeline::derive_item;
 use memdex_rank::{contextual_query, format_ms, reading_context, RankOptions, Stages};
 use memdex_score::text::Analyzer;
-use memdex_server::{bodies, ApiError, Limits};
+use memdex_server::{bodies, ApiError, HttpLimits};
 use memdex_structures::tree::aggregate;
 use memdex_structures::{Context, RuleThoughts, ThoughtExtractor, ThoughtInput};
 use serde_json::Value;
@@ -517,7 +517,7 @@ pub fn query(data: &[u8]) -> u64 {
 /// context, query time and the reading stage.
 pub fn http_bodies(data: &[u8]) -> u64 {
     let mut sig = Sig::default();
-    let lim = Limits::default();
+    let lim = HttpLimits::default();
     let now = 1_685_490_000_000;
     let appended = serde_json::from_slice::<Value>(data)
         .map_err(|e| memdex_server::bad_json(&e))

@@ -2,7 +2,7 @@
 //! (the HTTP server maps each class to its status, the Python package to an exception, the MCP
 //! server to a tool error), each carrying memdex's own message.
 
-use memdex_pipeline::EngineError;
+use memdex_pipeline::PipelineError;
 use memdex_rank::RankError;
 use memdex_runtime::RuntimeError;
 use memdex_store::StoreError;
@@ -63,7 +63,7 @@ impl From<RuntimeError> for MemoryError {
     fn from(e: RuntimeError) -> Self {
         let msg = e.to_string();
         match e {
-            RuntimeError::Engine(e) => e.into(),
+            RuntimeError::Pipeline(e) => e.into(),
             RuntimeError::Rank(e) => e.into(),
             RuntimeError::NotFound { .. } => MemoryError::NotFound(msg),
             RuntimeError::Invalid { .. } => MemoryError::Invalid(msg),
@@ -78,22 +78,22 @@ impl From<RuntimeError> for MemoryError {
     }
 }
 
-impl From<EngineError> for MemoryError {
-    fn from(e: EngineError) -> Self {
+impl From<PipelineError> for MemoryError {
+    fn from(e: PipelineError) -> Self {
         let msg = e.to_string();
         match e {
-            EngineError::Rank(e) => e.into(),
-            EngineError::EmptyQuery
-            | EngineError::EmptySession { .. }
-            | EngineError::Invalid { .. }
-            | EngineError::Ingest(_) => MemoryError::Invalid(msg),
-            EngineError::SessionConflict { .. } => MemoryError::Conflict(msg),
-            EngineError::Store(e) => e.into(),
-            EngineError::Embed(_)
-            | EngineError::Model { .. }
-            | EngineError::Structures(_)
-            | EngineError::Kernel { .. }
-            | EngineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
+            PipelineError::Rank(e) => e.into(),
+            PipelineError::EmptyQuery
+            | PipelineError::EmptySession { .. }
+            | PipelineError::Invalid { .. }
+            | PipelineError::Ingest(_) => MemoryError::Invalid(msg),
+            PipelineError::SessionConflict { .. } => MemoryError::Conflict(msg),
+            PipelineError::Store(e) => e.into(),
+            PipelineError::Embed(_)
+            | PipelineError::Model { .. }
+            | PipelineError::Structures(_)
+            | PipelineError::Kernel { .. }
+            | PipelineError::UnknownExtractor { .. } => MemoryError::Internal(msg),
         }
     }
 }

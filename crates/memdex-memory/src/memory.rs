@@ -107,7 +107,7 @@ impl Memory {
             engine.ranker = Some(ranker(opts.rank, opts.device, encoder.as_ref())?);
         }
         let engine = Engine::start(dir, encoder, engine).map_err(|e| match e {
-            memdex_runtime::RuntimeError::Engine(e) => {
+            memdex_runtime::RuntimeError::Pipeline(e) => {
                 MemoryError::Internal(format!("opening {}: {e}", dir.display()))
             }
             e => e.into(),

@@ -19,11 +19,11 @@ use memdex_ingest::{itemize, ItemizeOptions};
 use memdex_store::{session_hash, Derived, Store, StoreWriter};
 use serde::Serialize;
 
-use crate::batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
+use crate::batch::{write_batch, Committed, EmbedFn, InFlight, ItemBatch, KeySource};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
 use crate::structure_sync::StructureSync;
-use crate::EngineError;
+use crate::PipelineError;
 use memdex_structures::SyncReport;
 
 /// What became of one offered session.
@@ -98,7 +98,11 @@ pub struct PrepareSeconds {
 impl AppendPipeline {
     /// A pipeline over `store` (the committed view the writer appends to), with the
     /// extraction its manifest records.
-    pub fn new(store: Store, itemize: ItemizeOptions, parallel: bool) -> Result<Self, EngineError> {
+    pub fn new(
+        store: Store,
+        itemize: ItemizeOptions,
+        parallel: bool,
+    ) -> Result<Self, PipelineError> {
         let extract = Extractors::for_store(&store.manifest().extraction)?;
         Ok(Self::with_extractors(store, itemize, extract, parallel))
     }
@@ -152,7 +156,7 @@ impl AppendPipeline {
 
     /// Offers one request's sessions: either every one is admitted (stored or unchanged) or
     /// none is (a conflicting or empty session refuses the request).
-    pub fn admit(&mut self, sessions: &[Session]) -> Result<Vec<Admitted>, EngineError> {
+    pub fn admit(&mut self, sessions: &[Session]) -> Result<Vec<Admitted>, PipelineError> {
         let t = Instant::now();
         let mut mine: HashMap<(String, String), u64> = HashMap::new();
         let mut plans: Vec<(Admitted, Vec<MemoryItem>)> = Vec::with_capacity(sessions.len());
@@ -161,7 +165,7 @@ impl AppendPipeline {
             let items = itemize(s, &self.itemize);
             let key = (s.tenant.clone(), s.session_id.clone());
             if items.is_empty() {
-                return Err(EngineError::EmptySession {
+                return Err(PipelineError::EmptySession {
                     tenant: key.0,
                     session_id: key.1,
                 });
@@ -175,7 +179,7 @@ impl AppendPipeline {
             let status = match prev {
                 Some(&h) if h == hash => SessionStatus::Unchanged,
                 Some(_) => {
-                    return Err(EngineError::SessionConflict {
+                    return Err(PipelineError::SessionConflict {
                         tenant: key.0,
                         session_id: key.1,
                     })
@@ -253,7 +257,7 @@ impl AppendPipeline {
         &mut self,
         writer: &mut StoreWriter,
         embed: &mut EmbedFn<'_>,
-    ) -> Result<Committed, EngineError> {
+    ) -> Result<Committed, PipelineError> {
         if self.stale {
             self.refresh()?;
         }
@@ -288,11 +292,11 @@ impl AppendPipeline {
         }
     }
 
-    /// Moves what is admitted into a [`Batch`] whose key vectors are planned: a live row's
+    /// Moves what is admitted into a [`ItemBatch`] whose key vectors are planned: a live row's
     /// (`Stored`), a key of an earlier batch of this run still in flight (`Earlier`, in
     /// `inflight`), or embedded with this batch. The batch's sessions count as stored from
     /// now on (a later failure fails the whole run or request).
-    pub fn cut(&mut self, inflight: &mut InFlight) -> Option<Batch> {
+    pub fn cut(&mut self, inflight: &mut InFlight) -> Option<ItemBatch> {
         if self.pending.is_empty() {
             self.staged.clear();
             return None;
@@ -324,7 +328,7 @@ impl AppendPipeline {
             .collect();
         let fresh_words = self.new_words(&fresh, inflight);
         self.profile.plan += t.elapsed().as_secs_f64();
-        Some(Batch {
+        Some(ItemBatch {
             items,
             derived,
             sources,
@@ -354,7 +358,7 @@ impl AppendPipeline {
 
     /// Re-reads the committed store (after this pipeline's commits, or a delete or compaction
     /// by the same writer) and the idempotency hashes of `sessions` (None: all).
-    pub fn refresh(&mut self) -> Result<(), EngineError> {
+    pub fn refresh(&mut self) -> Result<(), PipelineError> {
         self.keys.refresh()?;
         self.stale = false;
         Ok(())
@@ -368,7 +372,11 @@ impl AppendPipeline {
     /// After a delete: the hashes of the touched sessions of `tenant` (None: every session of
     /// the tenant) are re-read from the refreshed store, so a re-append of a forgotten session
     /// stores it again.
-    pub fn forget(&mut self, tenant: &str, sessions: Option<&[String]>) -> Result<(), EngineError> {
+    pub fn forget(
+        &mut self,
+        tenant: &str,
+        sessions: Option<&[String]>,
+    ) -> Result<(), PipelineError> {
         self.refresh()?;
         match sessions {
             None => self.known.retain(|(t, _), _| t != tenant),
@@ -392,7 +400,7 @@ impl AppendPipeline {
     pub fn set_thought_extractor(
         &mut self,
         x: std::sync::Arc<dyn memdex_structures::ThoughtExtractor>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), PipelineError> {
         self.structures = StructureSync::with_extractor(self.store(), x)?;
         Ok(())
     }
@@ -406,7 +414,7 @@ impl AppendPipeline {
         writer: &mut StoreWriter,
         embed: &mut EmbedFn<'_>,
         deleted_in: &[&str],
-    ) -> Result<Option<SyncReport>, EngineError> {
+    ) -> Result<Option<SyncReport>, PipelineError> {
         let Some(sync) = self.structures.as_mut() else {
             return Ok(None);
         };

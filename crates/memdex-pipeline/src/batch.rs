@@ -14,7 +14,7 @@ use memdex_kernels::Kernels;
 
 use crate::keys::KeyCache;
 use crate::vectors::derive_from_vectors;
-use crate::EngineError;
+use crate::PipelineError;
 
 /// What one commit wrote.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,7 +33,7 @@ pub struct Committed {
 }
 
 /// Embeds key texts for a commit (passages).
-pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Embeddings, EngineError> + 'a;
+pub type EmbedFn<'a> = dyn FnMut(&[&str]) -> Result<Embeddings, PipelineError> + 'a;
 
 /// Where an item's key vector comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub enum KeySource {
     Stored,
     /// An earlier batch of the same run embeds it (committed before this batch is written).
     Earlier,
-    /// This batch embeds it: slot in [`Batch::fresh`].
+    /// This batch embeds it: slot in [`ItemBatch::fresh`].
     Fresh(usize),
 }
 
@@ -74,7 +74,7 @@ impl InFlight {
 
 /// Admitted items and the plan for their key vectors.
 #[derive(Debug)]
-pub struct Batch {
+pub struct ItemBatch {
     pub(crate) items: Vec<MemoryItem>,
     pub(crate) derived: Vec<Derived>,
     pub(crate) sources: Vec<KeySource>,
@@ -89,14 +89,14 @@ pub struct Batch {
     pub(crate) sessions: Vec<(String, String)>,
 }
 
-impl Batch {
+impl ItemBatch {
     pub fn items(&self) -> usize {
         self.items.len()
     }
 
     /// The fresh keys' vectors, then the fresh words', through `embed` (nothing to embed: an
     /// empty result).
-    pub fn embed(&self, embed: &mut EmbedFn<'_>, dim: usize) -> Result<Embeddings, EngineError> {
+    pub fn embed(&self, embed: &mut EmbedFn<'_>, dim: usize) -> Result<Embeddings, PipelineError> {
         let keys: Vec<&str> = (self.fresh.iter().map(String::as_str))
             .chain(self.fresh_words.iter().map(|(_, w)| w.as_str()))
             .collect();
@@ -110,7 +110,7 @@ impl Batch {
             embed(&keys)?
         };
         if emb.dim != dim || emb.data.len() != keys.len() * dim {
-            return Err(EngineError::Invalid {
+            return Err(PipelineError::Invalid {
                 message: format!(
                     "the encoder returned {} values of dimension {} for {} texts; the store holds dimension {dim}",
                     emb.data.len(),
@@ -130,11 +130,11 @@ impl Batch {
 pub fn write_batch(
     writer: &mut StoreWriter,
     keys: &mut KeyCache,
-    batch: Batch,
+    batch: ItemBatch,
     emb: Embeddings,
     accel: Option<&dyn Kernels>,
-) -> Result<Committed, EngineError> {
-    let Batch {
+) -> Result<Committed, PipelineError> {
+    let ItemBatch {
         items,
         mut derived,
         sources,
@@ -159,7 +159,7 @@ pub fn write_batch(
                 d.terms = fresh_terms[slot].clone();
             }
             KeySource::Stored | KeySource::Earlier => {
-                let (v, terms) = keys.get(&it.key).ok_or_else(|| EngineError::Invalid {
+                let (v, terms) = keys.get(&it.key).ok_or_else(|| PipelineError::Invalid {
                     message: format!(
                         "the vector of key {:?} is not in the store any more (deleted or \
                          compacted while the batch was in flight); index again",

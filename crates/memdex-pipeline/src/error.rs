@@ -3,7 +3,7 @@ use thiserror::Error;
 /// Indexing and search failures: the underlying crate's error, or a conflict the append
 /// pipeline detects.
 #[derive(Debug, Error)]
-pub enum EngineError {
+pub enum PipelineError {
     #[error(transparent)]
     Ingest(#[from] memdex_ingest::IngestError),
     #[error(transparent)]

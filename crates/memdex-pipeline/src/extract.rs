@@ -12,7 +12,7 @@ use memdex_store::{Derived, Extraction};
 
 use rayon::prelude::*;
 
-use crate::EngineError;
+use crate::PipelineError;
 
 /// What is extracted from each item at index time, as a user chooses it for a new store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub struct Extractors {
 
 impl Extractors {
     /// The built-in extractors named by `x` (a store's `extraction` record).
-    pub fn for_store(x: &Extraction) -> Result<Extractors, EngineError> {
+    pub fn for_store(x: &Extraction) -> Result<Extractors, PipelineError> {
         Self::for_store_with(x, None)
     }
 
@@ -92,7 +92,7 @@ impl Extractors {
     pub fn for_store_with(
         x: &Extraction,
         model: Option<Arc<dyn FactExtractor>>,
-    ) -> Result<Extractors, EngineError> {
+    ) -> Result<Extractors, PipelineError> {
         let facts: Option<Arc<dyn FactExtractor>> = match &x.facts {
             None => None,
             Some(name) => match model {
@@ -100,7 +100,7 @@ impl Extractors {
                 _ if name == HeuristicFacts::default().name() => {
                     Some(Arc::new(HeuristicFacts::default()))
                 }
-                _ => return Err(EngineError::UnknownExtractor { name: name.clone() }),
+                _ => return Err(PipelineError::UnknownExtractor { name: name.clone() }),
             },
         };
         Ok(Extractors {

@@ -23,11 +23,11 @@ use memdex_store::StoreWriter;
 use serde::Serialize;
 
 use crate::append::{AppendPipeline, PrepareSeconds, SessionStatus};
-use crate::batch::{write_batch, Batch, InFlight};
+use crate::batch::{write_batch, InFlight, ItemBatch};
 use crate::extract::Extractors;
 use crate::keys::KeyCache;
 use crate::structure_sync::StructureSync;
-use crate::EngineError;
+use crate::PipelineError;
 use memdex_structures::SyncReport;
 
 /// Default items per segment. Peak memory of a build is about three batches in flight (one
@@ -146,14 +146,14 @@ pub fn index_sessions<S: SessionSource + Send>(
     encoder: &dyn Encoder,
     opts: &IndexOptions,
     progress: &dyn IndexProgress,
-) -> Result<IndexReport, EngineError> {
+) -> Result<IndexReport, PipelineError> {
     let extract = Extractors::for_store(&writer.manifest().extraction)?;
     index_sessions_with(source, writer, encoder, opts, extract, progress)
 }
 
 /// A batch on its way, with where the input stood when it was cut.
 struct Cut {
-    batch: Batch,
+    batch: ItemBatch,
     position: Option<(u64, u64)>,
 }
 
@@ -166,7 +166,7 @@ pub fn index_sessions_with<S: SessionSource + Send>(
     opts: &IndexOptions,
     extract: Extractors,
     progress: &dyn IndexProgress,
-) -> Result<IndexReport, EngineError> {
+) -> Result<IndexReport, PipelineError> {
     let start = Instant::now();
     let store = writer.view()?.clone();
     store.check_model(encoder.info())?;
@@ -228,19 +228,19 @@ fn prepare_pool() -> Option<rayon::ThreadPool> {
 fn sync_structures(
     writer: &mut StoreWriter,
     encoder: &dyn Encoder,
-) -> Result<Option<SyncReport>, EngineError> {
+) -> Result<Option<SyncReport>, PipelineError> {
     let store = writer.view()?.clone();
     let Some(mut sync) = StructureSync::for_store(&store) else {
         return Ok(None);
     };
-    let mut embed = |t: &[&str]| -> Result<Embeddings, EngineError> {
+    let mut embed = |t: &[&str]| -> Result<Embeddings, PipelineError> {
         Ok(encoder.embed(t, TextKind::Passage)?)
     };
     sync.sync(&store, writer, &mut embed, &[]).map(Some)
 }
 
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T, EngineError> {
-    h.join().map_err(|p| EngineError::Model {
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T, PipelineError> {
+    h.join().map_err(|p| PipelineError::Model {
         message: format!("an index stage panicked: {}", panic_text(&*p)),
     })
 }
@@ -259,7 +259,7 @@ fn prepare<S: SessionSource>(
     opts: &IndexOptions,
     tx: SyncSender<Cut>,
     progress: &dyn IndexProgress,
-) -> (IndexReport, Option<EngineError>) {
+) -> (IndexReport, Option<PipelineError>) {
     let mut r = IndexReport::default();
     let mut inflight = InFlight::default();
     let mut failure = None;
@@ -324,7 +324,7 @@ fn admit(
     session: &Session,
     on_error: OnError,
     r: &mut IndexReport,
-) -> Result<(), EngineError> {
+) -> Result<(), PipelineError> {
     match pipeline.admit(std::slice::from_ref(session)) {
         Ok(admitted) => {
             for a in admitted {
@@ -335,12 +335,12 @@ fn admit(
             }
             Ok(())
         }
-        Err(EngineError::EmptySession { tenant, session_id }) => {
+        Err(PipelineError::EmptySession { tenant, session_id }) => {
             tracing::warn!("tenant {tenant:?}, session {session_id:?}: no text; not stored");
             r.sessions_empty += 1;
             Ok(())
         }
-        Err(e @ EngineError::SessionConflict { .. }) if on_error == OnError::Skip => {
+        Err(e @ PipelineError::SessionConflict { .. }) if on_error == OnError::Skip => {
             tracing::warn!("skipping: {e}");
             r.sessions_rejected += 1;
             r.errors.push(e.to_string());
@@ -357,11 +357,11 @@ fn embed_stage(
     rx: Receiver<Cut>,
     tx: SyncSender<(Cut, Embeddings)>,
     progress: &dyn IndexProgress,
-) -> (IndexReport, Option<EngineError>) {
+) -> (IndexReport, Option<PipelineError>) {
     let mut r = IndexReport::default();
     for cut in rx {
         let t = Instant::now();
-        let mut embed = |keys: &[&str]| -> Result<Embeddings, EngineError> {
+        let mut embed = |keys: &[&str]| -> Result<Embeddings, PipelineError> {
             Ok(encoder
                 .embed_with_progress(keys, TextKind::Passage, &mut |n| progress.on_embedded(n))?)
         };
@@ -387,7 +387,7 @@ fn write_stage(
     rx: Receiver<(Cut, Embeddings)>,
     progress: &dyn IndexProgress,
     accel: Option<&crate::KernelHandle>,
-) -> (IndexReport, Option<EngineError>) {
+) -> (IndexReport, Option<PipelineError>) {
     let mut r = IndexReport::default();
     for (cut, emb) in rx {
         let t = Instant::now();

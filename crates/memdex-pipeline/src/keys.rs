@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use memdex_store::Store;
 
-use crate::EngineError;
+use crate::PipelineError;
 
 /// Where each distinct key's vector lives in a store view: (segment id, row) by key hash,
 /// confirmed by comparing the key text. Live rows only.
@@ -62,7 +62,7 @@ impl KeyCache {
 
     /// Moves to the latest committed version. Appends only add segments, so their keys are
     /// added; after a compaction (segments retired, rows moved) or a delete the map is rebuilt.
-    pub fn refresh(&mut self) -> Result<(), EngineError> {
+    pub fn refresh(&mut self) -> Result<(), PipelineError> {
         self.stale = true;
         let (seen, version) = (self.store.segments().len(), self.store.manifest().version);
         let deleted_before = self.store.manifest().deleted.len();

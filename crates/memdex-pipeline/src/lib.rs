@@ -23,8 +23,8 @@ mod vectors;
 pub use append::{
     session_hash_of, Admitted, AppendPipeline, Extracted, PrepareSeconds, SessionStatus,
 };
-pub use batch::{write_batch, Batch, Committed, EmbedFn, InFlight, KeySource};
-pub use error::EngineError;
+pub use batch::{write_batch, Committed, EmbedFn, InFlight, ItemBatch, KeySource};
+pub use error::PipelineError;
 pub use extract::{derive_item, ExtractOptions, Extractors};
 pub use index::{
     index_sessions, index_sessions_with, IndexOptions, IndexProgress, IndexReport, Throughput,

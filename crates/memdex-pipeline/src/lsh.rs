@@ -8,7 +8,7 @@
 
 use memdex_kernels::Kernels;
 use memdex_score::lsh::{Lsh, LshParams};
-use memdex_score::{dot, Hit, TopK};
+use memdex_score::{dot, Hit, TopKHeap};
 use memdex_store::{LshMeta, Store};
 use rayon::prelude::*;
 
@@ -72,7 +72,7 @@ pub fn lsh_top_k(
             wanted[t * words + b as usize / 64] |= 1 << (b % 64);
         }
     }
-    let mut top = TopK::new(k);
+    let mut top = TopKHeap::new(k);
     let (mut scanned, mut total) = (0, 0);
     for (block, slice) in store.tenant_slices(tenant).iter().enumerate() {
         total += slice.rows;

@@ -9,7 +9,7 @@ use memdex_store::{Store, StoreWriter};
 use memdex_structures::{Maintainer, SyncReport, ThoughtExtractor};
 
 use crate::batch::EmbedFn;
-use crate::EngineError;
+use crate::PipelineError;
 
 /// Keeps a store's structures (when it has any) in step with its items.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ impl StructureSync {
     pub(crate) fn with_extractor(
         store: &Store,
         x: Arc<dyn ThoughtExtractor>,
-    ) -> Result<Option<StructureSync>, EngineError> {
+    ) -> Result<Option<StructureSync>, PipelineError> {
         Ok(Maintainer::with_extractor(store, x)?.map(|maintainer| StructureSync { maintainer }))
     }
 
@@ -46,7 +46,7 @@ impl StructureSync {
         writer: &mut StoreWriter,
         embed: &mut EmbedFn<'_>,
         deleted_in: &[&str],
-    ) -> Result<SyncReport, EngineError> {
+    ) -> Result<SyncReport, PipelineError> {
         let mut texts = |t: &[&str]| -> Result<Vec<f32>, String> {
             embed(t).map(|e| e.data).map_err(|e| e.to_string())
         };

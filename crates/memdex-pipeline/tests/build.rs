@@ -11,7 +11,9 @@ use std::sync::Arc;
 use memdex_core::{Granularity, OnError, Role, Session, TextKind, Turn};
 use memdex_embed::{EmbedError, Encoder};
 use memdex_ingest::{ItemizeOptions, SessionList};
-use memdex_pipeline::{index_sessions, AppendPipeline, EngineError, ExtractOptions, IndexOptions};
+use memdex_pipeline::{
+    index_sessions, AppendPipeline, ExtractOptions, IndexOptions, PipelineError,
+};
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::HookedEncoder;
 
@@ -69,7 +71,7 @@ fn history() -> (Vec<Session>, usize) {
 fn run(
     dir: &std::path::Path,
     enc: &dyn Encoder,
-) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::EngineError> {
+) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::PipelineError> {
     run_with(dir, enc, &Extraction::default(), history().0)
 }
 
@@ -78,7 +80,7 @@ fn run_with(
     enc: &dyn Encoder,
     extraction: &Extraction,
     sessions: Vec<Session>,
-) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::EngineError> {
+) -> Result<memdex_pipeline::IndexReport, memdex_pipeline::PipelineError> {
     let mut w =
         StoreWriter::open_or_create_with(dir, enc.info(), Granularity::Turn, None, extraction)
             .unwrap();
@@ -153,7 +155,8 @@ fn a_build_extracts_what_one_request_at_a_time_does() {
             .unwrap();
     let store = Store::open(served.path()).unwrap();
     let mut p = AppendPipeline::new(store, ItemizeOptions::new(Granularity::Turn), false).unwrap();
-    let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
+    let mut embed =
+        |t: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(t, TextKind::Passage)?) };
     for s in dated_history() {
         p.admit(std::slice::from_ref(&s)).unwrap();
         p.commit(&mut w, &mut embed).unwrap();

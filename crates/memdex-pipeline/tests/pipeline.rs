@@ -9,7 +9,7 @@ use common::Searcher;
 use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, SessionStatus};
+use memdex_pipeline::{AppendPipeline, PipelineError, SessionStatus};
 use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
 use memdex_score::CpuScorer;
 use memdex_store::{Extraction, Store, StoreWriter};
@@ -42,7 +42,7 @@ fn admit_commit_reuse_conflict_empty_and_forget() {
     let (mut w, mut p) = open(tmp.path());
     let enc = HashEncoder::new(DIM);
     let mut embedded: Vec<String> = Vec::new();
-    let mut embed = |keys: &[&str]| -> Result<_, EngineError> {
+    let mut embed = |keys: &[&str]| -> Result<_, PipelineError> {
         embedded.extend(keys.iter().map(|k| k.to_string()));
         Ok(enc.embed(keys, TextKind::Passage)?)
     };
@@ -86,15 +86,15 @@ fn admit_commit_reuse_conflict_empty_and_forget() {
             session("ann", "s1", &["other content"]),
         ])
         .unwrap_err();
-    assert!(matches!(e, EngineError::SessionConflict { .. }), "{e}");
+    assert!(matches!(e, PipelineError::SessionConflict { .. }), "{e}");
     assert_eq!(p.pending_items(), 0);
     let e = p.admit(&[session("dan", "s2", &["   ", ""])]).unwrap_err();
-    assert!(matches!(e, EngineError::EmptySession { .. }), "{e}");
+    assert!(matches!(e, PipelineError::EmptySession { .. }), "{e}");
 
     // a failed commit leaves nothing pending or staged: the same session is admitted again
     p.admit(&[session("eve", "s1", &["will fail"])]).unwrap();
     let e = p.commit(&mut w, &mut |_: &[&str]| {
-        Err(EngineError::Model {
+        Err(PipelineError::Model {
             message: "down".into(),
         })
     });
@@ -156,7 +156,7 @@ fn deleted_rows_are_never_ranked_and_given_scores_must_fit() {
     ])
     .unwrap();
     let mut embed =
-        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+        |keys: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
     let c = p.commit(&mut w, &mut embed).unwrap();
     w.delete_items(&[c.first_id]).unwrap();
     let searcher = Searcher::new(
@@ -219,7 +219,7 @@ fn tenant_cache_stays_within_its_budget_and_ranks_the_same() {
         .collect();
     p.admit(&sessions).unwrap();
     let mut embed =
-        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+        |keys: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
     p.commit(&mut w, &mut embed).unwrap();
     let store = Store::open(tmp.path()).unwrap();
     let q = enc

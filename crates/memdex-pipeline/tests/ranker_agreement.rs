@@ -13,7 +13,7 @@ use memdex_ingest::ItemizeOptions;
 use std::sync::Arc;
 
 use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
-use memdex_pipeline::{AppendPipeline, EngineError};
+use memdex_pipeline::{AppendPipeline, PipelineError};
 use memdex_rank::{
     BatchHits, BatchQuery, BatchRanker, Query, RankError, RankOptions, Retriever, TopK,
 };
@@ -94,7 +94,7 @@ fn store(dir: &std::path::Path) -> Searcher {
         p.admit(&sessions(t)).unwrap();
     }
     let mut embed =
-        |keys: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
+        |keys: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
     p.commit(&mut w, &mut embed).unwrap();
     Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
 }

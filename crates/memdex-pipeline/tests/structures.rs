@@ -11,7 +11,7 @@ use std::path::Path;
 use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions};
+use memdex_pipeline::{AppendPipeline, ExtractOptions, PipelineError};
 use memdex_rank::{RankOptions, Retriever, ThoughtStage, TreeStage};
 use memdex_store::{Store, StoreWriter, Structures};
 use memdex_structures::{default_thoughts, default_tree, report, MemTree, ThoughtMemory};
@@ -53,7 +53,8 @@ fn open(dir: &Path, structures: bool) -> (StoreWriter, AppendPipeline) {
 fn append(dir: &Path, groups: &[Vec<Session>]) {
     let (mut w, mut p) = open(dir, false);
     let enc = HashEncoder::new(DIM);
-    let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
+    let mut embed =
+        |t: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(t, TextKind::Passage)?) };
     for g in groups {
         p.admit(g).unwrap();
         p.commit(&mut w, &mut embed).unwrap();
@@ -297,7 +298,8 @@ fn deleted_items_take_their_thoughts_and_leaves_with_them() {
     // the writer's sync records it: forgotten, leaves removed, words hidden in the log
     p.forget("t", None).unwrap();
     let enc = HashEncoder::new(DIM);
-    let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
+    let mut embed =
+        |t: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(t, TextKind::Passage)?) };
     let r = p
         .sync_structures(&mut w, &mut embed, &["t"])
         .unwrap()

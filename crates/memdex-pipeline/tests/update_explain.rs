@@ -10,7 +10,7 @@ use common::Searcher;
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
-use memdex_pipeline::{AppendPipeline, EngineError, ExtractOptions};
+use memdex_pipeline::{AppendPipeline, ExtractOptions, PipelineError};
 use memdex_rank::{RankOptions, Stages, TopK};
 use memdex_store::{Store, StoreWriter};
 use memdex_testkit::HashEncoder;
@@ -47,7 +47,8 @@ fn searcher(dir: &std::path::Path) -> Searcher {
         false,
     )
     .unwrap();
-    let mut embed = |t: &[&str]| -> Result<_, EngineError> { Ok(enc.embed(t, TextKind::Passage)?) };
+    let mut embed =
+        |t: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(t, TextKind::Passage)?) };
     p.admit(&[
         session(
             "old",

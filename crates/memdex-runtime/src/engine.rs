@@ -81,7 +81,7 @@ impl Engine {
                 let x = ExtractOptions::default().for_granularity(Granularity::Round);
                 (Granularity::Round, x.extraction())
             }
-            Err(e) => return Err(RuntimeError::from(memdex_pipeline::EngineError::from(e))),
+            Err(e) => return Err(RuntimeError::from(memdex_pipeline::PipelineError::from(e))),
         };
         let writer = StoreWriter::open_or_create_with(
             dir,
@@ -90,14 +90,14 @@ impl Engine {
             opts.model_source.clone(),
             &extraction,
         )
-        .map_err(memdex_pipeline::EngineError::from)?;
+        .map_err(memdex_pipeline::PipelineError::from)?;
         let mut writer = writer;
         let (thoughts, tree) = opts.structures.clone();
         writer
             .enable_structures(thoughts, tree)
-            .map_err(memdex_pipeline::EngineError::from)?;
+            .map_err(memdex_pipeline::PipelineError::from)?;
         let store =
-            Store::open_for_model(dir, &info).map_err(memdex_pipeline::EngineError::from)?;
+            Store::open_for_model(dir, &info).map_err(memdex_pipeline::PipelineError::from)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
         let first = Arc::new(Snapshot::new(store, opts.cache_bytes));
         first.warm_all_in_background();

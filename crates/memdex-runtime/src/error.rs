@@ -4,7 +4,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum RuntimeError {
     #[error(transparent)]
-    Engine(#[from] memdex_pipeline::EngineError),
+    Pipeline(#[from] memdex_pipeline::PipelineError),
     /// A search could not be ranked (a tenant without memory, a stage the store cannot serve).
     #[error(transparent)]
     Rank(#[from] memdex_rank::RankError),
@@ -39,10 +39,10 @@ impl RuntimeError {
     }
 
     /// The failure of a write that did not commit.
-    pub(crate) fn not_committed(e: &memdex_pipeline::EngineError) -> RuntimeError {
+    pub(crate) fn not_committed(e: &memdex_pipeline::PipelineError) -> RuntimeError {
         RuntimeError::NotCommitted {
             message: e.to_string(),
-            disk_full: matches!(e, memdex_pipeline::EngineError::Store(s) if s.is_disk_full()),
+            disk_full: matches!(e, memdex_pipeline::PipelineError::Store(s) if s.is_disk_full()),
         }
     }
 }

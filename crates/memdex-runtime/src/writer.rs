@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use memdex_core::{Session, TextKind};
-use memdex_pipeline::{AppendPipeline, Committed, EngineError, SessionStatus};
+use memdex_pipeline::{AppendPipeline, Committed, PipelineError, SessionStatus};
 use memdex_store::{CompactReport, StoreWriter};
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -403,13 +403,13 @@ fn embed_passages(
     stats: &EngineStats,
     chunk: usize,
     texts: &[&str],
-) -> Result<memdex_embed::Embeddings, EngineError> {
+) -> Result<memdex_embed::Embeddings, PipelineError> {
     let mut out = memdex_embed::Embeddings {
         dim: 0,
         data: Vec::new(),
         tokens: Vec::new(),
     };
-    let gone = || EngineError::Model {
+    let gone = || PipelineError::Model {
         message: "the model thread stopped".into(),
     };
     for part in texts.chunks(chunk.max(1)) {
@@ -427,7 +427,7 @@ fn embed_passages(
         let e = rx
             .blocking_recv()
             .map_err(|_| gone())?
-            .map_err(|e| EngineError::Model {
+            .map_err(|e| PipelineError::Model {
                 message: e.to_string(),
             })?;
         out.dim = e.dim;

@@ -53,21 +53,21 @@ impl Ord for Worst {
 
 /// Bounded selection of the k best hits (by [`Hit::rank_cmp`]).
 #[derive(Clone)]
-pub struct TopK {
+pub struct TopKHeap {
     k: usize,
     heap: BinaryHeap<Worst>,
 }
 
-impl std::fmt::Debug for TopK {
+impl std::fmt::Debug for TopKHeap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TopK")
+        f.debug_struct("TopKHeap")
             .field("k", &self.k)
             .field("len", &self.heap.len())
             .finish()
     }
 }
 
-impl TopK {
+impl TopKHeap {
     pub fn new(k: usize) -> Self {
         Self {
             k,
@@ -89,7 +89,7 @@ impl TopK {
         }
     }
 
-    pub fn merge(mut self, other: TopK) -> TopK {
+    pub fn merge(mut self, other: TopKHeap) -> TopKHeap {
         for w in other.heap {
             self.push(w.0);
         }
@@ -182,7 +182,7 @@ pub fn top_k(query: &[f32], blocks: &[&[f32]], dim: usize, k: usize) -> Vec<Hit>
         })
         .collect();
     let scan = |&(b, first_row, chunk): &(u32, usize, &[f32])| {
-        let mut top = TopK::new(k);
+        let mut top = TopKHeap::new(k);
         for (i, row) in chunk.chunks_exact(dim).enumerate() {
             top.push(Hit {
                 score: dot(query, row),
@@ -194,12 +194,15 @@ pub fn top_k(query: &[f32], blocks: &[&[f32]], dim: usize, k: usize) -> Vec<Hit>
     };
     let total_rows: usize = blocks.iter().map(|b| b.len() / dim).sum();
     let top = if total_rows < 4 * CHUNK_ROWS {
-        tasks.iter().map(scan).fold(TopK::new(k), TopK::merge)
+        tasks
+            .iter()
+            .map(scan)
+            .fold(TopKHeap::new(k), TopKHeap::merge)
     } else {
         tasks
             .par_iter()
             .map(scan)
-            .reduce(|| TopK::new(k), TopK::merge)
+            .reduce(|| TopKHeap::new(k), TopKHeap::merge)
     };
     top.into_sorted()
 }

@@ -16,4 +16,4 @@ pub mod signals;
 pub mod text;
 
 pub use dense::{check_request, Block, CpuScorer, DenseScorer, Run, ScoreError};
-pub use exact::{dot, top_k, Hit, TopK};
+pub use exact::{dot, top_k, Hit, TopKHeap};

@@ -3,7 +3,7 @@
 //! independent tables, multi-probe of the next-best buckets, then exact top-k over the union
 //! of candidate rows. The exact scan ([`crate::top_k`]) is the reference it is measured against.
 
-use crate::{dot, Hit, TopK};
+use crate::{dot, Hit, TopKHeap};
 
 /// LSH shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ impl LshIndex {
         let dim = lsh.dim;
         let n = rows.len() / dim;
         let mut seen = vec![false; n];
-        let mut top = TopK::new(k);
+        let mut top = TopKHeap::new(k);
         let mut scanned = 0;
         for (t, table) in self.buckets.iter().enumerate() {
             for b in lsh.probes(q, t, probes) {

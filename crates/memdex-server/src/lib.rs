@@ -44,7 +44,7 @@ pub use metrics::Metrics;
 
 /// Request limits; each violation is a 4xx naming the limit.
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub struct HttpLimits {
     /// What one call may carry (sessions and turns per append, bytes per text, `k`, embedding
     /// inputs): the front door checks these, for HTTP as for every front end.
     pub memory: memdex_memory::Limits,
@@ -59,7 +59,7 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
-impl Default for Limits {
+impl Default for HttpLimits {
     fn default() -> Self {
         Self {
             memory: memdex_memory::Limits::default(),
@@ -76,7 +76,7 @@ impl Default for Limits {
 #[derive(Debug, Clone, Default)]
 pub struct ServerConfig {
     pub keys: Keys,
-    pub limits: Limits,
+    pub limits: HttpLimits,
 }
 
 /// Server failures (binding, serving).
@@ -108,7 +108,7 @@ pub struct AppState {
     /// The one way in: every handler's work goes through it.
     pub memory: Arc<Memory>,
     pub keys: Arc<Keys>,
-    pub limits: Arc<Limits>,
+    pub limits: Arc<HttpLimits>,
     pub metrics: Arc<Metrics>,
     shutting_down: Arc<AtomicBool>,
     in_flight: Arc<Semaphore>,

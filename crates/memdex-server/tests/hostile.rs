@@ -11,12 +11,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{session, TestServer};
-use memdex_server::{Keys, Limits, ServerConfig};
+use memdex_server::{HttpLimits, Keys, ServerConfig};
 use serde_json::json;
 
 const ADMIN: &str = "admin-key";
 
-fn keyed(limits: Limits) -> ServerConfig {
+fn keyed(limits: HttpLimits) -> ServerConfig {
     ServerConfig {
         keys: Keys {
             admin: Some(ADMIN.into()),
@@ -64,11 +64,11 @@ fn an_extreme_date_is_refused_and_writes_go_on() {
 
 #[test]
 fn strangers_cannot_starve_callers() {
-    let limits = Limits {
+    let limits = HttpLimits {
         max_in_flight: 8,
         body_timeout: Duration::from_millis(300),
         header_timeout: Duration::from_millis(300),
-        ..Limits::default()
+        ..HttpLimits::default()
     };
     let s = TestServer::start_in(
         tempfile::tempdir().unwrap(),

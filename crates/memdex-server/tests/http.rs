@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use common::{session, TestServer};
 use memdex_memory::EngineOptions;
-use memdex_server::{Keys, Limits, ServerConfig};
+use memdex_server::{HttpLimits, Keys, ServerConfig};
 use memdex_testkit::{contains, segment_bytes};
 use serde_json::{json, Value};
 
@@ -264,7 +264,7 @@ fn keyed() -> ServerConfig {
                 ("b".to_string(), "key-b".to_string()),
             ]),
         },
-        limits: Limits::default(),
+        limits: HttpLimits::default(),
     }
 }
 
@@ -352,7 +352,7 @@ fn tenant_keys_never_cross_tenants() {
 
 #[test]
 fn bad_input_answers_4xx_and_harms_nothing() {
-    let limits = Limits {
+    let limits = HttpLimits {
         max_body_bytes: 64 << 10,
         memory: memdex_memory::Limits {
             max_call_turns: 10,
@@ -361,7 +361,7 @@ fn bad_input_answers_4xx_and_harms_nothing() {
             max_k: 50,
             ..memdex_memory::Limits::default()
         },
-        ..Limits::default()
+        ..HttpLimits::default()
     };
     let s = TestServer::start(ServerConfig {
         limits,

@@ -9,7 +9,7 @@ mod common;
 
 use base64::Engine as _;
 use common::{session, TestServer};
-use memdex_server::{Limits, ServerConfig};
+use memdex_server::{HttpLimits, ServerConfig};
 use serde_json::{json, Value};
 
 fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), String> {
@@ -360,9 +360,9 @@ fn wrong_methods_and_unknown_routes_answer_the_error_body() {
 
 #[test]
 fn over_the_in_flight_limit_answers_429() {
-    let limits = Limits {
+    let limits = HttpLimits {
         max_in_flight: 0,
-        ..Limits::default()
+        ..HttpLimits::default()
     };
     let s = TestServer::start(ServerConfig {
         limits,

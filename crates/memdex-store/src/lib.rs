@@ -59,4 +59,4 @@ pub use snapshot::snapshot;
 pub use store::{session_hash, Store, TenantSlice};
 pub use structure_segments::Structures;
 pub use words::WordTable;
-pub use writer::{AppendReport, StoreSpec, StoreWriter};
+pub use writer::{SegmentAppend, StoreSpec, StoreWriter};

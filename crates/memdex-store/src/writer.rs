@@ -55,7 +55,7 @@ impl StoreSpec {
 
 /// What one append committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppendReport {
+pub struct SegmentAppend {
     pub segment: SegmentMeta,
     pub manifest_version: u64,
 }
@@ -244,7 +244,7 @@ impl StoreWriter {
         &mut self,
         items: &[MemoryItem],
         embeddings: &[f32],
-    ) -> Result<AppendReport, StoreError> {
+    ) -> Result<SegmentAppend, StoreError> {
         self.append_derived(items, embeddings, &vec![Derived::default(); items.len()])
     }
 
@@ -289,7 +289,7 @@ impl StoreWriter {
         items: &[MemoryItem],
         embeddings: &[f32],
         terms: &[Vec<String>],
-    ) -> Result<AppendReport, StoreError> {
+    ) -> Result<SegmentAppend, StoreError> {
         self.append_with_lsh(items, embeddings, terms, &[])
     }
 
@@ -301,7 +301,7 @@ impl StoreWriter {
         embeddings: &[f32],
         terms: &[Vec<String>],
         lsh: &[u16],
-    ) -> Result<AppendReport, StoreError> {
+    ) -> Result<SegmentAppend, StoreError> {
         let tables = self.manifest.lsh.map_or(0, |m| m.tables as usize);
         if terms.len() != items.len() || lsh.len() != items.len() * tables {
             return Err(StoreError::InvalidAppend {
@@ -333,7 +333,7 @@ impl StoreWriter {
         items: &[MemoryItem],
         embeddings: &[f32],
         derived: &[Derived],
-    ) -> Result<AppendReport, StoreError> {
+    ) -> Result<SegmentAppend, StoreError> {
         let tables = self.manifest.lsh.map_or(0, |m| m.tables as usize);
         let buckets = self.manifest.lsh.map_or(0, |m| m.buckets as usize);
         if let Some(i) = derived
@@ -464,7 +464,7 @@ impl StoreWriter {
         }
         self.manifest = next;
         self.next_positions = positions;
-        Ok(AppendReport {
+        Ok(SegmentAppend {
             segment: meta,
             manifest_version: self.manifest.version,
         })

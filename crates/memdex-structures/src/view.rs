@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use memdex_score::lsh::Lsh;
-use memdex_score::{dot, Hit, TopK};
+use memdex_score::{dot, Hit, TopKHeap};
 use memdex_store::{Store, Structures};
 
 use crate::sync::thought_lsh;
@@ -135,7 +135,7 @@ impl TenantView {
 
 /// Keeps the `k` best (index, score) pairs, best first (ties: lower index).
 fn best_k(scores: impl Iterator<Item = (usize, f32)>, k: usize) -> Vec<(usize, f32)> {
-    let mut top = TopK::new(k);
+    let mut top = TopKHeap::new(k);
     for (i, s) in scores {
         top.push(Hit {
             score: s,

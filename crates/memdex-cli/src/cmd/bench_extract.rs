@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use chrono::NaiveDate;
 use memdex_extract::{FactExtractor, HeuristicFacts};
-use memdex_extract_model::{Extraction, ModelFacts, ModelStats};
+use memdex_extract_model::{ModelExtraction, ModelFacts, ModelStats};
 use serde::Serialize;
 
 use crate::cli::{BenchExtractArgs, ExtractMode, ExtractorDevice, ExtractorSpec};
@@ -91,7 +91,7 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
 
     let (rules, rule_facts) = rules_run(&items);
     let mut runs = Vec::new();
-    let mut answers: Vec<Vec<Extraction>> = Vec::new();
+    let mut answers: Vec<Vec<ModelExtraction>> = Vec::new();
     if matches!(a.mode, ExtractMode::Batched | ExtractMode::Both) {
         let (run, out) = model_run(&model, &items, "batched", &rules, |m, xs| m.run_batch(xs));
         runs.push(run);
@@ -165,8 +165,8 @@ fn model_run(
     items: &[(&str, Option<NaiveDate>)],
     mode: &'static str,
     rules: &RulesRun,
-    pass: impl Fn(&ModelFacts, &[(&str, Option<NaiveDate>)]) -> Vec<Extraction>,
-) -> (ModelRun, Vec<Extraction>) {
+    pass: impl Fn(&ModelFacts, &[(&str, Option<NaiveDate>)]) -> Vec<ModelExtraction>,
+) -> (ModelRun, Vec<ModelExtraction>) {
     let before = model.stats();
     let t = Instant::now();
     let out = pass(model, items);

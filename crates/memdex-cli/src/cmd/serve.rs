@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::sync::Arc;
 
 use memdex_memory::{maintain, CompactOptions, EngineOptions, Memory, RankChoice};
-use memdex_server::{Keys, Limits, ServerConfig};
+use memdex_server::{HttpLimits, Keys, ServerConfig};
 
 use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
 use crate::output::print_json;
@@ -31,13 +31,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
             admin: a.api_key.clone().filter(|k| !k.is_empty()),
             tenants,
         },
-        limits: Limits {
+        limits: HttpLimits {
             max_body_bytes: a.max_body_bytes,
             max_in_flight: a.max_in_flight,
             max_connections: a.max_connections.max(1),
             header_timeout: Duration::from_secs(a.header_timeout.max(1)),
             body_timeout: Duration::from_secs(a.body_timeout.max(1)),
-            ..Limits::default()
+            ..HttpLimits::default()
         },
     };
     config.check_bind(&a.addr)?;

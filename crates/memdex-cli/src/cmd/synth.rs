@@ -2,15 +2,15 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result};
-use memdex_eval::{synth_count, write_synth, Profile, SynthOptions};
+use memdex_eval::{synth_count, write_synth, SynthOptions, SynthScale};
 
 use crate::cli::{SynthArgs, SynthProfile};
 use crate::output::print_json;
 
 pub fn run(a: SynthArgs) -> Result<()> {
     let profile = match a.profile {
-        SynthProfile::LongmemevalS => Profile::LongMemEvalS,
-        SynthProfile::LongmemevalM => Profile::LongMemEvalM,
+        SynthProfile::LongmemevalS => SynthScale::LongMemEvalS,
+        SynthProfile::LongmemevalM => SynthScale::LongMemEvalM,
     };
     let mut o = SynthOptions::profile(profile, a.seed);
     if let Some(q) = a.questions {

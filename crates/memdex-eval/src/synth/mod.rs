@@ -41,7 +41,7 @@ pub struct SynthOptions {
 
 /// The real files' shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
+pub enum SynthScale {
     /// `longmemeval_s.json`: 500 questions, 25,112 slots, 19,829 distinct sessions.
     LongMemEvalS,
     /// `longmemeval_m.json`: 500 questions, 250,948 slots, 52,476 distinct sessions.
@@ -52,10 +52,10 @@ pub enum Profile {
 const EVIDENCE: [usize; 4] = [1, 2, 3, 1];
 
 impl SynthOptions {
-    pub fn profile(p: Profile, seed: u64) -> Self {
+    pub fn profile(p: SynthScale, seed: u64) -> Self {
         let (haystack, slots, distinct) = match p {
-            Profile::LongMemEvalS => ((38, 62), 25_112, 19_829),
-            Profile::LongMemEvalM => ((480, 524), 250_948, 52_476),
+            SynthScale::LongMemEvalS => ((38, 62), 25_112, 19_829),
+            SynthScale::LongMemEvalM => ((480, 524), 250_948, 52_476),
         };
         Self {
             questions: 500,
@@ -413,8 +413,8 @@ mod tests {
         let p = pool_for(500, 250_948, 52_476);
         assert!((52_000..54_000).contains(&p), "pool {p}");
         for (profile, slots, distinct) in [
-            (Profile::LongMemEvalS, 25_112, 19_829),
-            (Profile::LongMemEvalM, 250_948, 52_476),
+            (SynthScale::LongMemEvalS, 25_112, 19_829),
+            (SynthScale::LongMemEvalM, 250_948, 52_476),
         ] {
             let c = count(&SynthOptions::profile(profile, 42));
             assert_eq!((c.questions, c.slots), (500, slots), "{profile:?}");

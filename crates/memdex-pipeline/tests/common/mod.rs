@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_embed::Encoder;
-use memdex_pipeline::EngineError;
+use memdex_pipeline::PipelineError;
 use memdex_rank::{
     all_one, top_one, Batch, BatchHits, BatchQuery, BatchRanker, BatchRankings, CpuRanker, Query,
     RankOptions, Ranking, SearchHit, Snapshot, TenantCache, TopK,
@@ -25,7 +25,7 @@ pub struct Searcher {
 impl Searcher {
     /// Pairs a store with an encoder; refused unless the store was built with this model.
     /// The CPU ranker ranks (see [`Self::with_ranker`]).
-    pub fn new(store: Store, encoder: Box<dyn Encoder>) -> Result<Searcher, EngineError> {
+    pub fn new(store: Store, encoder: Box<dyn Encoder>) -> Result<Searcher, PipelineError> {
         Self::with_ranker(store, encoder, Arc::new(CpuRanker::default()))
     }
 
@@ -34,7 +34,7 @@ impl Searcher {
         store: Store,
         encoder: Box<dyn Encoder>,
         ranker: Arc<dyn BatchRanker>,
-    ) -> Result<Searcher, EngineError> {
+    ) -> Result<Searcher, PipelineError> {
         store.check_model(encoder.info())?;
         Ok(Searcher {
             snapshot: Snapshot::new(store, memdex_rank::DEFAULT_CACHE_BYTES),
@@ -69,7 +69,7 @@ impl Searcher {
         date_ms: Option<i64>,
         k: usize,
         opts: &RankOptions,
-    ) -> Result<Vec<SearchHit>, EngineError> {
+    ) -> Result<Vec<SearchHit>, PipelineError> {
         self.search_with(tenant, query, date_ms, opts, TopK { k, explain: false })
     }
 
@@ -82,9 +82,9 @@ impl Searcher {
         date_ms: Option<i64>,
         opts: &RankOptions,
         top: TopK,
-    ) -> Result<Vec<SearchHit>, EngineError> {
+    ) -> Result<Vec<SearchHit>, PipelineError> {
         if query.trim().is_empty() {
-            return Err(EngineError::EmptyQuery);
+            return Err(PipelineError::EmptyQuery);
         }
         let q = self.encoder.embed(&[query], TextKind::Query)?;
         let query = BatchQuery {
@@ -105,7 +105,7 @@ impl Searcher {
         tenant: &str,
         query: &Query<'_>,
         opts: &RankOptions,
-    ) -> Result<Ranking<'_>, EngineError> {
+    ) -> Result<Ranking<'_>, PipelineError> {
         let q = BatchQuery {
             tenant,
             query: *query,
@@ -119,7 +119,7 @@ impl Searcher {
         queries: &[BatchQuery<'_>],
         opts: &RankOptions,
         top: TopK,
-    ) -> Result<BatchHits, EngineError> {
+    ) -> Result<BatchHits, PipelineError> {
         Ok(self.ranker.top(&self.batch(queries, opts), top)?)
     }
 
@@ -128,7 +128,7 @@ impl Searcher {
         &self,
         queries: &[BatchQuery<'_>],
         opts: &RankOptions,
-    ) -> Result<BatchRankings<'_>, EngineError> {
+    ) -> Result<BatchRankings<'_>, PipelineError> {
         Ok(self.ranker.all(&self.batch(queries, opts))?)
     }
 
