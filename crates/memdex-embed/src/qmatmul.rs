@@ -437,6 +437,22 @@ mod x86 {
         }
     }
 
+    /// [`QRows::fill`] on the AVX2 row kernels, compiled for AVX2 + FMA: inlined into code
+    /// compiled for AVX-512, its interleaving stores become `vpscatterdd` (slow on AMD).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA (guaranteed by `kern`).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn fill(
+        kern: Avx2Int,
+        qa: &mut QRows,
+        a: &[f32],
+        rows: usize,
+        w: &PackedI16,
+    ) {
+        qa.fill(kern, a, rows, w)
+    }
+
     /// [`super::block_with`] compiled for AVX2 + FMA with the AVX2 tile inlined.
     ///
     /// # Safety
@@ -456,7 +472,8 @@ mod x86 {
         super::block_with(kern, a, rows, w, b, c, epi, qa)
     }
 
-    /// [`Kernel::row_stats`], eight lanes at a time.
+    /// [`Kernel::row_stats`], eight lanes at a time in four independent chains (one chain
+    /// waits on the FMA's latency).
     ///
     /// # Safety
     /// The CPU has AVX2 + FMA.
@@ -464,15 +481,19 @@ mod x86 {
     #[inline]
     unsafe fn row_stats(row: &[f32]) -> (f32, f32) {
         let abs = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX));
-        let (mut m, mut s) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let chunks = row.chunks_exact(8);
+        let (mut m, mut s) = ([_mm256_setzero_ps(); 4], [_mm256_setzero_ps(); 4]);
+        let chunks = row.chunks_exact(32);
         let tail = chunks.remainder();
         for c in chunks {
-            let v = _mm256_loadu_ps(c.as_ptr());
-            // max_ps returns its second operand when either is NaN: keep NaN visible in `s`
-            m = _mm256_max_ps(m, _mm256_and_ps(v, abs));
-            s = _mm256_fmadd_ps(v, v, s);
+            for (q, (m, s)) in m.iter_mut().zip(s.iter_mut()).enumerate() {
+                let v = _mm256_loadu_ps(c.as_ptr().add(8 * q));
+                // max_ps returns its second operand when either is NaN: keep NaN visible in `s`
+                *m = _mm256_max_ps(*m, _mm256_and_ps(v, abs));
+                *s = _mm256_fmadd_ps(v, v, *s);
+            }
         }
+        let m = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+        let s = _mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3]));
         let (mut ml, mut sl) = ([0f32; 8], [0f32; 8]);
         _mm256_storeu_ps(ml.as_mut_ptr(), m);
         _mm256_storeu_ps(sl.as_mut_ptr(), s);

@@ -89,7 +89,8 @@ pub(super) unsafe fn block(
     qa: &mut QRows,
 ) {
     let (n, pairs) = (w.n, w.pairs);
-    qa.fill(kern.rows, a, rows, w);
+    // SAFETY: `kern.rows` exists, so the CPU has AVX2 and FMA.
+    unsafe { super::x86::fill(kern.rows, qa, a, rows, w) };
     let (act, residual) = match epi {
         Epilogue::Bias(act) => (act, false),
         Epilogue::ResidualLayerNorm { .. } => (None, true),
