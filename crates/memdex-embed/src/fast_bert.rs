@@ -30,9 +30,11 @@ use crate::stage_timer::{self, Stage};
 struct Matrix {
     n: usize,
     k: usize,
-    /// Row-major f32: the `gemm` crate (AVX-512) and f32 small batches.
+    /// Row-major f32: the `gemm` crate ([`LargeBatchKernel::F32GemmCrate`]) and f32 small
+    /// batches.
     rows: Option<Vec<f32>>,
-    /// Packed for [`crate::linear`] (AVX2 and portable large batches).
+    /// Packed for [`crate::linear`]: large batches on memdex's GEMMs (AVX2, portable, and
+    /// AVX-512 with VNNI).
     packed: Option<Packed>,
     /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
     half: Option<Half>,
