@@ -12,8 +12,8 @@
 #      MKL_ENABLE_INSTRUCTIONS and ONEDNN_MAX_CPU_ISA. (candle's reference encoder keeps the
 #      gemm crate's own dispatch; ONNX Runtime's MLAS has no switch and always dispatches to
 #      the CPU's best.) CANDLE=0 skips the candle reference encoder. ORT=0 skips ONNX Runtime
-#      (scripts/bench-ort.sh: the model exported to ONNX once, fused by ONNX Runtime's BERT
-#      optimizer, fp32, the same tokenizer, batches and pooling as sentence-transformers).
+#      (scripts/bench-ort.sh: the model exported to ONNX once, ONNX Runtime's own graph
+#      optimisations, fp32, the same tokenizer, batches and pooling as sentence-transformers).
 #      ROUNDS (1): after the first round (every engine as above), ROUNDS − 1 more rounds of
 #      memdex fast-cpu, sentence-transformers, ONNX Runtime, alternating, so that drift in the
 #      machine's speed (other load, clocks) hits every side alike; prints each round's ratios
