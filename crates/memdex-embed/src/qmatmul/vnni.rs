@@ -110,47 +110,39 @@ pub(super) unsafe fn block(
                 let c_tile = &mut c[i0 * n + cols.j0..];
                 let shape = (if mr > MR { G * MR } else { MR }, cols.np * NR);
                 on_tile(c_tile, n, (mr, cols.nc), shape, add_c, |c, ldc| {
+                    // the tile of row groups `$g` × panels `$q` (bias and scales copied for
+                    // one panel, read in place for two)
+                    macro_rules! tile {
+                        ([$($g:literal),+], [$q:literal]) => {
+                            kern.tile(
+                                kc,
+                                [$(group($g)),+],
+                                [cols.b[$q]],
+                                (&[$(ri($g)),+], &[cols.ci[$q]]),
+                                c,
+                                ldc,
+                                add_c,
+                                cols.bias.map(|b| [b[$q]]).as_ref(),
+                            )
+                        };
+                        ([$($g:literal),+], [$($q:literal),+]) => {
+                            kern.tile(
+                                kc,
+                                [$(group($g)),+],
+                                [$(cols.b[$q]),+],
+                                (&[$(ri($g)),+], &cols.ci),
+                                c,
+                                ldc,
+                                add_c,
+                                cols.bias.as_ref(),
+                            )
+                        };
+                    }
                     match (mr > MR, cols.np) {
-                        (true, 2) => kern.tile::<2, 2>(
-                            kc,
-                            [group(0), group(1)],
-                            [cols.b[0], cols.b[1]],
-                            (&[ri(0), ri(1)], &cols.ci),
-                            c,
-                            ldc,
-                            add_c,
-                            cols.bias.as_ref(),
-                        ),
-                        (true, _) => kern.tile::<2, 1>(
-                            kc,
-                            [group(0), group(1)],
-                            [cols.b[0]],
-                            (&[ri(0), ri(1)], &[cols.ci[0]]),
-                            c,
-                            ldc,
-                            add_c,
-                            cols.bias.map(|b| [b[0]]).as_ref(),
-                        ),
-                        (false, 2) => kern.tile::<1, 2>(
-                            kc,
-                            [group(0)],
-                            [cols.b[0], cols.b[1]],
-                            (&[ri(0)], &cols.ci),
-                            c,
-                            ldc,
-                            add_c,
-                            cols.bias.as_ref(),
-                        ),
-                        (false, _) => kern.tile::<1, 1>(
-                            kc,
-                            [group(0)],
-                            [cols.b[0]],
-                            (&[ri(0)], &[cols.ci[0]]),
-                            c,
-                            ldc,
-                            add_c,
-                            cols.bias.map(|b| [b[0]]).as_ref(),
-                        ),
+                        (true, 2) => tile!([0, 1], [0, 1]),
+                        (true, _) => tile!([0, 1], [0]),
+                        (false, 2) => tile!([0], [0, 1]),
+                        (false, _) => tile!([0], [0]),
                     }
                 });
                 if let (true, Some(act)) = (last, act) {
