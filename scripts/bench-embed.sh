@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side CPU embedding throughput: memdex vs sentence-transformers, same texts, same
-# model, one run. Prints both reports and the ratio (memdex tokens/s ÷ sentence-transformers).
+# Side-by-side CPU embedding throughput: memdex vs sentence-transformers and ONNX Runtime, same
+# texts, same model, same threads, one run. Prints the reports and both ratios (memdex tokens/s
+# ÷ sentence-transformers, ÷ ONNX Runtime).
 #
 # usage: scripts/bench-embed.sh [TEXTS.jsonl]
 #   TEXTS.jsonl: {"text": ...} per line. Default: built from ../shared/data/locomo/locomo-dev.json
@@ -9,11 +10,17 @@
 #      ISA (auto | avx512 | avx2 | portable): forces both sides onto that instruction set —
 #      memdex through MEMDEX_CPU_ISA, PyTorch through ATEN_CPU_CAPABILITY,
 #      MKL_ENABLE_INSTRUCTIONS and ONEDNN_MAX_CPU_ISA. (candle's reference encoder keeps the
-#      gemm crate's own dispatch.) CANDLE=0 skips the candle reference encoder.
-#      ROUNDS (1): after the first round (both engines as above), ROUNDS − 1 more rounds of
-#      memdex fast-cpu then sentence-transformers, alternating, so that drift in the machine's
-#      speed (other load, clocks) hits both sides alike; prints each round's ratio and their
-#      median, the number to quote.
+#      gemm crate's own dispatch; ONNX Runtime's MLAS has no switch and always dispatches to
+#      the CPU's best.) CANDLE=0 skips the candle reference encoder. ORT=0 skips ONNX Runtime
+#      (scripts/bench-ort.sh: the model exported to ONNX once, ONNX Runtime's own graph
+#      optimisations, fp32, the same tokenizer, batches and pooling as sentence-transformers).
+#      ROUNDS (1): after the first round (every engine as above), ROUNDS − 1 more rounds of
+#      memdex fast-cpu, sentence-transformers, ONNX Runtime, alternating, so that drift in the
+#      machine's speed (other load, clocks) hits every side alike; prints each round's ratios
+#      and their medians, the numbers to quote.
+#      QUIET (0): on a shared machine, before each engine's run wait until the CPUs were at
+#      least 90 % idle over 2 s (at most QUIET seconds; the wait is logged), so that another
+#      job's burst lands between runs rather than inside one engine's time.
 # GFLOP/s: the encoder's useful arithmetic (no padding, `memdex bench embed`'s count) per
 # second of each engine, to hold against the CPU's peak.
 set -euo pipefail
@@ -48,6 +55,26 @@ scripts/fetch-model.sh "$model" >/dev/null
 # the candle backend rows need the `candle` feature (a no-op when already built so)
 [ -n "${MEMDEX:-}" ] || cargo build --release -p memdex-cli --features candle
 
+quiet() { # waits (≤ QUIET s) for ≥ 90 % idle CPUs over 2 s
+  local limit="${QUIET:-0}" waited=0
+  [ "$limit" -gt 0 ] || return 0
+  while [ "$waited" -lt "$limit" ]; do
+    local busy
+    busy=$(python3 -c '
+import time
+def t():
+    v = list(map(int, open("/proc/stat").readline().split()[1:]))
+    return sum(v), v[3] + v[4]
+a = t(); time.sleep(2); b = t()
+print(int(100 * (1 - (b[1] - a[1]) / max(1, b[0] - a[0]))))')
+    [ "$busy" -le 10 ] && break
+    waited=$((waited + 2))
+  done
+  [ "$waited" -eq 0 ] || echo "   (waited ${waited}s for quiet CPUs)" >&2
+  echo "$waited" >> "$out/quiet-waits.txt"
+}
+rm -f "$out/quiet-waits.txt"
+quiet
 echo "== memdex (fast CPU encoder)" >&2
 RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --input "$texts" \
   --repeats "$repeats" --json > "$out/memdex.json"
@@ -58,17 +85,28 @@ if [ "${CANDLE:-1}" != 0 ]; then
 else
   rm -f "$out/memdex-candle.json"
 fi
-echo "== sentence-transformers" >&2
-scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
-  --max-length 256 --repeats "$repeats" --json > "$out/st.json"
+references() { # $1: the reports' suffix
+  quiet
+  echo "== sentence-transformers" >&2
+  scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
+    --max-length 256 --repeats "$repeats" --json > "$out/st$1.json"
+  if [ "${ORT:-1}" != 0 ]; then
+    quiet
+    echo "== ONNX Runtime" >&2
+    scripts/bench-ort.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
+      --max-length 256 --repeats "$repeats" --json > "$out/ort$1.json"
+  fi
+}
+rm -f "$out"/ort*.json "$out"/memdex-r*.json "$out"/st-r*.json
+references ""
 
 rounds="${ROUNDS:-1}"
 for r in $(seq 2 "$rounds"); do
-  echo "== round $r/$rounds: memdex, then sentence-transformers" >&2
+  echo "== round $r/$rounds: memdex, sentence-transformers, ONNX Runtime" >&2
+  quiet
   RAYON_NUM_THREADS="$threads" "$memdex" bench embed --model "$model" --device cpu --input "$texts" \
     --repeats "$repeats" --json > "$out/memdex-r$r.json"
-  scripts/bench-st.sh --model "$model" --input "$texts" --threads "$threads" --batch-size 64 \
-    --max-length 256 --repeats "$repeats" --json > "$out/st-r$r.json"
+  references "-r$r"
 done
 
 uptime > "$out/load-after.txt"
@@ -76,35 +114,49 @@ uptime > "$out/load-after.txt"
 python3 - "$out" "$isa" <<'PY'
 import json, sys, os
 d, isa = sys.argv[1], sys.argv[2]
-m, s = (json.load(open(os.path.join(d, f))) for f in ("memdex.json", "st.json"))
-cf = os.path.join(d, "memdex-candle.json")
-c = json.load(open(cf)) if os.path.exists(cf) else None
-assert m["tokens"] == s["tokens"], f"token counts differ: memdex {m['tokens']} vs st {s['tokens']}"
+rd = lambda f: json.load(open(os.path.join(d, f))) if os.path.exists(os.path.join(d, f)) else None
+m, s, o, c = rd("memdex.json"), rd("st.json"), rd("ort.json"), rd("memdex-candle.json")
+for name, r in (("sentence-transformers", s), ("ONNX Runtime", o)):
+    assert r is None or m["tokens"] == r["tokens"], f"token counts differ: memdex {m['tokens']} vs {name} {r['tokens']}"
 load = lambda f: open(os.path.join(d, f)).read().split("load average:")[-1].strip()
 print(f"texts {m['texts']}, tokens {m['tokens']}, threads {m['threads']}, ISA={isa}")
 print(f"load average before: {load('load-before.txt')}, after: {load('load-after.txt')}")
 print(f"ISA used: memdex fast-cpu {m.get('isa', '?')}; sentence-transformers: torch {s.get('isa', '?')}, "
-      f"MKL_ENABLE_INSTRUCTIONS {s.get('mkl_enable_instructions', '?')}, ONEDNN_MAX_CPU_ISA {s.get('onednn_max_cpu_isa', '?')}")
+      f"MKL_ENABLE_INSTRUCTIONS {s.get('mkl_enable_instructions', '?')}, ONEDNN_MAX_CPU_ISA {s.get('onednn_max_cpu_isa', '?')}"
+      + (f"; ONNX Runtime {o['onnxruntime']}: {o['isa']}" if o else ""))
 # the same useful arithmetic (no padding) for every engine: memdex counts it from the lengths
 flops = m["effective_gflops"] * m["seconds"] if "effective_gflops" in m else None
-for name, r in (("memdex fast-cpu", m), ("memdex candle", c), ("sentence-transformers", s)):
+for name, r in (("memdex fast-cpu", m), ("memdex candle", c), ("sentence-transformers", s), ("ONNX Runtime", o)):
     if r is None:
         continue
     runs = ", ".join(f"{t:.2f}" for t in r.get("all_seconds", []))
     gf = f" {flops / r['seconds']:6.1f} GFLOP/s" if flops else ""
     print(f"{name:24s} {r['texts_per_s']:8.1f} texts/s {r['tokens_per_s']:9.0f} tokens/s{gf}  (median {r['seconds']:.2f}s of {runs})")
-print(f"ratio memdex fast-cpu / sentence-transformers: {m['tokens_per_s'] / s['tokens_per_s']:.2f}x")
+tps = lambda r: r["tokens_per_s"]
+print(f"ratio memdex fast-cpu / sentence-transformers: {tps(m) / tps(s):.2f}x")
+if o is not None:
+    print(f"ratio memdex fast-cpu / ONNX Runtime:          {tps(m) / tps(o):.2f}x")
 if c is not None:
-    print(f"ratio memdex candle   / sentence-transformers: {c['tokens_per_s'] / s['tokens_per_s']:.2f}x")
-ratios = [m["tokens_per_s"] / s["tokens_per_s"]]
+    print(f"ratio memdex candle   / sentence-transformers: {tps(c) / tps(s):.2f}x")
+rounds = [(m, s, o)]
 r = 2
-while os.path.exists(os.path.join(d, f"memdex-r{r}.json")):
-    mr, sr = (json.load(open(os.path.join(d, f"{e}-r{r}.json"))) for e in ("memdex", "st"))
-    ratios.append(mr["tokens_per_s"] / sr["tokens_per_s"])
-    print(f"round {r}: memdex {mr['tokens_per_s']:.0f} tokens/s, sentence-transformers {sr['tokens_per_s']:.0f} tokens/s, ratio {ratios[-1]:.2f}x")
+while rd(f"memdex-r{r}.json"):
+    rounds.append((rd(f"memdex-r{r}.json"), rd(f"st-r{r}.json"), rd(f"ort-r{r}.json")))
+    mr, sr, orr = rounds[-1]
+    line = f"round {r}: memdex {tps(mr):.0f} tokens/s, sentence-transformers {tps(sr):.0f} ({tps(mr) / tps(sr):.2f}x)"
+    if orr:
+        line += f", ONNX Runtime {tps(orr):.0f} ({tps(mr) / tps(orr):.2f}x)"
+    print(line)
     r += 1
-if len(ratios) > 1:
-    med = sorted(ratios)[len(ratios) // 2] if len(ratios) % 2 else sum(sorted(ratios)[len(ratios) // 2 - 1:len(ratios) // 2 + 1]) / 2
-    print(f"ratio over {len(ratios)} alternating rounds: median {med:.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+if len(rounds) > 1:
+    for name, i in (("sentence-transformers", 1), ("ONNX Runtime", 2)):
+        ratios = [tps(x[0]) / tps(x[i]) for x in rounds if x[i]]
+        if ratios:
+            print(f"ratio to {name} over {len(ratios)} alternating rounds: median {median(ratios):.2f}x "
+                  f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x); memdex median {median([tps(x[0]) for x in rounds]):.0f}, "
+                  f"{name} median {median([tps(x[i]) for x in rounds if x[i]]):.0f} tokens/s")
 PY
 echo "reports in $out" >&2

@@ -85,9 +85,11 @@ pub struct ModelArgs {
         default_value = "f16"
     )]
     pub small_batch_weights: SmallBatchWeights,
-    /// Fast CPU encoder on AVX2 CPUs: products of larger batches (bulk embedding). i16 runs
-    /// them as 16-bit integers with exact sums and per-row / per-column scales (~1.6× FMA's
-    /// multiply-adds a cycle; vectors at cosine > 0.9999 to f32's); f32 is FMA.
+    /// Fast CPU encoder on AVX2 CPUs and AVX-512 CPUs with VNNI: products of larger batches
+    /// (bulk embedding). i16 runs them as 16-bit integers with exact sums and per-row /
+    /// per-column scales (AVX2 vpmaddwd, ~1.6× FMA's multiply-adds a cycle; AVX-512 VNNI
+    /// vpdpwssd; vectors at cosine > 0.9999 to f32's); f32 is FMA (on AVX-512, the gemm
+    /// crate's kernels, also what i16 falls back to without VNNI).
     #[arg(
         long,
         env = "MEMDEX_LARGE_BATCH_GEMM",

@@ -3,7 +3,8 @@
 //! GEMMs whose operands are packed into the tile's layouts (`Q` and `P` in micro-panels of
 //! [`MR`] rows, `Kᵀ` and `V` in panels of [`NR`] columns). The softmax runs over each score
 //! row with the vectorisable `math::exp` and writes `P` straight into its packed layout.
-//! Compiled twice: for AVX2 + FMA (the AVX2 tile) and for the baseline target (portable tile).
+//! Compiled three times: for AVX-512 (its f32 tile, one zmm per row), for AVX2 + FMA (the AVX2
+//! tile) and for the baseline target (portable tile).
 
 use crate::isa::Isa;
 use crate::math::{self, MulAdd};
@@ -43,7 +44,16 @@ pub(crate) fn attention_seq(isa: Isa, a: SeqInput<'_>, ctx: &mut [f32], scratch:
     assert!(a.qkv.len() >= (a.start + a.n) * 3 * a.h && ctx.len() >= a.n * a.h);
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512 => {
+        Isa::Avx512 => {
+            let kern = crate::matmul::Avx512Fma::new().expect("CPU lacks AVX-512F");
+            // SAFETY: the token exists, so the CPU has AVX-512F, AVX2 and FMA.
+            #[allow(unsafe_code)]
+            unsafe {
+                attention_avx512(kern, a, ctx, scratch)
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
             let kern = crate::matmul::Avx2Fma::new().expect("CPU lacks AVX2/FMA");
             // SAFETY: the token exists, so the CPU has AVX2 and FMA.
             #[allow(unsafe_code)]
@@ -62,6 +72,20 @@ pub(crate) fn attention_seq(isa: Isa, a: SeqInput<'_>, ctx: &mut [f32], scratch:
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attention_avx2(
     kern: crate::matmul::Avx2Fma,
+    a: SeqInput<'_>,
+    ctx: &mut [f32],
+    scratch: &mut Scratch,
+) {
+    attention_with(kern, a, ctx, scratch)
+}
+
+/// # Safety
+/// The CPU must have AVX-512F, AVX2 and FMA (guaranteed by `kern`).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn attention_avx512(
+    kern: crate::matmul::Avx512Fma,
     a: SeqInput<'_>,
     ctx: &mut [f32],
     scratch: &mut Scratch,
@@ -154,22 +178,28 @@ fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_le
         s.v.resize(a.heads * v_len),
     );
     let row = |i: usize| &a.qkv[(a.start + i) * 3 * h..][..3 * h];
+    // the rows past the sequence's end read as zeros (no branch per value)
+    let zeros = vec![0f32; hd];
+    let at = |i: usize, col: usize| {
+        if i < n {
+            &row(i)[col..][..hd]
+        } else {
+            &zeros[..]
+        }
+    };
     for head in 0..a.heads {
         for (p, dst) in q[head * q_len..][..q_len]
             .chunks_exact_mut(NR * hd)
             .enumerate()
         {
-            let rows: [Option<&[f32]>; NR] =
-                std::array::from_fn(|t| (p * NR + t < n).then(|| &row(p * NR + t)[head * hd..]));
+            let rows: [&[f32]; NR] = std::array::from_fn(|t| at(p * NR + t, head * hd));
             transpose_panel(&rows, dst, scale);
         }
         for (p, dst) in k[head * k_len..][..k_len]
             .chunks_exact_mut(MR * hd)
             .enumerate()
         {
-            let rows: [Option<&[f32]>; MR] = std::array::from_fn(|t| {
-                (p * MR + t < n).then(|| &row(p * MR + t)[h + head * hd..])
-            });
+            let rows: [&[f32]; MR] = std::array::from_fn(|t| at(p * MR + t, h + head * hd));
             transpose_panel(&rows, dst, 1.0);
         }
     }
@@ -194,12 +224,14 @@ fn pack_heads(a: SeqInput<'_>, s: &mut Scratch, k_len: usize, q_len: usize, v_le
     }
 }
 
-/// `dst[d·W + t] = rows[t][d] · scale` for every depth `d < dst.len() / W` (0 where a row is
-/// `None`): one panel of `W` rows transposed, each depth's run stored contiguously.
+/// `dst[d·W + t] = rows[t][d] · scale` for every depth `d < dst.len() / W`: one panel of `W`
+/// rows transposed, each depth's run stored contiguously.
 #[inline(always)]
-fn transpose_panel<const W: usize>(rows: &[Option<&[f32]>; W], dst: &mut [f32], scale: f32) {
+fn transpose_panel<const W: usize>(rows: &[&[f32]; W], dst: &mut [f32], scale: f32) {
+    let depth = dst.len() / W;
+    let rows: [&[f32]; W] = rows.map(|r| &r[..depth]);
     for (d, out) in dst.chunks_exact_mut(W).enumerate() {
-        let run: [f32; W] = std::array::from_fn(|t| rows[t].map_or(0.0, |r| r[d] * scale));
+        let run: [f32; W] = std::array::from_fn(|t| rows[t][d] * scale);
         out.copy_from_slice(&run);
     }
 }

@@ -104,7 +104,8 @@ pub struct EmbedOptions {
     pub cpu_backend: CpuBackend,
     /// Fast CPU encoder only: weights for small batches (queries). Default: f16.
     pub small_batch_weights: SmallBatchWeights,
-    /// Fast CPU encoder on AVX2 only: products of larger batches. Default: i16.
+    /// Fast CPU encoder on AVX2, and on AVX-512 with VNNI: products of larger batches.
+    /// Default: i16.
     pub large_batch_gemm: LargeBatchGemm,
     /// Fast CPU encoder only: the instruction set of its kernels. Default: `MEMDEX_CPU_ISA`,
     /// else the best the CPU has; one the CPU lacks is an error.
@@ -325,10 +326,10 @@ impl Embedder {
     /// encoder's instruction set, or which candle kernels.
     pub fn kernels(&self) -> String {
         match &self.backend {
-            Backend::Fast(f) => match f.large_batch_gemm() {
-                LargeBatchGemm::I16 => format!("{}, i16 large batches", f.isa().name()),
-                LargeBatchGemm::F32 => f.isa().name().to_string(),
-            },
+            Backend::Fast(f) => {
+                let (kernel, asked) = f.large_batch_kernel();
+                format!("{}, {}", f.isa().name(), kernel.describe(asked))
+            }
             #[cfg(feature = "candle")]
             Backend::Candle(_) if self.device().is_cpu() => "candle (gemm crate dispatch)".into(),
             #[cfg(feature = "candle")]

@@ -23,6 +23,12 @@ pub trait Encoder: Send + std::fmt::Debug {
     /// Which implementation (`fast-cpu`, `candle`, …), for logs and reports.
     fn backend(&self) -> &'static str;
 
+    /// Its kernels and why they were chosen (the fast CPU encoder: instruction set and
+    /// large-batch products, as `memdex bench embed` prints them), for reports.
+    fn kernels(&self) -> String {
+        self.backend().to_string()
+    }
+
     /// Tokens one forward pass takes at most (the queue's batching budget).
     fn max_batch_tokens(&self) -> usize;
 
@@ -66,6 +72,10 @@ impl Encoder for Embedder {
 
     fn backend(&self) -> &'static str {
         self.backend_name()
+    }
+
+    fn kernels(&self) -> String {
+        Embedder::kernels(self)
     }
 
     fn max_batch_tokens(&self) -> usize {

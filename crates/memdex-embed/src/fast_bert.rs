@@ -1,9 +1,10 @@
 //! A fast CPU BERT encoder: packed sequences (no padding at all), weights packed once for
 //! memdex's GEMM ([`crate::matmul`]) with bias, activation and residual + LayerNorm fused into
 //! its epilogues, attention per sequence on the same register tile ([`crate::attention`]),
-//! and scratch buffers reused across batches. The instruction set is [`Isa::active`]: on
-//! AVX-512 CPUs large batches run on the `gemm` crate's AVX-512 kernels instead (unfused
-//! epilogue passes), batches of ≤ [`SKINNY_ROWS`] tokens (queries) on [`crate::skinny`].
+//! and scratch buffers reused across batches. The instruction set is [`Isa::active`]; large
+//! batches run the kernels of [`LargeBatchKernel`]: on AVX-512 CPUs with VNNI memdex's
+//! integer GEMM on `vpdpwssd`, on those without it the `gemm` crate's AVX-512 kernels (unfused
+//! epilogue passes). Batches of ≤ [`SKINNY_ROWS`] tokens (queries) run on [`crate::skinny`].
 //!
 //! candle's `BertModel` stays the reference implementation (and the CUDA path); the test
 //! `fast_cpu_matches_candle_reference` compares the two on every run.
@@ -17,7 +18,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::attention::{self, SeqInput};
-use crate::isa::{Isa, LargeBatchGemm};
+use crate::isa::{Isa, LargeBatchGemm, LargeBatchKernel};
 use crate::linear::{self, Packed};
 use crate::math;
 use crate::matmul::{Act, Epilogue, PackedB};
@@ -29,9 +30,11 @@ use crate::stage_timer::{self, Stage};
 struct Matrix {
     n: usize,
     k: usize,
-    /// Row-major f32: the `gemm` crate (AVX-512) and f32 small batches.
+    /// Row-major f32: the `gemm` crate ([`LargeBatchKernel::F32GemmCrate`]) and f32 small
+    /// batches.
     rows: Option<Vec<f32>>,
-    /// Packed for [`crate::linear`] (AVX2 and portable large batches).
+    /// Packed for [`crate::linear`]: large batches on memdex's GEMMs (AVX2, portable, and
+    /// AVX-512 with VNNI).
     packed: Option<Packed>,
     /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
     half: Option<Half>,
@@ -53,8 +56,16 @@ pub(crate) struct Layout {
     /// Batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision copies of the
     /// matrices (f32 activations and accumulation).
     pub half_small_batches: bool,
-    /// Larger batches on AVX2: f32 or 16-bit integer products ([`crate::qmatmul`]).
+    /// Larger batches: f32 or 16-bit integer products ([`crate::qmatmul`]) where the CPU
+    /// has integer kernels ([`LargeBatchKernel`]).
     pub large_batch_gemm: LargeBatchGemm,
+}
+
+impl Layout {
+    /// The kernels of larger batches on the running CPU.
+    pub(crate) fn large_batch_kernel(&self) -> LargeBatchKernel {
+        LargeBatchKernel::detect(self.isa, self.large_batch_gemm)
+    }
 }
 
 impl Matrix {
@@ -64,10 +75,12 @@ impl Matrix {
             Isa::Avx512 => Half::Rows(w.iter().map(|&v| skinny::f16_bits(v)).collect()),
             _ => Half::Panels(skinny::half_panels(&w, n, k)),
         });
-        let packed = match (isa, lay.large_batch_gemm) {
-            (Isa::Avx512, _) => None,
-            (Isa::Avx2, LargeBatchGemm::I16) => Some(Packed::I16(PackedI16::pack(&w, n, k))),
-            _ => Some(Packed::F32(PackedB::pack(&w, n, k))),
+        let packed = match lay.large_batch_kernel() {
+            LargeBatchKernel::F32GemmCrate => None,
+            LargeBatchKernel::I16Avx2 | LargeBatchKernel::I16Vnni => {
+                Some(Packed::I16(PackedI16::pack(&w, n, k)))
+            }
+            LargeBatchKernel::F32Tile => Some(Packed::F32(PackedB::pack(&w, n, k))),
         };
         let rows = (packed.is_none() || half.is_none()).then_some(w);
         Matrix {
@@ -106,6 +119,7 @@ struct Scratch {
 /// BERT encoder weights in f32, laid out for the kernels below.
 pub(crate) struct FastBert {
     isa: Isa,
+    large_batch_gemm: LargeBatchGemm,
     hidden: usize,
     heads: usize,
     inter: usize,
@@ -182,6 +196,7 @@ impl FastBert {
         }
         Ok(FastBert {
             isa,
+            large_batch_gemm: lay.large_batch_gemm,
             hidden: h,
             heads: cfg.num_attention_heads,
             inter: i,
@@ -211,12 +226,14 @@ impl FastBert {
         self.isa
     }
 
-    /// The arithmetic of its larger batches' products (i16 only on the AVX2 path).
-    pub(crate) fn large_batch_gemm(&self) -> LargeBatchGemm {
-        match self.layers.first().and_then(|l| l.qkv_w.packed.as_ref()) {
-            Some(Packed::I16(_)) => LargeBatchGemm::I16,
-            _ => LargeBatchGemm::F32,
-        }
+    /// The kernels of its larger batches and the setting they were chosen for.
+    pub(crate) fn large_batch_kernel(&self) -> (LargeBatchKernel, LargeBatchGemm) {
+        let lay = Layout {
+            isa: self.isa,
+            half_small_batches: false,
+            large_batch_gemm: self.large_batch_gemm,
+        };
+        (lay.large_batch_kernel(), self.large_batch_gemm)
     }
 
     /// Last hidden states of the packed sequences: `Σ len × hidden`, row-major, sequences in

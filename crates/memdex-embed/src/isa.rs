@@ -4,8 +4,9 @@
 //! `avx2`, `portable`; `auto` or empty = detect) forces a lower one, so that both x86 paths
 //! can be measured side by side on one machine. Every kernel of `math`, `attention`,
 //! `matmul` and `skinny` follows [`Isa::active`]:
-//! - `Avx512`: AVX-512 register tiles in `skinny`, the `gemm` crate's AVX-512 GEMM for large
-//!   batches, AVX2 + FMA slice kernels;
+//! - `Avx512`: AVX-512 register tiles in `skinny`; large batches in 16-bit integers on
+//!   AVX-512 VNNI (`vpdpwssd`, [`crate::qmatmul`]) when CPUID reports it, else the `gemm`
+//!   crate's AVX-512 f32 GEMM ([`LargeBatchKernel`]); AVX2 + FMA slice kernels;
 //! - `Avx2`: AVX2 + FMA (+ F16C) everywhere, memdex's own GEMM ([`crate::matmul`]);
 //! - `Portable`: plain Rust loops compiled for the baseline target (any architecture).
 
@@ -124,16 +125,83 @@ impl std::fmt::Display for Isa {
     }
 }
 
-/// Products of the fast CPU encoder's larger batches (bulk embedding) on the AVX2 path: f32
-/// FMA, or 16-bit integers with exact i32 sums and per-row / per-column scales (~1.6× the
-/// multiply-adds a cycle; vectors at cosine > 0.9999 to the f32 ones). Other instruction sets
-/// always use f32.
+/// Products of the fast CPU encoder's larger batches (bulk embedding): f32, or 16-bit
+/// integers with exact i32 sums and per-row / per-column scales (vectors at cosine > 0.9999
+/// to the f32 ones). The integer products run on AVX2 (`vpmaddwd`, ~1.6× FMA's multiply-adds
+/// a cycle on Zen 3) and on AVX-512 with VNNI (`vpdpwssd`); elsewhere both settings are f32
+/// ([`LargeBatchKernel::choose`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LargeBatchGemm {
     F32,
     #[default]
     I16,
+}
+
+/// The kernels that run the fast encoder's larger batches, from the instruction set, the
+/// [`LargeBatchGemm`] setting and CPUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LargeBatchKernel {
+    /// memdex's f32 GEMM ([`crate::matmul`]): the AVX2 + FMA tile or the portable one.
+    F32Tile,
+    /// The `gemm` crate's AVX-512 f32 kernels (epilogues in passes of their own).
+    F32GemmCrate,
+    /// memdex's 16-bit integer GEMM on AVX2: `vpmaddwd` + `vpaddd`, 6 × 16 tile.
+    I16Avx2,
+    /// memdex's 16-bit integer GEMM on AVX-512 VNNI: `vpdpwssd`, 12 × 32 tile.
+    I16Vnni,
+}
+
+impl LargeBatchKernel {
+    /// The kernels for `isa` and `gemm` on a CPU with (`vnni`) or without AVX-512 VNNI.
+    pub fn choose(isa: Isa, gemm: LargeBatchGemm, vnni: bool) -> LargeBatchKernel {
+        match (isa, gemm) {
+            (Isa::Avx512, LargeBatchGemm::I16) if vnni => LargeBatchKernel::I16Vnni,
+            (Isa::Avx512, _) => LargeBatchKernel::F32GemmCrate,
+            (Isa::Avx2, LargeBatchGemm::I16) => LargeBatchKernel::I16Avx2,
+            _ => LargeBatchKernel::F32Tile,
+        }
+    }
+
+    /// The kernels for `isa` and `gemm` on the running CPU.
+    pub fn detect(isa: Isa, gemm: LargeBatchGemm) -> LargeBatchKernel {
+        LargeBatchKernel::choose(isa, gemm, has_avx512_vnni())
+    }
+
+    /// Products in 16-bit integers ([`crate::qmatmul`]).
+    pub fn is_integer(self) -> bool {
+        matches!(self, LargeBatchKernel::I16Avx2 | LargeBatchKernel::I16Vnni)
+    }
+
+    /// What runs and why, as `memdex bench embed` prints it (`gemm`: the setting asked for).
+    pub fn describe(self, gemm: LargeBatchGemm) -> &'static str {
+        match (self, gemm) {
+            (LargeBatchKernel::I16Vnni, _) => "i16 large batches on vpdpwssd (CPUID: avx512_vnni)",
+            (LargeBatchKernel::I16Avx2, _) => "i16 large batches on vpmaddwd",
+            (LargeBatchKernel::F32GemmCrate, LargeBatchGemm::I16) => {
+                "f32 large batches, gemm crate (CPUID: no avx512_vnni)"
+            }
+            (LargeBatchKernel::F32GemmCrate, LargeBatchGemm::F32) => {
+                "f32 large batches, gemm crate"
+            }
+            (LargeBatchKernel::F32Tile, _) => "f32 large batches",
+        }
+    }
+}
+
+/// Whether the CPU runs AVX-512 VNNI on 512-bit registers (`avx512vnni` and `avx512bw`
+/// besides AVX-512F): `vpdpwssd`, i16 pairs multiplied and summed into i32 lanes.
+pub fn has_avx512_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// The instruction set the fast CPU encoder's kernels use in this process.
@@ -162,5 +230,21 @@ mod tests {
         assert!(err.to_string().contains("MEMDEX_CPU_ISA=\"sse9\""), "{err}");
         assert!(Isa::available().contains(&Isa::Portable));
         assert!(Isa::available().contains(&Isa::detect()));
+    }
+
+    #[test]
+    fn large_batch_kernels_follow_the_isa_the_setting_and_cpuid() {
+        use LargeBatchGemm::{F32, I16};
+        use LargeBatchKernel as K;
+        let choose = LargeBatchKernel::choose;
+        assert_eq!(choose(Isa::Avx512, I16, true), K::I16Vnni);
+        assert_eq!(choose(Isa::Avx512, I16, false), K::F32GemmCrate);
+        assert_eq!(choose(Isa::Avx512, F32, true), K::F32GemmCrate);
+        assert_eq!(choose(Isa::Avx2, I16, true), K::I16Avx2);
+        assert_eq!(choose(Isa::Avx2, F32, false), K::F32Tile);
+        assert_eq!(choose(Isa::Portable, I16, true), K::F32Tile);
+        assert!(K::I16Vnni.describe(I16).contains("avx512_vnni"));
+        assert!(K::F32GemmCrate.describe(I16).contains("no avx512_vnni"));
+        assert!(K::I16Vnni.is_integer() && !K::F32GemmCrate.is_integer());
     }
 }

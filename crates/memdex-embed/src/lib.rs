@@ -47,7 +47,7 @@ pub use embedder::{
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles, GGUF_FILE};
-pub use isa::{cpu_isa, Isa, IsaError, LargeBatchGemm, ISA_ENV};
+pub use isa::{cpu_isa, has_avx512_vnni, Isa, IsaError, LargeBatchGemm, LargeBatchKernel, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;
 pub use split::{CpuSplit, SPLIT_ENV};

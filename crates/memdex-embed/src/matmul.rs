@@ -504,6 +504,11 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::Avx2Fma;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::Avx512Fma;
+
 /// `out = epilogue(x · wᵀ + b)` in f64, the plain loop every path must match.
 #[cfg(test)]
 #[allow(clippy::too_many_arguments)]

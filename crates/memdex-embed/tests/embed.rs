@@ -330,8 +330,8 @@ fn fast_cpu_matches_candle_reference() {
             let fast = load(CpuBackend::Fast, Some(isa), gemm);
             assert_eq!(fast.backend_name(), "fast-cpu");
             assert_eq!(fast.cpu_isa(), Some(isa));
-            // integer products exist on the AVX2 path only
-            let int = isa == Isa::Avx2 && gemm == LargeBatchGemm::I16;
+            // integer products on AVX2, and on AVX-512 with VNNI
+            let int = memdex_embed::LargeBatchKernel::detect(isa, gemm).is_integer();
             assert_eq!(fast.kernels().contains("i16"), int, "{}", fast.kernels());
             let a = fast.embed(&texts, TextKind::Passage).unwrap();
             assert_eq!(a.tokens, b.tokens);

@@ -45,6 +45,8 @@ struct Report {
     model: String,
     device: String,
     backend: &'static str,
+    /// The encoder's kernels (the fast CPU encoder: instruction set, `MEMDEX_CPU_ISA`).
+    kernels: String,
     threads: usize,
     queries: usize,
     /// Mean query length in tokens (special tokens included).
@@ -195,6 +197,7 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
         model: reader.encoder().info().name.clone(),
         device: reader.encoder().device(),
         backend: reader.encoder().backend(),
+        kernels: reader.encoder().kernels(),
         threads: rayon::current_num_threads(),
         queries: a.queries,
         query_tokens: tokens as f64 / a.queries as f64,
@@ -206,8 +209,8 @@ pub fn run(a: BenchSearchArgs) -> Result<()> {
         return print_json(&r);
     }
     println!(
-        "memdex search bench: {} queries (~{:.1} tokens) over {} tenants, {} rows; {} on {} ({}), {} threads",
-        r.queries, r.query_tokens, r.tenants, r.rows, r.model, r.device, r.backend, r.threads
+        "memdex search bench: {} queries (~{:.1} tokens) over {} tenants, {} rows; {} on {} ({}, {}), {} threads",
+        r.queries, r.query_tokens, r.tenants, r.rows, r.model, r.device, r.backend, r.kernels, r.threads
     );
     for (name, s) in [
         ("embed", &r.embed_ms),

@@ -215,3 +215,174 @@ fn every_row_kernel_rounds_alike() {
         }
     }
 }
+
+/// A skip the run's output shows (past the test harness's capture of a passing test).
+fn skipped(why: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn vnni_tiles_give_the_portable_sums() {
+    let Some(kern) = vnni::Vnni::new() else {
+        return skipped(
+            "the AVX-512 VNNI tiles (this CPU lacks avx512_vnni; a host with it runs them)",
+        );
+    };
+    let (kc, ldc) = (301, 41);
+    let pairs = |len: usize, s: usize| -> Vec<i32> {
+        (0..len)
+            .map(|i| {
+                pair(
+                    ((i * 37 + s) % 2001) as i16 - 1000,
+                    ((i * 91 + s) % 4001) as i16 - 2000,
+                )
+            })
+            .collect()
+    };
+    let a = [pairs(MR * kc, 1), pairs(MR * kc, 7)];
+    let b = [pairs(kc * NR, 3), pairs(kc * NR, 5)];
+    let ri: [[f32; MR]; 2] =
+        std::array::from_fn(|g| std::array::from_fn(|i| 1e-3 * (g * MR + i + 1) as f32));
+    let ci: [[f32; NR]; 2] =
+        std::array::from_fn(|q| std::array::from_fn(|j| 2e-4 * (q * NR + j + 3) as f32));
+    let bias: [[f32; NR]; 2] =
+        std::array::from_fn(|q| std::array::from_fn(|j| (q * NR + j) as f32 - 7.0));
+    let start: Vec<f32> = (0..2 * MR * ldc).map(|i| (i % 13) as f32).collect();
+    for (add_c, with_bias) in [(false, false), (true, true), (true, false)] {
+        // the portable 6 × 16 tile on each (row group, panel) of the largest tile
+        let mut want = start.clone();
+        for g in 0..2 {
+            for q in 0..2 {
+                let bq = with_bias.then_some(&bias[q]);
+                let c = &mut want[g * MR * ldc + q * NR..];
+                Portable.tile(kc, &a[g], &b[q], (&ri[g], &ci[q]), c, ldc, add_c, bq);
+            }
+        }
+        let check = |got: &[f32], rows: usize, cols: usize, shape: &str| {
+            for i in 0..2 * MR {
+                for j in 0..ldc {
+                    let (g, e) = (
+                        got[i * ldc + j],
+                        if i < rows && j < cols {
+                            want[i * ldc + j]
+                        } else {
+                            start[i * ldc + j]
+                        },
+                    );
+                    assert!(
+                        (g - e).abs() <= 1e-6 * (1.0 + e.abs()),
+                        "{shape} add_c {add_c} [{i}][{j}]: {g} vs {e}"
+                    );
+                }
+            }
+        };
+        let mut got = start.clone();
+        kern.tile::<2, 2>(
+            kc,
+            [&a[0], &a[1]],
+            [&b[0], &b[1]],
+            (&ri, &ci),
+            &mut got,
+            ldc,
+            add_c,
+            with_bias.then_some(&bias),
+        );
+        check(&got, 2 * MR, 2 * NR, "12×32");
+        let mut got = start.clone();
+        let bias1 = [bias[0]];
+        kern.tile::<2, 1>(
+            kc,
+            [&a[0], &a[1]],
+            [&b[0]],
+            (&ri, &[ci[0]]),
+            &mut got,
+            ldc,
+            add_c,
+            with_bias.then_some(&bias1),
+        );
+        check(&got, 2 * MR, NR, "12×16");
+        let mut got = start.clone();
+        kern.tile::<1, 2>(
+            kc,
+            [&a[0]],
+            [&b[0], &b[1]],
+            (&[ri[0]], &ci),
+            &mut got,
+            ldc,
+            add_c,
+            with_bias.then_some(&bias),
+        );
+        check(&got, MR, 2 * NR, "6×32");
+        let mut got = start.clone();
+        kern.tile::<1, 1>(
+            kc,
+            [&a[0]],
+            [&b[0]],
+            (&[ri[0]], &[ci[0]]),
+            &mut got,
+            ldc,
+            add_c,
+            with_bias.then_some(&bias1),
+        );
+        check(&got, MR, NR, "6×16");
+    }
+}
+
+/// The AVX-512 block (VNNI tiles, its own depth blocks and edges) against the AVX2 one (the
+/// same row kernels, so the same quantised operands): the same exact integer sums, so only
+/// the epilogue's float rounding may differ. (Both also meet the f64 loop: `linear`'s tests.)
+#[test]
+fn avx512_block_matches_the_avx2_block() {
+    if !Isa::available().contains(&Isa::Avx512) || !crate::isa::has_avx512_vnni() {
+        return skipped(
+            "the AVX-512 VNNI block (this CPU lacks avx512_vnni; a host with it runs it)",
+        );
+    }
+    let eps = 1e-12;
+    for (m, k, n) in [
+        (1, 16, 8),
+        (7, 40, 37),
+        (13, 384, 96),
+        (30, 1536, 40),
+        (96, 384, 1152),
+        (25, 1537, 33),
+    ] {
+        let (x, w, b) = (data(m * k, 1), data(n * k, 2), data(n, 3));
+        let (g, beta) = (data(n, 4), data(n, 5));
+        let packed = PackedI16::pack(&w, n, k);
+        for epi in [
+            Epilogue::Bias(None),
+            Epilogue::Bias(Some(crate::math::Act::Gelu)),
+            Epilogue::ResidualLayerNorm {
+                gamma: &g,
+                beta: &beta,
+                eps,
+            },
+        ] {
+            let resid = data(m * n, 6);
+            let run = |isa| {
+                let mut out = resid.clone();
+                block(
+                    isa,
+                    &x,
+                    m,
+                    &packed,
+                    &b,
+                    &mut out,
+                    epi,
+                    &mut QRows::default(),
+                );
+                out
+            };
+            let (got, want) = (run(Isa::Avx512), run(Isa::Avx2));
+            for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - e).abs() <= 1e-5 * (1.0 + e.abs()),
+                    "m {m} k {k} n {n} {epi:?} [{i}]: {g} vs {e}"
+                );
+            }
+        }
+    }
+}
