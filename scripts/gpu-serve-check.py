@@ -87,10 +87,12 @@ def run(rank, scan="auto"):
     wall = time.perf_counter() - t0
     metrics = urllib.request.urlopen(f"http://{addr}/metrics").read().decode()
     # memdex_rank_stage_*_total, memdex_rank_{batches,queries}_total{device="..."},
-    # memdex_stage_seconds_total{stage="..."} (keys keep their labels)
+    # memdex_stage_seconds_total{stage="..."}, memdex_search_stage_seconds_{sum,count}{stage="..."}
+    # (keys keep their labels)
     counters = {l.split()[0]: float(l.split()[1]) for l in metrics.splitlines()
                 if l.startswith(("memdex_rank_stage_", "memdex_rank_batches_total",
-                                 "memdex_rank_queries_total", "memdex_stage_seconds_total"))}
+                                 "memdex_rank_queries_total", "memdex_stage_seconds_total",
+                                 "memdex_search_stage_seconds"))}
     ranker = next((l.split('ranker="', 1)[1].rsplit('"', 1)[0] for l in metrics.splitlines()
                    if l.startswith("memdex_ranker_info{")), None)
     p.terminate()

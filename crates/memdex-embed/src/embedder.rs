@@ -1,9 +1,10 @@
+use crate::tokenize::TextTokenizer;
 #[cfg(feature = "candle")]
 use candle_core::Tensor;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use memdex_core::{clip_message, ModelInfo, Pooling, TextKind};
-use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::config::{read_bert_config, BertConfig};
 use crate::fast_bert::{FastBert, Layout};
@@ -144,7 +145,7 @@ impl Embeddings {
 /// A loaded sentence encoder. Synchronous; owns its device.
 pub struct Embedder {
     backend: Backend,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     device: Device,
     dtype: DType,
     /// The padding token of the candle paths' padded batches.
@@ -257,7 +258,7 @@ impl Embedder {
         Ok(Embedder {
             shape,
             backend,
-            tokenizer,
+            tokenizer: TextTokenizer::new(tokenizer, &info.query_prefix, &info.passage_prefix),
             device,
             dtype,
             pad_id,
@@ -355,22 +356,12 @@ impl Embedder {
 
     /// Token ids of each text (prefix applied, truncated, special tokens included).
     pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<u32>>, EmbedError> {
-        let prefix = match kind {
-            TextKind::Query => self.info.query_prefix.as_str(),
-            TextKind::Passage => self.info.passage_prefix.as_str(),
-        };
-        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings =
-            self.tokenizer
-                .encode_batch(inputs, true)
-                .map_err(|e| EmbedError::Tokenize {
-                    index: 0,
-                    message: e.to_string(),
-                })?;
-        Ok(encodings
-            .into_iter()
-            .map(|e| e.get_ids().to_vec())
-            .collect())
+        self.tokenizer.tokenize(texts, kind)
+    }
+
+    /// A handle on its tokenizer, to tokenize on other threads ([`Self::embed_ids`] takes the ids).
+    pub fn text_tokenizer(&self) -> TextTokenizer {
+        self.tokenizer.clone()
     }
 
     /// Embeds `texts`; `progress` is called with the number of texts finished after each batch.
@@ -381,9 +372,18 @@ impl Embedder {
         progress: &mut dyn FnMut(usize),
     ) -> Result<Embeddings, EmbedError> {
         let ids = self.tokenize(texts, kind)?;
+        self.embed_ids(&ids, progress)
+    }
+
+    /// Embeds texts already tokenized by [`Self::text_tokenizer`]; `progress` as above.
+    pub fn embed_ids(
+        &self,
+        ids: &[Vec<u32>],
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Embeddings, EmbedError> {
         let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
         let dim = self.info.dim;
-        let mut data = vec![0f32; texts.len() * dim];
+        let mut data = vec![0f32; ids.len() * dim];
         let mut place = |plan: &BatchPlan, rows: Vec<f32>| {
             for (row, &i) in rows.chunks_exact(dim).zip(&plan.indices) {
                 data[i * dim..(i + 1) * dim].copy_from_slice(row);
@@ -391,13 +391,13 @@ impl Embedder {
             progress(plan.indices.len());
         };
         if let Some((workers, plans)) = self.side_by_side(&lengths) {
-            let work = |j: usize| self.forward_batch(&plans[j], &ids, false);
+            let work = |j: usize| self.forward_batch(&plans[j], ids, false);
             split::run_side_by_side(workers, plans.len(), work, |j, rows| place(&plans[j], rows))?;
         } else {
             let plans = plan_batches(&lengths, self.token_budget, self.max_batch);
             let small = plans.len() == 1;
             for plan in &plans {
-                let rows = self.forward_batch(plan, &ids, small)?;
+                let rows = self.forward_batch(plan, ids, small)?;
                 place(plan, rows);
             }
         }

@@ -5,7 +5,9 @@
 use memdex_core::{DeviceChoice, ModelInfo, TextKind};
 use memdex_score::DenseScorer;
 
-use crate::{device_name, select_device, EmbedError, EmbedOptions, Embedder, Embeddings};
+use crate::{
+    device_name, select_device, EmbedError, EmbedOptions, Embedder, Embeddings, TextTokenizer,
+};
 
 /// A sentence encoder owned by one thread.
 pub trait Encoder: Send + std::fmt::Debug {
@@ -43,6 +45,22 @@ pub trait Encoder: Send + std::fmt::Debug {
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Embeddings, EmbedError> {
         self.embed_with_progress(texts, kind, &mut |_| {})
+    }
+
+    /// Its tokenizer, for callers that tokenize on their own threads and hand
+    /// [`Self::embed_ids`] the ids (None: it takes texts only).
+    fn tokenizer(&self) -> Option<TextTokenizer> {
+        None
+    }
+
+    /// Embeds texts its [`Self::tokenizer`] turned into ids; rows in input order. Only an
+    /// encoder with a tokenizer is asked.
+    fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Embeddings, EmbedError> {
+        let _ = ids;
+        Err(EmbedError::Setting {
+            name: "tokenizer",
+            message: format!("the {} encoder takes texts, not token ids", self.backend()),
+        })
     }
 
     /// Runs one tiny input: fails when the model or its device no longer works.
@@ -89,6 +107,14 @@ impl Encoder for Embedder {
         progress: &mut dyn FnMut(usize),
     ) -> Result<Embeddings, EmbedError> {
         Embedder::embed_with_progress(self, texts, kind, progress)
+    }
+
+    fn tokenizer(&self) -> Option<TextTokenizer> {
+        Some(self.text_tokenizer())
+    }
+
+    fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Embeddings, EmbedError> {
+        Embedder::embed_ids(self, ids, &mut |_| {})
     }
 
     fn device_scorer(&self) -> Option<Box<dyn DenseScorer>> {

@@ -38,6 +38,7 @@ mod scorer;
 mod skinny;
 mod split;
 mod stage_timer;
+mod tokenize;
 
 pub use batch::{plan_batches, BatchPlan};
 pub use device::{device_name, select_device};
@@ -52,3 +53,4 @@ pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;
 pub use split::{CpuSplit, SPLIT_ENV};
 pub use stage_timer::{take_stage_profile, PROFILE_ENV};
+pub use tokenize::TextTokenizer;

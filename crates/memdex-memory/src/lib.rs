@@ -33,7 +33,7 @@ pub use memdex_pipeline::{
 pub use memdex_rank::{format_ms, Explain, SearchHit, Snapshot, Stages, StoreSummary};
 pub use memdex_runtime::{
     AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, Health, BATCH_BUCKETS,
-    STAGES,
+    SEARCH_STAGES, STAGES,
 };
 pub use memdex_store::{CompactOptions, CompactReport};
 pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR};

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use memdex_core::{Granularity, ModelInfo, Session, TextKind};
-use memdex_embed::{Embeddings, Encoder};
+use memdex_embed::{Embeddings, Encoder, TextTokenizer};
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
 use memdex_rank::{BatchRanker, CpuRanker, SearchHit, SharedRanker, Snapshot};
@@ -16,12 +16,12 @@ use memdex_store::{CompactReport, Manifest, Store, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
 use crate::delete::DeleteTarget;
-use crate::job::{EmbedJob, SearchJob};
+use crate::job::{EmbedJob, SearchClock, SearchJob};
 use crate::model::model_loop;
 use crate::options::EngineOptions;
-use crate::rank_stage::{rank_loop, RankWork};
+use crate::rank_stage::{rank_loop, rank_pool, RankWork};
 use crate::stats::EngineStats;
-use crate::writer::{writer_loop, AppendReport, DeleteReport, WriteJob, WriterState};
+use crate::writer::{writer_loop, AppendReport, DeleteReport, ModelQueue, WriteJob, WriterState};
 use crate::RuntimeError;
 
 /// What a caller waits on: the answer of the model or writer thread.
@@ -53,6 +53,8 @@ struct Inner {
     threads: Mutex<Threads>,
     stats: Arc<EngineStats>,
     ranker: SharedRanker,
+    /// The encoder's tokenizer: callers tokenize before the model's queue.
+    tokenizer: Option<TextTokenizer>,
 }
 
 /// The threads, joined in this order at shutdown: the writer first (it may still need the
@@ -106,6 +108,7 @@ impl Engine {
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
         let device = encoder.device();
+        let tokenizer = encoder.tokenizer();
         let ranker = opts
             .ranker
             .clone()
@@ -121,7 +124,10 @@ impl Engine {
         let state = WriterState {
             writer,
             pipeline,
-            embed_tx: embed_tx.clone(),
+            model: ModelQueue {
+                tx: embed_tx.clone(),
+                tokenizer: tokenizer.clone(),
+            },
             view: view.clone(),
             stats: stats.clone(),
             opts,
@@ -145,6 +151,7 @@ impl Engine {
                 }),
                 stats,
                 ranker,
+                tokenizer,
             }),
         })
     }
@@ -199,23 +206,53 @@ impl Engine {
     }
 
     /// Queues texts for the model thread; `Busy` when its queue is full.
+    /// They are tokenized in the calling thread (the model thread runs only the model).
     pub fn embed(
         &self,
         texts: Vec<String>,
         kind: TextKind,
     ) -> Result<Ticket<Embeddings>, RuntimeError> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let ids = self.tokenize(&refs, kind)?;
         let (reply, rx) = oneshot::channel();
-        self.queue(EmbedJob::Texts { texts, kind, reply })?;
+        self.queue(EmbedJob::Texts {
+            texts,
+            kind,
+            ids,
+            reply,
+        })?;
         Ok(rx)
+    }
+
+    /// Token ids of `texts` when the encoder has a tokenizer to share.
+    fn tokenize(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+    ) -> Result<Option<Vec<Vec<u32>>>, RuntimeError> {
+        let Some(t) = &self.inner.tokenizer else {
+            return Ok(None);
+        };
+        t.tokenize(texts, kind)
+            .map(Some)
+            .map_err(|e| RuntimeError::Invalid {
+                message: e.to_string(),
+            })
     }
 
     /// Finishes a search: its query is embedded on the model thread and ranked over
     /// `search.snapshot` on the rank stage with the batch's other searches; the ticket
     /// resolves to its hits. `Busy` when the model thread's queue is full.
+    /// Its query is tokenized in the calling thread.
     pub fn search(&self, search: SearchJob) -> Result<Ticket<Vec<SearchHit>>, RuntimeError> {
+        let t = std::time::Instant::now();
+        let ids = self.tokenize(&[search.text.as_str()], TextKind::Query)?;
+        let clock = SearchClock::new(t.elapsed().as_secs_f64());
         let (reply, rx) = oneshot::channel();
         self.queue(EmbedJob::Search {
             search: Box::new(search),
+            ids: ids.and_then(|mut v| v.pop()),
+            clock,
             reply,
         })?;
         Ok(rx)
@@ -302,8 +339,9 @@ impl Engine {
     }
 }
 
-/// The rank stage: `workers` threads ranking through `ranker`, fed by the model thread
-/// (two model batches queued: the model embeds the next while these are ranked).
+/// The rank stage: `workers` threads ranking through `ranker` on a pool of as many threads of
+/// its own, fed by the model thread (two model batches queued: the model embeds the next
+/// while these are ranked).
 fn start_rank_stage(
     ranker: &SharedRanker,
     stats: &Arc<EngineStats>,
@@ -311,12 +349,13 @@ fn start_rank_stage(
 ) -> Result<(SyncSender<RankWork>, Vec<JoinHandle<()>>), RuntimeError> {
     let (tx, rx) = sync_channel::<RankWork>(2);
     let rx = Arc::new(Mutex::new(rx));
+    let pool = rank_pool(workers);
     let mut threads = Vec::new();
     for i in 0..workers.max(1) {
-        let (ranker, stats, rx) = (ranker.clone(), stats.clone(), rx.clone());
+        let (ranker, stats, rx, pool) = (ranker.clone(), stats.clone(), rx.clone(), pool.clone());
         let t = std::thread::Builder::new()
             .name(format!("memdex-rank-{i}"))
-            .spawn(move || rank_loop(ranker, rx, &stats))
+            .spawn(move || rank_loop(ranker, rx, pool, &stats))
             .map_err(|e| internal(format!("cannot start the rank stage: {e}")))?;
         threads.push(t);
     }

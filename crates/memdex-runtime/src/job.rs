@@ -2,6 +2,7 @@
 //! rank stage receives from it.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use memdex_core::TextKind;
 use memdex_embed::Embeddings;
@@ -19,11 +20,16 @@ pub(crate) enum EmbedJob {
     Texts {
         texts: Vec<String>,
         kind: TextKind,
+        /// Their token ids, when the caller tokenized them (the encoder has a tokenizer).
+        ids: Option<Vec<Vec<u32>>>,
         reply: Reply<Embeddings>,
     },
     /// A search: its query embedded on the model thread, then ranked on the rank stage.
     Search {
         search: Box<SearchJob>,
+        /// Its query's token ids, when the caller tokenized it.
+        ids: Option<Vec<u32>>,
+        clock: SearchClock,
         reply: Reply<Vec<SearchHit>>,
     },
 }
@@ -34,6 +40,22 @@ impl EmbedJob {
         match self {
             EmbedJob::Texts { texts, .. } => texts.iter().map(String::as_str).collect(),
             EmbedJob::Search { search, .. } => vec![search.text.as_str()],
+        }
+    }
+
+    /// Their tokens, when the caller tokenized them.
+    pub fn tokens(&self) -> Option<usize> {
+        match self {
+            EmbedJob::Texts { ids, .. } => ids.as_ref().map(|v| v.iter().map(Vec::len).sum()),
+            EmbedJob::Search { ids, .. } => ids.as_ref().map(Vec::len),
+        }
+    }
+
+    /// Their token ids, when the caller tokenized them (taken: the texts stay).
+    pub fn take_ids(&mut self) -> Option<Vec<Vec<u32>>> {
+        match self {
+            EmbedJob::Texts { ids, .. } => ids.take(),
+            EmbedJob::Search { ids, .. } => ids.take().map(|v| vec![v]),
         }
     }
 
@@ -79,10 +101,34 @@ pub struct SearchJob {
     pub ask: SearchAsk,
 }
 
+/// When a search passed each serving stage, for `/metrics`' seconds per answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SearchClock {
+    /// Seconds its caller spent tokenizing it.
+    pub tokenize: f64,
+    /// When it was queued for the model thread.
+    pub queued: Instant,
+    /// When its model batch started embedding, and when it was embedded.
+    pub embed_start: Option<Instant>,
+    pub embedded: Option<Instant>,
+}
+
+impl SearchClock {
+    pub fn new(tokenize: f64) -> Self {
+        Self {
+            tokenize,
+            queued: Instant::now(),
+            embed_start: None,
+            embedded: None,
+        }
+    }
+}
+
 /// One search on its way to the rank stage: the job, its query's vector, where to answer.
 #[derive(Debug)]
 pub(crate) struct Embedded {
     pub search: Box<SearchJob>,
     pub vector: Embeddings,
+    pub clock: SearchClock,
     pub reply: Reply<Vec<SearchHit>>,
 }

@@ -38,7 +38,7 @@ pub use job::{SearchAsk, SearchJob};
 pub use memdex_rank::{Snapshot, StoreSummary};
 pub use options::EngineOptions;
 pub use rank_stage::default_workers;
-pub use stats::{EngineStats, BATCH_BUCKETS, STAGES};
+pub use stats::{EngineStats, BATCH_BUCKETS, SEARCH_STAGES, STAGES};
 pub use writer::{AppendReport, DeleteReport, SessionOutcome};
 
 /// The text of a caught panic.

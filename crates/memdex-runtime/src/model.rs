@@ -1,5 +1,6 @@
 //! The model thread: the one thread that owns the encoder (and its device), and runs only the
-//! model. It waits for a job, takes more while their estimated tokens fit the budget (TEI's
+//! model. Jobs arrive tokenized (callers tokenize with the encoder's shared tokenizer, as TEI's
+//! router does). It waits for a job, takes more while their tokens fit the budget (TEI's
 //! queue), embeds each text kind in one call and answers every job: texts with their rows; a
 //! search goes on, with its query's vector, to the rank stage (`rank_stage`), which ranks it
 //! while this thread embeds the next batch.
@@ -7,6 +8,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Instant;
 
 use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
@@ -26,9 +28,11 @@ pub(crate) fn model_loop(
 ) {
     let max_len = encoder.info().max_length.max(1);
     let estimate = |j: &EmbedJob| -> usize {
-        (j.texts().iter())
-            .map(|t| (t.len() / 4 + 2).min(max_len))
-            .sum()
+        j.tokens().unwrap_or_else(|| {
+            (j.texts().iter())
+                .map(|t| (t.len() / 4 + 2).min(max_len))
+                .sum()
+        })
     };
     while let Ok(first) = rx.recv() {
         stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
@@ -55,7 +59,7 @@ pub(crate) fn model_loop(
 
 fn embed_group(
     encoder: &dyn Encoder,
-    group: Vec<EmbedJob>,
+    mut group: Vec<EmbedJob>,
     kind: TextKind,
     stats: &EngineStats,
     rank: &SyncSender<RankWork>,
@@ -63,27 +67,12 @@ fn embed_group(
     if group.is_empty() {
         return;
     }
-    let e = {
-        let texts: Vec<&str> = group.iter().flat_map(EmbedJob::texts).collect();
-        stats.observe_batch(texts.len());
-        let result = stats.timed(Stage::Embed, || {
-            catch_unwind(AssertUnwindSafe(|| encoder.embed(&texts, kind)))
-        });
-        match result {
-            Ok(Ok(e)) => e,
-            Ok(Err(e)) => return fail(group, format!("embedding failed: {e}")),
-            Err(panic) => {
-                let msg = crate::panic_message(&panic);
-                tracing::error!(
-                    "the model panicked on a batch of {} texts: {msg}",
-                    texts.len()
-                );
-                stats.panics.fetch_add(1, Ordering::Relaxed);
-                return fail(group, format!("the model failed on this batch: {msg}"));
-            }
-        }
+    let start = Instant::now();
+    let e = match embed_texts(encoder, &mut group, kind, stats) {
+        Ok(e) => e,
+        Err(message) => return fail(group, message),
     };
-    let work = answer(group, &e);
+    let work = answer(group, &e, start);
     if !work.is_empty() {
         if let Err(back) = rank.send(work) {
             for s in back.0 {
@@ -93,9 +82,44 @@ fn embed_group(
     }
 }
 
+/// One model call for every text of `group`: their token ids when their callers tokenized
+/// them all, else the texts; a failure or a panic as the message to answer them with.
+fn embed_texts(
+    encoder: &dyn Encoder,
+    group: &mut [EmbedJob],
+    kind: TextKind,
+    stats: &EngineStats,
+) -> Result<Embeddings, String> {
+    let ids: Option<Vec<Vec<u32>>> = (group.iter_mut().map(EmbedJob::take_ids))
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.concat());
+    let texts: Vec<&str> = group.iter().flat_map(EmbedJob::texts).collect();
+    stats.observe_batch(texts.len());
+    let result = stats.timed(Stage::Embed, || {
+        catch_unwind(AssertUnwindSafe(|| match &ids {
+            Some(ids) => encoder.embed_ids(ids),
+            None => encoder.embed(&texts, kind),
+        }))
+    });
+    match result {
+        Ok(Ok(e)) => Ok(e),
+        Ok(Err(e)) => Err(format!("embedding failed: {e}")),
+        Err(panic) => {
+            let msg = crate::panic_message(&panic);
+            tracing::error!(
+                "the model panicked on a batch of {} texts: {msg}",
+                texts.len()
+            );
+            stats.panics.fetch_add(1, Ordering::Relaxed);
+            Err(format!("the model failed on this batch: {msg}"))
+        }
+    }
+}
+
 /// Answers the texts jobs of `group` with their rows of `e`; returns its searches, each with
-/// its query's vector, for the rank stage.
-fn answer(group: Vec<EmbedJob>, e: &Embeddings) -> RankWork {
+/// its query's vector, for the rank stage (`start`: when the model call began).
+fn answer(group: Vec<EmbedJob>, e: &Embeddings, start: Instant) -> RankWork {
+    let embedded = Instant::now();
     let mut work = Vec::new();
     let mut off = 0;
     for j in group {
@@ -108,11 +132,21 @@ fn answer(group: Vec<EmbedJob>, e: &Embeddings) -> RankWork {
         off += n;
         match j {
             EmbedJob::Texts { reply, .. } => drop(reply.send(Ok(rows))),
-            EmbedJob::Search { search, reply } => work.push(Embedded {
+            EmbedJob::Search {
                 search,
-                vector: rows,
+                mut clock,
                 reply,
-            }),
+                ..
+            } => {
+                clock.embed_start = Some(start);
+                clock.embedded = Some(embedded);
+                work.push(Embedded {
+                    search,
+                    vector: rows,
+                    clock,
+                    reply,
+                })
+            }
         }
     }
     work

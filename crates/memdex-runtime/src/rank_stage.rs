@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use memdex_rank::{BatchQuery, BatchRanker, Query, RankError, SearchHit};
 
@@ -25,18 +26,38 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// One worker's loop: takes the next model batch from the shared queue, ranks it, answers
-/// its searches; returns when the model thread is gone.
+/// The rank stage's thread pool: a ranker's parallel work (the CPU ranker spreads a group's
+/// searches over it) runs here, never queued behind the encoder's jobs on the global pool.
+pub(crate) fn rank_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("memdex-rank-pool-{i}"))
+        .build()
+        .map_err(|e| tracing::warn!("no rank pool ({e}): the global pool ranks"))
+        .ok()
+        .map(Arc::new)
+}
+
+/// One worker's loop: takes the next model batch from the shared queue, ranks it (on `pool`
+/// when there is one), answers its searches; returns when the model thread is gone.
 pub(crate) fn rank_loop(
     ranker: Arc<dyn BatchRanker>,
     rx: Arc<Mutex<Receiver<RankWork>>>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     stats: &EngineStats,
 ) {
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(work) = next else { return };
-        let hits = stats.timed(Stage::Rank, || rank_work(ranker.as_ref(), &work, stats));
+        let rank = || rank_work(ranker.as_ref(), &work, stats);
+        let start = Instant::now();
+        let hits = stats.timed(Stage::Rank, || match &pool {
+            Some(p) => p.install(rank),
+            None => rank(),
+        });
+        let ranked = Instant::now();
         for (s, h) in work.into_iter().zip(hits) {
+            stats.observe_answer(&s.clock, start, ranked);
             let _ = s.reply.send(h);
         }
     }

@@ -1,6 +1,9 @@
 //! Counters and gauges the engine keeps for `/metrics`.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crate::job::SearchClock;
 
 /// Counters and gauges for `/metrics`.
 #[derive(Debug, Default)]
@@ -23,12 +26,21 @@ pub struct EngineStats {
     /// stage, when the ranker batches). Beside the batch counts they say where a batch's time
     /// goes and which stage bounds the throughput.
     pub stage_micros: [AtomicU64; STAGES.len()],
+    /// Microseconds the answered searches spent per stage of [`SEARCH_STAGES`], summed over
+    /// searches (each counts its whole model batch and rank call): divided by
+    /// `searches_answered`, a search's mean seconds in each stage.
+    pub search_stage_micros: [AtomicU64; SEARCH_STAGES.len()],
+    pub searches_answered: AtomicU64,
     /// Panics the model and writer threads recovered from (each failed its batch or round).
     pub panics: AtomicU64,
 }
 
 /// The serving stages, as [`EngineStats::stage_micros`] counts them.
 pub const STAGES: [&str; 2] = ["embed", "rank"];
+
+/// The stages one search passes: tokenized in its caller's thread, waiting for the model
+/// thread, embedded in a model batch, waiting for a rank worker, ranked.
+pub const SEARCH_STAGES: [&str; 5] = ["tokenize", "model_queue", "embed", "rank_queue", "rank"];
 
 /// A stage of [`STAGES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +60,23 @@ impl EngineStats {
         let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.stage_micros[stage as usize].fetch_add(us, Ordering::Relaxed);
         out
+    }
+
+    /// Adds an answered search's seconds per stage; `rank_start`/`ranked`: its rank call.
+    pub(crate) fn observe_answer(&self, clock: &SearchClock, rank_start: Instant, ranked: Instant) {
+        let embed_start = clock.embed_start.unwrap_or(clock.queued);
+        let embedded = clock.embedded.unwrap_or(embed_start);
+        let spans = [
+            clock.tokenize,
+            (embed_start - clock.queued).as_secs_f64(),
+            (embedded - embed_start).as_secs_f64(),
+            rank_start.saturating_duration_since(embedded).as_secs_f64(),
+            (ranked - rank_start).as_secs_f64(),
+        ];
+        for (counter, s) in self.search_stage_micros.iter().zip(spans) {
+            counter.fetch_add((s * 1e6) as u64, Ordering::Relaxed);
+        }
+        self.searches_answered.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn observe_batch(&self, texts: usize) {

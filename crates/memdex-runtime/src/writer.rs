@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use memdex_core::{Session, TextKind};
+use memdex_embed::TextTokenizer;
 use memdex_pipeline::{AppendPipeline, Committed, PipelineError, SessionStatus};
 use memdex_store::{CompactReport, StoreWriter};
 use serde::Serialize;
@@ -86,12 +87,20 @@ impl WriteJob {
 pub(crate) struct WriterState {
     pub writer: StoreWriter,
     pub pipeline: AppendPipeline,
-    pub embed_tx: SyncSender<EmbedJob>,
+    pub model: ModelQueue,
     pub view: Arc<RwLock<Arc<Snapshot>>>,
     pub stats: Arc<EngineStats>,
     pub opts: EngineOptions,
     /// A commit's view was not published (re-reading the store failed); retried each round.
     pub unpublished: bool,
+}
+
+/// The model thread's queue as the writer uses it: passages are tokenized on the writer
+/// thread (when the encoder shares its tokenizer) and embedded on the model thread.
+#[derive(Debug)]
+pub(crate) struct ModelQueue {
+    pub tx: SyncSender<EmbedJob>,
+    pub tokenizer: Option<TextTokenizer>,
 }
 
 /// Jobs taken from the queue for one round of commits at most.
@@ -285,8 +294,8 @@ impl WriterState {
 
     /// Commits what the pipeline holds, embedding through the model thread, and publishes.
     fn commit_pending(&mut self, reqs: &[Vec<Session>]) -> Result<Committed, RuntimeError> {
-        let (tx, stats, chunk) = (&self.embed_tx, &self.stats, self.opts.append_chunk);
-        let mut embed = |keys: &[&str]| embed_passages(tx, stats, chunk, keys);
+        let (model, stats, chunk) = (&self.model, &self.stats, self.opts.append_chunk);
+        let mut embed = |keys: &[&str]| embed_passages(model, stats, chunk, keys);
         let c = self
             .pipeline
             .commit(&mut self.writer, &mut embed)
@@ -330,8 +339,8 @@ impl WriterState {
     /// The deleted items' thoughts and tree leaves go (readers skip them already; this
     /// records it, so the audit log says so and the tree is re-aggregated).
     fn forget_in_structures(&mut self, tenant: &str) {
-        let (tx, stats, chunk) = (&self.embed_tx, &self.stats, self.opts.append_chunk);
-        let mut embed = |keys: &[&str]| embed_passages(tx, stats, chunk, keys);
+        let (model, stats, chunk) = (&self.model, &self.stats, self.opts.append_chunk);
+        let mut embed = |keys: &[&str]| embed_passages(model, stats, chunk, keys);
         let synced = self
             .pipeline
             .sync_structures(&mut self.writer, &mut embed, &[tenant]);
@@ -399,7 +408,7 @@ fn append_report(admitted: &[memdex_pipeline::Admitted], c: &Committed) -> Appen
 
 /// Embeds passages through the model thread, in chunks so queries get in between.
 fn embed_passages(
-    tx: &SyncSender<EmbedJob>,
+    model: &ModelQueue,
     stats: &EngineStats,
     chunk: usize,
     texts: &[&str],
@@ -413,14 +422,26 @@ fn embed_passages(
         message: "the model thread stopped".into(),
     };
     for part in texts.chunks(chunk.max(1)) {
+        let ids = match &model.tokenizer {
+            Some(t) => {
+                Some(
+                    t.tokenize(part, TextKind::Passage)
+                        .map_err(|e| PipelineError::Model {
+                            message: e.to_string(),
+                        })?,
+                )
+            }
+            None => None,
+        };
         let (reply, rx) = oneshot::channel();
         let job = EmbedJob::Texts {
             texts: part.iter().map(|s| s.to_string()).collect(),
             kind: TextKind::Passage,
+            ids,
             reply,
         };
         stats.embed_queue_depth.fetch_add(1, Ordering::Relaxed);
-        if tx.send(job).is_err() {
+        if model.tx.send(job).is_err() {
             stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
             return Err(gone());
         }

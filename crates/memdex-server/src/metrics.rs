@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use memdex_memory::{EngineStats, Memory, Snapshot, BATCH_BUCKETS, STAGES};
+use memdex_memory::{EngineStats, Memory, Snapshot, BATCH_BUCKETS, SEARCH_STAGES, STAGES};
 
 /// Latency bucket upper bounds, seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -243,6 +243,7 @@ fn engine_families(engine: &Memory, view: &Snapshot) -> Vec<Family> {
     ];
     table.extend(rank_devices(engine));
     table.push(stage_seconds(st));
+    table.push(search_stage_seconds(st));
     table.extend([
         Family::one("memdex_store_rows", GAUGE, s.rows, "Live rows in the store."),
         Family::one("memdex_store_bytes", GAUGE, s.bytes, "Bytes of committed segment files."),
@@ -287,6 +288,25 @@ fn stage_seconds(st: &EngineStats) -> Family {
         secs,
         "Seconds spent per serving stage (embed: the model thread; rank: the rank stage).",
     )
+}
+
+/// Each answered search's seconds per stage, summed (a summary without quantiles): a stage's
+/// `_sum` over `_count` is a search's mean seconds in it.
+fn search_stage_seconds(st: &EngineStats) -> Family {
+    let answered = st.searches_answered.load(Ordering::Relaxed).to_string();
+    let mut samples = Vec::new();
+    for (stage, us) in SEARCH_STAGES.iter().zip(&st.search_stage_micros) {
+        let secs = us.load(Ordering::Relaxed) as f64 / 1e6;
+        let labels = format!("{{stage=\"{stage}\"}}");
+        samples.push(("_sum", labels.clone(), format!("{secs:.6}")));
+        samples.push(("_count", labels, answered.clone()));
+    }
+    Family {
+        name: "memdex_search_stage_seconds",
+        help: "Seconds answered searches spent per stage (tokenize: the caller's thread; model_queue: waiting for the model thread; embed: their model batch; rank_queue: waiting for a rank worker; rank: their ranker call).",
+        kind: "summary",
+        samples,
+    }
 }
 
 /// `memdex_store_tenant_rows` for the `cap` tenants with the most rows (ties by name); the

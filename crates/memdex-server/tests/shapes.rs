@@ -273,10 +273,19 @@ fn openai_embeddings_metrics_openapi() {
         None,
         &session("s", 1, &["hi there", "ok"]),
     );
+    let (st, _) = s.json(
+        "POST",
+        "/v1/tenants/m/search",
+        None,
+        &json!({"query": "hi"}),
+    );
+    assert_eq!(st, 200);
     let (st, m) = s.call("GET", "/metrics", None, b"");
     assert_eq!(st, 200);
     for name in [
         "memdex_http_requests_total{method=\"POST\",route=\"/v1/embeddings\",status=\"200\"} 2",
+        "memdex_search_stage_seconds_count{stage=\"tokenize\"} 1",
+        "memdex_search_stage_seconds_sum{stage=\"rank_queue\"} ",
         "memdex_http_request_duration_seconds_bucket",
         "memdex_embed_queue_depth 0",
         "memdex_embed_batch_size_count",
@@ -297,6 +306,12 @@ fn openai_embeddings_metrics_openapi() {
         .and_then(|v| v.parse().ok())
         .expect("the embed stage's seconds");
     assert!(embed_secs > 0.0, "{embed_secs}");
+    let per_answer: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("memdex_search_stage_seconds_sum{stage=\"embed\"} "))
+        .and_then(|v| v.parse().ok())
+        .expect("the search's embed seconds");
+    assert!(per_answer > 0.0 && per_answer <= embed_secs, "{per_answer}");
     let (st, doc) = s.json("GET", "/openapi.json", None, &Value::Null);
     assert_eq!(st, 200);
     let paths = doc["paths"].as_object().unwrap();
