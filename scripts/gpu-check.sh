@@ -117,6 +117,38 @@ http_get() {
   "$PY" -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:7811" + sys.argv[1], timeout=2).read().decode())' "$1"
 }
 
+# With LOAD_TIMELINE=1 (it costs ~30 s more than the load stage's usual 265 s, so it has its own
+# call: scripts/README.md), one short serving burst under nsys (the load stage's first CUDA
+# configuration): the server is
+# launched in an nsys session, warmed, and traced (CUDA API and kernels) while wrk runs 2 s;
+# `gpu-report.py overlap` then reads each kernel's stream from nsys's cuda_gpu_trace and says
+# how long the ranking kernels ran beside the encoder's on another stream (#47: the model
+# thread embedding the next batch while a rank worker ranks this one). Best effort: a step
+# that fails is logged in load.log and the load verdict does not depend on it.
+serve_timeline() {
+  local d=$1 rd=$2 th=$3 nsys_bin session=memdex-serve-$$
+  nsys_bin=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  [[ -n $nsys_bin ]] || { echo "serve timeline: no nsys" >> "$OUT/load.log"; return; }
+  timeout 180 "$nsys_bin" launch --session-new="$session" --trace=cuda,osrt \
+    "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd" \
+    --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
+  local npid=$!
+  for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
+  (cd "$PACK" && timeout 20 "$PACK/tools/wrk" -t64 -c64 -d2s --timeout 10s -s scripts/load/search.lua \
+    http://127.0.0.1:7811 > /dev/null 2>&1)
+  { timeout 30 "$nsys_bin" start --session="$session" --output="$WORK/serve-nsys" --force-overwrite=true &&
+    (cd "$PACK" && timeout 20 "$PACK/tools/wrk" -t64 -c64 -d2s --timeout 10s -s scripts/load/search.lua \
+      http://127.0.0.1:7811 > "$OUT/serve-nsys-wrk.txt" 2>&1)
+    timeout 90 "$nsys_bin" stop --session="$session"; } >> "$OUT/load.log" 2>&1 || echo "serve timeline: nsys start/stop failed" >> "$OUT/load.log"
+  timeout 30 "$nsys_bin" shutdown --session="$session" --kill=sigterm >> "$OUT/load.log" 2>&1
+  timeout 30 tail --pid="$npid" -f /dev/null; kill -9 "$npid" 2>/dev/null
+  if [[ -s $WORK/serve-nsys.nsys-rep ]]; then
+    timeout 120 "$nsys_bin" stats --report cuda_gpu_trace --format csv --force-export=true \
+      --output "$OUT/serve-nsys" "$WORK/serve-nsys.nsys-rep" >> "$OUT/load.log" 2>&1
+    "$PY" "$PACK/scripts/gpu-report.py" overlap "$OUT" >> "$OUT/load.log" 2>&1 || echo "serve timeline: no kernels read" >> "$OUT/load.log"
+  else echo "serve timeline: no report written" >> "$OUT/load.log"; fi
+}
+
 run_stage() {
   local s=$1
   echo "== $s ($(date -u +%H:%M:%S))" >&2
@@ -479,7 +511,7 @@ for line in open(sys.argv[1]):
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
           --rate "$rate" --k 10 --planted 4 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
       fi
-      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds' \
+      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds|^memdex_search_stage_seconds' \
         > "$OUT/metrics-$name.txt" 2>&1
       # the kernels' configurations: their searches ranked on the kernels' device
       if [[ $rd == cuda || $rd == kernels ]] \
@@ -487,6 +519,9 @@ for line in open(sys.argv[1]):
         misplaced+=("$name")
       fi
       kill -TERM $pid; wait $pid 2>/dev/null
+      if [[ ${LOAD_TIMELINE:-0} == 1 && $d == cuda && ! -e $OUT/overlap.json ]]; then
+        serve_timeline "$d" "$rd" "$th"
+      fi
     done
     rm -rf "$WORK/fullstore" "$WORK/full.jsonl"
     local line

@@ -12,6 +12,10 @@ summaries. Standard library only (it runs on the GPU box).
   gpu-report.py open-rate OUT CFG
                               80 % of CFG's median body-checked closed-loop rate (the
                               open-loop run's rate), printed as an integer
+  gpu-report.py overlap OUT   serve-nsys_cuda_gpu_trace.csv (nsys stats of a serving burst) ->
+                              overlap.json: per stream its kernels and busy time, and how
+                              long memdex's ranking kernels ran while the encoder's ran on
+                              another stream (the model thread embedding the next batch)
   gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json
   gpu-report.py self-test     each reader on small synthetic reports, good and bad
 
@@ -276,13 +280,81 @@ def open_rate(out, cfg):
     return bool(rates)
 
 
+def gpu_trace(path):
+    """Kernel rows of nsys's cuda_gpu_trace CSV: (start ns, end ns, stream, name); memory
+    copies and sets are left out."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            col = lambda prefix: next(v for k, v in r.items() if k and k.startswith(prefix))
+            name = col("Name")
+            if name.startswith("[CUDA"):
+                continue
+            start, dur = float(col("Start")), float(col("Duration"))
+            rows.append((start, start + dur, col("Strm"), name))
+    return rows
+
+
+def busy_union(spans):
+    """Merged (start, end) intervals of `spans`."""
+    merged = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def intersect_ns(xs, ys):
+    """Nanoseconds two lists of merged intervals overlap."""
+    i = j = 0
+    total = 0.0
+    while i < len(xs) and j < len(ys):
+        lo, hi = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        total += max(0.0, hi - lo)
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def overlap(out):
+    paths = sorted(glob.glob(os.path.join(out, "serve-nsys*cuda_gpu_trace*.csv")))
+    rows = gpu_trace(paths[0])
+    rank = [r for r in rows if r[3].startswith("memdex_")]
+    enc = [r for r in rows if not r[3].startswith("memdex_")]
+    streams = {}
+    for a, b, st, name in rows:
+        x = streams.setdefault(st, {"kernels": 0, "rank_kernels": 0, "busy_ns": 0.0})
+        x["kernels"] += 1
+        x["rank_kernels"] += name.startswith("memdex_")
+        x["busy_ns"] += b - a
+    # only an encoder kernel on another stream than the ranking kernel counts as overlap
+    both = 0.0
+    for st in {r[2] for r in rank}:
+        mine = busy_union([(a, b) for a, b, s, _ in rank if s == st])
+        others = busy_union([(a, b) for a, b, s, _ in enc if s != st])
+        both += intersect_ns(mine, others)
+    rank_ns = sum(b - a for a, b in busy_union([(a, b) for a, b, _, _ in rank]))
+    rep = {"trace": os.path.basename(paths[0]), "streams": streams,
+           "rank_kernel_ns": rank_ns, "encoder_kernel_ns": sum(b - a for a, b, _, _ in enc),
+           "rank_overlapped_ns": both, "rank_overlapped_share": both / rank_ns if rank_ns else 0.0}
+    dump(out, "overlap.json", rep)
+    print(f"{len(streams)} streams; ranking kernels {rank_ns / 1e6:.1f} ms, of which "
+          f"{both / 1e6:.1f} ms ({100 * rep['rank_overlapped_share']:.0f} %) beside encoder "
+          f"kernels on another stream")
+    return bool(rows)
+
+
 def summary(out):
     verdicts = jl(os.path.join(out, "verdicts.jsonl")) if os.path.exists(os.path.join(out, "verdicts.jsonl")) else []
     smi = open(os.path.join(out, "smi.csv")).read().splitlines() if os.path.exists(os.path.join(out, "smi.csv")) else []
     s = {"device": smi[1].split(",")[0].strip() if len(smi) > 1 else None,
          "commit": open(os.path.join(out, "COMMIT")).read().strip() if os.path.exists(os.path.join(out, "COMMIT")) else None,
          "verdicts": verdicts}
-    for name in ("kernels", "sanitize", "scan", "ncu", "load", "eval-diff", "embed", "rank-load"):
+    for name in ("kernels", "sanitize", "scan", "ncu", "load", "overlap", "eval-diff", "embed", "rank-load"):
         p = os.path.join(out, name + ".json")
         if os.path.exists(p):
             try:
@@ -408,6 +480,19 @@ def self_test():
         w(d, "open-gpu.json", opened)
         os.remove(os.path.join(d, "open-gpu.json"))
         results.append(("load without open loop", run(load, d), False))
+        # nsys's cuda_gpu_trace: a rank kernel half beside a gemm of another stream, one
+        # beside a kernel of its own stream only (not overlap), a copy (left out)
+        trace = ('"Start (ns)","Duration (ns)","CorrId","Strm","Name"\n'
+                 '1000,1000,1,7,"ampere_sgemm_128x64_nn"\n'
+                 '1500,1000,2,13,"memdex_rank_topk"\n'
+                 '5000,1000,3,13,"memdex_rank_topk"\n'
+                 '5200,500,4,13,"candle_affine"\n'
+                 '5000,3000,5,7,"[CUDA memcpy Host-to-Device]"\n')
+        w(d, "serve-nsys_cuda_gpu_trace.csv", trace)
+        results.append(("overlap read", run(overlap, d), True))
+        rep = json.load(open(os.path.join(d, "overlap.json")))
+        results.append(("overlap: only another stream's encoder kernels count",
+                        rep["rank_overlapped_ns"] == 500 and rep["rank_kernel_ns"] == 2000, True))
         w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))
         results.append(("summary with a FAIL", run(summary, d), False))
     bad = [(n, got, want) for n, got, want in results if bool(got) != want]
@@ -422,7 +507,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
         sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
-            "summary": summary}
+            "overlap": overlap, "summary": summary}
     if len(sys.argv) != 3 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     try:
