@@ -18,8 +18,9 @@
 //! $2,100`), not of a third party (`my son needs new cleats`). A speaker's own first-person
 //! line (`Caroline: I moved to …`) is about that speaker.
 //!
-//! Precision first, as the time extractor: a change stated only implicitly ("Neovim is my
-//! daily tool") is not found, and a change of another slot of the same subject ("my brother
+//! Precision first, as the time extractor: a cue in another sense than a change is not one
+//! (`raised $3,000` for a charity, against `raised my rent`), a change stated only implicitly
+//! ("Neovim is my daily tool") is not found, and a change of another slot of the same subject ("my brother
 //! Luis moved desks") is found (the caller's relevance test is what guards that).
 
 use crate::lexicon::{tokens, Token};
@@ -431,6 +432,7 @@ fn cue_in(words: &[String], asks_now: bool) -> Option<&'static str> {
             "no longer" | "anymore" | "any more" | "any longer" | "no more" => true,
             "instead" => stated(words, at) && words.get(at + 1).is_none_or(|w| w != "of"),
             "used to" => stated(words, at) && words.iter().any(|w| has(CONTRAST, w)),
+            "raised" => stated(words, at) && !fundraising(words, at),
             _ => stated(words, at),
         };
         ok.then_some(cue)
@@ -444,6 +446,18 @@ fn cue_in(words: &[String], asks_now: bool) -> Option<&'static str> {
             })
         })
     })
+}
+
+/// `raised` at `at` collects money (`raised almost $3,000`, `raised funds`) rather than
+/// raising an amount of the subject's (`raised my rent`, `raised it to $2,100`): an amount or
+/// money follows it directly, after at most an approximation (`almost`, `over`, …).
+fn fundraising(words: &[String], at: usize) -> bool {
+    const ABOUT: &[&str] = &[
+        "almost", "nearly", "over", "about", "around", "roughly", "just", "more", "than",
+    ];
+    const MONEY: &[&str] = &["money", "funds", "donations", "thousands", "hundreds"];
+    let next = words[at + 1..].iter().find(|w| !has(ABOUT, w));
+    next.is_some_and(|w| has(MONEY, w) || w.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// Where the token sequence `cue` starts in `words`.

@@ -182,6 +182,24 @@ fn a_cue_denied_supposed_or_only_contrasted_is_no_change() {
         Some("anymore")
     );
     assert_eq!(change("I use margarine instead of butter.", q), None);
+    // money collected is not an amount of the subject's raised
+    let rent = "How much is my rent?";
+    assert_eq!(
+        change(
+            "My sister ran a charity 10K and raised almost $3,000.",
+            "What subject does my sister teach?"
+        ),
+        None
+    );
+    assert_eq!(change("We raised funds for the shelter.", rent), None);
+    assert_eq!(
+        change("The landlord raised my rent to $2,100.", rent),
+        Some("raised")
+    );
+    assert_eq!(
+        change("They raised it by $150 this spring.", rent),
+        Some("raised")
+    );
     assert_eq!(change("We booked Iceland instead.", q), Some("instead"));
     assert_eq!(
         change("I used to ride horses with my dad as a kid.", q),
