@@ -249,9 +249,9 @@ pub enum ExtractorDevice {
 pub struct ExtractorChoice {
     /// Fact extractor for key expansion: `rules` or `model:PATH.gguf`, a local llama- or
     /// qwen2-architecture GGUF instruct model with ChatML (e.g. SmolLM2-135M-Instruct from
-    /// `scripts/fetch-model.sh smollm2`; ~1 item/s on 2 idle CPU cores, ~0.6 with
-    /// RAYON_NUM_THREADS=1 on busy ones, see docs/evaluation.md). A store records which one
-    /// (with the file's sha256) and refuses another.
+    /// `scripts/fetch-model.sh smollm2`; ~2 items/s on 2 idle CPU cores; its keys rank below
+    /// the rules' on LoCoMo dev, see docs/evaluation.md). A store records which one (with the
+    /// file's sha256) and refuses another.
     #[arg(long, env = "MEMDEX_EXTRACTOR", default_value = "rules")]
     pub extractor: ExtractorSpec,
     /// Where `--extractor model:…` runs.
