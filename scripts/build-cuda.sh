@@ -93,7 +93,7 @@ for line in sys.stdin:
   rm -rf "$STAGE_BIN"
 
   # Model: f16 safetensors (half the bytes; the GPU path runs f16 anyway) + tokenizer and settings.
-  "$ROOT/.venv-bench/bin/python" scripts/to-f16-safetensors.py \
+  python3 scripts/to-f16-safetensors.py \
     "$MODEL/model.safetensors" "$DIST/model/model.safetensors"
   for f in config.json config_sentence_transformers.json modules.json sentence_bert_config.json \
     special_tokens_map.json tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do

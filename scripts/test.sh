@@ -37,6 +37,8 @@ python3 scripts/gpu-report.py self-test
 # verdict fails on a sanitizer error, a check failing on the device, a run cut short
 bash scripts/gpu-sanitize-selftest.sh
 python3 scripts/eval_crosscheck.py --self-test
+# the pack's f16 model copy (standard library only: a fresh machine packs without PyTorch)
+python3 scripts/to-f16-safetensors.py --self-test
 # the load tests' planted facts agree in Python, Lua and Rust; the wrk Lua's answer checks
 # against a fake server (needs wrk: apt-get install wrk; without it: SKIPPED on stderr, or a
 # failure under MEMDEX_REQUIRE_WRK=1)
