@@ -20,6 +20,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1 WORK=${WORK:-/tmp/gc}
 OUT=${OUT:?set OUT}
+mkdir -p "$OUT"
 CHECK=dist/gpu/scripts/gpu-check.sh
 [[ -f $CHECK ]] || { echo "no $CHECK: carry dist/gpu (scripts/build-cuda.sh)" >&2; exit 1; }
 R=/tmp/rep-run
