@@ -350,6 +350,33 @@ PY
     if grep -q failed "$OUT/e2e.jsonl"; then verdict e2e FAIL "(see e2e.log)"
     else verdict e2e info "$(tr '\n' ' ' < "$OUT/e2e.jsonl" | head -c 300)..."; fi
     ;;
+  lsh)
+    # TiM hashing at index time on the device against the CPU (#48 item 4): the same synthetic
+    # profile (LSH_SCALE, default m; E2E_QUESTIONS slices it) indexed twice with the model on
+    # $DEVICE, bucket ids from lsh_project on the device (--lsh-device cuda; LSH_DEVICE=auto for
+    # a CPU smoke test) and from the CPU (--lsh-device cpu). `memdex info --lsh-ids` writes
+    # every row's ids of each; the verdict compares them id by id: ok when identical, MISS when
+    # they differ in under 0.5 % of (row, table) pairs (the kernel sums in another order, so a
+    # projection within rounding of 0 may take the other bucket), FAIL beyond. Each build's
+    # write stage (where the ids are computed and stored) is reported with its wall.
+    local sc=${LSH_SCALE:-m} dev=${LSH_DEVICE:-cuda}
+    "$MEMDEX" synth --profile "longmemeval-$sc" ${E2E_QUESTIONS:+--questions "$E2E_QUESTIONS"} \
+      --output "$WORK/lsh-$sc.json" 2>> "$OUT/lsh.log"
+    local where
+    for where in "$dev" cpu; do
+      rm -rf "$WORK/lsh-store"
+      "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/lsh-$sc.json" \
+        --format longmemeval --granularity turn --lsh-buckets 64 --lsh-tables 4 \
+        --lsh-device "$where" --store "$WORK/lsh-store" --json > "$OUT/lsh-index-$where.json" 2>> "$OUT/lsh.log"
+      "$MEMDEX" info --store "$WORK/lsh-store" --lsh-ids "$WORK/lsh-$where.ids" --json \
+        > "$OUT/lsh-info-$where.json" 2>> "$OUT/lsh.log"
+    done
+    rm -rf "$WORK/lsh-store" "$WORK/lsh-$sc.json"
+    local line rc
+    line=$("$PY" "$PACK/scripts/gpu-report.py" lsh "$OUT" "$WORK" "$dev"); rc=$?
+    rm -f "$WORK"/lsh-*.ids
+    case $rc in 0) verdict lsh ok "$line" ;; 3) verdict lsh MISS "$line" ;; *) verdict lsh FAIL "${line:-no report} (see lsh.log)" ;; esac
+    ;;
   rank)
     # memdex's kernels behind the ranking seam (memdex_rank_topk, one launch per batch) against
     # the CPU ranker: LoCoMo dev's questions (eval --rank-check) and 4,096 template queries in

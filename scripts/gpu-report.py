@@ -16,6 +16,10 @@ summaries. Standard library only (it runs on the GPU box).
                               overlap.json: per stream its kernels and busy time, and how
                               long memdex's ranking kernels ran while the encoder's ran on
                               another stream (the model thread embedding the next batch)
+  gpu-report.py lsh OUT WORK DEV
+                              lsh-index-{DEV,cpu}.json, lsh-info-*.json and WORK/lsh-*.ids ->
+                              lsh.json: the two builds' bucket ids compared id by id; exit 0
+                              identical, 3 under 0.5 % different, 1 otherwise
   gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json
   gpu-report.py self-test     each reader on small synthetic reports, good and bad
 
@@ -348,13 +352,43 @@ def overlap(out):
     return bool(rows)
 
 
+def lsh(out, work, dev):
+    from array import array
+    r = {}
+    for w in (dev, "cpu"):
+        ix = json.load(open(os.path.join(out, f"lsh-index-{w}.json")))
+        info = json.load(open(os.path.join(out, f"lsh-info-{w}.json")))["lsh"]
+        ids = array("H")
+        with open(os.path.join(work, f"lsh-{w}.ids"), "rb") as f:
+            ids.frombytes(f.read())
+        if sys.byteorder != "little":
+            ids.byteswap()
+        st = ix.get("stages", {})
+        r[w] = {"ids": ids, "rows": info["rows"], "tables": info["tables"],
+                "digest": info["digest"], "write_s": st.get("write"), "wall_s": st.get("wall")}
+    a, b = r[dev]["ids"], r["cpu"]["ids"]
+    differ = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+    pairs = max(len(a), len(b))
+    rep = {w: {k: v for k, v in x.items() if k != "ids"} for w, x in r.items()}
+    rep.update(pairs=pairs, differ=differ, identical=differ == 0 and pairs > 0)
+    dump(out, "lsh.json", rep)
+    print(f"bucket ids of {r[dev]['rows']} rows x {r[dev]['tables']} tables: "
+          f"{'identical' if rep['identical'] else f'{differ} of {pairs} differ'}; write stage "
+          f"{r[dev]['write_s']} s with --lsh-device {dev}, {r['cpu']['write_s']} s with cpu "
+          f"(wall {r[dev]['wall_s']} / {r['cpu']['wall_s']} s)")
+    if rep["identical"]:
+        return 0
+    return 3 if pairs and differ < 0.005 * pairs else 1
+
+
 def summary(out):
     verdicts = jl(os.path.join(out, "verdicts.jsonl")) if os.path.exists(os.path.join(out, "verdicts.jsonl")) else []
     smi = open(os.path.join(out, "smi.csv")).read().splitlines() if os.path.exists(os.path.join(out, "smi.csv")) else []
     s = {"device": smi[1].split(",")[0].strip() if len(smi) > 1 else None,
          "commit": open(os.path.join(out, "COMMIT")).read().strip() if os.path.exists(os.path.join(out, "COMMIT")) else None,
          "verdicts": verdicts}
-    for name in ("kernels", "sanitize", "scan", "ncu", "load", "overlap", "eval-diff", "embed", "rank-load"):
+    for name in ("kernels", "sanitize", "scan", "ncu", "load", "overlap", "lsh", "eval-diff", "embed",
+                 "rank-load"):
         p = os.path.join(out, name + ".json")
         if os.path.exists(p):
             try:
@@ -493,6 +527,30 @@ def self_test():
         rep = json.load(open(os.path.join(d, "overlap.json")))
         results.append(("overlap: only another stream's encoder kernels count",
                         rep["rank_overlapped_ns"] == 500 and rep["rank_kernel_ns"] == 2000, True))
+        # lsh: the device's ids against the CPU's, identical / a few differ / many differ
+        from array import array
+        for wh in ("cuda", "cpu"):
+            w(d, f"lsh-index-{wh}.json", json.dumps({"stages": {"write": 1.0, "wall": 9.0}}))
+            w(d, f"lsh-info-{wh}.json", json.dumps(
+                {"lsh": {"rows": 250, "tables": 4, "digest": "x"}}))
+        def ids(path, flips):
+            a = array("H", [i % 64 for i in range(1000)])
+            for i in range(flips):
+                a[i] = (a[i] + 1) % 64
+            if sys.byteorder != "little":
+                a.byteswap()
+            with open(os.path.join(d, path), "wb") as f:
+                f.write(a.tobytes())
+        ids("lsh-cpu.ids", 0)
+        for flips, want in ((0, 0), (4, 3), (6, 1)):
+            ids("lsh-cuda.ids", flips)
+            with open(os.devnull, "w") as null:
+                saved, sys.stdout = sys.stdout, null
+                try:
+                    got = lsh(d, d, "cuda")
+                finally:
+                    sys.stdout = saved
+            results.append((f"lsh with {flips} of 1000 ids different", got == want, True))
         w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))
         results.append(("summary with a FAIL", run(summary, d), False))
     bad = [(n, got, want) for n, got, want in results if bool(got) != want]
@@ -504,6 +562,12 @@ def self_test():
 if __name__ == "__main__":
     if sys.argv[1:] == ["self-test"]:
         sys.exit(0 if self_test() else 1)
+    if len(sys.argv) == 5 and sys.argv[1] == "lsh":
+        try:
+            sys.exit(lsh(*sys.argv[2:5]))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"lsh: unreadable report ({type(e).__name__}: {e})")
+            sys.exit(1)
     if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
         sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,

@@ -314,6 +314,10 @@ pub struct InfoArgs {
     /// List every tenant with its item count.
     #[arg(long, env = "MEMDEX_LIST_TENANTS")]
     pub tenants: bool,
+    /// Also write every live row's TiM bucket ids to this file (u16 little-endian, tables per
+    /// row, in the order of the `lsh` digest), to compare two builds id by id.
+    #[arg(long)]
+    pub lsh_ids: Option<PathBuf>,
     /// Print as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,

@@ -1,7 +1,8 @@
 //! One build path for every input format: the same sessions as a LongMemEval file and as
 //! JSONL, built by `memdex index` with the same `--key-roles` and TiM hashing (`--lsh-*`,
 //! `--lsh-device`), give stores with the same items, keys and bucket ids; and the benchmark
-//! format honours `--key-roles` (its default keys user turns only).
+//! format honours `--key-roles` (its default keys user turns only); `memdex info` digests the
+//! bucket ids so that two stores' ids compare in one number.
 
 #![allow(clippy::unwrap_used)]
 
@@ -143,4 +144,55 @@ fn every_format_is_built_with_the_same_options() {
     .concat();
     index(&lme, "longmemeval", &c, &cpu);
     assert_eq!(rows(&c), all);
+
+    // `memdex info`'s digest of the bucket ids: equal exactly when the ids are
+    let lsh = |store: &Path| -> Value {
+        let out = ok(&memdex(
+            bin(),
+            &["info", "--store", store.to_str().unwrap(), "--json"],
+        ));
+        serde_json::from_str::<Value>(&out).unwrap()["lsh"].clone()
+    };
+    let (d_all, d_cpu) = (lsh(&dir.path().join("lme-all")), lsh(&c));
+    assert_eq!(
+        (d_all["tables"].as_u64(), d_all["rows"].as_u64()),
+        (Some(3), Some(8))
+    );
+    assert_eq!(d_all, d_cpu, "the same ids, the same digest");
+    assert_eq!(d_all, lsh(&dir.path().join("jsonl-all")));
+    let d_user = lsh(&dir.path().join("lme-user"));
+    let ids = |r: &[(String, String, u32, String, Vec<u16>)]| -> Vec<Vec<u16>> {
+        r.iter().map(|x| x.4.clone()).collect()
+    };
+    assert_eq!(
+        ids(&all) == ids(&user),
+        d_all == d_user,
+        "the digest follows the ids: {d_all} / {d_user}"
+    );
+    let plain = dir.path().join("plain");
+    index(&lme, "longmemeval", &plain, &[]);
+    assert!(lsh(&plain).is_null(), "no hashing, no digest");
+
+    // --lsh-ids writes the ids themselves, in the digest's order
+    let dump = |store: &Path, name: &str| {
+        let path = dir.path().join(name);
+        let args = [
+            "info",
+            "--store",
+            store.to_str().unwrap(),
+            "--lsh-ids",
+            path.to_str().unwrap(),
+        ];
+        (memdex(bin(), &args), path)
+    };
+    let (out, path) = dump(&dir.path().join("lme-all"), "all.ids");
+    ok(&out);
+    let bytes = std::fs::read(path).unwrap();
+    let want: Vec<u8> = (all.iter())
+        .flat_map(|r| r.4.iter().flat_map(|id| id.to_le_bytes()))
+        .collect();
+    assert_eq!(bytes, want, "every row's ids, u16 little-endian");
+    let (out, _) = dump(&plain, "plain.ids");
+    assert!(!out.status.success(), "a store without ids is an error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no bucket ids"));
 }

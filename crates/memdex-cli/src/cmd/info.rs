@@ -1,4 +1,4 @@
-use anyhow::Result;
+use anyhow::{Context, Result};
 use memdex_store::Store;
 use serde::Serialize;
 
@@ -29,10 +29,55 @@ struct Info<'a> {
     bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     tenant_rows: Option<std::collections::BTreeMap<&'a str, u64>>,
+    /// TiM bucket ids (a hashing store): tables per row and a digest of every live row's ids.
+    lsh: Option<LshDigest>,
+}
+
+/// The bucket ids of a store in one number: two builds hashed their rows alike exactly when
+/// their digests agree (the device plan compares `--lsh-device cuda` with `cpu` this way).
+#[derive(Serialize)]
+struct LshDigest {
+    tables: usize,
+    rows: u64,
+    /// xxh3-64 of every live row's ids (u16, little-endian), tenants in name order, rows in
+    /// store order; hexadecimal.
+    digest: String,
+}
+
+/// The digest, and the bytes it is of.
+fn lsh_digest(store: &Store) -> Option<(LshDigest, Vec<u8>)> {
+    let (mut bytes, mut tables, mut rows) = (Vec::new(), 0, 0u64);
+    for tenant in store.tenants().keys() {
+        for slice in store.tenant_slices(tenant) {
+            let (ids, t) = slice.lsh_buckets()?;
+            tables = t;
+            rows += slice.rows as u64;
+            for id in &ids[..slice.rows * t] {
+                bytes.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+    }
+    let digest = format!("{:016x}", memdex_core::content_hash(&bytes));
+    let d = LshDigest {
+        tables,
+        rows,
+        digest,
+    };
+    Some((d, bytes))
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let store = Store::open(&a.store)?;
+    let lsh = lsh_digest(&store);
+    if let Some(path) = &a.lsh_ids {
+        let Some((_, bytes)) = &lsh else {
+            anyhow::bail!(
+                "{}: the store has no bucket ids (built without --lsh-buckets)",
+                a.store.display()
+            );
+        };
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
     let m = store.manifest();
     let tenants = store.tenants();
     let info = Info {
@@ -52,6 +97,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
         tenants: tenants.len(),
         bytes: m.bytes(),
         tenant_rows: a.tenants.then(|| tenants.clone()),
+        lsh: lsh.map(|(d, _)| d),
     };
     if a.json {
         return print_json(&info);
@@ -96,6 +142,12 @@ pub fn run(a: InfoArgs) -> Result<()> {
     }
     println!("tenants      {}", info.tenants);
     println!("bytes        {}", info.bytes);
+    if let Some(l) = &info.lsh {
+        println!(
+            "bucket ids   {} tables per row, digest {} over {} rows",
+            l.tables, l.digest, l.rows
+        );
+    }
     if let Some(t) = &info.tenant_rows {
         for (tenant, rows) in t {
             println!("  {tenant}\t{rows}");
