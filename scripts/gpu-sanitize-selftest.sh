@@ -12,8 +12,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/bin" "$tmp/work/bin"
-touch "$tmp/work/.unpacked"
+mkdir -p "$tmp/bin" "$tmp/gc/bin"
+touch "$tmp/gc/.unpacked"
 cat > "$tmp/bin/compute-sanitizer" <<'EOF'
 #!/usr/bin/env bash
 tool='' log=''
@@ -38,7 +38,7 @@ else
 fi
 exit "$rc"
 EOF
-cat > "$tmp/work/bin/memdex-kernels-check" <<'EOF'
+cat > "$tmp/gc/bin/memdex-kernels-check" <<'EOF'
 #!/usr/bin/env python3
 import json, os, sys
 ALL = ["selection_is_exact_with_ties", "masked_selection_is_exact", "scores_within_tolerance",
@@ -60,7 +60,7 @@ for n in plan:
 print(json.dumps({"by_device": {"cuda:0": tally}, "cuda": True, **tally}))
 sys.exit(1 if tally["failed"] else 0)
 EOF
-chmod +x "$tmp/bin/compute-sanitizer" "$tmp/work/bin/memdex-kernels-check"
+chmod +x "$tmp/bin/compute-sanitizer" "$tmp/gc/bin/memdex-kernels-check"
 
 fails=0
 # case NAME WANT(ok|FAIL) PATTERN [VAR=VALUE...]: the verdict line must say PATTERN
@@ -68,7 +68,7 @@ case_() {
   local name=$1 want=$2 pattern=$3
   shift 3
   rm -rf "$tmp/out"
-  env PATH="$tmp/bin:$PATH" WORK="$tmp/work" OUT="$tmp/out" DEVICE=cuda "$@" \
+  env PATH="$tmp/bin:$PATH" WORK="$tmp/gc" OUT="$tmp/out" DEVICE=cuda "$@" \
     bash "$root/scripts/gpu-check.sh" sanitize > /dev/null 2>&1
   local line
   line=$(grep '^sanitize:' "$tmp/out/summary.txt" 2>/dev/null | tail -1)
