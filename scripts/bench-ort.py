@@ -14,12 +14,11 @@ Sessions run with --threads intra-op threads and one inter-op thread.
 
 usage: scripts/bench-ort.sh --model models/all-MiniLM-L6-v2 --input texts.jsonl [--json]
 """
-import argparse
 import json
 import os
-import statistics
 import sys
-import time
+
+import bench_common as bc
 
 
 def export(model_dir, path, max_length):
@@ -66,25 +65,12 @@ def optimize(path, opt_path, cfg):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, help="local sentence-transformers model directory")
-    ap.add_argument("--input", required=True, help='JSONL file, one {"text": ...} per line')
+    ap = bc.arguments(__doc__.splitlines()[0])
     ap.add_argument("--onnx", help="exported model path (default target/onnx/<model>.onnx)")
     ap.add_argument("--fuse", action="store_true",
                     help="run the graph fused by ONNX Runtime's BERT optimizer (transformers.optimizer)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--max-length", type=int, default=256)
-    ap.add_argument("--warmup", type=int, default=64, help="texts in the warm-up pass (0: none)")
-    ap.add_argument("--repeats", type=int, default=3, help="timed passes; the median is reported")
-    ap.add_argument("--json", action="store_true", help="print one JSON object")
-    ap.add_argument("--output", help='write {"text", "embedding"} JSONL here')
     args = ap.parse_args()
-
-    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                      HF_HUB_DISABLE_PROGRESS_BARS="1")
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
+    bc.offline(args.threads)
 
     import numpy as np
     import onnxruntime as ort
@@ -106,10 +92,7 @@ def main():
             json.dump(optimize(path, run_path, cfg), open(stats, "w"))
         fused = {k: v for k, v in json.load(open(stats)).items() if v}
 
-    with open(args.input, encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f if line.strip()]
-    if not texts:
-        sys.exit(f"error: no texts in {args.input}")
+    texts = bc.read_texts(args.input)
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = args.threads
@@ -136,45 +119,16 @@ def main():
 
     ids = tok(texts, truncation=True, max_length=args.max_length)["input_ids"]
     tokens = sum(len(x) for x in ids)
-    if args.warmup > 0:
-        encode(texts[: args.warmup])
-    load_before = os.getloadavg()[0]
-    times, emb = [], None
-    for _ in range(max(1, args.repeats)):
-        t0 = time.perf_counter()
-        emb = encode(texts)
-        times.append(time.perf_counter() - t0)
-    secs = statistics.median(times)
-
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            for text, vec in zip(texts, emb):
-                f.write(json.dumps({"text": text, "embedding": vec.tolist()}, ensure_ascii=False) + "\n")
-
-    report = {
-        "engine": "onnxruntime",
-        "texts": len(texts),
-        "tokens": tokens,
-        "seconds": round(secs, 4),
-        "texts_per_s": round(len(texts) / secs, 1),
-        "tokens_per_s": round(tokens / secs, 1),
-        "all_seconds": [round(t, 4) for t in times],
+    run = bc.timed(encode, texts, args)
+    rep = bc.report("onnxruntime", texts, tokens, run, args, {
         "onnxruntime": ort.__version__,
         "model_file": os.path.relpath(run_path, root),
         "fused_operators": fused,
         "threads": args.threads,
         # MLAS dispatches on CPUID itself; ORT has no switch to cap it
         "isa": "MLAS run-time dispatch",
-        "batch_size": args.batch_size,
-        "max_length": args.max_length,
-        "dim": int(emb.shape[1]),
-        "loadavg_1m_before": round(load_before, 2),
-    }
-    if args.json:
-        print(json.dumps(report))
-    else:
-        for k, v in report.items():
-            print(f"{k:>22}: {v}")
+    })
+    bc.show(rep, args.json)
 
 
 if __name__ == "__main__":
