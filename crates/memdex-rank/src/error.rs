@@ -28,3 +28,38 @@ pub enum RankError {
     #[error(transparent)]
     Structures(#[from] memdex_structures::StructuresError),
 }
+
+impl RankError {
+    /// The same failure again, for another query of a batch that failed as a whole; `None`
+    /// for the wrapped errors of other crates (not `Clone`), which the caller reports in words.
+    pub fn same_again(&self) -> Option<RankError> {
+        Some(match self {
+            RankError::UnknownTenant { tenant, store } => RankError::UnknownTenant {
+                tenant: tenant.clone(),
+                store: store.clone(),
+            },
+            RankError::MissingColumns {
+                stage,
+                what,
+                store,
+                option,
+            } => RankError::MissingColumns {
+                stage,
+                what,
+                store: store.clone(),
+                option,
+            },
+            &RankError::DenseMismatch {
+                what,
+                expected,
+                got,
+            } => RankError::DenseMismatch {
+                what,
+                expected,
+                got,
+            },
+            &RankError::NotFused { stage } => RankError::NotFused { stage },
+            RankError::Score(_) | RankError::Structures(_) => return None,
+        })
+    }
+}

@@ -125,39 +125,12 @@ fn rank_work(
 
 /// The same ranking failure for another search of the group.
 fn copy(e: &RankError) -> RuntimeError {
-    let same = match e {
-        RankError::UnknownTenant { tenant, store } => RankError::UnknownTenant {
-            tenant: tenant.clone(),
-            store: store.clone(),
+    match e.same_again() {
+        Some(same) => RuntimeError::Rank(same),
+        None => RuntimeError::Internal {
+            message: format!("ranking failed: {e}"),
         },
-        RankError::MissingColumns {
-            stage,
-            what,
-            store,
-            option,
-        } => RankError::MissingColumns {
-            stage,
-            what,
-            store: store.clone(),
-            option,
-        },
-        RankError::DenseMismatch {
-            what,
-            expected,
-            got,
-        } => RankError::DenseMismatch {
-            what,
-            expected: *expected,
-            got: *got,
-        },
-        RankError::NotFused { stage } => RankError::NotFused { stage },
-        other => {
-            return RuntimeError::Internal {
-                message: format!("ranking failed: {other}"),
-            }
-        }
-    };
-    RuntimeError::Rank(same)
+    }
 }
 
 /// `work`'s searches (indices) grouped by snapshot, `k`, explain and options.
