@@ -37,9 +37,15 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive (then 408).
     #[arg(long, env = "MEMDEX_BODY_TIMEOUT", default_value_t = 30)]
     pub body_timeout: u64,
-    /// Estimated tokens the model thread batches from its queue at once.
+    /// Estimated tokens a model worker batches from the queue at once.
     #[arg(long, env = "MEMDEX_QUEUE_TOKENS", default_value_t = 8192)]
     pub queue_tokens: usize,
+    /// Model workers: threads that take batches from the one embedding queue, each with its
+    /// own copy of the model (on CUDA each on its own stream, so their batches overlap on the
+    /// GPU). Default: 2 when the model runs on a CUDA device, 1 otherwise (the CPU encoder
+    /// already spreads one batch over every core). 1 to 64.
+    #[arg(long, env = "MEMDEX_MODEL_WORKERS", value_parser = model_workers)]
+    pub model_workers: Option<usize>,
     /// Embedding jobs that may wait; more answer 429.
     #[arg(long, env = "MEMDEX_QUEUE_JOBS", default_value_t = 1024)]
     pub queue_jobs: usize,
@@ -65,13 +71,28 @@ pub struct ServeArgs {
     /// with a CPU model: a check, slower than the CPU ranker).
     #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
     pub rank_device: RankDeviceArg,
-    /// Async worker threads (HTTP); the model and the writer have a thread each besides.
+    /// Async worker threads (HTTP); the model workers, the rank stage and the writer have
+    /// threads of their own besides.
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
     pub http_threads: usize,
     #[command(flatten)]
     pub structures: StructureArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `--model-workers`: 1 to 64.
+fn model_workers(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of model workers (1 to 64)"))?;
+    match n {
+        0 => Err("0 model workers would embed nothing: at least 1 is needed".into()),
+        1..=64 => Ok(n),
+        _ => Err(format!(
+            "{n} model workers: at most 64 (each holds a copy of the model)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -157,6 +157,8 @@ pub struct Embedder {
     max_batch: usize,
     split: CpuSplit,
     shape: Shape,
+    /// The options it was loaded with (its CPU split fixed), to load a [`Self::replica`].
+    opts: EmbedOptions,
 }
 
 /// The encoder's sizes that set its arithmetic cost.
@@ -250,6 +252,10 @@ impl Embedder {
                 .unwrap_or_else(|| files.passage_prefix.clone()),
         };
         let is_cuda = device.is_cuda();
+        let split = match opts.cpu_split {
+            Some(s) => s,
+            None => CpuSplit::from_env()?,
+        };
         let shape = Shape {
             layers: config.num_hidden_layers,
             hidden: config.hidden_size,
@@ -268,11 +274,25 @@ impl Embedder {
                 .token_budget
                 .unwrap_or(if is_cuda { 65_536 } else { 8_192 }),
             max_batch: opts.max_batch.unwrap_or(if is_cuda { 1_024 } else { 256 }),
-            split: match opts.cpu_split {
-                Some(s) => s,
-                None => CpuSplit::from_env()?,
+            split,
+            opts: EmbedOptions {
+                cpu_split: Some(split),
+                ..opts.clone()
             },
         })
+    }
+
+    /// Another instance of this encoder, for another thread: the same model loaded again from
+    /// the same files with the same options (so the same vectors), on the same device — on
+    /// CUDA with a stream of its own, so two threads' batches overlap on the GPU. None where
+    /// memdex opens no second instance (Metal).
+    pub fn replica(&self) -> Option<Result<Embedder, EmbedError>> {
+        let device = match self.device.location() {
+            candle_core::DeviceLocation::Cpu => Ok(Device::Cpu),
+            candle_core::DeviceLocation::Cuda { gpu_id } => cuda_stream(gpu_id),
+            candle_core::DeviceLocation::Metal { .. } => return None,
+        };
+        Some(device.and_then(|d| Self::from_files(self.files.clone(), d, &self.opts)))
     }
 
     pub fn info(&self) -> &ModelInfo {
@@ -608,6 +628,19 @@ fn load_backend(
             ),
         ))
     }
+}
+
+/// CUDA device `gpu_id` with a new stream of its own (not the per-thread default stream the
+/// first instance uses).
+fn cuda_stream(gpu_id: usize) -> Result<Device, EmbedError> {
+    Device::new_cuda_with_stream(gpu_id).map_err(|e| EmbedError::Device {
+        requested: format!("cuda:{gpu_id}"),
+        message: format!(
+            "cannot open another stream on CUDA device {gpu_id} for a replica of the model \
+             ({})",
+            crate::device::plain_message(&e)
+        ),
+    })
 }
 
 /// What a build without the `candle` feature answers where only candle's encoders run.

@@ -73,6 +73,14 @@ pub trait Encoder: Send + std::fmt::Debug {
     fn device_scorer(&self) -> Option<Box<dyn DenseScorer>> {
         None
     }
+
+    /// Another instance of this encoder, for another thread (a serving engine's model workers
+    /// beyond the first): the same model, the same vectors, on the same device; on CUDA its
+    /// own stream, so the instances' batches overlap on the GPU. None: it cannot be
+    /// replicated (then an engine runs one model worker only); an error: loading it failed.
+    fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
+        None
+    }
 }
 
 impl Encoder for Embedder {
@@ -121,6 +129,11 @@ impl Encoder for Embedder {
         Some(Box::new(crate::scorer::CandleScorer::new(
             Embedder::device(self).clone(),
         )))
+    }
+
+    fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
+        let r = Embedder::replica(self)?;
+        Some(r.map(|e| Box::new(e) as Box<dyn Encoder>))
     }
 }
 

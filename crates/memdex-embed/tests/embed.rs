@@ -100,6 +100,53 @@ fn tiny_small_token_budget_gives_same_vectors() {
     }
 }
 
+/// A replica (another model worker's encoder) is the same model with the same options: the
+/// same identity, batching and vectors, bit for bit, whether asked directly or through the
+/// `Encoder` trait; the candle backend replicates too.
+#[test]
+fn a_replica_is_the_same_model_with_the_same_options() {
+    use memdex_embed::Encoder;
+    let golden = read_golden(&fixture("tiny-bert/expected.jsonl"));
+    let texts: Vec<&str> = golden.iter().map(|g| g.text.as_str()).collect();
+    let opts = EmbedOptions {
+        token_budget: Some(30),
+        max_batch: Some(2),
+        query_prefix: Some("q: ".into()),
+        ..Default::default()
+    };
+    let mut backends = vec![memdex_embed::CpuBackend::Fast];
+    if cfg!(feature = "candle") {
+        backends.push(memdex_embed::CpuBackend::Candle);
+    }
+    for cpu_backend in backends {
+        let opts = EmbedOptions {
+            cpu_backend,
+            ..opts.clone()
+        };
+        let dir = fixture("tiny-bert");
+        let e = Embedder::load(dir.to_str().unwrap(), Device::Cpu, &opts).unwrap();
+        let r = e.replica().expect("a CPU encoder replicates").unwrap();
+        assert_eq!(r.info(), e.info());
+        assert_eq!(r.backend_name(), e.backend_name());
+        assert_eq!(r.batch_policy(), (30, 2));
+        assert_eq!(r.cpu_split(), e.cpu_split());
+        for kind in [TextKind::Query, TextKind::Passage] {
+            let (a, b) = (
+                e.embed(&texts, kind).unwrap(),
+                r.embed(&texts, kind).unwrap(),
+            );
+            assert_eq!(a, b, "{cpu_backend:?} {kind:?}");
+        }
+        let boxed = Encoder::replica(&e).expect("through the trait").unwrap();
+        assert_eq!(boxed.info(), e.info());
+        let ids = e.tokenize(&texts, TextKind::Query).unwrap();
+        assert_eq!(
+            boxed.embed_ids(&ids).unwrap(),
+            e.embed(&texts, TextKind::Query).unwrap()
+        );
+    }
+}
+
 fn copy_dir(src: &Path, dst: &Path) {
     std::fs::create_dir_all(dst).unwrap();
     for e in std::fs::read_dir(src).unwrap() {

@@ -1,5 +1,5 @@
 //! The serving engine: one store, one model, many concurrent callers. Cheap to clone; every
-//! clone talks to the same two threads (see the crate docs).
+//! clone talks to the same threads (see the crate docs).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use crate::delete::DeleteTarget;
 use crate::job::{EmbedJob, SearchClock, SearchJob};
-use crate::model::model_loop;
+use crate::model::{model_loop, EmbedQueue};
 use crate::options::EngineOptions;
 use crate::rank_stage::{rank_loop, rank_pool, RankWork};
 use crate::stats::EngineStats;
@@ -58,25 +58,30 @@ struct Inner {
 }
 
 /// The threads, joined in this order at shutdown: the writer first (it may still need the
-/// model thread for queued appends), then the model thread, then the rank stage's workers
-/// (they end when the model thread is gone).
+/// model workers for queued appends), then the model workers, then the rank stage's workers
+/// (they end when every model worker is gone).
 #[derive(Debug, Default)]
 struct Threads {
     writer: Option<JoinHandle<()>>,
-    model: Option<JoinHandle<()>>,
+    model: Vec<JoinHandle<()>>,
     rank: Vec<JoinHandle<()>>,
 }
 
 impl Engine {
     /// Opens (or creates, with `index`'s defaults: round items, event dates and facts) the
-    /// store in `dir` for `encoder`'s model and starts the model and writer threads. Refused
-    /// while another writer holds the store.
+    /// store in `dir` for `encoder`'s model and starts the model workers (`encoder` and, for
+    /// `opts.model_workers` > 1, its replicas), the rank stage and the writer thread. Refused
+    /// while another writer holds the store, and for `model_workers` 0 or > 1 with an encoder
+    /// that cannot be replicated (before the store is opened).
     pub fn start(
         dir: &Path,
         encoder: Box<dyn Encoder>,
         opts: EngineOptions,
     ) -> Result<Engine, RuntimeError> {
         let info = encoder.info().clone();
+        let device = encoder.device();
+        let tokenizer = encoder.tokenizer();
+        let encoders = model_encoders(encoder, opts.model_workers)?;
         let (granularity, extraction) = match Manifest::load(dir) {
             Ok(m) => (m.granularity, m.extraction),
             Err(StoreError::NotAStore { .. }) => {
@@ -107,20 +112,14 @@ impl Engine {
         let stats = Arc::new(EngineStats::default());
         let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
-        let device = encoder.device();
-        let tokenizer = encoder.tokenizer();
         let ranker = opts
             .ranker
             .clone()
             .unwrap_or_else(|| Arc::new(CpuRanker::default()));
         let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
         let (rank_tx, rank) = start_rank_stage(&ranker, &stats, opts.rank_workers)?;
-        let model = {
-            let (stats, budget) = (stats.clone(), opts.token_budget);
-            spawn("memdex-model")
-                .spawn(move || model_loop(encoder, embed_rx, budget, &stats, rank_tx))
-                .map_err(|e| internal(format!("cannot start the model thread: {e}")))?
-        };
+        let embed_rx = Arc::new(Mutex::new(embed_rx));
+        let model = start_model_workers(encoders, embed_rx, opts.token_budget, &stats, rank_tx)?;
         let state = WriterState {
             writer,
             pipeline,
@@ -146,7 +145,7 @@ impl Engine {
                 write_tx: Mutex::new(Some(write_tx)),
                 threads: Mutex::new(Threads {
                     writer: Some(writer),
-                    model: Some(model),
+                    model,
                     rank,
                 }),
                 stats,
@@ -187,7 +186,7 @@ impl Engine {
         self.inner.ranker.as_ref()
     }
 
-    /// Whether both threads are running.
+    /// Whether every thread (writer, model workers, rank workers) is running.
     pub fn health(&self) -> Health {
         if lock(&self.inner.write_tx).is_none() {
             return Health::ShuttingDown;
@@ -196,8 +195,8 @@ impl Engine {
         let gone = |h: &Option<JoinHandle<()>>| h.as_ref().is_none_or(JoinHandle::is_finished);
         if gone(&t.writer) {
             Health::Failed("the writer thread stopped")
-        } else if gone(&t.model) {
-            Health::Failed("the model thread stopped")
+        } else if t.model.is_empty() || t.model.iter().any(JoinHandle::is_finished) {
+            Health::Failed("a model worker stopped")
         } else if t.rank.iter().any(JoinHandle::is_finished) {
             Health::Failed("the rank stage stopped")
         } else {
@@ -205,8 +204,8 @@ impl Engine {
         }
     }
 
-    /// Queues texts for the model thread; `Busy` when its queue is full.
-    /// They are tokenized in the calling thread (the model thread runs only the model).
+    /// Queues texts for the model workers; `Busy` when their queue is full.
+    /// They are tokenized in the calling thread (the model workers run only the model).
     pub fn embed(
         &self,
         texts: Vec<String>,
@@ -240,9 +239,9 @@ impl Engine {
             })
     }
 
-    /// Finishes a search: its query is embedded on the model thread and ranked over
+    /// Finishes a search: its query is embedded by a model worker and ranked over
     /// `search.snapshot` on the rank stage with the batch's other searches; the ticket
-    /// resolves to its hits. `Busy` when the model thread's queue is full.
+    /// resolves to its hits. `Busy` when the model workers' queue is full.
     /// Its query is tokenized in the calling thread.
     pub fn search(&self, search: SearchJob) -> Result<Ticket<Vec<SearchHit>>, RuntimeError> {
         let t = std::time::Instant::now();
@@ -315,7 +314,7 @@ impl Engine {
         )
     }
 
-    /// Stops taking work, lets both threads finish what is queued (every queued append is
+    /// Stops taking work, lets the threads finish what is queued (every queued append is
     /// committed and answered) and joins them. Idempotent.
     pub fn shutdown(&self) {
         drop(lock(&self.inner.write_tx).take());
@@ -326,9 +325,9 @@ impl Engine {
             }
         }
         drop(lock(&self.inner.embed_tx).take());
-        if let Some(model) = threads.model {
+        for model in threads.model {
             if model.join().is_err() {
-                tracing::error!("the model thread panicked");
+                tracing::error!("a model worker panicked");
             }
         }
         for rank in threads.rank {
@@ -339,8 +338,65 @@ impl Engine {
     }
 }
 
+/// One encoder per model worker: `first` and `workers - 1` replicas of it. Refused for 0
+/// workers, and for more than 1 when `first` cannot be replicated.
+fn model_encoders(
+    first: Box<dyn Encoder>,
+    workers: usize,
+) -> Result<Vec<Box<dyn Encoder>>, RuntimeError> {
+    let refuse = |why: String| RuntimeError::Invalid {
+        message: format!("model_workers = {workers}: {why}"),
+    };
+    if workers == 0 {
+        return Err(refuse("at least 1 model worker is needed".into()));
+    }
+    let mut all = Vec::with_capacity(workers);
+    for i in 1..workers {
+        let replica = match first.replica() {
+            None => {
+                return Err(refuse(format!(
+                    "the {} encoder cannot be replicated, and each model worker needs an \
+                     instance of its own; use 1 model worker",
+                    first.backend()
+                )))
+            }
+            Some(r) => r.map_err(|e| internal(format!("loading model worker {i}'s copy: {e}")))?,
+        };
+        if replica.info() != first.info() {
+            return Err(internal(format!(
+                "model worker {i}'s copy is another model"
+            )));
+        }
+        all.push(replica);
+    }
+    all.insert(0, first);
+    Ok(all)
+}
+
+/// A model worker per encoder, all taking batches from `rx` and handing their searches to
+/// the rank stage through `rank`.
+fn start_model_workers(
+    encoders: Vec<Box<dyn Encoder>>,
+    rx: EmbedQueue,
+    budget: usize,
+    stats: &Arc<EngineStats>,
+    rank: SyncSender<RankWork>,
+) -> Result<Vec<JoinHandle<()>>, RuntimeError> {
+    stats.model_workers.store(encoders.len(), Ordering::Relaxed);
+    let mut threads = Vec::with_capacity(encoders.len());
+    for (i, encoder) in encoders.into_iter().enumerate() {
+        let (rx, stats, rank) = (rx.clone(), stats.clone(), rank.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("memdex-model-{i}"))
+            .spawn(move || model_loop(encoder, rx, budget, &stats, rank))
+            .map_err(|e| internal(format!("cannot start model worker {i}: {e}")))?;
+        threads.push(t);
+    }
+    Ok(threads)
+}
+
 /// The rank stage: `workers` threads ranking through `ranker` on a pool of as many threads of
-/// its own, fed by the model thread (two model batches queued: the model embeds the next
+/// its own, fed by the model workers (two model batches queued: the models embed the next
 /// while these are ranked).
 fn start_rank_stage(
     ranker: &SharedRanker,

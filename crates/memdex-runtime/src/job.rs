@@ -1,4 +1,4 @@
-//! What callers hand the model thread (texts to embed, or a search to finish) and what the
+//! What callers hand the model workers (texts to embed, or a search to finish) and what the
 //! rank stage receives from it.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use crate::RuntimeError;
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, RuntimeError>>;
 
-/// A job for the model thread.
+/// A job for the model workers.
 #[derive(Debug)]
 pub(crate) enum EmbedJob {
     /// Texts to embed for a caller (an append's passages, `/v1/embeddings`).
@@ -24,7 +24,7 @@ pub(crate) enum EmbedJob {
         ids: Option<Vec<Vec<u32>>>,
         reply: Reply<Embeddings>,
     },
-    /// A search: its query embedded on the model thread, then ranked on the rank stage.
+    /// A search: its query embedded by a model worker, then ranked on the rank stage.
     Search {
         search: Box<SearchJob>,
         /// Its query's token ids, when the caller tokenized it.
@@ -106,7 +106,7 @@ pub struct SearchJob {
 pub(crate) struct SearchClock {
     /// Seconds its caller spent tokenizing it.
     pub tokenize: f64,
-    /// When it was queued for the model thread.
+    /// When it was queued for the model workers.
     pub queued: Instant,
     /// When its model batch started embedding, and when it was embedded.
     pub embed_start: Option<Instant>,

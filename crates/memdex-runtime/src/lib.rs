@@ -1,13 +1,15 @@
 //! memdex runtime: the serving engine the HTTP server (and any long-running caller) uses —
 //! one store, one model, many concurrent callers.
 //!
-//! * A **model thread** owns the [`memdex_embed::Encoder`]: callers put embedding jobs on a
-//!   bounded queue; the thread takes jobs until a token budget (TEI's queue), embeds them in
-//!   one call per text kind and answers each job on its own oneshot channel. A full queue
+//! * **Model workers** (one by default, [`EngineOptions::model_workers`]) each own an
+//!   [`memdex_embed::Encoder`] (the first the one the engine is started with, the others its
+//!   replicas): callers put embedding jobs on one bounded queue; a worker takes jobs until a
+//!   token budget (TEI's queue), embeds them in one call per text kind and answers each job
+//!   on its own oneshot channel, while another worker collects the next batch. A full queue
 //!   answers [`RuntimeError::Busy`] at once (`model`).
 //! * A **rank stage** (workers, one per core by default): the searches of each model batch,
 //!   all tenants together, ranked through the engine's ranker (the CPU's or a device's) while
-//!   the model thread embeds the next batch (`rank_stage`). [`Engine::search`] takes a search
+//!   the model workers embed the next batches (`rank_stage`). [`Engine::search`] takes a search
 //!   and answers its hits: the engine finishes every search.
 //! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
 //!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one

@@ -1,13 +1,16 @@
-//! The model thread: the one thread that owns the encoder (and its device), and runs only the
-//! model. Jobs arrive tokenized (callers tokenize with the encoder's shared tokenizer, as TEI's
-//! router does). It waits for a job, takes more while their tokens fit the budget (TEI's
-//! queue), embeds each text kind in one call and answers every job: texts with their rows; a
-//! search goes on, with its query's vector, to the rank stage (`rank_stage`), which ranks it
-//! while this thread embeds the next batch.
+//! The model workers: threads that each own an encoder (and its device stream) and run only
+//! the model; one by default (`EngineOptions::model_workers`). Jobs arrive tokenized (callers
+//! tokenize with the encoder's shared tokenizer, as TEI's router does) on one queue that every
+//! worker takes batches from: a worker waits for a job, takes more while their tokens fit the
+//! budget (TEI's queue) — holding the queue only while it collects —, embeds each text kind in
+//! one call and answers every job: texts with their rows; a search goes on, with its query's
+//! vector, to the rank stage (`rank_stage`), which ranks it while the worker embeds the next
+//! batch.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use memdex_core::TextKind;
@@ -18,10 +21,13 @@ use crate::rank_stage::RankWork;
 use crate::stats::{EngineStats, Stage};
 use crate::RuntimeError;
 
-/// The model thread's loop; returns when every sender is gone.
+/// The one embedding queue the model workers share.
+pub(crate) type EmbedQueue = Arc<Mutex<Receiver<EmbedJob>>>;
+
+/// A model worker's loop; returns when every sender is gone.
 pub(crate) fn model_loop(
     encoder: Box<dyn Encoder>,
-    rx: Receiver<EmbedJob>,
+    rx: EmbedQueue,
     budget: usize,
     stats: &EngineStats,
     rank: SyncSender<RankWork>,
@@ -34,20 +40,7 @@ pub(crate) fn model_loop(
                 .sum()
         })
     };
-    while let Ok(first) = rx.recv() {
-        stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
-        let mut tokens = estimate(&first);
-        let mut jobs = vec![first];
-        while tokens < budget {
-            match rx.try_recv() {
-                Ok(j) => {
-                    stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
-                    tokens += estimate(&j);
-                    jobs.push(j);
-                }
-                Err(_) => break,
-            }
-        }
+    while let Some(mut jobs) = next_batch(&rx, budget, &estimate, stats) {
         // a caller that gave up costs nothing
         jobs.retain(|j| !j.abandoned());
         let (queries, passages): (Vec<_>, Vec<_>) =
@@ -55,6 +48,29 @@ pub(crate) fn model_loop(
         embed_group(encoder.as_ref(), queries, TextKind::Query, stats, &rank);
         embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, &rank);
     }
+}
+
+/// The next batch: the first job waiting (blocking) and those behind it while their
+/// `estimate`d tokens fit `budget`. The queue is held only while collecting, so another
+/// worker takes the next batch while this one embeds. None when every sender is gone.
+fn next_batch(
+    rx: &Mutex<Receiver<EmbedJob>>,
+    budget: usize,
+    estimate: &dyn Fn(&EmbedJob) -> usize,
+    stats: &EngineStats,
+) -> Option<Vec<EmbedJob>> {
+    let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
+    let first = rx.recv().ok()?;
+    stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
+    let mut tokens = estimate(&first);
+    let mut jobs = vec![first];
+    while tokens < budget {
+        let Ok(j) = rx.try_recv() else { break };
+        stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
+        tokens += estimate(&j);
+        jobs.push(j);
+    }
+    Some(jobs)
 }
 
 fn embed_group(

@@ -11,8 +11,14 @@ use crate::rank_stage::default_workers;
 /// How the engine queues and commits.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// Estimated tokens the model thread takes from its queue for one batch.
+    /// Estimated tokens a model worker takes from the queue for one batch.
     pub token_budget: usize,
+    /// Model workers: threads that take batches from the one embedding queue, each with its
+    /// own encoder (the first the one `Engine::start` is given, the others its
+    /// `Encoder::replica`s; on CUDA each on its own stream, so batches overlap on the GPU).
+    /// At least 1; more than 1 is refused for an encoder that cannot be replicated.
+    /// Default: 1.
+    pub model_workers: usize,
     /// Embedding jobs waiting at most; one more is refused with `Busy`.
     pub embed_queue: usize,
     /// Write jobs (appends, deletes) waiting at most.
@@ -46,6 +52,7 @@ impl Default for EngineOptions {
     fn default() -> Self {
         Self {
             token_budget: 8192,
+            model_workers: 1,
             embed_queue: 1024,
             write_queue: 1024,
             append_chunk: 64,

@@ -1,6 +1,6 @@
-//! The rank stage: workers beside the model thread that rank the searches of each model
-//! batch through the engine's ranker (CPU or device) while the model embeds the next batch
-//! (a two-stage pipeline). Every search is ranked here. A batch's searches are grouped by
+//! The rank stage: workers that rank the searches of each model batch through the engine's
+//! ranker (CPU or device) while the model workers embed the next batches (a two-stage
+//! pipeline). Every search is ranked here. A batch's searches are grouped by
 //! (snapshot, k, explain, options) and each group is one ranker call; a failed call answers
 //! its searches with the error.
 
@@ -39,7 +39,7 @@ pub(crate) fn rank_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
 }
 
 /// One worker's loop: takes the next model batch from the shared queue, ranks it (on `pool`
-/// when there is one), answers its searches; returns when the model thread is gone.
+/// when there is one), answers its searches; returns when every model worker is gone.
 pub(crate) fn rank_loop(
     ranker: Arc<dyn BatchRanker>,
     rx: Arc<Mutex<Receiver<RankWork>>>,

@@ -9,6 +9,8 @@ use crate::job::SearchClock;
 #[derive(Debug, Default)]
 pub struct EngineStats {
     pub embed_queue_depth: AtomicUsize,
+    /// Model workers taking batches from the embedding queue (`EngineOptions::model_workers`).
+    pub model_workers: AtomicUsize,
     pub write_queue_depth: AtomicUsize,
     pub embed_batches: AtomicU64,
     /// Texts per model batch: counts per bucket of [`BATCH_BUCKETS`] (+ overflow).
@@ -22,24 +24,25 @@ pub struct EngineStats {
     /// answered.
     pub rank_batches: AtomicU64,
     pub rank_queries: AtomicU64,
-    /// Microseconds spent per serving stage: embedding (the model thread), ranking (the rank
-    /// stage, when the ranker batches). Beside the batch counts they say where a batch's time
-    /// goes and which stage bounds the throughput.
+    /// Microseconds spent per serving stage, summed over the stage's threads: embedding (the
+    /// model workers), ranking (the rank stage's workers). Beside the batch counts and the
+    /// worker counts they say where a batch's time goes and which stage bounds the
+    /// throughput (a stage is saturated when its seconds approach its workers × wall time).
     pub stage_micros: [AtomicU64; STAGES.len()],
     /// Microseconds the answered searches spent per stage of [`SEARCH_STAGES`], summed over
     /// searches (each counts its whole model batch and rank call): divided by
     /// `searches_answered`, a search's mean seconds in each stage.
     pub search_stage_micros: [AtomicU64; SEARCH_STAGES.len()],
     pub searches_answered: AtomicU64,
-    /// Panics the model and writer threads recovered from (each failed its batch or round).
+    /// Panics the model workers and the writer thread recovered from (each failed its batch or round).
     pub panics: AtomicU64,
 }
 
 /// The serving stages, as [`EngineStats::stage_micros`] counts them.
 pub const STAGES: [&str; 2] = ["embed", "rank"];
 
-/// The stages one search passes: tokenized in its caller's thread, waiting for the model
-/// thread, embedded in a model batch, waiting for a rank worker, ranked.
+/// The stages one search passes: tokenized in its caller's thread, waiting for a model
+/// worker, embedded in a model batch, waiting for a rank worker, ranked.
 pub const SEARCH_STAGES: [&str; 5] = ["tokenize", "model_queue", "embed", "rank_queue", "rank"];
 
 /// A stage of [`STAGES`].

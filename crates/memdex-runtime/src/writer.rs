@@ -95,8 +95,8 @@ pub(crate) struct WriterState {
     pub unpublished: bool,
 }
 
-/// The model thread's queue as the writer uses it: passages are tokenized on the writer
-/// thread (when the encoder shares its tokenizer) and embedded on the model thread.
+/// The model workers' queue as the writer uses it: passages are tokenized on the writer
+/// thread (when the encoder shares its tokenizer) and embedded by a model worker.
 #[derive(Debug)]
 pub(crate) struct ModelQueue {
     pub tx: SyncSender<EmbedJob>,
@@ -292,7 +292,7 @@ impl WriterState {
         }
     }
 
-    /// Commits what the pipeline holds, embedding through the model thread, and publishes.
+    /// Commits what the pipeline holds, embedding through the model workers, and publishes.
     fn commit_pending(&mut self, reqs: &[Vec<Session>]) -> Result<Committed, RuntimeError> {
         let (model, stats, chunk) = (&self.model, &self.stats, self.opts.append_chunk);
         let mut embed = |keys: &[&str]| embed_passages(model, stats, chunk, keys);
@@ -406,7 +406,7 @@ fn append_report(admitted: &[memdex_pipeline::Admitted], c: &Committed) -> Appen
     }
 }
 
-/// Embeds passages through the model thread, in chunks so queries get in between.
+/// Embeds passages through the model workers, in chunks so queries get in between.
 fn embed_passages(
     model: &ModelQueue,
     stats: &EngineStats,
@@ -419,7 +419,7 @@ fn embed_passages(
         tokens: Vec::new(),
     };
     let gone = || PipelineError::Model {
-        message: "the model thread stopped".into(),
+        message: "the model workers stopped".into(),
     };
     for part in texts.chunks(chunk.max(1)) {
         let ids = match &model.tokenizer {

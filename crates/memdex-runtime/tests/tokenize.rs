@@ -49,8 +49,8 @@ impl Encoder for Watched {
     fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Embeddings, EmbedError> {
         assert_eq!(
             std::thread::current().name(),
-            Some("memdex-model"),
-            "only the model thread embeds"
+            Some("memdex-model-0"),
+            "only the (one) model worker embeds"
         );
         self.ids.fetch_add(ids.len(), Ordering::SeqCst);
         self.inner.embed_ids(ids, &mut |_| {})

@@ -218,7 +218,9 @@ fn engine_families(engine: &Memory, view: &Snapshot) -> Vec<Family> {
     let depth = |d: &AtomicUsize| d.load(Ordering::Relaxed) as u64;
     let mut table = vec![
         Family::one("memdex_embed_queue_depth", GAUGE, depth(&st.embed_queue_depth),
-            "Embedding jobs waiting for the model thread."),
+            "Embedding jobs waiting for a model worker."),
+        Family::one("memdex_model_workers", GAUGE, depth(&st.model_workers),
+            "Model workers taking batches from the embedding queue (--model-workers)."),
         Family::one("memdex_write_queue_depth", GAUGE, depth(&st.write_queue_depth),
             "Write jobs waiting for the writer thread."),
         Family::one("memdex_rank_cache_bytes", GAUGE, cache.bytes as u64,
@@ -286,7 +288,7 @@ fn stage_seconds(st: &EngineStats) -> Family {
         COUNTER,
         "stage",
         secs,
-        "Seconds spent per serving stage (embed: the model thread; rank: the rank stage).",
+        "Seconds spent per serving stage, summed over the stage's threads (embed: the model workers; rank: the rank stage's workers).",
     )
 }
 

@@ -288,6 +288,7 @@ fn openai_embeddings_metrics_openapi() {
         "memdex_search_stage_seconds_sum{stage=\"rank_queue\"} ",
         "memdex_http_request_duration_seconds_bucket",
         "memdex_embed_queue_depth 0",
+        "memdex_model_workers 1",
         "memdex_embed_batch_size_count",
         "memdex_store_rows 1",
         "memdex_store_tenants 1",

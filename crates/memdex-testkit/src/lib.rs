@@ -232,6 +232,11 @@ impl Encoder for HashEncoder {
                 .collect(),
         })
     }
+
+    /// A copy (it holds no weights): engines run it on several model workers.
+    fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
+        Some(Ok(Box::new(self.clone())))
+    }
 }
 
 /// Runs the `memdex` binary `bin` (a test's `env!("CARGO_BIN_EXE_memdex")`) with the tiny
