@@ -504,7 +504,8 @@ for line in open(sys.argv[1]):
     "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/fullstore" \
       --queries "${LOAD_RANK_QUERIES:-2048}" --batch 256 --json > "$OUT/rank-load.json" 2>> "$OUT/load.log"
     local ncu; ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-    if [[ -n $ncu && $DEVICE == cuda ]]; then
+    # LOAD_NCU=0: no ncu profile (a short call that only serves)
+    if [[ -n $ncu && $DEVICE == cuda && ${LOAD_NCU:-1} == 1 ]]; then
       timeout 90 "$ncu" --clock-control none --cache-control all -k regex:memdex_rank_topk \
         --launch-skip 1 --launch-count 2 --csv --page raw --print-units base \
         --metrics dram__bytes_read.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
@@ -517,8 +518,10 @@ for line in open(sys.argv[1]):
     for cfg in $configs; do
       local d=${cfg%%:*} rest=${cfg#*:}; local rd=${rest%%:*} th=${rest##*:}
       local name="$d-$rd-$th"
+      # MODEL_WORKERS: --model-workers for every configuration (default: serve's own)
       "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd" \
-        --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 >> "$OUT/load.log" 2>&1 &
+        --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 \
+        ${MODEL_WORKERS:+--model-workers "$MODEL_WORKERS"} >> "$OUT/load.log" 2>&1 &
       local pid=$!
       for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
       # one connection per wrk thread (-t64 -c64): each thread pairs an answer with the request
@@ -538,7 +541,7 @@ for line in open(sys.argv[1]):
         "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
           --rate "$rate" --k 10 --planted 4 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
       fi
-      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds|^memdex_search_stage_seconds' \
+      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds|^memdex_search_stage_seconds|^memdex_model_workers' \
         > "$OUT/metrics-$name.txt" 2>&1
       # the kernels' configurations: their searches ranked on the kernels' device
       if [[ $rd == cuda || $rd == kernels ]] \

@@ -226,12 +226,14 @@ impl Gpu {
     ) -> Result<DeviceRankQueries, KernelError> {
         let sparse = self.upload(&nonempty(q.sparse))?;
         let flags = self.upload(&nonempty(q.flags))?;
-        self.rank_queries_with(q, sparse, flags)
+        let queries = self.upload_queries(q.vectors, q.ranges)?;
+        self.rank_queries_with(queries, q, sparse, flags)
     }
 
-    /// `q` on the device with its BM25 scores and flags already there.
+    /// `q` on the device with its vectors, BM25 scores and flags already there.
     fn rank_queries_with(
         &self,
+        queries: DeviceQueries,
         q: &RankQueries<'_>,
         sparse: CudaSlice<f32>,
         flags: CudaSlice<u8>,
@@ -247,7 +249,7 @@ impl Gpu {
             })
             .unzip();
         Ok(DeviceRankQueries {
-            queries: self.upload_queries(q.vectors, q.ranges)?,
+            queries,
             sparse,
             flags,
             offsets: self.upload(&nonempty(&offsets))?,
@@ -739,11 +741,19 @@ impl Kernels for Gpu {
         k: usize,
     ) -> Result<TopKResult, KernelError> {
         let (total, starts) = check_parts(dim, parts, queries.ranges)?;
-        check_text(parts, &starts, texts, text, queries.ranges)?;
+        check_text(dim, parts, &starts, texts, text, queries, params)?;
         check_rank_queries(dim, total, queries, params, k, false)?;
         let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
-        let (sparse, flags) = self.text_inputs_dev(texts, &starts, text, queries.ranges)?;
-        let dq = self.rank_queries_with(queries, sparse, flags)?;
+        let dqs = self.upload_queries(queries.vectors, queries.ranges)?;
+        let (sparse, flags) = self.text_inputs_dev(
+            texts,
+            &starts,
+            text,
+            queries.ranges,
+            (&dqs.vectors, dim),
+            params,
+        )?;
+        let dq = self.rank_queries_with(dqs, queries, sparse, flags)?;
         self.rank_topk_on(&(dm, dr, dq), params, k)
     }
 

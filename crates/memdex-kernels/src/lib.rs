@@ -9,6 +9,7 @@
 
 pub mod checks;
 pub mod cpu;
+pub mod expand;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod parts;
@@ -22,7 +23,7 @@ pub use half::f16;
 pub use parts::{Assembly, AssemblyGate, Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
-pub use text::{text_inputs_reference, PartText, TextQueries};
+pub use text::{text_inputs_reference, PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };
@@ -144,7 +145,9 @@ pub trait Kernels {
 
     /// [`Kernels::rank_topk_parts`] with each query's BM25 scores and time flags computed by
     /// the kernels from its part's text columns (`texts`, one per part: postings, dates) and
-    /// its term ids and window (`text`); `queries.sparse` and `flags` are not read. The
+    /// its term ids and window (`text`); `queries.sparse` and `flags` are not read. With
+    /// [`TextQueries::expand`] they also pick each query's expansion terms from its part's
+    /// candidates and return its whole keyword share (`params.sparse_fused` must say so). The
     /// default computes them on the host ([`text_inputs_reference`]); the CUDA kernels keep
     /// keyed part texts resident and compute them on the device.
     #[allow(clippy::too_many_arguments)]
@@ -158,14 +161,7 @@ pub trait Kernels {
         params: &RankParams,
         k: usize,
     ) -> Result<TopKResult, KernelError> {
-        if params.sparse_fused {
-            return Err(KernelError::Invalid(
-                "a keyword side fused by the host (sparse_fused) needs host inputs, not text \
-                 columns"
-                    .into(),
-            ));
-        }
-        let (sparse, flags) = text_inputs_reference(dim, parts, texts, text, queries.ranges)?;
+        let (sparse, flags) = text_inputs_reference(dim, parts, texts, text, queries, params)?;
         let q = RankQueries {
             sparse: &sparse,
             flags: &flags,

@@ -6,8 +6,8 @@
 //! 1. dense `d` = cosine of the query with each row ([`crate::scoring::cosine`]);
 //! 2. hybrid `f = w_d · minmax(d) + w_s · minmax(sparse)` (min-max over the range; a
 //!    constant or empty column normalises to 0), or `f = w_d · minmax(d) + sparse` when the
-//!    host already fused the keyword side ([`RankParams::sparse_fused`]: BM25 and query
-//!    expansion, each min-max normalised and weighted);
+//!    keyword side arrives fused ([`RankParams::sparse_fused`]: BM25 and query expansion,
+//!    each min-max normalised and weighted, by the host or by the kernels' text inputs);
 //! 3. FragRel: `e = f + α · env(f)` along the timeline;
 //! 4. importance `w_i`: shift by the minimum when it is negative, then `e · (1 + w_i ·
 //!    log10(importance))`;
@@ -59,8 +59,9 @@ pub struct RankQueries<'a> {
 pub struct RankParams {
     pub w_dense: f32,
     pub w_sparse: f32,
-    /// `sparse` is the whole keyword share of the fusion, normalised and weighted by the host
-    /// (query expansion on): added as it is, `w_sparse` unused.
+    /// `sparse` is the whole keyword share of the fusion, normalised and weighted (query
+    /// expansion on: by the host, or by the kernels' text inputs, which then weight their BM25
+    /// by `w_sparse`): added as it is.
     pub sparse_fused: bool,
     pub fragrel: Option<FragRelParams>,
     pub importance: Option<f32>,
@@ -114,12 +115,6 @@ pub(crate) fn check_rank_queries(
 ) -> Result<usize, KernelError> {
     let nq = check_queries(dim, rows, q.vectors, q.ranges, None, k)?;
     check_fragrel(p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 }))?;
-    if p.sparse_fused && !host_inputs {
-        return Err(invalid(
-            "a keyword side fused by the host (sparse_fused) needs host inputs, not text columns"
-                .into(),
-        ));
-    }
     let (_, total) = range_offsets(q.ranges);
     let inputs_ok = !host_inputs || (q.sparse.len() == total && q.flags.len() == total);
     if !inputs_ok || q.time.len() != nq {

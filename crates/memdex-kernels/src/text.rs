@@ -2,12 +2,17 @@
 //! columns (resident on a device like its rows), instead of per query on the host: a query
 //! brings only its term ids and time window. [`crate::Kernels::rank_topk_text`] is
 //! [`crate::Kernels::rank_topk_parts`] with these inputs; [`text_inputs_reference`] states what
-//! they stand for (memdex-rank's `sparse_scores` to f32 rounding, and `time::flags`).
+//! they stand for (memdex-rank's `sparse_scores` to f32 rounding, and `time::flags`). With
+//! query expansion ([`TextQueries::expand`]) the kernels also pick each query's expansion
+//! terms from its part's candidates ([`PartText::vocab_terms`]) and return the whole keyword
+//! share, as memdex-rank's `keyword_share` does on the host (see [`crate::expand`]).
 
 use memdex_rank::TimeWindow;
 
+use crate::expand::{check_expand, expand_reference};
+use crate::f16;
 use crate::parts::check_parts;
-use crate::{range_offsets, KernelError, RankPart};
+use crate::{range_offsets, KernelError, RankParams, RankPart, RankQueries};
 
 /// One part's text columns (its tenant's live rows, part-local row numbers).
 #[derive(Debug, Clone, Copy)]
@@ -25,10 +30,15 @@ pub struct PartText<'a> {
     pub event_offsets: &'a [u32],
     pub event_lo: &'a [i64],
     pub event_hi: &'a [i64],
+    /// Query expansion's candidate terms (memdex-rank's `Vocab`): their term ids here and
+    /// their word vectors, `vocab_terms.len() × dim` f16 row-major (both empty without
+    /// expansion). A part with candidates is keyed apart from the same part without them.
+    pub vocab_terms: &'a [u32],
+    pub vocab_vectors: &'a [f16],
 }
 
 impl PartText<'_> {
-    fn terms(&self) -> usize {
+    pub(crate) fn terms(&self) -> usize {
         self.term_offsets.len().saturating_sub(1)
     }
 }
@@ -41,7 +51,22 @@ pub struct TextQueries<'a> {
     pub term_offsets: &'a [u32],
     pub terms: &'a [u32],
     pub windows: &'a [Option<TimeWindow>],
+    /// Query expansion on: the kernels return the keyword share `w_sparse · minmax(bm25) +
+    /// weight · minmax(expansion)` (then [`RankParams::sparse_fused`] must be set).
+    pub expand: Option<TextExpand>,
 }
+
+/// Query expansion as the kernels run it (memdex-rank's `Expand`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextExpand {
+    /// Expansion terms per query, 1 to [`MAX_TEXT_EXPAND_TERMS`].
+    pub terms: usize,
+    pub weight: f32,
+}
+
+/// Most expansion terms the kernels pick per query (per-warp lists in shared memory); more
+/// are ranked with host inputs.
+pub const MAX_TEXT_EXPAND_TERMS: usize = 32;
 
 fn invalid(msg: String) -> KernelError {
     KernelError::Invalid(msg)
@@ -63,7 +88,12 @@ fn check_offsets(what: &str, offsets: &[u32], n: usize, len: usize) -> Result<()
     }
 }
 
-fn check_part_text(i: usize, p: &RankPart<'_>, t: &PartText<'_>) -> Result<(), KernelError> {
+fn check_part_text(
+    i: usize,
+    dim: usize,
+    p: &RankPart<'_>,
+    t: &PartText<'_>,
+) -> Result<(), KernelError> {
     let rows = p.rows();
     let what = |w: &str| format!("part {i} {w}");
     if t.term_offsets.is_empty() {
@@ -83,18 +113,29 @@ fn check_part_text(i: usize, p: &RankPart<'_>, t: &PartText<'_>) -> Result<(), K
     if t.event_hi.len() != t.event_lo.len() {
         return Err(invalid(what("events: unpaired ranges")));
     }
+    if t.vocab_vectors.len() != t.vocab_terms.len() * dim
+        || t.vocab_terms.iter().any(|&x| x as usize >= t.terms())
+    {
+        return Err(invalid(what(
+            "expansion candidates: term ids past the part's terms or vectors not one per term",
+        )));
+    }
     Ok(())
 }
 
 /// Checks the text inputs against the parts and the queries' ranges (`starts`: each part's
 /// first row): every query's range inside its own part, its term ids that part's.
 pub(crate) fn check_text(
+    dim: usize,
     parts: &[RankPart<'_>],
     starts: &[usize],
     texts: &[PartText<'_>],
     tq: &TextQueries<'_>,
-    ranges: &[[u32; 2]],
+    queries: &RankQueries<'_>,
+    params: &RankParams,
 ) -> Result<(), KernelError> {
+    let ranges = queries.ranges;
+    check_expand(dim, tq, queries, params)?;
     if texts.len() != parts.len() {
         return Err(invalid(format!(
             "{} part texts for {} parts",
@@ -103,7 +144,7 @@ pub(crate) fn check_text(
         )));
     }
     for (i, (p, t)) in parts.iter().zip(texts).enumerate() {
-        check_part_text(i, p, t)?;
+        check_part_text(i, dim, p, t)?;
     }
     let nq = ranges.len();
     if tq.part.len() != nq || tq.windows.len() != nq {
@@ -135,17 +176,20 @@ pub(crate) fn check_text(
     Ok(())
 }
 
-/// The reference: every query's BM25 score and time flag per row of its range, laid out as
-/// [`crate::RankQueries::sparse`] and `flags` (each query's terms summed in order, in f32).
+/// The reference: every query's BM25 score (with expansion: its keyword share) and time flag
+/// per row of its range, laid out as [`crate::RankQueries::sparse`] and `flags` (each query's
+/// terms summed in order, in f32).
 pub fn text_inputs_reference(
     dim: usize,
     parts: &[RankPart<'_>],
     texts: &[PartText<'_>],
     tq: &TextQueries<'_>,
-    ranges: &[[u32; 2]],
+    queries: &RankQueries<'_>,
+    params: &RankParams,
 ) -> Result<(Vec<f32>, Vec<u8>), KernelError> {
+    let ranges = queries.ranges;
     let (_, starts) = check_parts(dim, parts, ranges)?;
-    check_text(parts, &starts, texts, tq, ranges)?;
+    check_text(dim, parts, &starts, texts, tq, queries, params)?;
     let (offsets, total) = range_offsets(ranges);
     let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
     for (q, &[a, b]) in ranges.iter().enumerate() {
@@ -157,17 +201,11 @@ pub fn text_inputs_reference(
         let n = (b - a) as usize;
         let off = offsets[q] as usize;
         let (qs, qf) = (&mut sparse[off..off + n], &mut flags[off..off + n]);
-        for &term in &tq.terms[tq.term_offsets[q] as usize..tq.term_offsets[q + 1] as usize] {
-            let (lo, hi) = (
-                t.term_offsets[term as usize],
-                t.term_offsets[term as usize + 1],
-            );
-            for j in lo as usize..hi as usize {
-                let r = t.term_rows[j] as usize;
-                if (base..base + n).contains(&r) {
-                    qs[r - base] += t.term_weights[j];
-                }
-            }
+        let own = &tq.terms[tq.term_offsets[q] as usize..tq.term_offsets[q + 1] as usize];
+        add_postings(t, own.iter().map(|&term| (term, 1.0)), base, qs);
+        if let Some(x) = tq.expand {
+            let vector = &queries.vectors[q * dim..(q + 1) * dim];
+            expand_reference(t, own, vector, x, params.w_sparse, base, qs);
         }
         if let Some(w) = tq.windows[q] {
             for (i, f) in qf.iter_mut().enumerate() {
@@ -179,4 +217,26 @@ pub fn text_inputs_reference(
         }
     }
     Ok((sparse, flags))
+}
+
+/// Adds each `(term, weight)`'s postings, times its weight, to the rows of `out` (the part's
+/// rows from `base`), term after term.
+pub(crate) fn add_postings(
+    t: &PartText<'_>,
+    terms: impl Iterator<Item = (u32, f32)>,
+    base: usize,
+    out: &mut [f32],
+) {
+    for (term, w) in terms {
+        let (lo, hi) = (
+            t.term_offsets[term as usize],
+            t.term_offsets[term as usize + 1],
+        );
+        for j in lo as usize..hi as usize {
+            let r = t.term_rows[j] as usize;
+            if (base..base + out.len()).contains(&r) {
+                out[r - base] += w * t.term_weights[j];
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Query expansion over a real store: a word table whose vector for "surfing" lies near the
 //! question's vector lifts the turn about surfing, which shares no word with the question,
 //! above a turn the dense score prefers; the explained hits carry the expansion's signal; the
-//! fused kernels' CPU reference ranks the same with expansion on.
+//! fused kernels' CPU reference ranks the same with expansion on, picking the terms from the
+//! tenant's text columns itself (and with host inputs beyond its limits).
 
 #![allow(clippy::unwrap_used)]
 
@@ -126,4 +127,30 @@ fn expansion_lifts_evidence_that_shares_no_word_with_the_question() {
             .unwrap()
     };
     assert_eq!(on("kernels:cpu").batches, 2, "the kernels ranked both");
+    // ... from the tenant's text columns: the kernels picked the expansion terms themselves
+    assert_eq!(ranker.seconds().text_batches, 2, "{:?}", ranker.seconds());
+
+    // beyond the kernels' lists (or over the official BM25's postings), the host computes
+    // the keyword side, with the same answer
+    let wide = Expand {
+        terms: memdex_kernels::MAX_TEXT_EXPAND_TERMS + 1,
+        weight: 0.6,
+    };
+    let o = opts(Some(wide));
+    let bq = BatchQuery {
+        tenant: "ann",
+        query,
+    };
+    let k = TopK {
+        k: 2,
+        explain: false,
+    };
+    let fused = top_one(&ranker, &store, &cache, bq, &o, k).unwrap();
+    assert!(fused[0].value.contains("surfing"), "{fused:?}");
+    assert_eq!(on("kernels:cpu").batches, 3);
+    assert_eq!(
+        ranker.seconds().text_batches,
+        2,
+        "the host's inputs this time"
+    );
 }

@@ -43,6 +43,8 @@ struct Entry {
     fused_text_memdex: Option<Arc<crate::kernel_rows::FusedText>>,
     /// Query expansion's candidate terms.
     vocab: Option<Arc<crate::expand::Vocab>>,
+    /// The candidates as a device reads them (term ids of the memdex postings).
+    fused_vocab: Option<Arc<crate::kernel_rows::FusedVocab>>,
     bytes: usize,
     /// Tick of the last use (the key of the tenant in `State::lru`).
     used: u64,
@@ -121,6 +123,12 @@ impl HeapBytes for crate::kernel_rows::FusedRows {
 impl HeapBytes for crate::kernel_rows::FusedText {
     fn heap_bytes(&self) -> usize {
         crate::kernel_rows::FusedText::heap_bytes(self)
+    }
+}
+
+impl HeapBytes for crate::kernel_rows::FusedVocab {
+    fn heap_bytes(&self) -> usize {
+        crate::kernel_rows::FusedVocab::heap_bytes(self)
     }
 }
 
@@ -288,6 +296,21 @@ impl TenantCache {
     ) -> Arc<crate::expand::Vocab> {
         let build = || Ok(crate::expand::Vocab::build(bm25, store));
         built(self.entry(tenant, |e| &mut e.vocab, build))
+    }
+
+    /// The tenant's query-expansion candidates for a device (term ids of its memdex-flavour
+    /// [`FusedText`]), built once per version of its rows.
+    pub(crate) fn fused_vocab(
+        &self,
+        tenant: &str,
+        slices: &[TenantSlice<'_>],
+        store: &memdex_store::Store,
+    ) -> Arc<crate::kernel_rows::FusedVocab> {
+        let bm25 = self.bm25(tenant, Bm25Flavour::Memdex, slices);
+        let vocab = self.vocab(tenant, &bm25, store);
+        let text = self.fused_text(tenant, Bm25Flavour::Memdex, slices);
+        let build = || Ok(crate::kernel_rows::FusedVocab::build(vocab, &text));
+        built(self.entry(tenant, |e| &mut e.fused_vocab, build))
     }
 
     pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {

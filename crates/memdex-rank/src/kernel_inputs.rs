@@ -13,7 +13,7 @@ use memdex_store::{ItemRef, Store};
 
 use crate::cache::TenantCache;
 use crate::columns::check_columns;
-use crate::kernel_rows::{FusedRows, FusedText};
+use crate::kernel_rows::{FusedRows, FusedText, FusedVocab};
 use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode, TimeStage};
 use crate::query::Query;
 use crate::rows::{Ranking, TenantRows};
@@ -62,6 +62,27 @@ impl FusedParams {
             importance: opts.importance,
             expand: opts.expand,
         })
+    }
+}
+
+impl FusedParams {
+    /// Whether a device that computes the keyword side from text columns can also run this
+    /// query expansion (picking the terms and fusing the share itself): over memdex-flavour
+    /// postings (the expansion's own BM25) and up to `max_terms` terms. `Some(None)`: no
+    /// expansion; `None`: only the host can (then rank with host inputs).
+    pub fn device_expansion(
+        &self,
+        opts: &RankOptions,
+        max_terms: usize,
+    ) -> Option<Option<crate::Expand>> {
+        match self.expand {
+            None => Some(None),
+            Some(x) if x.terms == 0 => Some(None),
+            Some(x) if x.terms <= max_terms && opts.bm25 == crate::Bm25Flavour::Memdex => {
+                Some(Some(x))
+            }
+            Some(_) => None,
+        }
     }
 }
 
@@ -289,6 +310,12 @@ impl<'s> FusedTenant<'s> {
     /// These rows' text side for a device that computes BM25 and the time flags itself.
     pub fn text(&self, opts: &RankOptions, cache: &TenantCache) -> Arc<FusedText> {
         cache.fused_text(&self.name, opts.bm25, &self.rows.slices)
+    }
+
+    /// These rows' query-expansion candidates for a device that picks the expansion terms
+    /// itself (over the memdex-flavour [`Self::text`]: see [`FusedParams::device_expansion`]).
+    pub fn vocab(&self, cache: &TenantCache) -> Arc<FusedVocab> {
+        cache.fused_vocab(&self.name, &self.rows.slices, self.store)
     }
 
     /// A query's inputs for a device computing BM25 and the time flags from `text` (these

@@ -2,6 +2,7 @@
 //! groups), built once per version of its rows and kept in the [`crate::TenantCache`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use half::f16;
 use memdex_score::bm25::{Bm25, Bm25Postings};
@@ -104,5 +105,36 @@ impl FusedText {
         self.postings.heap_bytes()
             + 8 * (self.timestamps.capacity() + self.event_lo.capacity() + self.event_hi.capacity())
             + 4 * self.event_offsets.capacity()
+    }
+}
+
+/// A tenant's query-expansion candidates as a device reads them: each candidate's term id in
+/// the tenant's memdex-flavour [`FusedText::postings`] beside its word vector (f16, the
+/// `Vocab`'s own, shared). Built once per version of the rows, kept in the
+/// [`crate::TenantCache`].
+#[derive(Debug)]
+pub struct FusedVocab {
+    vocab: Arc<crate::expand::Vocab>,
+    /// Candidate `i`'s term id (`u32::MAX` for a term the postings lack, which a device
+    /// refuses: it cannot happen, both come from one BM25 index).
+    pub term_ids: Vec<u32>,
+}
+
+impl FusedVocab {
+    pub(crate) fn build(vocab: Arc<crate::expand::Vocab>, text: &FusedText) -> FusedVocab {
+        let ids = &text.postings.ids;
+        let term_ids = (vocab.terms.iter())
+            .map(|t| ids.get(t).copied().unwrap_or(u32::MAX))
+            .collect();
+        FusedVocab { vocab, term_ids }
+    }
+
+    /// `term_ids.len() × dim` f16, row-major.
+    pub fn vectors(&self) -> &[f16] {
+        &self.vocab.vectors
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        4 * self.term_ids.capacity()
     }
 }

@@ -51,7 +51,7 @@ pub use hit::{Explain, SearchHit, UpdateLink};
 pub use kernel_inputs::{
     fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTextQuery, FusedTime,
 };
-pub use kernel_rows::FusedText;
+pub use kernel_rows::{FusedText, FusedVocab};
 pub use options::{
     Bm25Flavour, Expand, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever,
     ThoughtStage, TimeMode, TimeStage, TreeStage, UpdateStage, MAX_EXPAND_TERMS,

@@ -2,6 +2,7 @@
 //! English stop words, Snowball (Porter 2) stemming.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
@@ -144,10 +145,13 @@ const STOP_WORDS: &[&str] = &[
     "ve",
 ];
 
+static STOP: OnceLock<HashSet<&'static str>> = OnceLock::new();
+
 /// Turns text into index terms.
 pub struct Analyzer {
     stemmer: Stemmer,
-    stop: HashSet<&'static str>,
+    /// Built once per process: an analyzer per call costs nothing but the stemmer's choice.
+    stop: &'static HashSet<&'static str>,
 }
 
 impl std::fmt::Debug for Analyzer {
@@ -168,7 +172,7 @@ impl Analyzer {
     pub fn english() -> Self {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
-            stop: STOP_WORDS.iter().copied().collect(),
+            stop: STOP.get_or_init(|| STOP_WORDS.iter().copied().collect()),
         }
     }
 

@@ -113,12 +113,14 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
     let t = &r.kernel_batches;
     let per = |s: f64| s * 1e3 / t.batches.max(1) as f64;
     println!(
-        "kernel ranker per device batch ({} batches): host prepare {:.2} ms, kernel call {:.2} ms, \
-         host finish {:.2} ms",
+        "kernel ranker per device batch ({} batches, {} with the keyword side on the kernels): \
+         host prepare {:.2} ms, kernel call {:.2} ms, host finish {:.2} ms (host share {:.2} ms)",
         t.batches,
+        t.text_batches,
         per(t.prepare),
         per(t.kernel),
-        per(t.finish)
+        per(t.finish),
+        t.host_ms_per_batch
     );
     Ok(())
 }

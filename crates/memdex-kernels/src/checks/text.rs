@@ -1,19 +1,26 @@
 //! Checks of the fused ranking with BM25 and the time flags computed by the kernels
 //! (`rank_topk_text`): the same answers as `rank_topk_parts` given those inputs computed by a
 //! brute force (row by row, every term's postings scanned), on the first call and on a later
-//! call that finds the part texts resident; malformed text inputs are errors.
+//! call that finds the part texts resident; with query expansion (the kernels pick each
+//! query's expansion terms and fuse the keyword side) against a brute force of the same in
+//! f64; malformed text inputs are errors.
 
 use memdex_rank::TimeWindow;
 
 use super::rank::{brute_rank_topk, DEFAULTS};
 use super::{assert_close, assert_no_faults, random_unit, Rng};
 use crate::{
-    range_offsets, Concatenated, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries,
-    TextQueries, TimeRule,
+    f16, range_offsets, Concatenated, KernelError, Kernels, PartText, RankParams, RankPart,
+    RankQueries, TextExpand, TextQueries, TimeRule,
 };
 
 const DAY: i64 = 86_400_000;
 const TERMS: usize = 40;
+/// Query expansion as the default pipeline runs it.
+const EXPAND: TextExpand = TextExpand {
+    terms: 10,
+    weight: 0.1,
+};
 
 /// One tenant's rows ([`super::parts`]'s) and text columns.
 struct Tenant {
@@ -25,6 +32,9 @@ struct Tenant {
     event_offsets: Vec<u32>,
     event_lo: Vec<i64>,
     event_hi: Vec<i64>,
+    /// Expansion candidates: terms 5.. not divisible by 3, with random unit vectors.
+    vocab_terms: Vec<u32>,
+    vocab_vectors: Vec<f16>,
 }
 
 impl Tenant {
@@ -39,7 +49,13 @@ impl Tenant {
             event_offsets: vec![0],
             event_lo: Vec::new(),
             event_hi: Vec::new(),
+            vocab_terms: (5..TERMS as u32).filter(|t| t % 3 != 0).collect(),
+            vocab_vectors: Vec::new(),
         };
+        t.vocab_vectors = random_unit(t.vocab_terms.len(), dim, seed + 11)
+            .into_iter()
+            .map(f16::from_f32)
+            .collect();
         for term in 0..TERMS {
             // frequent and rare terms: each row holds term `term` with chance 1 in 2 + term
             for r in 0..rows {
@@ -75,6 +91,8 @@ impl Tenant {
             event_offsets: &self.event_offsets,
             event_lo: &self.event_lo,
             event_hi: &self.event_hi,
+            vocab_terms: &self.vocab_terms,
+            vocab_vectors: &self.vocab_vectors,
         }
     }
 }
@@ -89,6 +107,7 @@ struct Batch {
     term_offsets: Vec<u32>,
     terms: Vec<u32>,
     windows: Vec<Option<TimeWindow>>,
+    expand: Option<TextExpand>,
 }
 
 impl Batch {
@@ -102,6 +121,7 @@ impl Batch {
             term_offsets: vec![0],
             terms: Vec::new(),
             windows: Vec::new(),
+            expand: None,
         };
         let mut start = 0u32;
         for (p, part) in parts.iter().enumerate() {
@@ -147,12 +167,22 @@ impl Batch {
             term_offsets: &self.term_offsets,
             terms: &self.terms,
             windows: &self.windows,
+            expand: self.expand,
+        }
+    }
+
+    fn params(&self) -> RankParams {
+        RankParams {
+            sparse_fused: self.expand.is_some(),
+            ..DEFAULTS
         }
     }
 }
 
-/// Each query's BM25 scores and flags row by row (every term's postings scanned for the row).
-fn brute_inputs(tenants: &[&Tenant], b: &Batch) -> (Vec<f32>, Vec<u8>) {
+/// Each query's BM25 scores (with expansion: keyword shares) and flags row by row (every
+/// term's postings scanned for the row), and how many queries expansion changed.
+fn brute_inputs(tenants: &[&Tenant], b: &Batch) -> (Vec<f32>, Vec<u8>, usize) {
+    let mut expanded = 0;
     let (offsets, total) = range_offsets(&b.ranges);
     let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
     let starts: Vec<u32> = (tenants.iter())
@@ -184,15 +214,100 @@ fn brute_inputs(tenants: &[&Tenant], b: &Batch) -> (Vec<f32>, Vec<u8>) {
             let f = b.windows[q].is_some_and(|w| w.flags(t.timestamps[r], events));
             flags[offsets[q] as usize + i] = u8::from(f);
         }
+        if let Some(x) = b.expand {
+            let (o, base) = (offsets[q] as usize, starts[b.part[q] as usize]);
+            let dim = b.vectors.len() / b.ranges.len();
+            let vector = &b.vectors[q * dim..(q + 1) * dim];
+            let rows: Vec<usize> = (a..c).map(|row| (row - base) as usize).collect();
+            let bm25 = &sparse[o..o + rows.len()];
+            let (share, changed) = brute_keyword_share(t, terms, vector, x, &rows, bm25);
+            sparse[o..o + rows.len()].copy_from_slice(&share);
+            expanded += usize::from(changed);
+        }
     }
-    (sparse, flags)
+    (sparse, flags, expanded)
 }
 
-fn agree(k: &dyn Kernels, dim: usize, tenants: &[&Tenant], what: &str) {
+/// A term's BM25 share in part row `r` (0 when the row lacks it).
+fn posting(t: &Tenant, term: u32, r: usize) -> f64 {
+    let (lo, hi) = (
+        t.term_offsets[term as usize] as usize,
+        t.term_offsets[term as usize + 1] as usize,
+    );
+    let post = &t.term_rows[lo..hi];
+    post.binary_search(&(r as u32))
+        .map_or(0.0, |j| f64::from(t.term_weights[lo + j]))
+}
+
+/// The keyword share with query expansion, in f64: every candidate's cosine, the best
+/// `x.terms` positive ones that are not the query's own terms, their weighted BM25 row by row,
+/// each column min-max normalised over `rows`; and whether the expansion column varies.
+fn brute_keyword_share(
+    t: &Tenant,
+    own: &[u32],
+    vector: &[f32],
+    x: TextExpand,
+    rows: &[usize],
+    bm25: &[f32],
+) -> (Vec<f32>, bool) {
+    let dim = vector.len();
+    let mut picked: Vec<(f64, u32)> = (t.vocab_terms.iter().enumerate())
+        .filter(|(_, term)| !own.contains(term))
+        .map(|(i, &term)| {
+            let row = &t.vocab_vectors[i * dim..(i + 1) * dim];
+            let c: f64 = (vector.iter().zip(row))
+                .map(|(a, b)| f64::from(*a) * f64::from(b.to_f32()))
+                .sum();
+            (c, term)
+        })
+        .filter(|&(c, _)| c > 0.0)
+        .collect();
+    picked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    picked.truncate(x.terms);
+    let mm = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let span = hi - lo;
+        v.into_iter()
+            .map(move |s| if span > 0.0 { (s - lo) / span } else { 0.0 })
+            .collect::<Vec<f64>>()
+    };
+    let own_side = mm(bm25.iter().map(|&s| f64::from(s)).collect());
+    let expansion = (!picked.is_empty()).then(|| {
+        let e = (rows.iter())
+            .map(|&r| {
+                picked
+                    .iter()
+                    .map(|&(c, term)| c * posting(t, term, r))
+                    .sum()
+            })
+            .collect();
+        mm(e)
+    });
+    let w_sparse = f64::from(DEFAULTS.w_sparse);
+    let share = (0..rows.len())
+        .map(|i| {
+            let e = expansion
+                .as_ref()
+                .map_or(0.0, |e| f64::from(x.weight) * e[i]);
+            (w_sparse * own_side[i] + e) as f32
+        })
+        .collect();
+    (share, expansion.is_some_and(|e| e.iter().any(|&v| v > 0.0)))
+}
+
+fn agree(k: &dyn Kernels, dim: usize, tenants: &[&Tenant], expand: bool, what: &str) {
     let parts: Vec<RankPart<'_>> = tenants.iter().map(|t| t.part()).collect();
     let texts: Vec<PartText<'_>> = tenants.iter().map(|t| t.text()).collect();
-    let b = Batch::new(&parts, dim, 61);
-    let (sparse, flags) = brute_inputs(tenants, &b);
+    let mut b = Batch::new(&parts, dim, 61);
+    b.expand = expand.then_some(EXPAND);
+    let params = b.params();
+    let (sparse, flags, expanded) = brute_inputs(tenants, &b);
+    assert_eq!(
+        expanded > 0,
+        expand,
+        "queries changed by expansion: {expanded}"
+    );
     let q = RankQueries {
         vectors: &b.vectors,
         ranges: &b.ranges,
@@ -201,7 +316,7 @@ fn agree(k: &dyn Kernels, dim: usize, tenants: &[&Tenant], what: &str) {
         time: &b.time,
     };
     let c = Concatenated::new(dim, &parts, &q).unwrap();
-    let what = format!("{} text {what}", k.device());
+    let what = format!("{} text {what}, expansion {expand}", k.device());
     let empty = RankQueries {
         sparse: &[],
         flags: &[],
@@ -209,8 +324,8 @@ fn agree(k: &dyn Kernels, dim: usize, tenants: &[&Tenant], what: &str) {
     };
     for topk in [10, 40] {
         let got =
-            (k.rank_topk_text(dim, &parts, &texts, &b.text(), &empty, &DEFAULTS, topk)).unwrap();
-        let want = brute_rank_topk(&c.matrix(), &c.rows(), &q, &DEFAULTS, topk);
+            (k.rank_topk_text(dim, &parts, &texts, &b.text(), &empty, &params, topk)).unwrap();
+        let want = brute_rank_topk(&c.matrix(), &c.rows(), &q, &params, topk);
         assert_close(&got, &want, 1e-4, &format!("{what} k {topk}"));
     }
     assert!(flags.iter().any(|&f| f != 0) && sparse.iter().any(|&s| s > 0.0));
@@ -224,9 +339,11 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
         .map(|(i, &(key, rows))| Tenant::new(key, rows, dim, 300 + 10 * i as u64))
         .collect();
     let all: Vec<&Tenant> = tenants.iter().collect();
-    agree(k, dim, &all, "first call");
-    agree(k, dim, &all, "again (resident)");
-    agree(k, dim, &[all[4], all[0]], "a subset, reordered");
+    for expand in [false, true] {
+        agree(k, dim, &all, expand, "first call");
+        agree(k, dim, &all, expand, "again (resident)");
+        agree(k, dim, &[all[4], all[0]], expand, "a subset, reordered");
+    }
 
     // malformed text inputs are errors
     let parts: Vec<RankPart<'_>> = all.iter().map(|t| t.part()).collect();
@@ -258,6 +375,29 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
     let mut bad_texts = texts.clone();
     bad_texts[0] = short_times;
     let wrong_part: Vec<u32> = b.part.iter().map(|&p| (p + 1) % 5).collect();
+    let with = |terms| TextQueries {
+        expand: Some(TextExpand { terms, ..EXPAND }),
+        ..b.text()
+    };
+    let past = vec![TERMS as u32; tenants[0].vocab_terms.len()];
+    let (mut far_vocab, mut short_vocab) = (texts.clone(), texts.clone());
+    far_vocab[0].vocab_terms = &past;
+    short_vocab[0].vocab_vectors = &tenants[0].vocab_vectors[dim..];
+    for e in [
+        // expansion on, the kernel told to min-max a raw BM25 column (and the reverse above)
+        run(&texts, &with(10)),
+        // no expansion term, or more than the kernels' lists hold
+        k.rank_topk_text(dim, &parts, &texts, &with(0), &q, &fused, 5),
+        k.rank_topk_text(dim, &parts, &texts, &with(33), &q, &fused, 5),
+        // candidates past the part's terms, or vectors not one per candidate
+        k.rank_topk_text(dim, &parts, &far_vocab, &with(10), &q, &fused, 5),
+        k.rank_topk_text(dim, &parts, &short_vocab, &with(10), &q, &fused, 5),
+    ] {
+        assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
+    }
+    assert!(k
+        .rank_topk_text(dim, &parts, &texts, &with(10), &q, &fused, 5)
+        .is_ok());
     for e in [
         run(
             &texts,

@@ -11,14 +11,15 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use memdex_rank::{
-    check_vector, fused_depth, Batch, BatchHits, BatchQuery, BatchRankings, FusedParams,
-    FusedQuery, FusedTenant, FusedText, FusedTextQuery, FusedTime, RankError, TimeWindow,
+    check_vector, fused_depth, Batch, BatchHits, BatchQuery, BatchRankings, Expand, FusedParams,
+    FusedQuery, FusedTenant, FusedText, FusedTextQuery, FusedTime, FusedVocab, RankError,
+    TimeWindow,
 };
 
 use super::timings::{Part, Timings};
 use crate::{
-    FragRelParams, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries, TextQueries,
-    TimeRule,
+    FragRelParams, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries, TextExpand,
+    TextQueries, TimeRule, MAX_TEXT_EXPAND_TERMS,
 };
 
 /// The batch's per-query inputs, host-side.
@@ -58,14 +59,21 @@ pub(crate) fn top(
     k: usize,
     time: &Timings,
 ) -> Result<BatchHits, FusedError> {
-    // query expansion's terms come from the word table on the host: then the host computes
-    // the keyword side of every row
-    let host = b.opts.expand.is_some();
-    let how = if host { Inputs::Host } else { Inputs::Text };
+    // the kernels compute the keyword side (BM25, query expansion) from the tenants' text
+    // columns, unless the expansion is one they do not run (then the host computes it)
+    let params = FusedParams::from_options(b.opts)?;
+    let how = match params.device_expansion(b.opts, MAX_TEXT_EXPAND_TERMS) {
+        Some(expand) => Inputs::Text { expand },
+        None => Inputs::Host,
+    };
+    let host = how == Inputs::Host;
     let p = time.add(Part::Prepare, || Prepared::new(b, how))?;
+    if !host {
+        time.text_batch();
+    }
     let depth = fused_depth(k, b.opts);
     let top = time.add(Part::Kernel, || {
-        p.gathered.call(&p.params, |q, params| {
+        p.gathered.call(&p.params, p.sparse_fused(), |q, params| {
             let parts = p.parts();
             if host {
                 return kernels.rank_topk_parts(b.store.dim(), &parts, q, params, depth);
@@ -102,7 +110,7 @@ pub(crate) fn all<'s>(
 ) -> Result<BatchRankings<'s>, FusedError> {
     let p = time.add(Part::Prepare, || Prepared::new(b, Inputs::Host))?;
     let scores = time.add(Part::Kernel, || {
-        p.gathered.call(&p.params, |q, params| {
+        p.gathered.call(&p.params, p.sparse_fused(), |q, params| {
             kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
         })
     })?;
@@ -119,12 +127,14 @@ pub(crate) fn all<'s>(
 }
 
 /// Where a batch's BM25 scores and time flags are computed.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq)]
 enum Inputs {
-    /// On the host, per query and row (what whole rankings need: the flags order them).
+    /// On the host, per query and row (what whole rankings need: the flags order them; and a
+    /// query expansion the kernels do not run).
     Host,
-    /// By the kernels, from each tenant's text columns and each query's terms and window.
-    Text,
+    /// By the kernels, from each tenant's text columns and each query's terms and window
+    /// (with `expand`: picking the expansion terms and fusing the keyword side too).
+    Text { expand: Option<Expand> },
 }
 
 /// The text side of a batch for [`Kernels::rank_topk_text`].
@@ -132,6 +142,9 @@ enum Inputs {
 struct TextBatch {
     /// Per tenant (in `Prepared::tenants` order).
     texts: Vec<Arc<FusedText>>,
+    /// Per tenant, with query expansion: its candidates.
+    vocabs: Vec<Arc<FusedVocab>>,
+    expand: Option<TextExpand>,
     part: Vec<u32>,
     term_offsets: Vec<u32>,
     terms: Vec<u32>,
@@ -150,9 +163,19 @@ impl TextBatch {
     }
 
     fn part_texts(&self) -> Vec<PartText<'_>> {
-        (self.texts.iter())
-            .map(|t| PartText {
-                key: t.key,
+        (self.texts.iter().enumerate())
+            .map(|(i, t)| {
+                let vocab = self.vocabs.get(i);
+                // with candidates, the part is keyed apart from its text alone (text keys
+                // are even: `key + 1` is free)
+                let key = match vocab {
+                    Some(_) if t.key != 0 => t.key + 1,
+                    _ => t.key,
+                };
+                (t, key, vocab)
+            })
+            .map(|(t, key, vocab)| PartText {
+                key,
                 term_offsets: &t.postings.offsets,
                 term_rows: &t.postings.docs,
                 term_weights: &t.postings.weights,
@@ -160,6 +183,8 @@ impl TextBatch {
                 event_offsets: &t.event_offsets,
                 event_lo: &t.event_lo,
                 event_hi: &t.event_hi,
+                vocab_terms: vocab.map_or(&[], |v| &v.term_ids),
+                vocab_vectors: vocab.map_or(&[], |v| v.vectors()),
             })
             .collect()
     }
@@ -174,6 +199,7 @@ impl TextBatch {
             },
             terms: &self.terms,
             windows: &self.windows,
+            expand: self.expand,
         }
     }
 }
@@ -181,6 +207,7 @@ impl TextBatch {
 /// A batch gathered for the kernel: its tenants' rows once each, its queries' inputs.
 struct Prepared<'s> {
     params: FusedParams,
+    how: Inputs,
     tenants: Vec<FusedTenant<'s>>,
     /// Each tenant's first row in the parts concatenated.
     starts: Vec<usize>,
@@ -234,16 +261,27 @@ impl<'s> Prepared<'s> {
                 gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), i.time);
                 gathered.add_host_inputs(i);
             }
-        } else {
+        } else if let Inputs::Text { expand } = how {
             text.texts = (tenants.iter()).map(|t| t.text(b.opts, b.cache)).collect();
-            for &(q, t) in &asked {
-                let tq = tenants[t].text_query(&text.texts[t], &q.query, b.opts);
+            if let Some(x) = expand {
+                text.vocabs = tenants.iter().map(|t| t.vocab(b.cache)).collect();
+                text.expand = Some(TextExpand {
+                    terms: x.terms,
+                    weight: x.weight as f32,
+                });
+            }
+            // each query's terms and window (its text analysed), on all cores
+            let tqs: Vec<FusedTextQuery> = (asked.par_iter())
+                .map(|&(q, t)| tenants[t].text_query(&text.texts[t], &q.query, b.opts))
+                .collect();
+            for (&(q, t), tq) in asked.iter().zip(tqs) {
                 gathered.add_query(q.query.vector, starts[t], tenants[t].rows(), tq.time);
                 text.add(t, tq);
             }
         }
         Ok(Prepared {
             params,
+            how,
             tenants,
             starts,
             slots,
@@ -251,6 +289,15 @@ impl<'s> Prepared<'s> {
             text,
             gathered,
         })
+    }
+
+    /// Whether the kernels add the queries' keyword side as it is (fused already: by the host
+    /// with query expansion, or by the kernels' own expansion).
+    fn sparse_fused(&self) -> bool {
+        match self.how {
+            Inputs::Host => self.params.expand.is_some(),
+            Inputs::Text { expand } => expand.is_some(),
+        }
     }
 
     /// The batch's tenants as the kernels' parts, in the order of `starts`.
@@ -316,6 +363,7 @@ impl Gathered {
     fn call<T>(
         &self,
         p: &FusedParams,
+        sparse_fused: bool,
         f: impl FnOnce(&RankQueries<'_>, &RankParams) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
         let queries = RankQueries {
@@ -328,8 +376,7 @@ impl Gathered {
         let params = RankParams {
             w_dense: p.w_dense as f32,
             w_sparse: p.w_sparse as f32,
-            // with query expansion the host's sparse column is the whole keyword share
-            sparse_fused: p.expand.is_some(),
+            sparse_fused,
             // the scope is in the groups (FusedTenant::groups)
             fragrel: p.fragrel.map(|(alpha, w, _scope)| FragRelParams {
                 alpha: alpha as f32,

@@ -20,6 +20,8 @@ pub(crate) enum Part {
 #[derive(Debug, Default)]
 pub(crate) struct Timings {
     micros: [AtomicU64; 3],
+    /// Batches whose keyword side the kernels computed from text columns.
+    text_batches: AtomicU64,
 }
 
 /// Seconds a kernel ranker's device batches spent per part, summed over `batches`.
@@ -33,16 +35,35 @@ pub struct BatchSeconds {
     pub kernel: f64,
     /// Host: the stages after the kernel (update, time `front` for whole rankings), the hits.
     pub finish: f64,
+    /// Of `batches`, those whose keyword side (BM25, query expansion) and time flags the
+    /// kernels computed from the tenants' text columns; the others' came from the host.
+    pub text_batches: u64,
+    /// The host's share per batch, `(prepare + finish) / batches`, in milliseconds.
+    pub host_ms_per_batch: f64,
 }
 
 impl BatchSeconds {
     /// What was added since `earlier` (a reading of the same ranker).
     pub fn since(&self, earlier: &BatchSeconds) -> BatchSeconds {
+        BatchSeconds::new(
+            self.batches.saturating_sub(earlier.batches),
+            [
+                self.prepare - earlier.prepare,
+                self.kernel - earlier.kernel,
+                self.finish - earlier.finish,
+            ],
+            self.text_batches.saturating_sub(earlier.text_batches),
+        )
+    }
+
+    fn new(batches: u64, [prepare, kernel, finish]: [f64; 3], text_batches: u64) -> Self {
         BatchSeconds {
-            batches: self.batches.saturating_sub(earlier.batches),
-            prepare: self.prepare - earlier.prepare,
-            kernel: self.kernel - earlier.kernel,
-            finish: self.finish - earlier.finish,
+            batches,
+            prepare,
+            kernel,
+            finish,
+            text_batches,
+            host_ms_per_batch: (prepare + finish) * 1e3 / batches.max(1) as f64,
         }
     }
 }
@@ -76,6 +97,11 @@ impl Timings {
         }
     }
 
+    /// Counts a batch ranked from the tenants' text columns.
+    pub(crate) fn text_batch(&self) {
+        self.text_batches.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn record(&self, part: Part, at: Instant) {
         let us = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.micros[part as usize].fetch_add(us, Ordering::Relaxed);
@@ -83,11 +109,10 @@ impl Timings {
 
     pub(crate) fn seconds(&self, batches: u64) -> BatchSeconds {
         let s = |p: Part| self.micros[p as usize].load(Ordering::Relaxed) as f64 / 1e6;
-        BatchSeconds {
+        BatchSeconds::new(
             batches,
-            prepare: s(Part::Prepare),
-            kernel: s(Part::Kernel),
-            finish: s(Part::Finish),
-        }
+            [s(Part::Prepare), s(Part::Kernel), s(Part::Finish)],
+            self.text_batches.load(Ordering::Relaxed),
+        )
     }
 }

@@ -1,0 +1,106 @@
+//! Query expansion on the kernels' text path (memdex-rank's `expand` and `keyword_share`):
+//! each query's expansion terms are its part's candidate terms ([`PartText::vocab_terms`])
+//! whose word vectors lie nearest its own vector (positive cosine, not a term of the query),
+//! each weighted by its cosine; their BM25 is a second keyword column, and the query's keyword
+//! share is `w_sparse · minmax(bm25) + weight · minmax(expansion)` (`w_sparse · minmax(bm25)`
+//! when no candidate qualifies). This module states it on the CPU; `query_inputs.cu` does the
+//! same on the device (the cosines summed in another order: a near tie between two
+//! candidates may pick the other one, so the checks compare by tolerance).
+
+use crate::text::{add_postings, PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
+use crate::{KernelError, RankParams, RankQueries};
+
+/// Query expansion's inputs agree with the ranking's: the kernels fuse the keyword side
+/// exactly when expansion is on, with 1 to [`MAX_TEXT_EXPAND_TERMS`] terms and one vector
+/// per query.
+pub(crate) fn check_expand(
+    dim: usize,
+    tq: &TextQueries<'_>,
+    q: &RankQueries<'_>,
+    params: &RankParams,
+) -> Result<(), KernelError> {
+    if params.sparse_fused != tq.expand.is_some() {
+        return Err(KernelError::Invalid(format!(
+            "text inputs fuse the keyword side (sparse_fused) exactly when query expansion is \
+             on: sparse_fused {} with expansion {}",
+            params.sparse_fused,
+            if tq.expand.is_some() { "on" } else { "off" }
+        )));
+    }
+    let Some(x) = tq.expand else {
+        return Ok(());
+    };
+    if x.terms == 0 || x.terms > MAX_TEXT_EXPAND_TERMS || !x.weight.is_finite() {
+        return Err(KernelError::Invalid(format!(
+            "query expansion: {} terms at weight {} (1 to {MAX_TEXT_EXPAND_TERMS} terms, a \
+             finite weight)",
+            x.terms, x.weight
+        )));
+    }
+    if q.vectors.len() != q.ranges.len() * dim {
+        return Err(KernelError::Invalid(format!(
+            "query expansion: {} vector values for {} queries of dimension {dim}",
+            q.vectors.len(),
+            q.ranges.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The query's expansion terms: `(term id, cosine)`, nearest first (ties: the earlier
+/// candidate), at most `x.terms`, cosine > 0, none of `own` (the query's term ids).
+pub fn expansion_terms(
+    t: &PartText<'_>,
+    own: &[u32],
+    vector: &[f32],
+    x: TextExpand,
+) -> Vec<(u32, f32)> {
+    let dim = vector.len();
+    let mut found: Vec<(f32, usize)> = (t.vocab_terms.iter().enumerate())
+        .filter(|(_, term)| !own.contains(term))
+        .map(|(i, _)| {
+            let row = &t.vocab_vectors[i * dim..(i + 1) * dim];
+            let c: f32 = (vector.iter().zip(row)).map(|(a, b)| a * b.to_f32()).sum();
+            (c, i)
+        })
+        .filter(|&(c, _)| c > 0.0)
+        .collect();
+    found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    found.truncate(x.terms);
+    (found.into_iter())
+        .map(|(c, i)| (t.vocab_terms[i], c))
+        .collect()
+}
+
+/// Turns `qs` (the query's BM25 over the rows of its range, from part row `base`) into its
+/// keyword share with expansion (see the module docs).
+pub(crate) fn expand_reference(
+    t: &PartText<'_>,
+    own: &[u32],
+    vector: &[f32],
+    x: TextExpand,
+    w_sparse: f32,
+    base: usize,
+    qs: &mut [f32],
+) {
+    let terms = expansion_terms(t, own, vector, x);
+    let bm25 = min_max(qs);
+    let expansion = (!terms.is_empty()).then(|| {
+        let mut e = vec![0f32; qs.len()];
+        add_postings(t, terms.into_iter(), base, &mut e);
+        min_max(&e)
+    });
+    for (i, s) in qs.iter_mut().enumerate() {
+        *s = w_sparse * bm25[i] + expansion.as_ref().map_or(0.0, |e| x.weight * e[i]);
+    }
+}
+
+/// `(x − lo) / (hi − lo)`, all 0 when the values are equal (the kernels' `rk_min_max`).
+fn min_max(v: &[f32]) -> Vec<f32> {
+    let lo = v.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let span = hi - lo;
+    (v.iter())
+        .map(|&x| if span > 0.0 { (x - lo) / span } else { 0.0 })
+        .collect()
+}
