@@ -41,11 +41,17 @@ pub struct ServeArgs {
     #[arg(long, env = "MEMDEX_QUEUE_TOKENS", default_value_t = 8192)]
     pub queue_tokens: usize,
     /// Model workers: threads that take batches from the one embedding queue, each with its
-    /// own copy of the model (on CUDA each on its own stream, so their batches overlap on the
-    /// GPU). Default: 2 when the model runs on a CUDA device, 1 otherwise (the CPU encoder
-    /// already spreads one batch over every core). 1 to 64.
-    #[arg(long, env = "MEMDEX_MODEL_WORKERS", value_parser = model_workers)]
-    pub model_workers: Option<usize>,
+    /// own copy of the model (on CUDA each issuing on its thread's default stream). 1 to 64.
+    /// More than 1 is not yet faster anywhere measured: on the CPU the encoder already spreads
+    /// one batch over every core; on an H200 two workers (each on a stream object of its own)
+    /// served a third of one worker's rate (docs/serving.md).
+    #[arg(
+        long,
+        env = "MEMDEX_MODEL_WORKERS",
+        value_parser = model_workers,
+        default_value_t = 1
+    )]
+    pub model_workers: usize,
     /// Embedding jobs that may wait; more answer 429.
     #[arg(long, env = "MEMDEX_QUEUE_JOBS", default_value_t = 1024)]
     pub queue_jobs: usize,

@@ -284,12 +284,12 @@ impl Embedder {
 
     /// Another instance of this encoder, for another thread: the same model loaded again from
     /// the same files with the same options (so the same vectors), on the same device — on
-    /// CUDA with a stream of its own, so two threads' batches overlap on the GPU. None where
-    /// memdex opens no second instance (Metal).
+    /// CUDA as the first instance is opened, issuing on the per-thread default stream of the
+    /// thread that runs it. None where memdex opens no second instance (Metal).
     pub fn replica(&self) -> Option<Result<Embedder, EmbedError>> {
         let device = match self.device.location() {
             candle_core::DeviceLocation::Cpu => Ok(Device::Cpu),
-            candle_core::DeviceLocation::Cuda { gpu_id } => cuda_stream(gpu_id),
+            candle_core::DeviceLocation::Cuda { gpu_id } => cuda_device(gpu_id),
             candle_core::DeviceLocation::Metal { .. } => return None,
         };
         Some(device.and_then(|d| Self::from_files(self.files.clone(), d, &self.opts)))
@@ -630,14 +630,17 @@ fn load_backend(
     }
 }
 
-/// CUDA device `gpu_id` with a new stream of its own (not the per-thread default stream the
-/// first instance uses).
-fn cuda_stream(gpu_id: usize) -> Result<Device, EmbedError> {
-    Device::new_cuda_with_stream(gpu_id).map_err(|e| EmbedError::Device {
+/// CUDA device `gpu_id` as candle opens it by default: work goes to the per-thread default
+/// stream of whichever thread issues it, so two model workers' batches are on two streams
+/// without a stream object of their own. (An explicit stream per replica,
+/// `Device::new_cuda_with_stream`, put cudarc into its multi-stream mode, which records and
+/// waits on events around every buffer: on an H200 two workers so served 2,382 searches/s
+/// against 7,034 with one, bench/results/gpu-2026-11-28-h200.)
+fn cuda_device(gpu_id: usize) -> Result<Device, EmbedError> {
+    Device::new_cuda(gpu_id).map_err(|e| EmbedError::Device {
         requested: format!("cuda:{gpu_id}"),
         message: format!(
-            "cannot open another stream on CUDA device {gpu_id} for a replica of the model \
-             ({})",
+            "cannot open CUDA device {gpu_id} again for a replica of the model ({})",
             crate::device::plain_message(&e)
         ),
     })

@@ -6,8 +6,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
-use memdex_core::DeviceChoice;
-use memdex_embed::select_device;
 use memdex_memory::{maintain, CompactOptions, EngineOptions, Memory, RankChoice};
 use memdex_server::{HttpLimits, Keys, ServerConfig};
 
@@ -53,7 +51,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     let mut open = super::open_options(&a.model, rank);
     open.engine = EngineOptions {
         token_budget: a.queue_tokens,
-        model_workers: model_workers(&a),
+        model_workers: a.model_workers,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         structures: super::structure_configs(&a.structures),
@@ -85,21 +83,6 @@ pub fn run(a: ServeArgs) -> Result<()> {
         memdex_server::serve(listener, memory, config, shutdown_signal()).await?;
         anyhow::Ok(())
     })
-}
-
-/// `--model-workers`, or its default: 2 when the model runs on a CUDA device (each worker
-/// on its own stream: one worker's host-side launches overlap the other's GPU work), else 1
-/// (the CPU encoder already spreads a batch over every core).
-fn model_workers(a: &ServeArgs) -> usize {
-    let on_cuda = match a.model.device {
-        DeviceChoice::Cpu => false,
-        DeviceChoice::Cuda(_) => true,
-        // where `auto` lands: only a CUDA build asks the driver
-        DeviceChoice::Auto => {
-            cfg!(feature = "cuda") && select_device(DeviceChoice::Auto).is_ok_and(|d| d.is_cuda())
-        }
-    };
-    a.model_workers.unwrap_or(if on_cuda { 2 } else { 1 })
 }
 
 /// SIGTERM or Ctrl-C.
