@@ -307,12 +307,27 @@ pub struct ChangeTest {
     pub asks_now: bool,
 }
 
+/// Whether `question` asks for the state now (`now`, `currently`, `still`): then weak cues
+/// count ([`ChangeTest::asks_now`]).
+pub fn asks_now(question: &str) -> bool {
+    tokens(question)
+        .iter()
+        .any(|t| has(ASKS_NOW, t.lower.as_str()))
+}
+
+/// Whether some sentence of `item` (its lines as [`ChangeTest::stated_in`] reads them)
+/// carries a cue of change, whoever it is about: what `stated_in` needs before it looks at
+/// the subject, so an item without one states no change for any question (`asks_now`: the
+/// question's, for the weak cues). Cheap: no session text, no subject.
+pub fn carries_cue(item: &str, asks_now: bool) -> bool {
+    (item.lines().filter_map(speaker_line))
+        .any(|(_, body)| sentences(body).any(|s| cue_in(&words_of(s), asks_now).is_some()))
+}
+
 impl ChangeTest {
     /// The test for `question`, with the names `texts` give its subject.
     pub fn new<'t>(question: &str, texts: impl IntoIterator<Item = &'t str>) -> ChangeTest {
-        let asks_now = tokens(question)
-            .iter()
-            .any(|t| has(ASKS_NOW, t.lower.as_str()));
+        let asks_now = asks_now(question);
         ChangeTest {
             subject: question_subject(question).with_aliases(texts),
             counted: counted(question),

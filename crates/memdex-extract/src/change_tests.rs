@@ -210,3 +210,45 @@ fn a_cue_denied_supposed_or_only_contrasted_is_no_change() {
         Some("used to")
     );
 }
+
+#[test]
+fn a_change_needs_a_cue_whoever_it_is_about() {
+    // carries_cue is what the update stage reads before it builds any session text: it must
+    // hold wherever stated_in finds a change, and fail on text without a cue
+    let items = [
+        (
+            "My sister moved to Lisbon last spring.",
+            "Where does my sister live?",
+        ),
+        (
+            "Ioana moved to Lisbon for a new orchestra job.",
+            "Where does Ioana live?",
+        ),
+        (
+            "I sold the Civic, I drive a bike now.",
+            "What car do I drive?",
+        ),
+        ("I no longer work at the bakery.", "Where do I work?"),
+        (
+            "Caroline: I switched to night shifts.",
+            "When does Caroline work?",
+        ),
+        ("I got my new phone yesterday.", "Which phone do I have?"),
+        ("I started pottery.", "What hobby do I have now?"),
+    ];
+    for (text, q) in items {
+        let test = ChangeTest::new(q, [text]);
+        assert!(test.stated_in(text, text).is_some(), "{text} / {q}");
+        assert!(carries_cue(text, asks_now(q)), "{text} / {q}");
+    }
+    // no cue; a weak cue neither possessed nor asked for now; an assistant's line
+    for (text, q) in [
+        ("We cooked pasta and watched a film.", "What did we cook?"),
+        ("I started pottery.", "What hobby do I have?"),
+        ("assistant: You moved to Lisbon.", "Where do I live?"),
+    ] {
+        assert!(!carries_cue(text, asks_now(q)), "{text} / {q}");
+        assert!(ChangeTest::new(q, [text]).stated_in(text, text).is_none());
+    }
+    assert!(asks_now("Where do I live now?") && !asks_now("Where did I live?"));
+}

@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 
 use memdex_core::Role;
-use memdex_extract::change::{Change, ChangeTest};
+use memdex_extract::change::{asks_now, carries_cue, Change, ChangeTest};
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_store::ItemRef;
 use serde::Serialize;
@@ -159,6 +159,15 @@ fn item_changes<'s>(
     rows: &impl UpdateRows<'s>,
     question: &str,
 ) -> Vec<Option<Change>> {
+    // only an item with a cue of change can state one: without any, no session is read
+    let now = asks_now(question);
+    let cued: Vec<bool> = (window.iter())
+        .map(|e| rows.item(e.index))
+        .map(|it| it.role != Role::Assistant && carries_cue(it.value, now))
+        .collect();
+    if !cued.contains(&true) {
+        return vec![None; window.len()];
+    }
     let mut sessions: HashMap<(&'s str, i64), String> = HashMap::new();
     for e in window {
         let it = rows.item(e.index);
@@ -167,14 +176,11 @@ fn item_changes<'s>(
             .or_insert_with(|| session_text(e.index, rows));
     }
     let test = ChangeTest::new(question, sessions.values().map(String::as_str));
-    window
-        .iter()
-        .map(|e| {
+    (window.iter().zip(&cued))
+        .map(|(e, &cued)| {
             let it = rows.item(e.index);
             let session = &sessions[&(it.session_id, it.timestamp_ms)];
-            (it.role != Role::Assistant)
-                .then(|| test.stated_in(it.value, session))
-                .flatten()
+            cued.then(|| test.stated_in(it.value, session)).flatten()
         })
         .collect()
 }
