@@ -7,45 +7,7 @@
 //! same on the device (the cosines summed in another order: a near tie between two
 //! candidates may pick the other one, so the checks compare by tolerance).
 
-use crate::text::{add_postings, PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
-use crate::{KernelError, RankParams, RankQueries};
-
-/// Query expansion's inputs agree with the ranking's: the kernels fuse the keyword side
-/// exactly when expansion is on, with 1 to [`MAX_TEXT_EXPAND_TERMS`] terms and one vector
-/// per query.
-pub(crate) fn check_expand(
-    dim: usize,
-    tq: &TextQueries<'_>,
-    q: &RankQueries<'_>,
-    params: &RankParams,
-) -> Result<(), KernelError> {
-    if params.sparse_fused != tq.expand.is_some() {
-        return Err(KernelError::Invalid(format!(
-            "text inputs fuse the keyword side (sparse_fused) exactly when query expansion is \
-             on: sparse_fused {} with expansion {}",
-            params.sparse_fused,
-            if tq.expand.is_some() { "on" } else { "off" }
-        )));
-    }
-    let Some(x) = tq.expand else {
-        return Ok(());
-    };
-    if x.terms == 0 || x.terms > MAX_TEXT_EXPAND_TERMS || !x.weight.is_finite() {
-        return Err(KernelError::Invalid(format!(
-            "query expansion: {} terms at weight {} (1 to {MAX_TEXT_EXPAND_TERMS} terms, a \
-             finite weight)",
-            x.terms, x.weight
-        )));
-    }
-    if q.vectors.len() != q.ranges.len() * dim {
-        return Err(KernelError::Invalid(format!(
-            "query expansion: {} vector values for {} queries of dimension {dim}",
-            q.vectors.len(),
-            q.ranges.len()
-        )));
-    }
-    Ok(())
-}
+use crate::text::{add_postings, PartText, TextExpand};
 
 /// The query's expansion terms: `(term id, cosine)`, nearest first (ties: the earlier
 /// candidate), at most `x.terms`, cosine > 0, none of `own` (the query's term ids).

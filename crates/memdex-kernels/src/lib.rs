@@ -17,13 +17,15 @@ pub mod rank;
 mod ranker;
 mod scoring;
 pub mod text;
+mod text_inputs;
 mod types;
 
 pub use half::f16;
 pub use parts::{Assembly, AssemblyGate, Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
-pub use text::{text_inputs_reference, PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
+pub use text::{PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
+pub use text_inputs::text_inputs_reference;
 pub use types::{
     splits_for, BucketMask, FragRelParams, Matrix, Timeline, TopKResult, MAX_SPLITS, NO_ROW,
 };

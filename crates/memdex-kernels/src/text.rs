@@ -1,18 +1,17 @@
 //! BM25 and the time stage's flags computed by the kernels themselves, from each part's text
 //! columns (resident on a device like its rows), instead of per query on the host: a query
 //! brings only its term ids and time window. [`crate::Kernels::rank_topk_text`] is
-//! [`crate::Kernels::rank_topk_parts`] with these inputs; [`text_inputs_reference`] states what
-//! they stand for (memdex-rank's `sparse_scores` to f32 rounding, and `time::flags`). With
-//! query expansion ([`TextQueries::expand`]) the kernels also pick each query's expansion
-//! terms from its part's candidates ([`PartText::vocab_terms`]) and return the whole keyword
-//! share, as memdex-rank's `keyword_share` does on the host (see [`crate::expand`]).
+//! [`crate::Kernels::rank_topk_parts`] with these inputs; [`crate::text_inputs_reference`]
+//! states what they stand for (memdex-rank's `sparse_scores` to f32 rounding, and
+//! `time::flags`). With query expansion ([`TextQueries::expand`]) the kernels also pick each
+//! query's expansion terms from its part's candidates ([`PartText::vocab_terms`]) and return
+//! the whole keyword share, as memdex-rank's `keyword_share` does on the host (see
+//! [`crate::expand`]).
 
 use memdex_rank::TimeWindow;
 
-use crate::expand::{check_expand, expand_reference};
 use crate::f16;
-use crate::parts::check_parts;
-use crate::{range_offsets, KernelError, RankParams, RankPart, RankQueries};
+use crate::{KernelError, RankParams, RankPart, RankQueries};
 
 /// One part's text columns (its tenant's live rows, part-local row numbers).
 #[derive(Debug, Clone, Copy)]
@@ -176,49 +175,6 @@ pub(crate) fn check_text(
     Ok(())
 }
 
-/// The reference: every query's BM25 score (with expansion: its keyword share) and time flag
-/// per row of its range, laid out as [`crate::RankQueries::sparse`] and `flags` (each query's
-/// terms summed in order, in f32).
-pub fn text_inputs_reference(
-    dim: usize,
-    parts: &[RankPart<'_>],
-    texts: &[PartText<'_>],
-    tq: &TextQueries<'_>,
-    queries: &RankQueries<'_>,
-    params: &RankParams,
-) -> Result<(Vec<f32>, Vec<u8>), KernelError> {
-    let ranges = queries.ranges;
-    let (_, starts) = check_parts(dim, parts, ranges)?;
-    check_text(dim, parts, &starts, texts, tq, queries, params)?;
-    let (offsets, total) = range_offsets(ranges);
-    let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
-    for (q, &[a, b]) in ranges.iter().enumerate() {
-        if a >= b {
-            continue;
-        }
-        let p = tq.part[q] as usize;
-        let (t, base) = (&texts[p], a as usize - starts[p]);
-        let n = (b - a) as usize;
-        let off = offsets[q] as usize;
-        let (qs, qf) = (&mut sparse[off..off + n], &mut flags[off..off + n]);
-        let own = &tq.terms[tq.term_offsets[q] as usize..tq.term_offsets[q + 1] as usize];
-        add_postings(t, own.iter().map(|&term| (term, 1.0)), base, qs);
-        if let Some(x) = tq.expand {
-            let vector = &queries.vectors[q * dim..(q + 1) * dim];
-            expand_reference(t, own, vector, x, params.w_sparse, base, qs);
-        }
-        if let Some(w) = tq.windows[q] {
-            for (i, f) in qf.iter_mut().enumerate() {
-                let r = base + i;
-                let (e0, e1) = (t.event_offsets[r] as usize, t.event_offsets[r + 1] as usize);
-                let events = (e0..e1).map(|e| (t.event_lo[e], t.event_hi[e]));
-                *f = u8::from(w.flags(t.timestamps[r], events));
-            }
-        }
-    }
-    Ok((sparse, flags))
-}
-
 /// Adds each `(term, weight)`'s postings, times its weight, to the rows of `out` (the part's
 /// rows from `base`), term after term.
 pub(crate) fn add_postings(
@@ -239,4 +195,41 @@ pub(crate) fn add_postings(
             }
         }
     }
+}
+
+/// Query expansion's inputs agree with the ranking's: the kernels fuse the keyword side
+/// exactly when expansion is on, with 1 to [`MAX_TEXT_EXPAND_TERMS`] terms and one vector
+/// per query.
+pub(crate) fn check_expand(
+    dim: usize,
+    tq: &TextQueries<'_>,
+    q: &RankQueries<'_>,
+    params: &RankParams,
+) -> Result<(), KernelError> {
+    if params.sparse_fused != tq.expand.is_some() {
+        return Err(KernelError::Invalid(format!(
+            "text inputs fuse the keyword side (sparse_fused) exactly when query expansion is \
+             on: sparse_fused {} with expansion {}",
+            params.sparse_fused,
+            if tq.expand.is_some() { "on" } else { "off" }
+        )));
+    }
+    let Some(x) = tq.expand else {
+        return Ok(());
+    };
+    if x.terms == 0 || x.terms > MAX_TEXT_EXPAND_TERMS || !x.weight.is_finite() {
+        return Err(KernelError::Invalid(format!(
+            "query expansion: {} terms at weight {} (1 to {MAX_TEXT_EXPAND_TERMS} terms, a \
+             finite weight)",
+            x.terms, x.weight
+        )));
+    }
+    if q.vectors.len() != q.ranges.len() * dim {
+        return Err(KernelError::Invalid(format!(
+            "query expansion: {} vector values for {} queries of dimension {dim}",
+            q.vectors.len(),
+            q.ranges.len()
+        )));
+    }
+    Ok(())
 }

@@ -100,11 +100,18 @@ fn expansion_lifts_evidence_that_shares_no_word_with_the_question() {
     assert!(nudged[0].value.contains("pasta"), "{nudged:?}");
     assert!(nudged[1].score > plain[1].score, "{nudged:?} vs {plain:?}");
 
-    // the fused path (the kernels' CPU reference) ranks the same with expansion on
+    // the fused path (the kernels' CPU reference) ranks the same with expansion on: from the
+    // tenant's text columns (the kernels pick the expansion terms themselves), and beyond the
+    // kernels' lists from host inputs
     let ranker = KernelRanker::new(Arc::new(Cpu), Placement::Device);
     let mut defaults = RankOptions::default();
     memdex_rank::fit_to_store(&mut defaults, false, &store);
-    for o in [opts(Some(x)), defaults] {
+    let wide = Expand {
+        terms: memdex_kernels::MAX_TEXT_EXPAND_TERMS + 1,
+        weight: 0.6,
+    };
+    let cases = [(opts(Some(x)), 1), (defaults, 2), (opts(Some(wide)), 2)];
+    for (batches, (o, text_batches)) in (1..).zip(cases) {
         let cpu = top(&o);
         let bq = BatchQuery {
             tenant: "ann",
@@ -120,37 +127,11 @@ fn expansion_lifts_evidence_that_shares_no_word_with_the_question() {
         for (f, c) in fused.iter().zip(&cpu) {
             assert!((f.score - c.score).abs() < 1e-4, "{f:?} vs {c:?}");
         }
+        let on = (ranker.counts().into_iter())
+            .find(|c| c.device == "kernels:cpu")
+            .unwrap();
+        assert_eq!(on.batches, batches, "the kernels ranked it");
+        let seconds = ranker.seconds();
+        assert_eq!(seconds.text_batches, text_batches, "{o:?}: {seconds:?}");
     }
-    let on = |d: &str| {
-        (ranker.counts().into_iter())
-            .find(|c| c.device == d)
-            .unwrap()
-    };
-    assert_eq!(on("kernels:cpu").batches, 2, "the kernels ranked both");
-    // ... from the tenant's text columns: the kernels picked the expansion terms themselves
-    assert_eq!(ranker.seconds().text_batches, 2, "{:?}", ranker.seconds());
-
-    // beyond the kernels' lists (or over the official BM25's postings), the host computes
-    // the keyword side, with the same answer
-    let wide = Expand {
-        terms: memdex_kernels::MAX_TEXT_EXPAND_TERMS + 1,
-        weight: 0.6,
-    };
-    let o = opts(Some(wide));
-    let bq = BatchQuery {
-        tenant: "ann",
-        query,
-    };
-    let k = TopK {
-        k: 2,
-        explain: false,
-    };
-    let fused = top_one(&ranker, &store, &cache, bq, &o, k).unwrap();
-    assert!(fused[0].value.contains("surfing"), "{fused:?}");
-    assert_eq!(on("kernels:cpu").batches, 3);
-    assert_eq!(
-        ranker.seconds().text_batches,
-        2,
-        "the host's inputs this time"
-    );
 }
