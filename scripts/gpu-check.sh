@@ -506,13 +506,17 @@ for line in open(sys.argv[1]):
     local ncu; ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     # LOAD_NCU=0: no ncu profile (a short call that only serves)
     if [[ -n $ncu && $DEVICE == cuda && ${LOAD_NCU:-1} == 1 ]]; then
-      timeout 90 "$ncu" --clock-control none --cache-control all -k regex:memdex_rank_topk \
-        --launch-skip 1 --launch-count 2 --csv --page raw --print-units base \
+      # both kernels of a batch (query_inputs: BM25, the expansion's scan, the time flags;
+      # rank_topk: the rest), the warm-up batch skipped, two timed batches
+      timeout 90 "$ncu" --clock-control none --cache-control all \
+        -k regex:'memdex_(rank_topk|query_inputs)' \
+        --launch-skip 2 --launch-count 4 --csv --page raw --print-units base \
         --metrics dram__bytes_read.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
         "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/fullstore" \
         --queries 768 --batch 256 --json > "$OUT/ncu-rank.csv" 2>> "$OUT/ncu.log"
       # the ncu stage ran before this store existed: its report gains the rank kernel now
       [[ -s $OUT/scan.json ]] && "$PY" "$PACK/scripts/gpu-report.py" ncu "$OUT" > /dev/null
+      "$PY" "$PACK/scripts/gpu-report.py" ncu-rank "$OUT" >> "$OUT/load.log" 2>&1
     fi
     local configs=${LOAD_CONFIGS:-"$DEVICE:$RANK_KERNELS:8 cpu:cpu:14"} misplaced=()
     for cfg in $configs; do

@@ -8,6 +8,9 @@ summaries. Standard library only (it runs on the GPU box).
   gpu-report.py ncu OUT       ncu-scan.csv (+ ncu-rank.csv) -> ncu.json: DRAM bytes read, L2 hit
                               rate and duration per profiled launch; DRAM GB/s over the
                               measured copy bandwidth
+  gpu-report.py ncu-rank OUT  ncu-rank.csv (the load stage's profile of a ranking batch) ->
+                              ncu-rank.json: per kernel (query_inputs, rank_topk) its
+                              launches, mean duration and DRAM bytes read
   gpu-report.py load OUT      load-*.txt (wrk, body-checked) + open-*.json -> load.json
   gpu-report.py open-rate OUT CFG
                               80 % of CFG's median body-checked closed-loop rate (the
@@ -228,6 +231,24 @@ def ncu(out):
     dump(out, "ncu.json", rep)
     print("; ".join(lines) or "no ncu rows")
     return bool(rep["scan"])
+
+
+def ncu_rank(out):
+    """Where a profiled ranking batch's device time goes, per kernel (`_d512` folded in)."""
+    per = {}
+    for r in ncu_rows(os.path.join(out, "ncu-rank.csv")):
+        name = re.sub(r"_d512$", "", r["kernel"].split("(")[0].strip())
+        k = per.setdefault(name, {"launches": 0, "ms": 0.0, "dram_mb": 0.0})
+        k["launches"] += 1
+        k["ms"] += (r["duration_ns"] or 0) / 1e6
+        k["dram_mb"] += (r["dram_bytes_read"] or 0) / 1e6
+    for k in per.values():
+        k["mean_ms"], k["mean_dram_mb"] = k["ms"] / k["launches"], k["dram_mb"] / k["launches"]
+    dump(out, "ncu-rank.json", per)
+    print("; ".join(f"{n}: {k['launches']} launches, {k['mean_ms']:.3f} ms and "
+                    f"{k['mean_dram_mb']:.1f} MB from DRAM each" for n, k in sorted(per.items()))
+          or "no ncu rows")
+    return bool(per)
 
 
 def wrk_run(path):
@@ -500,6 +521,15 @@ def self_test():
         results.append(("ncu", run(ncu, d), True))
         frac = json.load(open(os.path.join(d, "ncu.json")))["scan"]["per_tenant_1x"]
         results.append(("ncu fraction 0.96", abs(frac["fraction_of_copy_bw"] - 0.96) < 1e-9, True))
+        w(d, "ncu-rank.csv", ncu_csv.replace("memdex_segmented_topk", "memdex_query_inputs", 2)
+          .replace("memdex_segmented_topk", "memdex_rank_topk_d512"))
+        results.append(("ncu-rank", run(ncu_rank, d), True))
+        per = json.load(open(os.path.join(d, "ncu-rank.json")))
+        results.append(("ncu-rank per kernel", per["memdex_query_inputs"]["launches"] == 2
+                        and per["memdex_rank_topk"]["launches"] == 4
+                        and per["memdex_rank_topk"]["mean_ms"] == 1.0, True))
+        w(d, "ncu-rank.csv", "")
+        results.append(("ncu-rank without rows", run(ncu_rank, d), False))
         for r in (1, 2, 3):
             w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0, 250))
         w(d, "open-gpu.json", opened)
@@ -571,7 +601,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
         sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
-            "overlap": overlap, "summary": summary}
+            "ncu-rank": ncu_rank, "overlap": overlap, "summary": summary}
     if len(sys.argv) != 3 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     try:
