@@ -21,7 +21,7 @@ use candle_core::Device;
 
 use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
-use crate::text::{check_text, PartText, TextQueries};
+use crate::text::{check_text, PartText, PartTexts, TextQueries};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams,
@@ -741,12 +741,14 @@ impl Kernels for Gpu {
         k: usize,
     ) -> Result<TopKResult, KernelError> {
         let (total, starts) = check_parts(dim, parts, queries.ranges)?;
-        check_text(dim, parts, &starts, texts, text, queries, params)?;
+        // each part's columns are checked when they are uploaded (text_inputs_dev)
+        let once = PartTexts::CheckedOnUpload;
+        check_text(dim, parts, &starts, texts, text, queries, params, once)?;
         check_rank_queries(dim, total, queries, params, k, false)?;
         let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
         let dqs = self.upload_queries(queries.vectors, queries.ranges)?;
         let (sparse, flags) = self.text_inputs_dev(
-            texts,
+            (parts, texts),
             &starts,
             text,
             queries.ranges,

@@ -87,7 +87,19 @@ fn check_offsets(what: &str, offsets: &[u32], n: usize, len: usize) -> Result<()
     }
 }
 
-fn check_part_text(
+/// Whether [`check_text`] reads each part's text columns (O(its postings and rows)), or its
+/// caller checks each one itself (a device: once per keyed text, when it uploads it, so a
+/// batch over resident texts costs no pass over their postings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PartTexts {
+    Check,
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    CheckedOnUpload,
+}
+
+/// One part's text columns against its rows: CSR offsets, postings' rows inside the part,
+/// one timestamp per row, paired event ranges, expansion candidates' term ids and vectors.
+pub(crate) fn check_part_text(
     i: usize,
     dim: usize,
     p: &RankPart<'_>,
@@ -123,7 +135,9 @@ fn check_part_text(
 }
 
 /// Checks the text inputs against the parts and the queries' ranges (`starts`: each part's
-/// first row): every query's range inside its own part, its term ids that part's.
+/// first row): every query's range inside its own part, its term ids that part's; each part's
+/// columns too unless `part_texts` says the caller does.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_text(
     dim: usize,
     parts: &[RankPart<'_>],
@@ -132,6 +146,7 @@ pub(crate) fn check_text(
     tq: &TextQueries<'_>,
     queries: &RankQueries<'_>,
     params: &RankParams,
+    part_texts: PartTexts,
 ) -> Result<(), KernelError> {
     let ranges = queries.ranges;
     check_expand(dim, tq, queries, params)?;
@@ -142,8 +157,14 @@ pub(crate) fn check_text(
             parts.len()
         )));
     }
-    for (i, (p, t)) in parts.iter().zip(texts).enumerate() {
-        check_part_text(i, dim, p, t)?;
+    if part_texts == PartTexts::Check {
+        for (i, (p, t)) in parts.iter().zip(texts).enumerate() {
+            check_part_text(i, dim, p, t)?;
+        }
+    }
+    // what the kernel reads of a part without its columns checked: its term count
+    if let Some(i) = texts.iter().position(|t| t.term_offsets.is_empty()) {
+        return Err(invalid(format!("part {i} term offsets: none")));
     }
     let nq = ranges.len();
     if tq.part.len() != nq || tq.windows.len() != nq {

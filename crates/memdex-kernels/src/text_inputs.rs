@@ -4,7 +4,7 @@
 
 use crate::expand::expand_reference;
 use crate::parts::check_parts;
-use crate::text::{add_postings, check_text, PartText, TextQueries};
+use crate::text::{add_postings, check_text, PartText, PartTexts, TextQueries};
 use crate::{range_offsets, KernelError, RankParams, RankPart, RankQueries};
 
 /// The reference: every query's BM25 score (with expansion: its keyword share) and time flag
@@ -20,7 +20,16 @@ pub fn text_inputs_reference(
 ) -> Result<(Vec<f32>, Vec<u8>), KernelError> {
     let ranges = queries.ranges;
     let (_, starts) = check_parts(dim, parts, ranges)?;
-    check_text(dim, parts, &starts, texts, tq, queries, params)?;
+    check_text(
+        dim,
+        parts,
+        &starts,
+        texts,
+        tq,
+        queries,
+        params,
+        PartTexts::Check,
+    )?;
     let (offsets, total) = range_offsets(ranges);
     let (mut sparse, mut flags) = (vec![0f32; total], vec![0u8; total]);
     for (q, &[a, b]) in ranges.iter().enumerate() {

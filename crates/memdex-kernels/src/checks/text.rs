@@ -368,7 +368,10 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
     let e = k.rank_topk_text(dim, &parts, &texts, &b.text(), &q, &fused, 5);
     assert!(matches!(e, Err(KernelError::Invalid(_))), "{e:?}");
     let far = vec![TERMS as u32; b.terms.len()];
+    // malformed columns come unkeyed (key 0: uploaded, so checked, on every call); under a
+    // key a device already holds, it would read its resident copy (a key names one content)
     let short_times = PartText {
+        key: 0,
         timestamps: &tenants[0].timestamps[1..],
         ..texts[0]
     };
@@ -383,6 +386,7 @@ pub fn rank_text_matches_host_inputs(k: &dyn Kernels) {
     let (mut far_vocab, mut short_vocab) = (texts.clone(), texts.clone());
     far_vocab[0].vocab_terms = &past;
     short_vocab[0].vocab_vectors = &tenants[0].vocab_vectors[dim..];
+    (far_vocab[0].key, short_vocab[0].key) = (0, 0);
     for e in [
         // expansion on, the kernel told to min-max a raw BM25 column (and the reverse above)
         run(&texts, &with(10)),

@@ -137,15 +137,20 @@ impl Resident {
         )
     }
 
-    /// `t` on the device: the resident copy of its key, or a fresh upload (kept when keyed).
-    pub(crate) fn text(&self, gpu: &Gpu, t: &PartText<'_>) -> Result<Arc<DeviceText>, KernelError> {
+    /// `t` on the device: the resident copy of its key, or a fresh upload (kept when keyed)
+    /// after `check` accepts it.
+    pub(crate) fn text(
+        &self,
+        gpu: &Gpu,
+        t: &PartText<'_>,
+        check: impl FnOnce() -> Result<(), KernelError>,
+    ) -> Result<Arc<DeviceText>, KernelError> {
         let bytes = DeviceText::bytes(t);
-        self.keep(
-            t.key,
-            |st| &mut st.texts,
-            bytes,
-            || DeviceText::upload(gpu, t),
-        )
+        let upload = || {
+            check()?;
+            DeviceText::upload(gpu, t)
+        };
+        self.keep(t.key, |st| &mut st.texts, bytes, upload)
     }
 
     /// The batch's matrix and row columns on the device, the parts concatenated in order

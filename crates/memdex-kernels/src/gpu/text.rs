@@ -7,8 +7,8 @@ use candle_core::cuda_backend::cudarc::driver::{
 use memdex_rank::TimeWindow;
 
 use super::{launch, nonempty, Gpu};
-use crate::text::{PartText, TextQueries};
-use crate::{f16, ptx, range_offsets, KernelError, RankParams};
+use crate::text::{check_part_text, PartText, TextQueries};
+use crate::{f16, ptx, range_offsets, KernelError, RankParams, RankPart};
 
 /// One part's text columns on the device (see [`PartText`]).
 #[derive(Debug)]
@@ -55,10 +55,11 @@ impl Gpu {
     /// Every query's BM25 score (with query expansion: its keyword share) and time flag per
     /// row of its range, on the device, laid out as the fused ranking reads them (`starts`:
     /// each part's first row; `vectors`: the queries' vectors on the device, of dimension
-    /// `dim`). Inputs checked already.
+    /// `dim`). The batch's inputs are checked already; each part's text columns are checked
+    /// against its rows here, when they are uploaded (once per key).
     pub(super) fn text_inputs_dev(
         &self,
-        texts: &[PartText<'_>],
+        (parts, texts): (&[RankPart<'_>], &[PartText<'_>]),
         starts: &[usize],
         tq: &TextQueries<'_>,
         ranges: &[[u32; 2]],
@@ -75,8 +76,11 @@ impl Gpu {
         if nq == 0 {
             return Ok((sparse, flags));
         }
-        let on = (texts.iter())
-            .map(|t| self.resident.text(self, t))
+        let on = (texts.iter().zip(parts).enumerate())
+            .map(|(i, (t, p))| {
+                self.resident
+                    .text(self, t, || check_part_text(i, dim, p, t))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let stream = self.cuda.cuda_stream();
         let mut table: Vec<u64> = Vec::with_capacity(9 * on.len());
@@ -140,11 +144,13 @@ impl Gpu {
         // SAFETY: argument order and types match memdex_query_inputs; the table holds 9 live
         // device pointers per part (the resident texts `on`, kept until the launch is queued,
         // their guards after it) and vocab_len their candidates' counts; every query's part,
-        // term ids and range were checked against the parts (check_text), its candidates'
-        // term ids against its part's terms and their vectors against `dim` (<= 1024, the
-        // kernel's shared query), n_expand <= 32 (check_expand), so each read is inside its
-        // column; vectors hold dim values per query; sparse, flags and (with expansion)
-        // expansion hold one entry per range row at the queries' offsets.
+        // term ids and range were checked against the parts (check_text), n_expand <= 32
+        // (check_expand); each part's columns were checked against its rows when they were
+        // uploaded under their key (check_part_text: postings' rows, one date per row, its
+        // candidates' term ids against its terms and their vectors against `dim` <= 1024,
+        // the kernel's shared query; a key names one content, as RankPart::key does), so
+        // each read is inside its column; vectors hold dim values per query; sparse, flags
+        // and (with expansion) expansion hold one entry per range row at the queries' offsets.
         unsafe { launch(b, cfg)? };
         drop(guards);
         drop(expansion);
