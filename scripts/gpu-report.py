@@ -11,6 +11,10 @@ summaries. Standard library only (it runs on the GPU box).
   gpu-report.py ncu-rank OUT  ncu-rank.csv (the load stage's profile of a ranking batch) ->
                               ncu-rank.json: per kernel (query_inputs, rank_topk) its
                               launches, mean duration and DRAM bytes read
+  gpu-report.py rank-median OUT
+                              rank-load-run*.json (bench rank invocations at 100 x 5,000) ->
+                              rank-load.json: the median invocation (by the ratio to the CPU
+                              ranker on all cores), with every invocation's ratio
   gpu-report.py load OUT      load-*.txt (wrk, body-checked) + open-*.json -> load.json
   gpu-report.py open-rate OUT CFG
                               80 % of CFG's median body-checked closed-loop rate (the
@@ -249,6 +253,25 @@ def ncu_rank(out):
                     f"{k['mean_dram_mb']:.1f} MB from DRAM each" for n, k in sorted(per.items()))
           or "no ncu rows")
     return bool(per)
+
+
+def rank_median(out):
+    """The median of the bench rank invocations (by speedup_vs_parallel) as rank-load.json."""
+    runs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "rank-load-run*.json")))]
+    if not runs:
+        print("no bench rank invocation")
+        return False
+    ratios = [r["speedup_vs_parallel"] for r in runs]
+    median = sorted(runs, key=lambda r: r["speedup_vs_parallel"])[(len(runs) - 1) // 2]
+    median["invocations"] = [{"speedup_vs_parallel": r["speedup_vs_parallel"],
+                              "ranker_ms_per_batch": r["agreement"]["ranker_ms_per_batch"],
+                              "cpu_parallel_ms_per_batch": r["agreement"]["cpu_parallel_ms_per_batch"],
+                              "host_ms_per_batch": r.get("kernel_batches", {}).get("host_ms_per_batch")}
+                             for r in runs]
+    dump(out, "rank-load.json", median)
+    print(f"bench rank, {len(runs)} invocations: median {median['speedup_vs_parallel']:.2f}x the "
+          f"CPU ranker on all cores (each: {', '.join(f'{x:.2f}x' for x in ratios)})")
+    return True
 
 
 def wrk_run(path):
@@ -530,6 +553,15 @@ def self_test():
                         and per["memdex_rank_topk"]["mean_ms"] == 1.0, True))
         w(d, "ncu-rank.csv", "")
         results.append(("ncu-rank without rows", run(ncu_rank, d), False))
+        results.append(("rank-median without runs", run(rank_median, d), False))
+        for i, x in enumerate((3.0, 5.0, 4.0)):
+            w(d, f"rank-load-run{i + 1}.json", json.dumps(
+                {"speedup_vs_parallel": x, "kernel_batches": {"host_ms_per_batch": 1.0},
+                 "agreement": {"ranker_ms_per_batch": 10 / x, "cpu_parallel_ms_per_batch": 10.0}}))
+        results.append(("rank-median", run(rank_median, d), True))
+        med = json.load(open(os.path.join(d, "rank-load.json")))
+        results.append(("rank-median is the middle run", med["speedup_vs_parallel"] == 4.0
+                        and len(med["invocations"]) == 3, True))
         for r in (1, 2, 3):
             w(d, f"load-gpu-run{r}.txt", wrk % (1000, 0, 250))
         w(d, "open-gpu.json", opened)
@@ -601,7 +633,8 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
         sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
-            "ncu-rank": ncu_rank, "overlap": overlap, "summary": summary}
+            "ncu-rank": ncu_rank, "rank-median": rank_median, "overlap": overlap,
+            "summary": summary}
     if len(sys.argv) != 3 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     try:
