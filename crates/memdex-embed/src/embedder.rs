@@ -289,7 +289,13 @@ impl Embedder {
     pub fn replica(&self) -> Option<Result<Embedder, EmbedError>> {
         let device = match self.device.location() {
             candle_core::DeviceLocation::Cpu => Ok(Device::Cpu),
-            candle_core::DeviceLocation::Cuda { gpu_id } => cuda_device(gpu_id),
+            // opened as the first instance was (select_device: candle's default, each thread
+            // on its per-thread default stream; a stream object per replica put cudarc into
+            // its multi-stream mode, events around every buffer: on an H200 two workers so
+            // served 2,382 searches/s against 7,034 with one, bench/results/gpu-2026-11-28-h200)
+            candle_core::DeviceLocation::Cuda { gpu_id } => {
+                crate::select_device(memdex_core::DeviceChoice::Cuda(gpu_id))
+            }
             candle_core::DeviceLocation::Metal { .. } => return None,
         };
         Some(device.and_then(|d| Self::from_files(self.files.clone(), d, &self.opts)))
@@ -628,22 +634,6 @@ fn load_backend(
             ),
         ))
     }
-}
-
-/// CUDA device `gpu_id` as candle opens it by default: work goes to the per-thread default
-/// stream of whichever thread issues it, so two model workers' batches are on two streams
-/// without a stream object of their own. (An explicit stream per replica,
-/// `Device::new_cuda_with_stream`, put cudarc into its multi-stream mode, which records and
-/// waits on events around every buffer: on an H200 two workers so served 2,382 searches/s
-/// against 7,034 with one, bench/results/gpu-2026-11-28-h200.)
-fn cuda_device(gpu_id: usize) -> Result<Device, EmbedError> {
-    Device::new_cuda(gpu_id).map_err(|e| EmbedError::Device {
-        requested: format!("cuda:{gpu_id}"),
-        message: format!(
-            "cannot open CUDA device {gpu_id} again for a replica of the model ({})",
-            crate::device::plain_message(&e)
-        ),
-    })
 }
 
 /// What a build without the `candle` feature answers where only candle's encoders run.

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use memdex_core::{ModelInfo, TextKind};
-use memdex_embed::{EmbedError, Embeddings, Encoder};
+use memdex_core::TextKind;
+use memdex_embed::Encoder;
 use memdex_rank::{RankOptions, TopK};
 use memdex_runtime::{Engine, EngineOptions, Health, RuntimeError, SearchAsk, SearchJob};
-use memdex_testkit::{user_session, HashEncoder, HookedEncoder};
+use memdex_testkit::{user_session, HashEncoder, HookedEncoder, Replicas};
 
 /// What the encoders of one engine saw: calls inside `embed` now (and how many pairs met)
 /// and at most at once, and the threads that embedded.
@@ -26,84 +26,45 @@ struct Probe {
     threads: Mutex<BTreeSet<String>>,
 }
 
-/// A [`HashEncoder`] whose query calls wait (a barrier of 2 with a timeout, so a test cannot
-/// hang) for a second call to be inside `embed` too; its replicas share the probe.
-#[derive(Debug, Clone)]
-struct Pairing {
-    inner: HashEncoder,
-    probe: Arc<Probe>,
-    /// How long a query call waits for its pair.
-    wait: Duration,
-    /// Whether its replica fails to load.
-    broken_copy: bool,
-}
-
-impl Pairing {
-    fn new(wait: Duration) -> Self {
-        Pairing {
-            inner: HashEncoder::new(1024),
-            probe: Arc::default(),
-            wait,
-            broken_copy: false,
-        }
-    }
-
-    /// Inside `embed`: counts the call in and waits until another call comes in (it met a
-    /// call already inside, or one comes) or `wait` passed; counts it out.
-    fn meet(&self) {
-        let p = &self.probe;
-        let mut inside = p.inside.lock().unwrap();
-        inside.calls += 1;
-        p.most.fetch_max(inside.calls, Ordering::SeqCst);
-        if inside.calls >= 2 {
-            inside.pairs += 1;
-            p.entered.notify_all();
-        } else {
-            let pairs = inside.pairs;
-            inside = (p.entered)
-                .wait_timeout_while(inside, self.wait, |i| i.pairs == pairs)
-                .unwrap()
-                .0;
-        }
-        inside.calls -= 1;
-    }
-}
-
-impl Encoder for Pairing {
-    fn info(&self) -> &ModelInfo {
-        self.inner.info()
-    }
-    fn device(&self) -> String {
-        "cpu".into()
-    }
-    fn backend(&self) -> &'static str {
-        "pairing"
-    }
-    fn max_batch_tokens(&self) -> usize {
-        8192
-    }
-    fn embed_with_progress(
-        &self,
-        texts: &[&str],
-        kind: TextKind,
-        progress: &mut dyn FnMut(usize),
-    ) -> Result<Embeddings, EmbedError> {
+/// An encoder for these tests: a [`HookedEncoder`] whose hook records the embedding thread
+/// and makes each query call wait (a barrier of 2 with a timeout, so a test cannot hang) for
+/// a second call to be inside `embed` too; its replicas (clones) share the probe.
+fn pairing(wait: Duration, replicas: Replicas) -> (Box<dyn Encoder>, Arc<Probe>) {
+    let probe = Arc::new(Probe::default());
+    let p = probe.clone();
+    let hook = move |_: &[&str], kind: TextKind| {
         let name = std::thread::current().name().unwrap_or("?").to_string();
-        self.probe.threads.lock().unwrap().insert(name);
+        p.threads.lock().unwrap().insert(name);
         if kind == TextKind::Query {
-            self.meet();
+            meet(&p, wait);
         }
-        self.inner.embed_with_progress(texts, kind, progress)
+        Ok(())
+    };
+    let encoder = HookedEncoder {
+        max_batch_tokens: 8192,
+        replicas,
+        ..HookedEncoder::new(1024, "pairing", hook)
+    };
+    (Box::new(encoder), probe)
+}
+
+/// Inside `embed`: counts the call in and waits until another call comes in (it met a call
+/// already inside, or one comes) or `wait` passed; counts it out.
+fn meet(p: &Probe, wait: Duration) {
+    let mut inside = p.inside.lock().unwrap();
+    inside.calls += 1;
+    p.most.fetch_max(inside.calls, Ordering::SeqCst);
+    if inside.calls >= 2 {
+        inside.pairs += 1;
+        p.entered.notify_all();
+    } else {
+        let pairs = inside.pairs;
+        inside = (p.entered)
+            .wait_timeout_while(inside, wait, |i| i.pairs == pairs)
+            .unwrap()
+            .0;
     }
-    fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
-        if self.broken_copy {
-            return Some(Err(EmbedError::Setting {
-                name: "replica",
-                message: "no room for another copy".into(),
-            }));
-        }
-        Some(Ok(Box::new(self.clone())))
-    }
+    inside.calls -= 1;
 }
 
 /// Calls inside `embed`, and how many times a call came in beside another.
@@ -120,13 +81,13 @@ fn words(t: usize) -> Vec<String> {
     (0..6).map(|i| format!("topic{}", t * 6 + i)).collect()
 }
 
-fn start(dir: &std::path::Path, encoder: Pairing, model_workers: usize) -> Engine {
+fn start(dir: &std::path::Path, encoder: Box<dyn Encoder>, model_workers: usize) -> Engine {
     let opts = EngineOptions {
         compact_every: None,
         model_workers,
         ..EngineOptions::default()
     };
-    let e = Engine::start(dir, Box::new(encoder), opts).unwrap();
+    let e = Engine::start(dir, encoder, opts).unwrap();
     for (t, tenant) in TENANTS.iter().enumerate() {
         let sessions = (words(t).iter().enumerate())
             .map(|(i, w)| user_session(tenant, &format!("s{i}"), i as i64, &[w.as_str()]))
@@ -168,8 +129,7 @@ fn top(e: &Engine, tenant: &str, word: &str) -> String {
 /// batches); each answered with its own hit. Returns the most calls inside `embed` at once.
 fn two_batches(workers: usize, wait: Duration) -> (usize, BTreeSet<String>) {
     let tmp = tempfile::tempdir().unwrap();
-    let encoder = Pairing::new(wait);
-    let probe = encoder.probe.clone();
+    let (encoder, probe) = pairing(wait, Replicas::Clones);
     let e = start(tmp.path(), encoder, workers);
     assert_eq!(e.stats().model_workers.load(Ordering::SeqCst), workers);
     assert_eq!(e.health(), Health::Ok);
@@ -218,8 +178,7 @@ fn one_worker_never_embeds_two_batches_at_once() {
 fn each_search_gets_its_own_hits_with_two_workers() {
     let tmp = tempfile::tempdir().unwrap();
     // a query call waits up to 2 ms for a pair: batches queue up behind each worker
-    let encoder = Pairing::new(Duration::from_millis(2));
-    let probe = encoder.probe.clone();
+    let (encoder, probe) = pairing(Duration::from_millis(2), Replicas::Clones);
     let e = start(tmp.path(), encoder, 2);
     std::thread::scope(|s| {
         for caller in 0..8 {
@@ -273,11 +232,8 @@ fn workers_the_encoder_cannot_have_are_refused_by_name() {
         m.contains("model_workers = 0") && m.contains("at least 1"),
         "{m}"
     );
-    let broken = Pairing {
-        broken_copy: true,
-        ..Pairing::new(Duration::ZERO)
-    };
-    match Engine::start(tmp.path(), Box::new(broken), opts(3)) {
+    let (broken, _) = pairing(Duration::ZERO, Replicas::Fail);
+    match Engine::start(tmp.path(), broken, opts(3)) {
         Err(RuntimeError::Internal { message }) => {
             assert!(message.contains("model worker 1's copy"), "{message}");
             assert!(message.contains("no room for another copy"), "{message}");

@@ -99,13 +99,27 @@ pub fn vectors(n: usize, seed: u64) -> Vec<f32> {
 
 /// A [`HashEncoder`] that runs `hook` on the texts of every call before embedding them: a
 /// test's probe (count, fail, block, panic) without re-implementing the encoder. `hook`'s
-/// error is the call's error; `max_batch_tokens` is the budget the pipeline batches by.
+/// error is the call's error; `max_batch_tokens` is the budget the pipeline batches by;
+/// `replicas` what [`Encoder::replica`] answers (an engine's further model workers).
 #[derive(Clone)]
 pub struct HookedEncoder<F> {
     pub inner: HashEncoder,
     pub backend: &'static str,
     pub max_batch_tokens: usize,
     pub hook: F,
+    pub replicas: Replicas,
+}
+
+/// What a [`HookedEncoder`]'s [`Encoder::replica`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replicas {
+    /// None: it cannot be replicated (an engine runs it as its only model worker).
+    #[default]
+    None,
+    /// A clone, sharing the hook (and what the hook captured).
+    Clones,
+    /// A copy that fails to load (as a device out of memory would).
+    Fail,
 }
 
 impl<F> HookedEncoder<F>
@@ -118,6 +132,7 @@ where
             backend,
             max_batch_tokens: 1024,
             hook,
+            replicas: Replicas::None,
         }
     }
 }
@@ -133,7 +148,7 @@ impl<F> std::fmt::Debug for HookedEncoder<F> {
 
 impl<F> Encoder for HookedEncoder<F>
 where
-    F: Fn(&[&str], TextKind) -> Result<(), EmbedError> + Send,
+    F: Fn(&[&str], TextKind) -> Result<(), EmbedError> + Send + Clone + 'static,
 {
     fn info(&self) -> &ModelInfo {
         self.inner.info()
@@ -155,6 +170,16 @@ where
     ) -> Result<Embeddings, EmbedError> {
         (self.hook)(texts, kind)?;
         self.inner.embed_with_progress(texts, kind, progress)
+    }
+    fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
+        match self.replicas {
+            Replicas::None => None,
+            Replicas::Clones => Some(Ok(Box::new(self.clone()))),
+            Replicas::Fail => Some(Err(EmbedError::Setting {
+                name: "replica",
+                message: "no room for another copy".into(),
+            })),
+        }
     }
 }
 
