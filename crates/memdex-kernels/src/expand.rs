@@ -7,6 +7,8 @@
 //! same on the device (the cosines summed in another order: a near tie between two
 //! candidates may pick the other one, so the checks compare by tolerance).
 
+use memdex_score::fusion::min_max;
+
 use crate::text::{add_postings, PartText, TextExpand};
 
 /// The query's expansion terms: `(term id, cosine)`, nearest first (ties: the earlier
@@ -46,23 +48,16 @@ pub(crate) fn expand_reference(
     qs: &mut [f32],
 ) {
     let terms = expansion_terms(t, own, vector, x);
-    let bm25 = min_max(qs);
+    // min-max as the fusion's (a constant column gives 0), over f32 values
+    let normalised = |v: &[f32]| min_max(&v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+    let bm25 = normalised(qs);
     let expansion = (!terms.is_empty()).then(|| {
         let mut e = vec![0f32; qs.len()];
         add_postings(t, terms.into_iter(), base, &mut e);
-        min_max(&e)
+        normalised(&e)
     });
+    let (w_sparse, weight) = (f64::from(w_sparse), f64::from(x.weight));
     for (i, s) in qs.iter_mut().enumerate() {
-        *s = w_sparse * bm25[i] + expansion.as_ref().map_or(0.0, |e| x.weight * e[i]);
+        *s = (w_sparse * bm25[i] + expansion.as_ref().map_or(0.0, |e| weight * e[i])) as f32;
     }
-}
-
-/// `(x − lo) / (hi − lo)`, all 0 when the values are equal (the kernels' `rk_min_max`).
-fn min_max(v: &[f32]) -> Vec<f32> {
-    let lo = v.iter().copied().fold(f32::INFINITY, f32::min);
-    let hi = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let span = hi - lo;
-    (v.iter())
-        .map(|&x| if span > 0.0 { (x - lo) / span } else { 0.0 })
-        .collect()
 }

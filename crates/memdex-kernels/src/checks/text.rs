@@ -6,6 +6,7 @@
 //! f64; malformed text inputs are errors.
 
 use memdex_rank::TimeWindow;
+use memdex_score::fusion::min_max;
 
 use super::rank::{brute_rank_topk, DEFAULTS};
 use super::{assert_close, assert_no_faults, random_unit, Rng};
@@ -264,15 +265,7 @@ fn brute_keyword_share(
         .collect();
     picked.sort_by(|a, b| b.0.total_cmp(&a.0));
     picked.truncate(x.terms);
-    let mm = |v: Vec<f64>| {
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let span = hi - lo;
-        v.into_iter()
-            .map(move |s| if span > 0.0 { (s - lo) / span } else { 0.0 })
-            .collect::<Vec<f64>>()
-    };
-    let own_side = mm(bm25.iter().map(|&s| f64::from(s)).collect());
+    let own_side = min_max(&bm25.iter().map(|&s| f64::from(s)).collect::<Vec<_>>());
     let expansion = (!picked.is_empty()).then(|| {
         let e = (rows.iter())
             .map(|&r| {
@@ -281,8 +274,8 @@ fn brute_keyword_share(
                     .map(|&(c, term)| c * posting(t, term, r))
                     .sum()
             })
-            .collect();
-        mm(e)
+            .collect::<Vec<f64>>();
+        min_max(&e)
     });
     let w_sparse = f64::from(DEFAULTS.w_sparse);
     let share = (0..rows.len())

@@ -59,15 +59,8 @@ pub(crate) fn top(
     k: usize,
     time: &Timings,
 ) -> Result<BatchHits, FusedError> {
-    // the kernels compute the keyword side (BM25, query expansion) from the tenants' text
-    // columns, unless the expansion is one they do not run (then the host computes it)
-    let params = FusedParams::from_options(b.opts)?;
-    let how = match params.device_expansion(b.opts, MAX_TEXT_EXPAND_TERMS) {
-        Some(expand) => Inputs::Text { expand },
-        None => Inputs::Host,
-    };
-    let host = how == Inputs::Host;
-    let p = time.add(Part::Prepare, || Prepared::new(b, how))?;
+    let p = time.add(Part::Prepare, || Prepared::new(b, Want::TopK))?;
+    let host = p.how == Inputs::Host;
     if !host {
         time.text_batch();
     }
@@ -108,7 +101,7 @@ pub(crate) fn all<'s>(
     b: &Batch<'_, 's>,
     time: &Timings,
 ) -> Result<BatchRankings<'s>, FusedError> {
-    let p = time.add(Part::Prepare, || Prepared::new(b, Inputs::Host))?;
+    let p = time.add(Part::Prepare, || Prepared::new(b, Want::Whole))?;
     let scores = time.add(Part::Kernel, || {
         p.gathered.call(&p.params, p.sparse_fused(), |q, params| {
             kernels.rank_scores_parts(b.store.dim(), &p.parts(), q, params)
@@ -124,6 +117,16 @@ pub(crate) fn all<'s>(
         j += 1;
         tenant.ranking(s, &p.inputs[j - 1], &b.queries[qi].query, b.opts)
     }))
+}
+
+/// What a batch is prepared for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// Each query's top hits: the kernels compute the keyword side (BM25, query expansion)
+    /// from the tenants' text columns, unless the expansion is one they do not run.
+    TopK,
+    /// Each query's whole ranking: host inputs.
+    Whole,
 }
 
 /// Where a batch's BM25 scores and time flags are computed.
@@ -222,8 +225,13 @@ struct Prepared<'s> {
 }
 
 impl<'s> Prepared<'s> {
-    fn new(b: &Batch<'_, 's>, how: Inputs) -> Result<Prepared<'s>, RankError> {
+    fn new(b: &Batch<'_, 's>, want: Want) -> Result<Prepared<'s>, RankError> {
         let params = FusedParams::from_options(b.opts)?;
+        let text = params.device_expansion(b.opts, MAX_TEXT_EXPAND_TERMS);
+        let how = match (want, text) {
+            (Want::TopK, Some(expand)) => Inputs::Text { expand },
+            _ => Inputs::Host,
+        };
         let mut tenants: Vec<FusedTenant<'s>> = Vec::new();
         let mut index: HashMap<&str, Option<usize>> = HashMap::new(); // None: unknown tenant
         let mut slots = Vec::with_capacity(b.queries.len());
