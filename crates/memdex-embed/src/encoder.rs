@@ -75,9 +75,9 @@ pub trait Encoder: Send + std::fmt::Debug {
     }
 
     /// Another instance of this encoder, for another thread (a serving engine's model workers
-    /// beyond the first): the same model, the same vectors, on the same device; on CUDA its
-    /// own stream, so the instances' batches overlap on the GPU. None: it cannot be
-    /// replicated (then an engine runs one model worker only); an error: loading it failed.
+    /// beyond the first): the same model, the same vectors, on the same device (on CUDA each
+    /// instance issues on its thread's default stream). None: it cannot be replicated (then
+    /// an engine runs one model worker only); an error: loading it failed.
     fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
         None
     }

@@ -63,9 +63,7 @@ impl FusedParams {
             expand: opts.expand,
         })
     }
-}
 
-impl FusedParams {
     /// Whether a device that computes the keyword side from text columns can also run this
     /// query expansion (picking the terms and fusing the share itself): over memdex-flavour
     /// postings (the expansion's own BM25) and up to `max_terms` terms. `Some(None)`: no

@@ -34,7 +34,8 @@ pub struct EngineStats {
     /// `searches_answered`, a search's mean seconds in each stage.
     pub search_stage_micros: [AtomicU64; SEARCH_STAGES.len()],
     pub searches_answered: AtomicU64,
-    /// Panics the model workers and the writer thread recovered from (each failed its batch or round).
+    /// Panics the model workers and the writer thread recovered from (each failed its batch
+    /// or round).
     pub panics: AtomicU64,
 }
 
