@@ -512,11 +512,12 @@ for line in open(sys.argv[1]):
     local ncu; ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     # LOAD_NCU=0: no ncu profile (a short call that only serves)
     if [[ -n $ncu && $DEVICE == cuda && ${LOAD_NCU:-1} == 1 ]]; then
-      # both kernels of a batch (query_inputs: BM25, the expansion's scan, the time flags;
+      # the three kernels of a batch (query_inputs: BM25, the expansion's scan, the time
+      # flags; rank_dense: the cosines, a tenant's rows read once per tile of its queries;
       # rank_topk: the rest), the warm-up batch skipped, two timed batches
       timeout 90 "$ncu" --clock-control none --cache-control all \
-        -k regex:'memdex_(rank_topk|query_inputs)' \
-        --launch-skip 2 --launch-count 4 --csv --page raw --print-units base \
+        -k regex:'memdex_(rank_topk|rank_dense|query_inputs)' \
+        --launch-skip 3 --launch-count 6 --csv --page raw --print-units base \
         --metrics dram__bytes_read.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
         "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/fullstore" \
         --queries 768 --batch 256 --json > "$OUT/ncu-rank.csv" 2>> "$OUT/ncu.log"

@@ -48,24 +48,35 @@ __device__ __forceinline__ void memdex_lists_init(float (*ls)[MEMDEX_MAX_K],
     }
 }
 
-// k-way merge of the block's MEMDEX_WARPS sorted lists into out (k entries). One thread.
-__device__ __forceinline__ void memdex_lists_merge(const float (*ls)[MEMDEX_MAX_K],
-                                                   const uint32_t (*lr)[MEMDEX_MAX_K], uint32_t k,
-                                                   float* out_s, uint32_t* out_r) {
+// k-way merge of MEMDEX_WARPS sorted lists of k (list w at ls + w·wstride) into out. One thread.
+__device__ __forceinline__ void memdex_lists_merge_strided(const float* ls, const uint32_t* lr,
+                                                           uint32_t wstride, uint32_t k,
+                                                           float* out_s, uint32_t* out_r) {
     uint32_t head[MEMDEX_WARPS];
 #pragma unroll
     for (int w = 0; w < MEMDEX_WARPS; ++w) head[w] = 0;
     for (uint32_t j = 0; j < k; ++j) {
         int best = -1;  // MEMDEX_WARPS * k >= k entries: some list always has one left
-        for (int w = 0; w < MEMDEX_WARPS; ++w)
-            if (head[w] < k && (best < 0 || memdex_better(ls[w][head[w]], lr[w][head[w]],
-                                                          ls[best][head[best]],
-                                                          lr[best][head[best]])))
+        uint32_t bi = 0;
+        for (int w = 0; w < MEMDEX_WARPS; ++w) {
+            if (head[w] >= k) continue;
+            const uint32_t i = w * wstride + head[w];
+            if (best < 0 || memdex_better(ls[i], lr[i], ls[bi], lr[bi])) {
                 best = w;
-        out_s[j] = ls[best][head[best]];
-        out_r[j] = lr[best][head[best]];
+                bi = i;
+            }
+        }
+        out_s[j] = ls[bi];
+        out_r[j] = lr[bi];
         ++head[best];
     }
+}
+
+// The block's MEMDEX_WARPS lists (ls[w], k entries each) merged into out. One thread.
+__device__ __forceinline__ void memdex_lists_merge(const float (*ls)[MEMDEX_MAX_K],
+                                                   const uint32_t (*lr)[MEMDEX_MAX_K], uint32_t k,
+                                                   float* out_s, uint32_t* out_r) {
+    memdex_lists_merge_strided(&ls[0][0], &lr[0][0], MEMDEX_MAX_K, k, out_s, out_r);
 }
 
 // The query's elements this lane multiplies: chunks lane, lane+32, ... of 8 floats.

@@ -1,9 +1,11 @@
-// memdex's default ranking pipeline fused, one block per query (grid = nq, 256 threads): dense
-// cosine -> hybrid min-max fusion with the CPU's BM25 scores -> FragRel environment along the
-// timeline -> importance -> time stage -> top-k, over the rows of the query's range (live rows
-// only: the host passes a tenant's live rows). The semantics are the CPU reference's
-// (crates/memdex-kernels/src/rank.rs, = memdex_rank::rank's defaults); dense scores never leave
-// the block's scratch.
+// memdex's default ranking pipeline fused, in two kernels over the rows of each query's range
+// (live rows only: the host passes a tenant's live rows). memdex_rank_dense: the dense
+// cosines, the queries of one range in tiles (tile.cuh: a block reads each row once for its
+// tile; grid = tiles × splits), into each query's scratch. memdex_rank_topk, one block per query
+// (grid = nq, 256 threads): hybrid min-max fusion with the keyword scores -> FragRel
+// environment along the timeline -> importance -> time stage -> top-k. The semantics are the
+// CPU reference's (crates/memdex-kernels/src/rank.rs, = memdex_rank::rank's defaults); scores
+// never leave the scratch until the selection.
 //
 // Output: 2k slots per query. With the time stage's `front` and some row flagged, the
 // first k are the flagged rows' top-k and the last k the others'; otherwise the first k are
@@ -16,14 +18,13 @@
 // row of each range, ranges concatenated; offsets[q] is where query q's entries start.
 // time_mode: 0 none, 1 front, 2 boost (time_factor). sparse_fused: sparse is the keyword side
 // already normalised and weighted by the host (query expansion on), added as it is.
-#include "common.cuh"
 #include "fragrel.cuh"
+#include "tile.cuh"
 
 #define RK_THREADS (MEMDEX_WARPS * 32)
 
 #define RK_PARAMS                                                                            \
-    const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,         \
-        const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ positions,         \
+    const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ positions,             \
         const uint32_t *__restrict__ groups, const uint8_t *__restrict__ importance,         \
         const float *__restrict__ sparse, const uint8_t *__restrict__ flags,                 \
         const uint32_t *__restrict__ offsets,                                                \
@@ -34,7 +35,7 @@
         uint32_t stride, float *__restrict__ out_s, uint32_t *__restrict__ out_r,            \
         float *__restrict__ out_all
 #define RK_ARGS                                                                              \
-    emb, dim, queries, ranges, positions, groups, importance, sparse, flags, offsets,        \
+    ranges, positions, groups, importance, sparse, flags, offsets,                           \
         time_mode, time_factor, w_dense, w_sparse, sparse_fused, fragrel, alpha, w,          \
         use_importance,                                                                      \
         w_importance, k, scratch, stride, out_s, out_r, out_all
@@ -93,14 +94,60 @@ __device__ __forceinline__ void rk_select(float (*ls)[MEMDEX_MAX_K], uint32_t (*
     __syncthreads();
 }
 
-template <int C>
+// Dense cosines of a tile's queries with their range's rows (this block's split of it): range
+// row i's cosine goes to scratch[q · 3 · stride + i] of each query q of the tile (unsanitised:
+// the hybrid step's min-max ignores NaN). Dynamic shared memory: cap × (C·512 + 4) bytes.
+template <int C, int S>
+__device__ __forceinline__ void rank_dense(const __half* __restrict__ emb, uint32_t dim,
+                                           const float* __restrict__ queries,
+                                           const uint32_t* __restrict__ ranges,
+                                           const uint32_t* __restrict__ tile_q,
+                                           const uint32_t* __restrict__ tile_off, uint32_t cap,
+                                           uint32_t splits, float* __restrict__ scratch,
+                                           uint32_t stride) {
+    const uint32_t t0 = tile_off[blockIdx.x], nt = tile_off[blockIdx.x + 1] - t0;
+    const uint32_t* tq = tile_q + t0;
+    float4* qs = memdex_dynamic_smem();
+    float* qn = reinterpret_cast<float*>(qs + cap * MEMDEX_TILE_F4(C));
+    memdex_tile_load<C>(queries, dim, tq, nt, qs, qn);
+    __syncthreads();
+    const uint32_t start = ranges[2 * tq[0]];
+    uint32_t lo, hi;
+    memdex_split(start, ranges[2 * tq[0] + 1], blockIdx.y, splits, lo, hi);
+    auto all = [](uint32_t, uint32_t) { return true; };
+    auto sink = [&](uint32_t t, uint32_t r, float c) {
+        scratch[(uint64_t)tq[t] * 3 * stride + (r - start)] = c;
+    };
+    memdex_tile_scan<C, S>(emb, dim, lo, hi, qs, qn, nt, false, all, sink);
+}
+
+#define RK_DENSE_PARAMS                                                                      \
+    const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,         \
+        const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ tile_q,            \
+        const uint32_t *__restrict__ tile_off, uint32_t cap, uint32_t splits,                \
+        float *__restrict__ scratch, uint32_t stride
+// Widths as memdex_segmented_topk's: C = 8 (dim <= 1024) or 4 (dim <= 512), tiles of at most
+// 1, 4 or 16 queries.
+#define RK_DENSE_KERNEL(name, C, S)                                                          \
+    extern "C" __global__ void __launch_bounds__(RK_THREADS) name(RK_DENSE_PARAMS) {         \
+        rank_dense<C, S>(emb, dim, queries, ranges, tile_q, tile_off, cap, splits, scratch,  \
+                         stride);                                                            \
+    }
+RK_DENSE_KERNEL(memdex_rank_dense_t1, 8, 0)
+RK_DENSE_KERNEL(memdex_rank_dense_t4, 8, 2)
+RK_DENSE_KERNEL(memdex_rank_dense_t16, 8, 4)
+RK_DENSE_KERNEL(memdex_rank_dense_d512_t1, 4, 0)
+RK_DENSE_KERNEL(memdex_rank_dense_d512_t4, 4, 2)
+RK_DENSE_KERNEL(memdex_rank_dense_d512_t16, 4, 4)
+
+// The rest of the pipeline for one query, from the dense cosines memdex_rank_dense left in
+// its scratch.
 __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
     __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
     __shared__ float ca[RK_THREADS], cn[RK_THREADS], cz[RK_THREADS];  // chunk maps, then carries
     __shared__ float red[4][MEMDEX_WARPS];
     const uint32_t qi = blockIdx.x, tid = threadIdx.x;
-    const uint32_t warp = tid / 32, lane = tid % 32;
     const uint32_t start = ranges[2 * qi], end = ranges[2 * qi + 1];
     const uint32_t n = end > start ? end - start : 0;
     const float* qsparse = sparse + offsets[qi];
@@ -109,17 +156,7 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     float* fn = s + stride;                           // forward numerator, then the final score
     float* fz = fn + stride;                          // forward denominator
 
-    // 1. dense cosines (warp per row)
-    {
-        MemdexQuery<C> q;
-        memdex_load_query<C>(queries + (uint64_t)qi * dim, dim, q);
-        for (uint32_t i = warp; i < n; i += MEMDEX_WARPS) {
-            const float c = memdex_row_cosine<C>(emb, dim, start + i, q);
-            if (lane == 0) s[i] = c;
-        }
-    }
-    __syncthreads();
-
+    // 1. the dense cosines are in s (memdex_rank_dense)
     // 2. hybrid: min-max of dense and sparse over the range, then the weighted sum
     {
         float v[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
@@ -196,10 +233,6 @@ __device__ __forceinline__ void rank_topk(RK_PARAMS) {
     }
 }
 
-// dim <= 1024 and dim <= 512 widths (see segmented_topk.cu)
 extern "C" __global__ void __launch_bounds__(RK_THREADS) memdex_rank_topk(RK_PARAMS) {
-    rank_topk<4>(RK_ARGS);
-}
-extern "C" __global__ void __launch_bounds__(RK_THREADS) memdex_rank_topk_d512(RK_PARAMS) {
-    rank_topk<2>(RK_ARGS);
+    rank_topk(RK_ARGS);
 }

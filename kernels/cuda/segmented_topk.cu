@@ -1,62 +1,80 @@
 // Batched cosine top-k over tenant-contiguous f16 rows, without writing scores to global memory.
 //
-// Query q scans rows [ranges[2q], ranges[2q+1]) of `emb` (N × dim f16, row-major). Its range is
-// cut into `splits` parts (<= 1024), one block each (grid = nq × splits, 256 threads): every warp scores
-// one row at a time (16-byte streaming loads, f32 accumulation) and keeps its own sorted top-k
-// in shared memory; the block merges its 8 lists and writes k candidates to
+// Query q scans rows [ranges[2q], ranges[2q+1]) of `emb` (N × dim f16, row-major). Queries with
+// the same range come in tiles (tile.cuh): a block reads each row once for its tile's queries.
+// A tile's range is cut into `splits` parts (<= 1024), one block each (grid = tiles × splits,
+// 256 threads): every warp scores two rows at a time, one per half-warp, for every query of
+// the tile (16-byte streaming loads, f32 accumulation) and keeps, per query, its own sorted
+// top-k in shared memory; the block merges each query's 8 lists and writes k candidates to
 // out[(q * splits + part) * k ..]. With splits > 1, memdex_topk_merge reduces the parts.
 //
+// Dynamic shared memory: cap × (C·512 + 4 + 8·MEMDEX_WARPS·k) bytes (cap = the longest tile).
+//
 // Optional bucket mask (TiM LSH): row_buckets (N × tables, u16) and query_masks (nq × tables ×
-// words u32 bit sets, words = ceil(buckets / 32)); a row is scored only if, in some table, its
-// bucket's bit is set for the query. Rows that fail are not read at all (their bytes are saved).
-#include "common.cuh"
+// words u32 bit sets, words = ceil(buckets / 32)); a row is scored for a query only if, in some
+// table, its bucket's bit is set for that query. Rows no query of the tile selects are not read
+// at all (their bytes are saved).
+#include "tile.cuh"
 
 #define SEG_PARAMS                                                                            \
     const __half *__restrict__ emb, uint32_t dim, const float *__restrict__ queries,          \
-        const uint32_t *__restrict__ ranges, const uint16_t *__restrict__ row_buckets,        \
-        const uint32_t *__restrict__ query_masks, uint32_t tables, uint32_t words, uint32_t k, \
-        uint32_t splits, float *__restrict__ out_s, uint32_t *__restrict__ out_r
-#define SEG_ARGS emb, dim, queries, ranges, row_buckets, query_masks, tables, words, k, splits, out_s, out_r
+        const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ tile_q,             \
+        const uint32_t *__restrict__ tile_off, uint32_t cap,                                  \
+        const uint16_t *__restrict__ row_buckets, const uint32_t *__restrict__ query_masks,   \
+        uint32_t tables, uint32_t words, uint32_t k, uint32_t splits,                         \
+        float *__restrict__ out_s, uint32_t *__restrict__ out_r
+#define SEG_ARGS                                                                              \
+    emb, dim, queries, ranges, tile_q, tile_off, cap, row_buckets, query_masks, tables, words, \
+        k, splits, out_s, out_r
 
-template <int C>
+template <int C, int S>
 __device__ __forceinline__ void segmented_topk(SEG_PARAMS) {
-    __shared__ float ls[MEMDEX_WARPS][MEMDEX_MAX_K];
-    __shared__ uint32_t lr[MEMDEX_WARPS][MEMDEX_MAX_K];
-    const uint32_t qi = blockIdx.x, part = blockIdx.y;
-    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    memdex_lists_init(ls, lr);
-    MemdexQuery<C> q;
-    memdex_load_query<C>(queries + (uint64_t)qi * dim, dim, q);
-    __syncthreads();
-
-    const uint32_t start = ranges[2 * qi], end = ranges[2 * qi + 1];
-    const uint32_t len = end > start ? end - start : 0;
-    const uint32_t chunk = (len + splits - 1) / splits;
-    const uint32_t lo = start + min(len, part * chunk), hi = start + min(len, (part + 1) * chunk);
-    const uint32_t* qmask =
-        query_masks ? query_masks + (uint64_t)qi * tables * words : nullptr;
-
-    for (uint32_t r = lo + warp; r < hi; r += MEMDEX_WARPS) {
-        if (!memdex_row_selected(row_buckets, qmask, tables, words, r)) continue;  // warp-uniform
-        const float s = memdex_sanitize(memdex_row_cosine<C>(emb, dim, r, q));
-        if (lane == 0) memdex_list_insert(ls[warp], lr[warp], k, s, r);
+    const uint32_t part = blockIdx.y, warp = threadIdx.x / 32;
+    const uint32_t t0 = tile_off[blockIdx.x], nt = tile_off[blockIdx.x + 1] - t0;
+    const uint32_t* tq = tile_q + t0;
+    float4* qs = memdex_dynamic_smem();
+    float* qn = reinterpret_cast<float*>(qs + cap * MEMDEX_TILE_F4(C));
+    float* ls = qn + cap;  // [warp][query][k]
+    uint32_t* lr = reinterpret_cast<uint32_t*>(ls + MEMDEX_WARPS * cap * k);
+    memdex_tile_load<C>(queries, dim, tq, nt, qs, qn);
+    for (uint32_t i = threadIdx.x; i < MEMDEX_WARPS * cap * k; i += blockDim.x) {
+        ls[i] = -INFINITY;
+        lr[i] = MEMDEX_NO_ROW;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const uint64_t o = ((uint64_t)qi * splits + part) * k;
-        memdex_lists_merge(ls, lr, k, out_s + o, out_r + o);
+
+    uint32_t lo, hi;
+    memdex_split(ranges[2 * tq[0]], ranges[2 * tq[0] + 1], part, splits, lo, hi);
+    const uint32_t stride = tables * words;
+    auto sel = [&](uint32_t t, uint32_t r) {
+        return memdex_row_selected(row_buckets, query_masks + (uint64_t)tq[t] * stride, tables,
+                                   words, r);
+    };
+    auto sink = [&](uint32_t t, uint32_t r, float s) {
+        const uint32_t o = (warp * cap + t) * k;
+        memdex_list_insert(ls + o, lr + o, k, memdex_sanitize(s), r);
+    };
+    memdex_tile_scan<C, S>(emb, dim, lo, hi, qs, qn, nt, query_masks != nullptr, sel, sink);
+    __syncthreads();
+    for (uint32_t t = threadIdx.x; t < nt; t += blockDim.x) {
+        const uint64_t o = ((uint64_t)tq[t] * splits + part) * k;
+        memdex_lists_merge_strided(ls + t * k, lr + t * k, cap * k, k, out_s + o, out_r + o);
     }
 }
 
-// dim <= 1024 (4 chunks per lane) and dim <= 512 (2 chunks: half the registers, twice the
-// blocks per SM); the host picks by dim.
-extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32) memdex_segmented_topk(SEG_PARAMS) {
-    segmented_topk<4>(SEG_ARGS);
-}
-extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32)
-    memdex_segmented_topk_d512(SEG_PARAMS) {
-    segmented_topk<2>(SEG_ARGS);
-}
+// Widths: C = 8 chunks per half-warp lane (dim <= 1024) or 4 (dim <= 512: fewer registers);
+// tiles of at most 1, 4 or 16 queries (S = 0, 2, 4). The host picks by dim and the longest
+// tile.
+#define SEG_KERNEL(name, C, S)                                                                 \
+    extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32) name(SEG_PARAMS) {         \
+        segmented_topk<C, S>(SEG_ARGS);                                                        \
+    }
+SEG_KERNEL(memdex_segmented_topk_t1, 8, 0)
+SEG_KERNEL(memdex_segmented_topk_t4, 8, 2)
+SEG_KERNEL(memdex_segmented_topk_t16, 8, 4)
+SEG_KERNEL(memdex_segmented_topk_d512_t1, 4, 0)
+SEG_KERNEL(memdex_segmented_topk_d512_t4, 4, 2)
+SEG_KERNEL(memdex_segmented_topk_d512_t16, 4, 4)
 
 // Reduces `splits` (<= MEMDEX_MAX_SPLITS) sorted candidate lists of k per query to one
 // (grid = nq, one warp per query). Each round every lane finds the best head among its lists

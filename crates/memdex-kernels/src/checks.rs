@@ -186,8 +186,18 @@ fn to_f16(v: &[f32]) -> Vec<f16> {
 
 /// Ranges of different shapes: empty, shorter than k, ordinary, one long enough that the GPU
 /// splits it (> 1,024 rows) and the whole matrix (`rows` > 1,024).
+/// The checks' ranges over `rows` rows: edge cases (empty, short, past one block, the whole
+/// matrix), and three of them asked again by more queries, interleaved with the others, so
+/// the tiled scans (`crate::tiles`) see tiles of 1, 3, 10 and 16 + 1 queries of one range.
 fn ranges_for(rows: u32) -> Vec<[u32; 2]> {
-    vec![
+    ranges_asked(rows, &[(1, 16), (3, 9), (4, 2)])
+}
+
+/// The edge-case ranges of [`ranges_for`], with `again`: (range, extra queries) asked
+/// round-robin after them. No extras: every tile has one query; at most 3 per range: the
+/// 4-wide tiled kernels.
+fn ranges_asked(rows: u32, again: &[(usize, usize)]) -> Vec<[u32; 2]> {
+    let mut out = vec![
         [0, 0],
         [5, 9],
         [0, 300],
@@ -195,7 +205,13 @@ fn ranges_for(rows: u32) -> Vec<[u32; 2]> {
         [1000, rows],
         [0, rows],
         [17, 2500.min(rows - 1)],
-    ]
+    ];
+    let rounds = again.iter().map(|a| a.1).max().unwrap_or(0);
+    for round in 0..rounds {
+        let asked = again.iter().filter(|(_, n)| round < *n);
+        out.extend(asked.map(|(r, _)| out[*r]).collect::<Vec<_>>());
+    }
+    out
 }
 
 /// Whether `k` is not the CPU kernels themselves, so comparing it with them means something.
@@ -362,12 +378,19 @@ pub fn selection_is_exact_with_ties(k: &dyn Kernels) {
     let (rows, dim) = (3000usize, 16usize);
     let data = integer_data(rows, dim, 1);
     let m = Matrix { dim, data: &data };
-    let ranges = ranges_for(rows as u32);
-    let queries = integer_queries(ranges.len(), dim, 2);
+    // tiles of one query, of at most 3, and of up to 16 (the tiled kernel's three widths)
+    for ranges in [[].as_slice(), &[(4, 2)]].map(|a| ranges_asked(rows as u32, a)) {
+        selection_is_exact_on(k, &m, &ranges);
+    }
+    selection_is_exact_on(k, &m, &ranges_for(rows as u32));
+}
+
+fn selection_is_exact_on(k: &dyn Kernels, m: &Matrix<'_>, ranges: &[[u32; 2]]) {
+    let queries = integer_queries(ranges.len(), m.dim, 2);
     for topk in [1, 10, 64, 128] {
-        let got = k.segmented_topk(&m, &queries, &ranges, None, topk).unwrap();
+        let got = k.segmented_topk(m, &queries, ranges, None, topk).unwrap();
         // equal cosines of different integer rows may round apart in f32: near-ties may swap
-        let brute = brute_topk(&m, &queries, &ranges, None, topk);
+        let brute = brute_topk(m, &queries, ranges, None, topk);
         assert_close(
             &got,
             &brute,
@@ -375,15 +398,13 @@ pub fn selection_is_exact_with_ties(k: &dyn Kernels) {
             &format!("{} k={topk} vs brute force", k.device()),
         );
         if against_cpu_kernels(k) {
-            let want = Cpu
-                .segmented_topk(&m, &queries, &ranges, None, topk)
-                .unwrap();
+            let want = Cpu.segmented_topk(m, &queries, ranges, None, topk).unwrap();
             assert_eq!(got, want, "{} k={topk}", k.device());
         }
-        check_properties(&got, &ranges, |_, _| true);
+        check_properties(&got, ranges, |_, _| true);
     }
     // ties really occur: some query has two equal scores in its top 10
-    let r = k.segmented_topk(&m, &queries, &ranges, None, 10).unwrap();
+    let r = k.segmented_topk(m, &queries, ranges, None, 10).unwrap();
     assert!((0..ranges.len()).any(|q| r.hits(q).windows(2).any(|w| w[0].0 == w[1].0)));
 }
 

@@ -8,13 +8,14 @@
 
 mod assemble;
 mod resident;
+mod scan;
 mod text;
 
 use std::sync::Arc;
 
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::Device;
@@ -22,12 +23,14 @@ use candle_core::Device;
 use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
 use crate::text::{check_text, PartText, PartTexts, TextQueries};
+use crate::tiles::{QueryTiles, MAX_TILE};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
-    f16, ptx, splits_for, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams,
-    RankPart, RankQueries, RankRows, TimeRule, Timeline, TopKResult,
+    f16, ptx, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankPart,
+    RankQueries, RankRows, TimeRule, Timeline, TopKResult,
 };
 pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
+pub use scan::DeviceTiles;
 
 const THREADS: u32 = 256;
 
@@ -75,6 +78,11 @@ pub struct DeviceQueries {
     pub ranges: CudaSlice<u32>,
     /// Longest range (sizes the splits and FragRel's scratch).
     pub max_len: usize,
+    /// The queries grouped by range in tiles of up to [`crate::tiles::MAX_TILE`], for the
+    /// tiled scans (grouped on the host at upload).
+    pub tiles: DeviceTiles,
+    /// The ranges on the host (tiles of a smaller cap are built from them).
+    pub host_ranges: Vec<[u32; 2]>,
 }
 
 /// A timeline on the device (see [`Timeline`]).
@@ -187,8 +195,10 @@ impl Gpu {
         let flat: Vec<u32> = ranges.iter().flatten().copied().collect();
         Ok(DeviceQueries {
             n: ranges.len(),
-            vectors: self.upload(vectors)?,
-            ranges: self.upload(&flat)?,
+            vectors: self.upload(&nonempty(vectors))?,
+            ranges: self.upload(&nonempty(&flat))?,
+            tiles: self.upload_tiles(&QueryTiles::new(ranges, MAX_TILE))?,
+            host_ranges: ranges.to_vec(),
             max_len: ranges
                 .iter()
                 .map(|[a, b]| b.saturating_sub(*a) as usize)
@@ -262,28 +272,6 @@ impl Gpu {
         self.sms
     }
 
-    /// Blocks of `f` (256 threads) resident per SM, from the driver's occupancy calculator.
-    fn slots(&self, f: &CudaFunction) -> usize {
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-            .map_or(1, |n| n.max(1) as usize);
-        self.sms * per_sm
-    }
-
-    fn segmented_splits(&self, f: &CudaFunction, nq: usize, max_len: usize) -> usize {
-        splits_for(nq, max_len, self.slots(f))
-    }
-
-    /// The split `segmented_topk_dev` would use for `nq` queries over `max_len` rows of `dim`.
-    pub fn splits(&self, nq: usize, max_len: usize, dim: usize) -> Result<usize, KernelError> {
-        let f = self.cuda.get_or_load_custom_func(
-            width("memdex_segmented_topk", dim),
-            "memdex_segmented_topk",
-            ptx::SEGMENTED_TOPK,
-        )?;
-        Ok(self.segmented_splits(&f, nq, max_len))
-    }
-
     /// Bucket ids (`n × tables`) of device vectors `x` (`n × dim`) for projections `proj`.
     pub fn lsh_project_dev(
         &self,
@@ -319,81 +307,6 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Per-query top-k over device-resident rows (see `kernels/cuda/segmented_topk.cu`).
-    pub fn segmented_topk_dev(
-        &self,
-        m: &DeviceMatrix,
-        q: &DeviceQueries,
-        mask: Option<&DeviceMask>,
-        k: usize,
-    ) -> Result<DeviceTopK, KernelError> {
-        let f = self.cuda.get_or_load_custom_func(
-            width("memdex_segmented_topk", m.dim),
-            "memdex_segmented_topk",
-            ptx::SEGMENTED_TOPK,
-        )?;
-        let splits = self.segmented_splits(&f, q.n, q.max_len);
-        let mut part_s = self.cuda.alloc_zeros::<f32>(q.n * splits * k)?;
-        let mut part_r = self.cuda.alloc_zeros::<u32>(q.n * splits * k)?;
-        if q.n == 0 {
-            return Ok(DeviceTopK {
-                k,
-                scores: part_s,
-                rows: part_r,
-            });
-        }
-        let null = 0u64;
-        let (dim, k32, s32) = (m.dim as u32, k as u32, splits as u32);
-        let (tables, words) = mask.map_or((0u32, 0u32), |mk| (mk.tables as u32, mk.words as u32));
-        let cfg = LaunchConfig {
-            grid_dim: (q.n as u32, s32, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = f.builder();
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
-        match mask {
-            Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
-            None => b.arg(&null).arg(&null),
-        };
-        b.arg(&tables).arg(&words).arg(&k32).arg(&s32);
-        b.arg(&mut part_s).arg(&mut part_r);
-        // SAFETY: argument order and types match memdex_segmented_topk (a null u64 stands for an
-        // absent mask pointer); ranges were checked against the matrix's rows, the outputs hold
-        // nq × splits × k entries, splits ≤ MAX_SPLITS (the merge kernel's bound), k ≤ MAX_K.
-        unsafe { launch(b, cfg)? };
-        if splits == 1 {
-            return Ok(DeviceTopK {
-                k,
-                scores: part_s,
-                rows: part_r,
-            });
-        }
-        let merge = self.cuda.get_or_load_custom_func(
-            "memdex_topk_merge",
-            "memdex_segmented_topk",
-            ptx::SEGMENTED_TOPK,
-        )?;
-        let mut out_s = self.cuda.alloc_zeros::<f32>(q.n * k)?;
-        let mut out_r = self.cuda.alloc_zeros::<u32>(q.n * k)?;
-        let cfg = LaunchConfig {
-            grid_dim: (q.n as u32, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = merge.builder();
-        b.arg(&part_s).arg(&part_r).arg(&s32).arg(&k32);
-        b.arg(&mut out_s).arg(&mut out_r);
-        // SAFETY: memdex_topk_merge reads nq × splits × k entries (allocated above) and writes
-        // nq × k.
-        unsafe { launch(b, cfg)? };
-        Ok(DeviceTopK {
-            k,
-            scores: out_s,
-            rows: out_r,
-        })
-    }
-
     /// Per-query top-k of `s + α·env` (see `kernels/cuda/fragrel_env.cu`).
     pub fn fragrel_topk_dev(
         &self,
@@ -405,7 +318,7 @@ impl Gpu {
         p: FragRelParams,
     ) -> Result<DeviceTopK, KernelError> {
         let f = self.cuda.get_or_load_custom_func(
-            width("memdex_fragrel_topk", m.dim),
+            fragrel_width(m.dim),
             "memdex_fragrel_env",
             ptx::FRAGREL_ENV,
         )?;
@@ -501,14 +414,13 @@ impl Gpu {
         if nq == 0 {
             return Ok(());
         }
-        let f = self.cuda.get_or_load_custom_func(
-            width("memdex_rank_topk", m.dim),
-            "memdex_rank",
-            ptx::RANK,
-        )?;
+        let f = self
+            .cuda
+            .get_or_load_custom_func("memdex_rank_topk", "memdex_rank", ptx::RANK)?;
         let stride = q.queries.max_len.max(1);
         let mut scratch = self.cuda.alloc_zeros::<f32>(nq * 3 * stride)?;
-        let (dim, k32, st) = (m.dim as u32, k as u32, stride as u32);
+        self.rank_dense(m, &q.queries, &mut scratch, stride)?;
+        let (k32, st) = (k as u32, stride as u32);
         let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
         let (use_fr, use_imp) = (
             u32::from(p.fragrel.is_some()),
@@ -523,10 +435,7 @@ impl Gpu {
             shared_mem_bytes: 0,
         };
         let mut b = f.builder();
-        b.arg(&m.data)
-            .arg(&dim)
-            .arg(&q.queries.vectors)
-            .arg(&q.queries.ranges);
+        b.arg(&q.queries.ranges);
         b.arg(&rows.timeline.positions).arg(&rows.timeline.groups);
         b.arg(&rows.importance);
         b.arg(&q.sparse).arg(&q.flags).arg(&q.offsets);
@@ -543,7 +452,8 @@ impl Gpu {
             RankOut::TopK(s, r) => b.arg(s).arg(r).arg(&null),
             RankOut::All(all) => b.arg(&null).arg(&null).arg(all),
         };
-        // SAFETY: argument order and types match memdex_rank_topk; per-row inputs hold one
+        // SAFETY: argument order and types match memdex_rank_topk (after memdex_rank_dense
+        // filled each query's dense cosines into its scratch); per-row inputs hold one
         // entry per matrix row, sparse/flags one entry per range row at the
         // queries' offsets (never read for an empty range), time rules and offsets one per
         // query; scratch holds nq × 3 × stride floats with stride ≥ every range's length; the
@@ -601,16 +511,13 @@ impl Gpu {
     }
 }
 
-/// The kernel of `base` for rows of `dim`: the `_d512` instantiation (2 chunks of 16 bytes per
-/// lane, 40 registers on sm_90a, twice the blocks per SM) when it fits, else the wide one.
-fn width(base: &str, dim: usize) -> &'static str {
-    match (base, dim <= 512) {
-        ("memdex_segmented_topk", true) => "memdex_segmented_topk_d512",
-        ("memdex_segmented_topk", false) => "memdex_segmented_topk",
-        ("memdex_fragrel_topk", true) => "memdex_fragrel_topk_d512",
-        ("memdex_rank_topk", true) => "memdex_rank_topk_d512",
-        ("memdex_rank_topk", false) => "memdex_rank_topk",
-        _ => "memdex_fragrel_topk",
+/// The FragRel top-k kernel for rows of `dim`: the `_d512` instantiation (2 chunks of 16 bytes
+/// per lane, 40 registers on sm_90a, twice the blocks per SM) when it fits, else the wide one.
+fn fragrel_width(dim: usize) -> &'static str {
+    if dim <= 512 {
+        "memdex_fragrel_topk_d512"
+    } else {
+        "memdex_fragrel_topk"
     }
 }
 

@@ -18,6 +18,7 @@ mod ranker;
 mod scoring;
 pub mod text;
 mod text_inputs;
+pub mod tiles;
 mod types;
 
 pub use half::f16;
@@ -246,13 +247,20 @@ mod tests {
         if super::ptx::AVAILABLE {
             assert!(super::ptx::SCALE.contains(".entry memdex_scale_f32"));
             assert!(all[0].contains(".entry memdex_lsh_project"));
-            assert!(all[1].contains(".entry memdex_segmented_topk"));
-            assert!(all[1].contains(".entry memdex_segmented_topk_d512"));
             assert!(all[1].contains(".entry memdex_topk_merge"));
             assert!(all[2].contains(".entry memdex_fragrel_topk("));
             assert!(all[2].contains(".entry memdex_fragrel_topk_d512"));
             assert!(all[3].contains(".entry memdex_rank_topk("));
-            assert!(all[3].contains(".entry memdex_rank_topk_d512"));
+            // every instantiation the host may launch of the tiled scans
+            use crate::tiles::{TileWidth, Tiled};
+            for (kernel, ptx) in [(Tiled::Scan, all[1]), (Tiled::Dense, all[3])] {
+                for dim in [384, 1024] {
+                    for w in [TileWidth::One, TileWidth::Four, TileWidth::Sixteen] {
+                        let name = kernel.name(dim, w);
+                        assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+                    }
+                }
+            }
             assert!(super::ptx::QUERY_INPUTS.contains(".entry memdex_query_inputs"));
             assert!(super::ptx::GATHER_PARTS.contains(".entry memdex_gather_parts"));
         } else {

@@ -13,6 +13,7 @@ use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUevent
 use candle_core::cuda_backend::cudarc::driver::CudaSlice;
 use candle_core::{DType, Storage, Tensor};
 use memdex_kernels::gpu::{DeviceMask, DeviceMatrix, DeviceQueries, DeviceTimeline, Gpu};
+use memdex_kernels::tiles::{QueryTiles, MAX_TILE};
 use memdex_kernels::{f16, BucketMask, FragRelParams};
 use memdex_score::lsh::{Lsh, LshParams};
 
@@ -307,6 +308,14 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
     let (a, gpu) = (s.a, s.gpu);
     let Case { label, per, whole } = case;
     let nq = if whole { 1 } else { a.tenants * per };
+    // the tiles (queries grouped by range) are built on the host when the queries are
+    // uploaded, outside the timed launches: their host time is reported beside
+    let (probe, _) = s.queries(rng, per, whole)?;
+    let t0 = Instant::now();
+    let tiles = QueryTiles::new(&probe.host_ranges, MAX_TILE);
+    let group_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let splits = gpu.splits(&probe, a.dim, a.k)?;
+    drop(probe);
     let (ms, all) = time_ms(
         gpu,
         a.repeats,
@@ -331,7 +340,8 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
         "tenant_draw": if whole { "all rows" } else { "each tenant exactly per_tenant times, shuffled" },
         "per_tenant": if whole { 0 } else { per },
         "rows_per_query": rows_per_query, "dim": a.dim, "k": a.k,
-        "splits": gpu.splits(nq, rows_per_query, a.dim)?,
+        "splits": splits, "tiles": tiles.len(), "longest_tile": tiles.longest,
+        "host_group_ms": group_ms,
         "ms": ms, "all_ms": all, "queries_per_s": nq as f64 / (ms * 1e-3),
         "logical_bytes": logical, "distinct_bytes": distinct,
         "scan_gb_per_s": gbs, "fraction_of_copy_bw": gbs / c.copy_gbs,

@@ -202,11 +202,18 @@ pub fn rank_matches_reference(k: &dyn Kernels) {
         (&[64, 384, 640], 3000)
     };
     for &dim in dims {
-        rank_matches_reference_at(k, dim, n);
+        // the narrowest dim with tiles of at most 3 queries, the others with tiles of up to
+        // 16 (the dense step's tiled widths; single queries: the parts and text checks)
+        let ranges = if dim == dims[0] {
+            super::ranges_asked(n as u32, &[(4, 2)])
+        } else {
+            super::ranges_for(n as u32)
+        };
+        rank_matches_reference_at(k, dim, n, ranges);
     }
 }
 
-fn rank_matches_reference_at(k: &dyn Kernels, dim: usize, n: usize) {
+fn rank_matches_reference_at(k: &dyn Kernels, dim: usize, n: usize, ranges: Vec<[u32; 2]>) {
     let data = to_f16(&random_unit(n, dim, 21));
     let m = Matrix { dim, data: &data };
     let (positions, groups) = timeline(n, 22);
@@ -218,7 +225,7 @@ fn rank_matches_reference_at(k: &dyn Kernels, dim: usize, n: usize) {
         },
         importance: &importance,
     };
-    let inputs = QueryInputs::new(super::ranges_for(n as u32), dim, 24, 0.2);
+    let inputs = QueryInputs::new(ranges, dim, 24, 0.2);
     let (q, ranges) = (inputs.view(), &inputs.ranges);
     let variants = [
         DEFAULTS,
