@@ -26,7 +26,7 @@ export PYTHON="$venv/bin/python"
 export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1 MEMDEX_REQUIRE_SMOLLM2=1
 # the real full-disk test mounts a 1 MiB tmpfs (CI runs as root)
 export MEMDEX_REQUIRE_TMPFS=1
-# the CUDA sources of the tiled scans run under kernels/emu's emulator (a C++20 compiler)
+# the kernel checks run on the CUDA sources under kernels/emu's emulator (a C++20 compiler)
 export MEMDEX_REQUIRE_CXX=1
 # every optional part of the binary (MCP, the extractor model, candle's encoders; not CUDA)
 cargo test --release --workspace --features memdex-cli/full "$@"

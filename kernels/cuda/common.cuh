@@ -14,6 +14,15 @@
 // Kernels come in two widths: C = 16-byte chunks per lane (32 lanes × C × 8 halves):
 // C = 2 for dim <= 512 (40 registers on sm_90a: 6 blocks per SM), C = 4 for dim <= 1024.
 
+// The launch's dynamic shared memory, 16-byte aligned (under kernels/emu's CPU emulator, which
+// defines it: the emulator's).
+#ifndef MEMDEX_EMULATED
+__device__ __forceinline__ float4* memdex_dynamic_smem() {
+    extern __shared__ float4 memdex_smem[];
+    return memdex_smem;
+}
+#endif
+
 __device__ __forceinline__ bool memdex_better(float sa, uint32_t ra, float sb, uint32_t rb) {
     return sa > sb || (sa == sb && ra < rb);
 }

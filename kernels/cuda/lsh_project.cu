@@ -10,7 +10,7 @@
 extern "C" __global__ void __launch_bounds__(256)
 memdex_lsh_project(const float* __restrict__ x, uint32_t dim, const float* __restrict__ proj,
                    uint32_t tables, uint32_t half, uint32_t* __restrict__ out) {
-    extern __shared__ float sh[];
+    float* sh = reinterpret_cast<float*>(memdex_dynamic_smem());
     float* xs = sh;
     float* dots = sh + dim;
     const uint32_t row = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -22,16 +22,6 @@
 
 #define MEMDEX_QTILE 16
 
-// The launch's dynamic shared memory (under kernels/emu's CPU emulator: the emulator's).
-#ifdef MEMDEX_EMULATED
-float4* memdex_dynamic_smem();
-#else
-__device__ __forceinline__ float4* memdex_dynamic_smem() {
-    extern __shared__ float4 memdex_smem[];
-    return memdex_smem;
-}
-#endif
-
 // float4s of one query in a tile's shared memory
 #define MEMDEX_TILE_F4(C) ((C) * 32)
 

@@ -1,6 +1,6 @@
 // A SIMT emulator for memdex's CUDA sources on the CPU: kernels/cuda/*.cu compile as C++
 // (g++ -std=c++20 -DMEMDEX_EMULATED -I kernels/emu/include) and a launch runs every block of its
-// grid, one block at a time, on one std::thread per CUDA thread. Warp collectives (__shfl_*,
+// grid, one block at a time, each CUDA thread a fiber. Warp collectives (__shfl_*,
 // __ballot_sync, __syncwarp) meet at a per-warp barrier, __syncthreads at the block's, so a
 // kernel's indexing, lane mapping, reductions and shared-memory layout run as written.
 //
@@ -12,13 +12,15 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <setjmp.h>
+#include <ucontext.h>
+
 #include <algorithm>
-#include <barrier>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <memory>
-#include <thread>
 #include <vector>
 
 using std::isnan;
@@ -28,7 +30,7 @@ using std::min;
 struct dim3 {
     uint32_t x = 1, y = 1, z = 1;
 };
-inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 threadIdx, blockIdx;  // of the fiber running now
 inline dim3 blockDim, gridDim;
 
 #define __device__
@@ -83,26 +85,67 @@ inline uint16_t memdex_emu_float_to_half(float f) {
 inline float2 __half22float2(__half2 h) {
     return {memdex_emu_half_to_float(h.x.bits), memdex_emu_half_to_float(h.y.bits)};
 }
+inline float __half2float(__half h) { return memdex_emu_half_to_float(h.bits); }
 inline uint4 __ldcs(const uint4* p) { return *p; }
+template <class T>
+inline T __ldg(const T* p) {
+    return *p;
+}
+
+// The threads of a block are fibers on one OS thread, switched at barriers only (_setjmp /
+// _longjmp; makecontext starts each on its own stack): a warp collective costs a few
+// context switches per lane, not a futex wake-up, and runs are deterministic.
+struct MemdexEmuFiber {
+    ucontext_t start;
+    jmp_buf at;
+    std::vector<char> stack;
+    uint32_t tid = 0;
+    bool done = false, started = false;
+};
+
+struct MemdexEmuBarrier {
+    uint32_t n = 0, arrived = 0;
+    uint64_t generation = 0;
+};
 
 struct MemdexEmuWarp {
-    std::barrier<> bar{32};
+    MemdexEmuBarrier bar;
     uint32_t buf[32];
 };
+
 struct MemdexEmuBlock {
-    explicit MemdexEmuBlock(uint32_t threads) : bar((std::ptrdiff_t)threads), flags(threads) {
-        for (uint32_t i = 0; i < (threads + 31) / 32; ++i) warps.emplace_back(new MemdexEmuWarp);
-    }
-    std::barrier<> bar;
-    std::vector<std::unique_ptr<MemdexEmuWarp>> warps;
+    std::vector<MemdexEmuFiber> fibers;
+    std::vector<MemdexEmuWarp> warps;
+    MemdexEmuBarrier bar;
     std::vector<int> flags;
     std::vector<float4> dynamic;
+    const std::function<void()>* kernel = nullptr;
+    MemdexEmuFiber* current = nullptr;
+    jmp_buf scheduler;
+    uint64_t progress = 0;  // barriers released and fibers finished
 };
 inline MemdexEmuBlock* memdex_emu_block;
 
 inline float4* memdex_dynamic_smem() { return memdex_emu_block->dynamic.data(); }
 
-inline MemdexEmuWarp& memdex_emu_warp() { return *memdex_emu_block->warps[threadIdx.x / 32]; }
+// Back to the scheduler; it resumes this fiber in its next round.
+inline void memdex_emu_yield() {
+    MemdexEmuBlock* b = memdex_emu_block;
+    if (!_setjmp(b->current->at)) _longjmp(b->scheduler, 1);
+}
+
+inline void memdex_emu_wait(MemdexEmuBarrier& bar) {
+    const uint64_t generation = bar.generation;
+    if (++bar.arrived == bar.n) {
+        bar.arrived = 0;
+        ++bar.generation;
+        ++memdex_emu_block->progress;
+        return;
+    }
+    while (bar.generation == generation) memdex_emu_yield();
+}
+
+inline MemdexEmuWarp& memdex_emu_warp() { return memdex_emu_block->warps[threadIdx.x / 32]; }
 
 // Every lane of the warp publishes v and reads lane src's.
 template <class T>
@@ -110,10 +153,10 @@ inline T memdex_emu_exchange(T v, uint32_t src) {
     static_assert(sizeof(T) == 4, "32-bit shuffles only");
     MemdexEmuWarp& w = memdex_emu_warp();
     std::memcpy(&w.buf[threadIdx.x % 32], &v, 4);
-    w.bar.arrive_and_wait();
+    memdex_emu_wait(w.bar);
     T r;
     std::memcpy(&r, &w.buf[src % 32], 4);
-    w.bar.arrive_and_wait();
+    memdex_emu_wait(w.bar);
     return r;
 }
 template <class T>
@@ -127,14 +170,14 @@ inline T __shfl_sync(unsigned, T v, int src) {
 inline unsigned __ballot_sync(unsigned, int p) {
     MemdexEmuWarp& w = memdex_emu_warp();
     w.buf[threadIdx.x % 32] = p ? 1u : 0u;
-    w.bar.arrive_and_wait();
+    memdex_emu_wait(w.bar);
     unsigned r = 0;
     for (uint32_t i = 0; i < 32; ++i) r |= w.buf[i] << i;
-    w.bar.arrive_and_wait();
+    memdex_emu_wait(w.bar);
     return r;
 }
-inline void __syncwarp(unsigned = 0xffffffffu) { memdex_emu_warp().bar.arrive_and_wait(); }
-inline void __syncthreads() { memdex_emu_block->bar.arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { memdex_emu_wait(memdex_emu_warp().bar); }
+inline void __syncthreads() { memdex_emu_wait(memdex_emu_block->bar); }
 inline int __syncthreads_or(int p) {
     memdex_emu_block->flags[threadIdx.x] = p;
     __syncthreads();
@@ -144,30 +187,73 @@ inline int __syncthreads_or(int p) {
     return r;
 }
 
+inline void memdex_emu_fiber_main() {
+    MemdexEmuBlock* b = memdex_emu_block;
+    (*b->kernel)();
+    b->current->done = true;
+    ++b->progress;
+    _longjmp(b->scheduler, 1);
+}
+
+// Runs one block to completion: resumes its fibers round-robin until all have finished.
+// A round in which no barrier opens and no fiber finishes is a deadlock (lanes of a warp
+// diverging across a collective, or a barrier some threads never reach): it aborts.
+inline void memdex_emu_run_block(MemdexEmuBlock& b) {
+    for (;;) {
+        const uint64_t before = b.progress;
+        bool all_done = true;
+        for (MemdexEmuFiber& f : b.fibers) {
+            if (f.done) continue;
+            all_done = false;
+            b.current = &f;
+            threadIdx = {f.tid, 0, 0};
+            if (!_setjmp(b.scheduler)) {
+                if (!f.started) {
+                    f.started = true;
+                    setcontext(&f.start);
+                }
+                _longjmp(f.at, 1);
+            }
+        }
+        if (all_done) return;
+        if (b.progress == before) {
+            std::fprintf(stderr, "emulator: deadlock in block (%u, %u)\n", blockIdx.x, blockIdx.y);
+            std::abort();
+        }
+    }
+}
+
 // Runs `kernel` for every block of `grid` with `threads` threads (a multiple of 32) and `smem`
 // bytes of dynamic shared memory, filled with NaN before each block as a device leaves
-// garbage there. The threads persist across the blocks (a barrier between blocks).
+// garbage there. Blocks run one after another.
 inline void memdex_emu_launch(dim3 grid, uint32_t threads, size_t smem,
                               const std::function<void()>& kernel) {
     gridDim = grid;
     blockDim = {threads, 1, 1};
-    MemdexEmuBlock block(threads);
+    MemdexEmuBlock block;
     memdex_emu_block = &block;
-    std::barrier<> between((std::ptrdiff_t)threads);
-    std::vector<std::thread> pool;
-    for (uint32_t t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            for (uint32_t by = 0; by < grid.y; ++by) {
-                for (uint32_t bx = 0; bx < grid.x; ++bx) {
-                    if (t == 0) block.dynamic.assign(smem / 16 + 1, {NAN, NAN, NAN, NAN});
-                    between.arrive_and_wait();
-                    blockIdx = {bx, by, 0};
-                    kernel();
-                    between.arrive_and_wait();
-                }
+    block.kernel = &kernel;
+    block.fibers.resize(threads);
+    block.warps.resize((threads + 31) / 32);
+    block.flags.assign(threads, 0);
+    for (MemdexEmuWarp& w : block.warps) w.bar.n = 32;
+    block.bar.n = threads;
+    for (uint32_t t = 0; t < threads; ++t) block.fibers[t].stack.resize(256 * 1024);
+    for (uint32_t by = 0; by < grid.y; ++by) {
+        for (uint32_t bx = 0; bx < grid.x; ++bx) {
+            blockIdx = {bx, by, 0};
+            block.dynamic.assign(smem / 16 + 1, {NAN, NAN, NAN, NAN});
+            for (uint32_t t = 0; t < threads; ++t) {
+                MemdexEmuFiber& f = block.fibers[t];
+                f.tid = t;
+                f.done = f.started = false;
+                getcontext(&f.start);
+                f.start.uc_stack.ss_sp = f.stack.data();
+                f.start.uc_stack.ss_size = f.stack.size();
+                f.start.uc_link = nullptr;
+                makecontext(&f.start, memdex_emu_fiber_main, 0);
             }
-        });
+            memdex_emu_run_block(block);
+        }
     }
-    for (auto& th : pool) th.join();
 }

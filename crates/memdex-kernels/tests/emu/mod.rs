@@ -1,0 +1,622 @@
+//! An emulated device for the kernel checks: [`Emu`] implements [`Kernels`] by making the
+//! launches `src/gpu.rs` makes (the same kernels, instantiations, tiles and arguments) and
+//! running them under `kernels/emu/launch.cpp`, the CUDA sources compiled as C++ on the SIMT
+//! emulator. It is the CUDA backend's kernels without a GPU; the host glue it mirrors (uploads,
+//! resident parts, the gather kernel, input validation) stays the CUDA backend's own and is
+//! not what these checks test here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memdex_kernels::rank::merge_lists;
+use memdex_kernels::tiles::{dense_tile, scan_tile, QueryTiles, TileSmem, TileWidth, Tiled};
+use memdex_kernels::{
+    range_offsets, splits_for, text_inputs_reference, BucketMask, Concatenated, FragRelParams,
+    KernelError, Kernels, Matrix, PartText, RankParams, RankPart, RankQueries, RankRows,
+    TextQueries, TimeRule, Timeline, TopKResult, MAX_K,
+};
+use memdex_rank::TimeWindow;
+
+/// Resident blocks of the emulated device (the CUDA backend asks the occupancy calculator):
+/// enough that ranges are cut into parts and the parts merged.
+const SLOTS: usize = 16;
+const THREADS: u32 = 256;
+
+/// `kernels/emu/<name>.cpp` compiled into `dir`; None (skipped) without a C++ compiler,
+/// unless `MEMDEX_REQUIRE_CXX=1` (scripts/test.sh, CI).
+pub fn compile(name: &str, dir: &Path) -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+    let exe = dir.join(name);
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let built = Command::new(&cxx)
+        .args(["-std=c++20", "-O1", "-pthread", "-DMEMDEX_EMULATED", "-I"])
+        .arg(root.join("emu/include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(root.join(format!("emu/{name}.cpp")))
+        .output();
+    let built = match built {
+        Ok(out) => out,
+        Err(e) => {
+            let required = std::env::var("MEMDEX_REQUIRE_CXX").as_deref() == Ok("1");
+            assert!(!required, "no C++ compiler `{cxx}`: {e}");
+            eprintln!(
+                "SKIPPED: no C++ compiler `{cxx}` ({e}); set CXX to run the emulated kernels"
+            );
+            return None;
+        }
+    };
+    assert!(
+        built.status.success(),
+        "{cxx} failed on kernels/emu/{name}.cpp:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Some(exe)
+}
+
+/// A buffer of a [`Plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct Buf(u32);
+
+/// A launch argument.
+#[derive(Clone)]
+pub enum Arg {
+    U(u32),
+    F(f32),
+    B(Buf),
+    Null,
+    /// A table (a buffer of u64 slots) filled with these buffers' addresses.
+    Table(Buf, Vec<Buf>),
+}
+
+/// Buffers and launches for one run of `launch.cpp` (its input format).
+#[derive(Default)]
+pub struct Plan {
+    buffers: u32,
+    outputs: Vec<usize>,
+    bytes: Vec<u8>,
+    launches: Vec<u8>,
+    count: u32,
+}
+
+fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+pub fn u32s(v: &[u32]) -> Vec<u8> {
+    le(v, u32::to_le_bytes)
+}
+pub fn f32s(v: &[f32]) -> Vec<u8> {
+    le(v, f32::to_le_bytes)
+}
+
+impl Plan {
+    fn buffer(&mut self, kind: u8, len: usize, data: Option<&[u8]>) -> Buf {
+        self.bytes.push(kind);
+        self.bytes.extend((len as u64).to_le_bytes());
+        self.bytes.extend(data.unwrap_or_default());
+        self.buffers += 1;
+        if kind == 3 {
+            self.outputs.push(len);
+        }
+        Buf(self.buffers - 1)
+    }
+    pub fn input(&mut self, data: &[u8]) -> Buf {
+        self.buffer(1, data.len(), Some(data))
+    }
+    pub fn zeros(&mut self, bytes: usize) -> Buf {
+        self.buffer(0, bytes, None)
+    }
+    /// f32 scratch filled with NaN, as a device leaves garbage.
+    pub fn scratch(&mut self, floats: usize) -> Buf {
+        self.buffer(2, 4 * floats, None)
+    }
+    /// Zeros, written back by [`Plan::run`] (outputs in the order they were made).
+    pub fn output(&mut self, bytes: usize) -> Buf {
+        self.buffer(3, bytes, None)
+    }
+    pub fn launch(&mut self, name: &str, grid: (u32, u32), smem: usize, args: Vec<Arg>) {
+        self.launch_with(name, grid, THREADS, smem, args);
+    }
+    pub fn launch_with(
+        &mut self,
+        name: &str,
+        grid: (u32, u32),
+        threads: u32,
+        smem: usize,
+        args: Vec<Arg>,
+    ) {
+        let l = &mut self.launches;
+        l.extend(u32s(&[name.len() as u32]));
+        l.extend(name.as_bytes());
+        l.extend(u32s(&[
+            grid.0,
+            grid.1,
+            threads,
+            smem as u32,
+            args.len() as u32,
+        ]));
+        for a in args {
+            let (kind, value) = match a {
+                Arg::U(v) => (0, u32s(&[v])),
+                Arg::F(v) => (1, f32s(&[v])),
+                Arg::B(b) => (2, u32s(&[b.0])),
+                Arg::Null => (3, Vec::new()),
+                Arg::Table(t, bufs) => {
+                    let ids: Vec<u32> = bufs.iter().map(|b| b.0).collect();
+                    (4, u32s(&[&[t.0, ids.len() as u32][..], &ids].concat()))
+                }
+            };
+            l.push(kind);
+            l.extend(value);
+        }
+        self.count += 1;
+    }
+}
+
+/// The emulated device.
+pub struct Emu {
+    exe: PathBuf,
+    dir: PathBuf,
+    runs: AtomicUsize,
+}
+
+impl Emu {
+    pub fn new(dir: &Path) -> Option<Emu> {
+        Some(Emu {
+            exe: compile("launch", dir)?,
+            dir: dir.to_path_buf(),
+            runs: AtomicUsize::new(0),
+        })
+    }
+
+    /// Runs the plan's launches in order; its outputs, in order.
+    pub fn run(&self, p: Plan) -> Vec<Vec<u8>> {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{}-{n}", std::process::id());
+        let (input, output) = (
+            self.dir.join(format!("in-{tag}")),
+            self.dir.join(format!("out-{tag}")),
+        );
+        let mut bytes = u32s(&[p.buffers]);
+        bytes.extend(&p.bytes);
+        bytes.extend(u32s(&[p.count]));
+        bytes.extend(&p.launches);
+        std::fs::write(&input, bytes).expect("write the launches");
+        let run = Command::new(&self.exe)
+            .arg(&input)
+            .arg(&output)
+            .output()
+            .expect("run launch");
+        assert!(
+            run.status.success(),
+            "launch: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let out = std::fs::read(&output).expect("launch's output");
+        let _ = (std::fs::remove_file(&input), std::fs::remove_file(&output));
+        let mut at = 0;
+        (p.outputs.iter())
+            .map(|&len| {
+                at += len;
+                out[at - len..at].to_vec()
+            })
+            .collect()
+    }
+}
+
+pub fn as_f32(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+pub fn as_u32(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+fn max_len(ranges: &[[u32; 2]]) -> usize {
+    ranges
+        .iter()
+        .map(|[a, b]| b.saturating_sub(*a) as usize)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The queries' tiles for a kernel whose tile cap is `smem.cap`, as `src/gpu/scan.rs` builds
+/// them, and their buffers.
+fn tiles(p: &mut Plan, ranges: &[[u32; 2]], smem: TileSmem) -> (QueryTiles, Buf, Buf) {
+    let t = QueryTiles::new(ranges, smem.cap);
+    let (q, o) = (p.input(&u32s(&t.queries)), p.input(&u32s(&t.offsets)));
+    (t, q, o)
+}
+
+impl Emu {
+    /// The fused ranking's dense step into `scratch` (`nq × 3 × stride`).
+    fn rank_dense(&self, p: &mut Plan, m: (Buf, usize), q: (Buf, Buf, &[[u32; 2]]), scratch: Buf) {
+        let (emb, dim) = m;
+        let (vectors, ranges, host) = q;
+        let smem = dense_tile(dim);
+        let (t, tq, toff) = tiles(p, host, smem);
+        let splits = splits_for(t.len(), max_len(host), SLOTS) as u32;
+        let name = Tiled::Dense.name(dim, TileWidth::for_longest(t.longest));
+        let stride = max_len(host).max(1) as u32;
+        use Arg::*;
+        let args = vec![B(emb), U(dim as u32), B(vectors), B(ranges), B(tq), B(toff)];
+        let rest = [U(t.longest as u32), U(splits), B(scratch), U(stride)];
+        p.launch(
+            name,
+            (t.len() as u32, splits),
+            smem.bytes(t.longest),
+            [args, rest.into()].concat(),
+        );
+    }
+
+    /// `rank_dense` then `rank_topk` over inputs already in `p`; `out`: top-k slots or every
+    /// row's score.
+    #[allow(clippy::too_many_arguments)]
+    fn rank_launch(
+        &self,
+        p: &mut Plan,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        q: &RankQueries<'_>,
+        sparse_flags: (Buf, Buf),
+        params: &RankParams,
+        k: usize,
+    ) -> (Buf, Buf, Buf, usize) {
+        let (offsets, total) = range_offsets(q.ranges);
+        let nq = q.ranges.len();
+        let emb = p.input(&emb_bytes(m));
+        let (vectors, ranges) = (
+            p.input(&f32s(q.vectors)),
+            p.input(&u32s(&q.ranges.concat())),
+        );
+        let stride = max_len(q.ranges).max(1);
+        let scratch = p.scratch(nq * 3 * stride);
+        self.rank_dense(p, (emb, m.dim), (vectors, ranges, q.ranges), scratch);
+        let positions = p.input(&u32s(rows.timeline.positions));
+        let groups = p.input(&u32s(rows.timeline.groups));
+        let importance = p.input(rows.importance);
+        let offsets = p.input(&u32s(&offsets));
+        let (mode, factor): (Vec<u32>, Vec<f32>) = (q.time.iter())
+            .map(|t| match t {
+                TimeRule::None => (0, 0.0),
+                TimeRule::Front => (1, 0.0),
+                TimeRule::Boost(b) => (2, *b),
+            })
+            .unzip();
+        let (mode, factor) = (p.input(&u32s(&mode)), p.input(&f32s(&factor)));
+        let fr = params
+            .fragrel
+            .unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
+        let (out_s, out_r) = (p.output(nq * 2 * k * 4), p.output(nq * 2 * k * 4));
+        let all = p.output(total * 4);
+        use Arg::*;
+        let head = vec![B(ranges), B(positions), B(groups), B(importance)];
+        let inputs = vec![
+            B(sparse_flags.0),
+            B(sparse_flags.1),
+            B(offsets),
+            B(mode),
+            B(factor),
+        ];
+        let weights = vec![
+            F(params.w_dense),
+            F(params.w_sparse),
+            U(u32::from(params.sparse_fused)),
+            U(u32::from(params.fragrel.is_some())),
+            F(fr.alpha),
+            F(fr.w),
+            U(u32::from(params.importance.is_some())),
+            F(params.importance.unwrap_or(0.0)),
+            U(k as u32),
+            B(scratch),
+            U(stride as u32),
+        ];
+        let topk = [
+            head.clone(),
+            inputs.clone(),
+            weights.clone(),
+            vec![B(out_s), B(out_r), Null],
+        ];
+        p.launch("memdex_rank_topk", (nq as u32, 1), 0, topk.concat());
+        // every row's score: the dense step again (rank_topk rewrote the scratch), then out_all
+        self.rank_dense(p, (emb, m.dim), (vectors, ranges, q.ranges), scratch);
+        let scores = [head, inputs, weights, vec![Null, Null, B(all)]];
+        p.launch("memdex_rank_topk", (nq as u32, 1), 0, scores.concat());
+        (out_s, out_r, all, total)
+    }
+
+    fn rank_outputs(&self, p: Plan, k: usize) -> (TopKResult, Vec<f32>) {
+        let out = self.run(p);
+        let got = merge_lists(&as_f32(&out[0]), &as_u32(&out[1]), k);
+        (got, as_f32(&out[2]))
+    }
+
+    /// `query_inputs` (the text columns of each part, each query's terms and window) into the
+    /// BM25 / keyword-share and flag buffers it returns, as `src/gpu/text.rs` launches it.
+    fn query_inputs(
+        &self,
+        p: &mut Plan,
+        (dim, parts, texts): (usize, &[RankPart<'_>], &[PartText<'_>]),
+        tq: &TextQueries<'_>,
+        q: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> (Buf, Buf) {
+        let (offsets, total) = range_offsets(q.ranges);
+        let mut columns = Vec::new();
+        for t in texts {
+            let vocab: Vec<u8> = t
+                .vocab_vectors
+                .iter()
+                .flat_map(|h| h.to_bits().to_le_bytes())
+                .collect();
+            let i64s = |v: &[i64]| le(v, i64::to_le_bytes);
+            columns.extend([
+                p.input(&u32s(t.term_offsets)),
+                p.input(&u32s(t.term_rows)),
+                p.input(&f32s(t.term_weights)),
+                p.input(&i64s(t.timestamps)),
+                p.input(&u32s(t.event_offsets)),
+                p.input(&i64s(t.event_lo)),
+                p.input(&i64s(t.event_hi)),
+                p.input(&u32s(t.vocab_terms)),
+                p.input(&vocab),
+            ]);
+        }
+        let table = p.zeros(8 * columns.len());
+        let vocab_len: Vec<u32> = texts.iter().map(|t| t.vocab_terms.len() as u32).collect();
+        let mut starts = Vec::new();
+        parts.iter().fold(0u32, |s, part| {
+            starts.push(s);
+            s + part.rows() as u32
+        });
+        let (mut kind, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+        for w in tq.windows {
+            let (k, a, b) = match w {
+                None => (0, 0, 0),
+                Some(TimeWindow::Range { lo, hi }) => (1, *lo, *hi),
+                Some(TimeWindow::Dated) => (2, 0, 0),
+            };
+            kind.push(k);
+            lo.push(a);
+            hi.push(b);
+        }
+        let i64s = |v: &[i64]| le(v, i64::to_le_bytes);
+        use Arg::*;
+        let args = vec![
+            Table(table, columns),
+            B(p.input(&u32s(&vocab_len))),
+            B(p.input(&u32s(tq.part))),
+            B(p.input(&u32s(tq.term_offsets))),
+            B(p.input(&u32s(tq.terms))),
+            B(p.input(&u32s(&kind))),
+            B(p.input(&i64s(&lo))),
+            B(p.input(&i64s(&hi))),
+            B(p.input(&u32s(&q.ranges.concat()))),
+            B(p.input(&u32s(&starts))),
+            B(p.input(&u32s(&offsets))),
+            B(p.input(&f32s(q.vectors))),
+            U(dim as u32),
+            U(tq.expand.map_or(0, |x| x.terms as u32)),
+            F(tq.expand.map_or(0.0, |x| x.weight)),
+            F(params.w_sparse),
+            B(p.zeros(4 * total)),
+        ];
+        let (sparse, flags) = (p.zeros(4 * total), p.zeros(total));
+        let args = [args, vec![B(sparse), B(flags)]].concat();
+        p.launch("memdex_query_inputs", (q.ranges.len() as u32, 1), 0, args);
+        (sparse, flags)
+    }
+}
+
+/// A bucket mask's four launch arguments (row buckets, query masks, tables, words), or nulls.
+fn mask_args(p: &mut Plan, mask: Option<&BucketMask<'_>>) -> [Arg; 4] {
+    match mask {
+        Some(mk) => [
+            Arg::B(p.input(&le(mk.row_buckets, u16::to_le_bytes))),
+            Arg::B(p.input(&u32s(mk.query_masks))),
+            Arg::U(mk.tables as u32),
+            Arg::U(BucketMask::words(mk.buckets) as u32),
+        ],
+        None => [Arg::Null, Arg::Null, Arg::U(0), Arg::U(0)],
+    }
+}
+
+/// A run's first two outputs as `k` (score, row) slots per query.
+fn topk_result(out: &[Vec<u8>], k: usize) -> TopKResult {
+    TopKResult {
+        k,
+        scores: as_f32(&out[0]),
+        rows: as_u32(&out[1]),
+    }
+}
+
+fn emb_bytes(m: &Matrix<'_>) -> Vec<u8> {
+    m.data
+        .iter()
+        .flat_map(|h| h.to_bits().to_le_bytes())
+        .collect()
+}
+
+impl Kernels for Emu {
+    fn device(&self) -> String {
+        "emu".into()
+    }
+
+    fn lsh_project(
+        &self,
+        x: &[f32],
+        dim: usize,
+        proj: &[f32],
+        tables: usize,
+        buckets: usize,
+    ) -> Result<Vec<u32>, KernelError> {
+        let n = x.len() / dim.max(1);
+        let mut p = Plan::default();
+        let (xb, pb) = (p.input(&f32s(x)), p.input(&f32s(proj)));
+        let out = p.output(4 * n * tables);
+        let half = buckets / 2;
+        use Arg::*;
+        let args = vec![
+            B(xb),
+            U(dim as u32),
+            B(pb),
+            U(tables as u32),
+            U(half as u32),
+            B(out),
+        ];
+        p.launch(
+            "memdex_lsh_project",
+            (n as u32, 1),
+            (dim + tables * half) * 4,
+            args,
+        );
+        Ok(as_u32(&self.run(p)[0]))
+    }
+
+    fn segmented_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        assert!(k <= MAX_K);
+        let (nq, mut p) = (ranges.len(), Plan::default());
+        let smem = scan_tile(m.dim, k);
+        let (t, tq, toff) = tiles(&mut p, ranges, smem);
+        let splits = splits_for(t.len(), max_len(ranges), SLOTS);
+        let emb = p.input(&emb_bytes(m));
+        let (qv, rb) = (p.input(&f32s(queries)), p.input(&u32s(&ranges.concat())));
+        let (part_s, part_r) = match splits {
+            1 => (p.output(4 * nq * k), p.output(4 * nq * k)),
+            _ => (p.zeros(4 * nq * splits * k), p.zeros(4 * nq * splits * k)),
+        };
+        use Arg::*;
+        let [buckets, masks, tables, words] = mask_args(&mut p, mask);
+        let name = Tiled::Scan.name(m.dim, TileWidth::for_longest(t.longest));
+        let args = vec![
+            B(emb),
+            U(m.dim as u32),
+            B(qv),
+            B(rb),
+            B(tq),
+            B(toff),
+            U(t.longest as u32),
+        ];
+        let rest = vec![buckets, masks, tables, words, U(k as u32), U(splits as u32)];
+        let args = [args, rest, vec![B(part_s), B(part_r)]].concat();
+        p.launch(
+            name,
+            (t.len() as u32, splits as u32),
+            smem.bytes(t.longest),
+            args,
+        );
+        if splits > 1 {
+            let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
+            let args = vec![
+                B(part_s),
+                B(part_r),
+                U(splits as u32),
+                U(k as u32),
+                B(s),
+                B(r),
+            ];
+            p.launch_with("memdex_topk_merge", (nq as u32, 1), 32, 0, args);
+        }
+        Ok(topk_result(&self.run(p), k))
+    }
+
+    fn fragrel_topk(
+        &self,
+        m: &Matrix<'_>,
+        timeline: &Timeline<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+        params: FragRelParams,
+    ) -> Result<TopKResult, KernelError> {
+        let (nq, mut p) = (ranges.len(), Plan::default());
+        let stride = max_len(ranges).max(1);
+        use Arg::*;
+        let mut args = vec![
+            B(p.input(&emb_bytes(m))),
+            U(m.dim as u32),
+            B(p.input(&f32s(queries))),
+            B(p.input(&u32s(&ranges.concat()))),
+            B(p.input(&u32s(timeline.positions))),
+            B(p.input(&u32s(timeline.groups))),
+            F(params.alpha),
+            F(params.w),
+        ];
+        args.extend(mask_args(&mut p, mask));
+        let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
+        args.extend([
+            U(k as u32),
+            B(p.scratch(nq * 3 * stride)),
+            U(stride as u32),
+            B(s),
+            B(r),
+        ]);
+        let name = if m.dim <= 512 {
+            "memdex_fragrel_topk_d512"
+        } else {
+            "memdex_fragrel_topk"
+        };
+        p.launch(name, (nq as u32, 1), 0, args);
+        Ok(topk_result(&self.run(p), k))
+    }
+
+    fn rank_topk(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let mut p = Plan::default();
+        let sf = (p.input(&f32s(queries.sparse)), p.input(queries.flags));
+        self.rank_launch(&mut p, m, rows, queries, sf, params, k);
+        Ok(self.rank_outputs(p, k).0)
+    }
+
+    fn rank_scores(
+        &self,
+        m: &Matrix<'_>,
+        rows: &RankRows<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+    ) -> Result<Vec<f32>, KernelError> {
+        let mut p = Plan::default();
+        let sf = (p.input(&f32s(queries.sparse)), p.input(queries.flags));
+        self.rank_launch(&mut p, m, rows, queries, sf, params, 1);
+        Ok(self.rank_outputs(p, 1).1)
+    }
+
+    fn rank_topk_text(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        texts: &[PartText<'_>],
+        text: &TextQueries<'_>,
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        // the inputs checked as every backend checks them (the reference's own checks; its
+        // answer is not used)
+        text_inputs_reference(dim, parts, texts, text, queries, params)?;
+        let c = Concatenated::new(dim, parts, queries)?;
+        let mut p = Plan::default();
+        let sf = self.query_inputs(&mut p, (dim, parts, texts), text, queries, params);
+        self.rank_launch(&mut p, &c.matrix(), &c.rows(), queries, sf, params, k);
+        Ok(self.rank_outputs(p, k).0)
+    }
+}
