@@ -16,6 +16,7 @@
 #include "simt.h"
 
 #include "../cuda/fragrel_env.cu"
+#include "../cuda/gather_parts.cu"
 #include "../cuda/lsh_project.cu"
 #include "../cuda/query_inputs.cu"
 #include "../cuda/rank.cu"
@@ -110,6 +111,12 @@ const std::map<std::string, Kernel> kKernels = {
                           a.f(9), a.f(10), a.u(11), a.u(12), a.f(13), a.f(14), a.u(15), a.f(16),
                           a.u(17), a.p<float>(18), a.u(19), a.p<float>(20), a.p<uint32_t>(21),
                           a.p<float>(22));
+     }},
+    {"memdex_gather_parts",
+     [](const Args& a) {
+         memdex_gather_parts(a.p<const uint64_t>(0), a.p<const uint32_t>(1),
+                             a.p<const uint32_t>(2), a.u(3), a.p<uint16_t>(4), a.p<uint32_t>(5),
+                             a.p<uint32_t>(6), a.p<uint8_t>(7));
      }},
     {"memdex_query_inputs",
      [](const Args& a) {

@@ -1,9 +1,9 @@
 //! An emulated device for the kernel checks: [`Emu`] implements [`Kernels`] by making the
 //! launches `src/gpu.rs` makes (the same kernels, instantiations, tiles and arguments) and
 //! running them under `kernels/emu/launch.cpp`, the CUDA sources compiled as C++ on the SIMT
-//! emulator. It is the CUDA backend's kernels without a GPU; the host glue it mirrors (uploads,
-//! resident parts, the gather kernel, input validation) stays the CUDA backend's own and is
-//! not what these checks test here.
+//! emulator: every kernel of the CUDA backend, `gather_parts` assembling the parts included,
+//! without a GPU. The host glue it mirrors (uploads, the resident cache and its assembly gate,
+//! input validation) stays the CUDA backend's own and is not what these checks test here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -254,32 +254,33 @@ impl Emu {
         );
     }
 
-    /// `rank_dense` then `rank_topk` over inputs already in `p`; `out`: top-k slots or every
+    /// `rank_dense` then `rank_topk` over `rows` (already in `p`): the top-k slots, then every
     /// row's score.
-    #[allow(clippy::too_many_arguments)]
     fn rank_launch(
         &self,
         p: &mut Plan,
-        m: &Matrix<'_>,
-        rows: &RankRows<'_>,
+        rows: RowBufs,
         q: &RankQueries<'_>,
         sparse_flags: (Buf, Buf),
         params: &RankParams,
         k: usize,
-    ) -> (Buf, Buf, Buf, usize) {
+    ) {
         let (offsets, total) = range_offsets(q.ranges);
         let nq = q.ranges.len();
-        let emb = p.input(&emb_bytes(m));
+        let RowBufs {
+            emb,
+            dim,
+            positions,
+            groups,
+            importance,
+        } = rows;
         let (vectors, ranges) = (
             p.input(&f32s(q.vectors)),
             p.input(&u32s(&q.ranges.concat())),
         );
         let stride = max_len(q.ranges).max(1);
         let scratch = p.scratch(nq * 3 * stride);
-        self.rank_dense(p, (emb, m.dim), (vectors, ranges, q.ranges), scratch);
-        let positions = p.input(&u32s(rows.timeline.positions));
-        let groups = p.input(&u32s(rows.timeline.groups));
-        let importance = p.input(rows.importance);
+        self.rank_dense(p, (emb, dim), (vectors, ranges, q.ranges), scratch);
         let offsets = p.input(&u32s(&offsets));
         let (mode, factor): (Vec<u32>, Vec<f32>) = (q.time.iter())
             .map(|t| match t {
@@ -324,10 +325,55 @@ impl Emu {
         ];
         p.launch("memdex_rank_topk", (nq as u32, 1), 0, topk.concat());
         // every row's score: the dense step again (rank_topk rewrote the scratch), then out_all
-        self.rank_dense(p, (emb, m.dim), (vectors, ranges, q.ranges), scratch);
+        self.rank_dense(p, (emb, dim), (vectors, ranges, q.ranges), scratch);
         let scores = [head, inputs, weights, vec![Null, Null, B(all)]];
         p.launch("memdex_rank_topk", (nq as u32, 1), 0, scores.concat());
-        (out_s, out_r, all, total)
+    }
+
+    /// The batch's rows assembled from its parts by `memdex_gather_parts`, as the CUDA
+    /// backend assembles resident parts (`src/gpu/assemble.rs`: parts with rows, 32 blocks
+    /// each).
+    fn gather(&self, p: &mut Plan, dim: usize, parts: &[RankPart<'_>]) -> RowBufs {
+        let total: usize = parts.iter().map(RankPart::rows).sum();
+        let rows = RowBufs {
+            emb: p.zeros(2 * total * dim),
+            dim,
+            positions: p.zeros(4 * total),
+            groups: p.zeros(4 * total),
+            importance: p.zeros(total),
+        };
+        let (mut columns, mut starts, mut counts, mut at) = (vec![], vec![], vec![], 0u32);
+        for part in parts {
+            let n = part.rows() as u32;
+            if n > 0 {
+                columns.extend([
+                    p.input(&le(part.embeddings, |h| h.to_bits().to_le_bytes())),
+                    p.input(&u32s(part.positions)),
+                    p.input(&u32s(part.groups)),
+                    p.input(part.importance),
+                ]);
+                starts.push(at);
+                counts.push(n);
+            }
+            at += n;
+        }
+        if counts.is_empty() {
+            return rows;
+        }
+        use Arg::*;
+        let table = p.zeros(8 * columns.len());
+        let args = vec![
+            Table(table, columns),
+            B(p.input(&u32s(&starts))),
+            B(p.input(&u32s(&counts))),
+            U(dim as u32),
+            B(rows.emb),
+            B(rows.positions),
+            B(rows.groups),
+            B(rows.importance),
+        ];
+        p.launch("memdex_gather_parts", (counts.len() as u32, 32), 0, args);
+        rows
     }
 
     fn rank_outputs(&self, p: Plan, k: usize) -> (TopKResult, Vec<f32>) {
@@ -410,6 +456,27 @@ impl Emu {
         let args = [args, vec![B(sparse), B(flags)]].concat();
         p.launch("memdex_query_inputs", (q.ranges.len() as u32, 1), 0, args);
         (sparse, flags)
+    }
+}
+
+/// A batch's rows in a [`Plan`]: what the fused ranking reads per row.
+#[derive(Clone, Copy)]
+struct RowBufs {
+    emb: Buf,
+    dim: usize,
+    positions: Buf,
+    groups: Buf,
+    importance: Buf,
+}
+
+/// The rows uploaded from one matrix.
+fn host_rows(p: &mut Plan, m: &Matrix<'_>, rows: &RankRows<'_>) -> RowBufs {
+    RowBufs {
+        emb: p.input(&emb_bytes(m)),
+        dim: m.dim,
+        positions: p.input(&u32s(rows.timeline.positions)),
+        groups: p.input(&u32s(rows.timeline.groups)),
+        importance: p.input(rows.importance),
     }
 }
 
@@ -583,7 +650,8 @@ impl Kernels for Emu {
     ) -> Result<TopKResult, KernelError> {
         let mut p = Plan::default();
         let sf = (p.input(&f32s(queries.sparse)), p.input(queries.flags));
-        self.rank_launch(&mut p, m, rows, queries, sf, params, k);
+        let rows = host_rows(&mut p, m, rows);
+        self.rank_launch(&mut p, rows, queries, sf, params, k);
         Ok(self.rank_outputs(p, k).0)
     }
 
@@ -596,8 +664,26 @@ impl Kernels for Emu {
     ) -> Result<Vec<f32>, KernelError> {
         let mut p = Plan::default();
         let sf = (p.input(&f32s(queries.sparse)), p.input(queries.flags));
-        self.rank_launch(&mut p, m, rows, queries, sf, params, 1);
+        let rows = host_rows(&mut p, m, rows);
+        self.rank_launch(&mut p, rows, queries, sf, params, 1);
         Ok(self.rank_outputs(p, 1).1)
+    }
+
+    /// The parts assembled by `memdex_gather_parts`, as the CUDA backend assembles them.
+    fn rank_topk_parts(
+        &self,
+        dim: usize,
+        parts: &[RankPart<'_>],
+        queries: &RankQueries<'_>,
+        params: &RankParams,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        Concatenated::new(dim, parts, queries)?; // checks the parts and ranges
+        let mut p = Plan::default();
+        let sf = (p.input(&f32s(queries.sparse)), p.input(queries.flags));
+        let rows = self.gather(&mut p, dim, parts);
+        self.rank_launch(&mut p, rows, queries, sf, params, k);
+        Ok(self.rank_outputs(p, k).0)
     }
 
     fn rank_topk_text(
@@ -613,10 +699,10 @@ impl Kernels for Emu {
         // the inputs checked as every backend checks them (the reference's own checks; its
         // answer is not used)
         text_inputs_reference(dim, parts, texts, text, queries, params)?;
-        let c = Concatenated::new(dim, parts, queries)?;
         let mut p = Plan::default();
         let sf = self.query_inputs(&mut p, (dim, parts, texts), text, queries, params);
-        self.rank_launch(&mut p, &c.matrix(), &c.rows(), queries, sf, params, k);
+        let rows = self.gather(&mut p, dim, parts);
+        self.rank_launch(&mut p, rows, queries, sf, params, k);
         Ok(self.rank_outputs(p, k).0)
     }
 }
