@@ -17,13 +17,55 @@ pub fn select_device(choice: DeviceChoice) -> Result<Device, EmbedError> {
 
 #[cfg(feature = "cuda")]
 fn auto_device() -> Device {
-    Device::new_cuda(0).unwrap_or_else(|e| {
-        tracing::warn!(
-            "--device auto: no usable CUDA device ({}); running on the CPU",
-            plain_message(&e)
-        );
-        Device::Cpu
-    })
+    match Device::new_cuda(0) {
+        Ok(d) => {
+            keep_pool_memory(&d);
+            d
+        }
+        Err(e) => {
+            tracing::warn!(
+                "--device auto: no usable CUDA device ({}); running on the CPU",
+                plain_message(&e)
+            );
+            Device::Cpu
+        }
+    }
+}
+
+/// Keeps the memory CUDA's stream-ordered allocator has reserved, instead of returning it to
+/// the driver at every synchronisation. candle (through cudarc) allocates every tensor and
+/// kernel buffer with `cuMemAllocAsync` from the device's default pool, whose release threshold
+/// is 0: each batch ends in a synchronisation (its answers are copied back), so every batch's
+/// buffers were mapped afresh, model activations and the kernels' batch matrix alike. With the
+/// threshold at its maximum the pool keeps what the process has used at its peak, as RMM and
+/// CCCL's pools do by default. The pool is per device: every `Device` opened on it shares the
+/// setting. A driver that refuses it is logged and changes nothing else.
+#[cfg(feature = "cuda")]
+pub fn keep_pool_memory(device: &Device) {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    let Ok(cuda) = device.as_cuda_device() else {
+        return;
+    };
+    let ordinal = cuda.cuda_stream().context().cu_device();
+    let mut threshold = u64::MAX;
+    #[allow(unsafe_code)]
+    // SAFETY: `ordinal` is the CUdevice of an open context (candle opened it); the release
+    // threshold attribute takes a u64, which `threshold` is and outlives the call.
+    let set = unsafe {
+        result::device::get_default_mem_pool(ordinal).and_then(|pool| {
+            result::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+        })
+    };
+    match set {
+        Ok(()) => tracing::debug!("cuda: the memory pool keeps the memory it reserves"),
+        Err(e) => {
+            tracing::warn!("cuda: the memory pool keeps releasing memory at every sync ({e})")
+        }
+    }
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -34,14 +76,16 @@ fn auto_device() -> Device {
 
 #[cfg(feature = "cuda")]
 fn cuda(n: usize, requested: &str) -> Result<Device, EmbedError> {
-    Device::new_cuda(n).map_err(|e| EmbedError::Device {
+    let device = Device::new_cuda(n).map_err(|e| EmbedError::Device {
         requested: requested.to_string(),
         message: format!(
             "no usable CUDA device {n} ({}); use --device cpu, or --device auto to fall back \
              to the CPU",
             plain_message(&e)
         ),
-    })
+    })?;
+    keep_pool_memory(&device);
+    Ok(device)
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -41,6 +41,8 @@ mod stage_timer;
 mod tokenize;
 
 pub use batch::{plan_batches, BatchPlan};
+#[cfg(feature = "cuda")]
+pub use device::keep_pool_memory;
 pub use device::{device_name, select_device};
 pub use embedder::{
     CpuBackend, EmbedOptions, Embedder, Embeddings, Precision, SmallBatchWeights, WeightFormat,

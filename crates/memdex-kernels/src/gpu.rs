@@ -125,6 +125,8 @@ impl Gpu {
             return Err(KernelError::NoPtx);
         }
         let device = Device::new_cuda(ordinal)?;
+        // the pool keeps its memory across batches, as for the model's device
+        memdex_embed::keep_pool_memory(&device);
         let cuda = device.as_cuda_device()?.clone();
         let sms = cuda
             .cuda_stream()
