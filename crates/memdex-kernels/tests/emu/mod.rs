@@ -282,41 +282,15 @@ impl Emu {
         let scratch = p.scratch(nq * 3 * stride);
         self.rank_dense(p, (emb, dim), (vectors, ranges, q.ranges), scratch);
         let offsets = p.input(&u32s(&offsets));
-        let (mode, factor): (Vec<u32>, Vec<f32>) = (q.time.iter())
-            .map(|t| match t {
-                TimeRule::None => (0, 0.0),
-                TimeRule::Front => (1, 0.0),
-                TimeRule::Boost(b) => (2, *b),
-            })
-            .unzip();
-        let (mode, factor) = (p.input(&u32s(&mode)), p.input(&f32s(&factor)));
-        let fr = params
-            .fragrel
-            .unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
+        let (mode, factor) = time_rules(p, q.time);
         let (out_s, out_r) = (p.output(nq * 2 * k * 4), p.output(nq * 2 * k * 4));
         let all = p.output(total * 4);
         use Arg::*;
         let head = vec![B(ranges), B(positions), B(groups), B(importance)];
-        let inputs = vec![
-            B(sparse_flags.0),
-            B(sparse_flags.1),
-            B(offsets),
-            B(mode),
-            B(factor),
-        ];
-        let weights = vec![
-            F(params.w_dense),
-            F(params.w_sparse),
-            U(u32::from(params.sparse_fused)),
-            U(u32::from(params.fragrel.is_some())),
-            F(fr.alpha),
-            F(fr.w),
-            U(u32::from(params.importance.is_some())),
-            F(params.importance.unwrap_or(0.0)),
-            U(k as u32),
-            B(scratch),
-            U(stride as u32),
-        ];
+        let (sparse, flags) = sparse_flags;
+        let inputs = vec![B(sparse), B(flags), B(offsets), B(mode), B(factor)];
+        let mut weights = weight_args(params, k);
+        weights.extend([B(scratch), U(stride as u32)]);
         let topk = [
             head.clone(),
             inputs.clone(),
@@ -347,7 +321,7 @@ impl Emu {
             let n = part.rows() as u32;
             if n > 0 {
                 columns.extend([
-                    p.input(&le(part.embeddings, |h| h.to_bits().to_le_bytes())),
+                    p.input(&f16s(part.embeddings)),
                     p.input(&u32s(part.positions)),
                     p.input(&u32s(part.groups)),
                     p.input(part.importance),
@@ -393,45 +367,17 @@ impl Emu {
         params: &RankParams,
     ) -> (Buf, Buf) {
         let (offsets, total) = range_offsets(q.ranges);
-        let mut columns = Vec::new();
-        for t in texts {
-            let vocab: Vec<u8> = t
-                .vocab_vectors
-                .iter()
-                .flat_map(|h| h.to_bits().to_le_bytes())
-                .collect();
-            let i64s = |v: &[i64]| le(v, i64::to_le_bytes);
-            columns.extend([
-                p.input(&u32s(t.term_offsets)),
-                p.input(&u32s(t.term_rows)),
-                p.input(&f32s(t.term_weights)),
-                p.input(&i64s(t.timestamps)),
-                p.input(&u32s(t.event_offsets)),
-                p.input(&i64s(t.event_lo)),
-                p.input(&i64s(t.event_hi)),
-                p.input(&u32s(t.vocab_terms)),
-                p.input(&vocab),
-            ]);
-        }
+        let columns = text_columns(p, texts);
         let table = p.zeros(8 * columns.len());
         let vocab_len: Vec<u32> = texts.iter().map(|t| t.vocab_terms.len() as u32).collect();
-        let mut starts = Vec::new();
-        parts.iter().fold(0u32, |s, part| {
-            starts.push(s);
-            s + part.rows() as u32
-        });
-        let (mut kind, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
-        for w in tq.windows {
-            let (k, a, b) = match w {
-                None => (0, 0, 0),
-                Some(TimeWindow::Range { lo, hi }) => (1, *lo, *hi),
-                Some(TimeWindow::Dated) => (2, 0, 0),
-            };
-            kind.push(k);
-            lo.push(a);
-            hi.push(b);
-        }
-        let i64s = |v: &[i64]| le(v, i64::to_le_bytes);
+        let starts: Vec<u32> = (parts.iter())
+            .scan(0u32, |s, part| {
+                let at = *s;
+                *s += part.rows() as u32;
+                Some(at)
+            })
+            .collect();
+        let [kind, lo, hi] = windows(p, tq.windows);
         use Arg::*;
         let args = vec![
             Table(table, columns),
@@ -439,9 +385,9 @@ impl Emu {
             B(p.input(&u32s(tq.part))),
             B(p.input(&u32s(tq.term_offsets))),
             B(p.input(&u32s(tq.terms))),
-            B(p.input(&u32s(&kind))),
-            B(p.input(&i64s(&lo))),
-            B(p.input(&i64s(&hi))),
+            kind,
+            lo,
+            hi,
             B(p.input(&u32s(&q.ranges.concat()))),
             B(p.input(&u32s(&starts))),
             B(p.input(&u32s(&offsets))),
@@ -459,6 +405,82 @@ impl Emu {
     }
 }
 
+fn i64s(v: &[i64]) -> Vec<u8> {
+    le(v, i64::to_le_bytes)
+}
+
+fn f16s(v: &[memdex_kernels::f16]) -> Vec<u8> {
+    le(v, |h| h.to_bits().to_le_bytes())
+}
+
+/// Each query's time rule as `rank.cu` takes it: mode (0 none, 1 front, 2 boost) and factor.
+fn time_rules(p: &mut Plan, time: &[TimeRule]) -> (Buf, Buf) {
+    let (mode, factor): (Vec<u32>, Vec<f32>) = (time.iter())
+        .map(|t| match t {
+            TimeRule::None => (0, 0.0),
+            TimeRule::Front => (1, 0.0),
+            TimeRule::Boost(b) => (2, *b),
+        })
+        .unzip();
+    (p.input(&u32s(&mode)), p.input(&f32s(&factor)))
+}
+
+/// `rank.cu`'s weights and `k`, in its parameter order.
+fn weight_args(params: &RankParams, k: usize) -> Vec<Arg> {
+    let fr = (params.fragrel).unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
+    use Arg::*;
+    vec![
+        F(params.w_dense),
+        F(params.w_sparse),
+        U(u32::from(params.sparse_fused)),
+        U(u32::from(params.fragrel.is_some())),
+        F(fr.alpha),
+        F(fr.w),
+        U(u32::from(params.importance.is_some())),
+        F(params.importance.unwrap_or(0.0)),
+        U(k as u32),
+    ]
+}
+
+/// Each part's nine text columns, in `query_inputs.cu`'s table order.
+fn text_columns(p: &mut Plan, texts: &[PartText<'_>]) -> Vec<Buf> {
+    let mut columns = Vec::new();
+    for t in texts {
+        columns.extend([
+            p.input(&u32s(t.term_offsets)),
+            p.input(&u32s(t.term_rows)),
+            p.input(&f32s(t.term_weights)),
+            p.input(&i64s(t.timestamps)),
+            p.input(&u32s(t.event_offsets)),
+            p.input(&i64s(t.event_lo)),
+            p.input(&i64s(t.event_hi)),
+            p.input(&u32s(t.vocab_terms)),
+            p.input(&f16s(t.vocab_vectors)),
+        ]);
+    }
+    columns
+}
+
+/// Each query's window: kind (0 none, 1 range, 2 dated), lo, hi.
+fn windows(p: &mut Plan, windows: &[Option<TimeWindow>]) -> [Arg; 3] {
+    let (mut kind, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+    for w in windows {
+        let (k, a, b) = match w {
+            None => (0, 0, 0),
+            Some(TimeWindow::Range { lo, hi }) => (1, *lo, *hi),
+            Some(TimeWindow::Dated) => (2, 0, 0),
+        };
+        kind.push(k);
+        lo.push(a);
+        hi.push(b);
+    }
+    [
+        Arg::B(p.input(&u32s(&kind))),
+        Arg::B(p.input(&i64s(&lo))),
+        Arg::B(p.input(&i64s(&hi))),
+    ]
+}
+
 /// A batch's rows in a [`Plan`]: what the fused ranking reads per row.
 #[derive(Clone, Copy)]
 struct RowBufs {
@@ -472,7 +494,7 @@ struct RowBufs {
 /// The rows uploaded from one matrix.
 fn host_rows(p: &mut Plan, m: &Matrix<'_>, rows: &RankRows<'_>) -> RowBufs {
     RowBufs {
-        emb: p.input(&emb_bytes(m)),
+        emb: p.input(&f16s(m.data)),
         dim: m.dim,
         positions: p.input(&u32s(rows.timeline.positions)),
         groups: p.input(&u32s(rows.timeline.groups)),
@@ -500,13 +522,6 @@ fn topk_result(out: &[Vec<u8>], k: usize) -> TopKResult {
         scores: as_f32(&out[0]),
         rows: as_u32(&out[1]),
     }
-}
-
-fn emb_bytes(m: &Matrix<'_>) -> Vec<u8> {
-    m.data
-        .iter()
-        .flat_map(|h| h.to_bits().to_le_bytes())
-        .collect()
 }
 
 impl Kernels for Emu {
@@ -558,7 +573,7 @@ impl Kernels for Emu {
         let smem = scan_tile(m.dim, k);
         let (t, tq, toff) = tiles(&mut p, ranges, smem);
         let splits = splits_for(t.len(), max_len(ranges), SLOTS);
-        let emb = p.input(&emb_bytes(m));
+        let emb = p.input(&f16s(m.data));
         let (qv, rb) = (p.input(&f32s(queries)), p.input(&u32s(&ranges.concat())));
         let (part_s, part_r) = match splits {
             1 => (p.output(4 * nq * k), p.output(4 * nq * k)),
@@ -613,7 +628,7 @@ impl Kernels for Emu {
         let stride = max_len(ranges).max(1);
         use Arg::*;
         let mut args = vec![
-            B(p.input(&emb_bytes(m))),
+            B(p.input(&f16s(m.data))),
             U(m.dim as u32),
             B(p.input(&f32s(queries))),
             B(p.input(&u32s(&ranges.concat()))),
