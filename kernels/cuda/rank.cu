@@ -126,19 +126,13 @@ __device__ __forceinline__ void rank_dense(const __half* __restrict__ emb, uint3
         const uint32_t *__restrict__ ranges, const uint32_t *__restrict__ tile_q,            \
         const uint32_t *__restrict__ tile_off, uint32_t cap, uint32_t splits,                \
         float *__restrict__ scratch, uint32_t stride
-// Widths as memdex_segmented_topk's: C = 8 (dim <= 1024) or 4 (dim <= 512), tiles of at most
-// 1, 4 or 16 queries.
+// The instantiations: MEMDEX_TILED_INSTANCES (tile.cuh).
 #define RK_DENSE_KERNEL(name, C, S)                                                          \
     extern "C" __global__ void __launch_bounds__(RK_THREADS) name(RK_DENSE_PARAMS) {         \
         rank_dense<C, S>(emb, dim, queries, ranges, tile_q, tile_off, cap, splits, scratch,  \
                          stride);                                                            \
     }
-RK_DENSE_KERNEL(memdex_rank_dense_t1, 8, 0)
-RK_DENSE_KERNEL(memdex_rank_dense_t4, 8, 2)
-RK_DENSE_KERNEL(memdex_rank_dense_t16, 8, 4)
-RK_DENSE_KERNEL(memdex_rank_dense_d512_t1, 4, 0)
-RK_DENSE_KERNEL(memdex_rank_dense_d512_t4, 4, 2)
-RK_DENSE_KERNEL(memdex_rank_dense_d512_t16, 4, 4)
+MEMDEX_TILED_INSTANCES(RK_DENSE_KERNEL, memdex_rank_dense)
 
 // The rest of the pipeline for one query, from the dense cosines memdex_rank_dense left in
 // its scratch.

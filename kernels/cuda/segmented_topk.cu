@@ -62,19 +62,12 @@ __device__ __forceinline__ void segmented_topk(SEG_PARAMS) {
     }
 }
 
-// Widths: C = 8 chunks per half-warp lane (dim <= 1024) or 4 (dim <= 512: fewer registers);
-// tiles of at most 1, 4 or 16 queries (S = 0, 2, 4). The host picks by dim and the longest
-// tile.
+// The instantiations: MEMDEX_TILED_INSTANCES (tile.cuh).
 #define SEG_KERNEL(name, C, S)                                                                 \
     extern "C" __global__ void __launch_bounds__(MEMDEX_WARPS * 32) name(SEG_PARAMS) {         \
         segmented_topk<C, S>(SEG_ARGS);                                                        \
     }
-SEG_KERNEL(memdex_segmented_topk_t1, 8, 0)
-SEG_KERNEL(memdex_segmented_topk_t4, 8, 2)
-SEG_KERNEL(memdex_segmented_topk_t16, 8, 4)
-SEG_KERNEL(memdex_segmented_topk_d512_t1, 4, 0)
-SEG_KERNEL(memdex_segmented_topk_d512_t4, 4, 2)
-SEG_KERNEL(memdex_segmented_topk_d512_t16, 4, 4)
+MEMDEX_TILED_INSTANCES(SEG_KERNEL, memdex_segmented_topk)
 
 // Reduces `splits` (<= MEMDEX_MAX_SPLITS) sorted candidate lists of k per query to one
 // (grid = nq, one warp per query). Each round every lane finds the best head among its lists

@@ -22,6 +22,17 @@
 
 #define MEMDEX_QTILE 16
 
+// Every instantiation of a tiled kernel `K(name, C, S)`: C = 8 chunks per half-warp lane (dim
+// <= 1024) or 4 (`_d512`, dim <= 512: fewer registers); tiles of at most 1, 4 or 16 queries
+// (S = 0, 2, 4). The host picks by dim and the launch's longest tile (tiles.rs, Tiled::name).
+#define MEMDEX_TILED_INSTANCES(K, name)                                                      \
+    K(name##_t1, 8, 0)                                                                       \
+    K(name##_t4, 8, 2)                                                                       \
+    K(name##_t16, 8, 4)                                                                      \
+    K(name##_d512_t1, 4, 0)                                                                  \
+    K(name##_d512_t4, 4, 2)                                                                  \
+    K(name##_d512_t16, 4, 4)
+
 // float4s of one query in a tile's shared memory
 #define MEMDEX_TILE_F4(C) ((C) * 32)
 

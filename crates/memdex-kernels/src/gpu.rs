@@ -23,7 +23,7 @@ use candle_core::Device;
 use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
 use crate::text::{check_text, PartText, PartTexts, TextQueries};
-use crate::tiles::{QueryTiles, MAX_TILE};
+use crate::tiles::{dense_tile, QueryTiles};
 use crate::types::{check_lsh, check_scan, check_timeline};
 use crate::{
     f16, ptx, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankPart,
@@ -78,8 +78,8 @@ pub struct DeviceQueries {
     pub ranges: CudaSlice<u32>,
     /// Longest range (sizes the splits and FragRel's scratch).
     pub max_len: usize,
-    /// The queries grouped by range in tiles of up to [`crate::tiles::MAX_TILE`], for the
-    /// tiled scans (grouped on the host at upload).
+    /// The queries grouped by range in tiles, for the tiled scans (grouped on the host at
+    /// upload, as many per tile as the dense step's shared memory holds for this dim).
     pub tiles: DeviceTiles,
     /// The ranges on the host (tiles of a smaller cap are built from them).
     pub host_ranges: Vec<[u32; 2]>,
@@ -195,11 +195,14 @@ impl Gpu {
         ranges: &[[u32; 2]],
     ) -> Result<DeviceQueries, KernelError> {
         let flat: Vec<u32> = ranges.iter().flatten().copied().collect();
+        // tiles as the fused ranking's dense step takes them (the serving path); a scan whose
+        // shared memory holds fewer queries builds its own
+        let dim = vectors.len() / ranges.len().max(1);
         Ok(DeviceQueries {
             n: ranges.len(),
             vectors: self.upload(&nonempty(vectors))?,
             ranges: self.upload(&nonempty(&flat))?,
-            tiles: self.upload_tiles(&QueryTiles::new(ranges, MAX_TILE))?,
+            tiles: self.upload_tiles(&QueryTiles::new(ranges, dense_tile(dim).cap))?,
             host_ranges: ranges.to_vec(),
             max_len: ranges
                 .iter()
