@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use memdex_rank::{
-    fused_depth, Batch, BatchHits, BatchRanker, BatchRankings, CpuRanker, DeviceCount, FusedParams,
+    fused_depth, Batch, BatchHits, BatchRanker, BatchRankings, CpuRanker, DeviceCount, Plan,
     RankError, TopK,
 };
 
@@ -115,7 +115,7 @@ impl KernelRanker {
         cost: &Mutex<CostModel>,
     ) -> Option<(Side, Option<u64>)> {
         let fits = k.is_none_or(|k| fused_depth(k, b.opts) <= MAX_K);
-        if let Err(e) = FusedParams::from_options(b.opts) {
+        if let Err(e) = Plan::of(b.opts).fused() {
             static TOLD: std::sync::Once = std::sync::Once::new();
             if let RankError::NotFused { stage } = e {
                 let say = || {

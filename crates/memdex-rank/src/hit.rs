@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use memdex_core::Role;
 use memdex_store::ItemRef;
 use serde::Serialize;
@@ -89,6 +91,54 @@ pub struct Explain {
     /// Why the update stage moved this item (absent: it did not move it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub update: Option<UpdateLink>,
+    /// The score after each other stage that ran, under the stage's name.
+    #[serde(flatten)]
+    pub stages: BTreeMap<&'static str, f32>,
+}
+
+impl Explain {
+    /// An explanation with only the rank by score (the rank after the time stage too, until
+    /// that stage says otherwise).
+    pub(crate) fn ranked(score_rank: usize) -> Explain {
+        Explain {
+            dense: None,
+            bm25: None,
+            expansion: None,
+            first_stage: 0.0,
+            fragrel: None,
+            structures: None,
+            signals: None,
+            superseded: None,
+            score_rank,
+            time: None,
+            time_rank: score_rank,
+            update_moved_from: None,
+            update: None,
+            stages: BTreeMap::new(),
+        }
+    }
+
+    /// Records `score` as the output of the stage (or first-stage input) called `name`.
+    pub(crate) fn set_score(&mut self, name: &'static str, score: f32) {
+        let slot = match name {
+            "first_stage" => {
+                self.first_stage = score;
+                return;
+            }
+            "dense" => &mut self.dense,
+            "bm25" => &mut self.bm25,
+            "expansion" => &mut self.expansion,
+            "fragrel" => &mut self.fragrel,
+            "structures" => &mut self.structures,
+            "signals" => &mut self.signals,
+            "superseded" => &mut self.superseded,
+            other => {
+                self.stages.insert(other, score);
+                return;
+            }
+        };
+        *slot = Some(score);
+    }
 }
 
 /// The update stage's reason for moving a hit: the item it was linked to (the one that held

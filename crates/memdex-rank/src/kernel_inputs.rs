@@ -1,5 +1,5 @@
 //! The CPU side of the fused default ranking (memdex-kernels' `rank_topk`, one kernel per batch
-//! of queries on a device): which options it can run ([`FusedParams::from_options`]), each
+//! of queries on a device): which options it can run ([`crate::Plan::fused`]), each
 //! tenant's live rows gathered once ([`FusedTenant`]: embeddings, timeline, importance) and
 //! each query's CPU-computed inputs ([`FusedTenant::query`]: BM25 scores, time-stage flags).
 //! The stages it stands for are [`crate::rank`]'s with the same options; the kernels' CPU
@@ -12,82 +12,18 @@ use half::f16;
 use memdex_store::{ItemRef, Store};
 
 use crate::cache::TenantCache;
-use crate::columns::check_columns;
 use crate::kernel_rows::{FusedRows, FusedText, FusedVocab};
-use crate::options::{FragRelScope, Fusion, RankOptions, Retriever, TimeMode, TimeStage};
+use crate::options::{FragRelScope, RankOptions, TimeMode, TimeStage};
 use crate::query::Query;
 use crate::rows::{Ranking, TenantRows};
-use crate::time::TimeWindow;
-use crate::{score, time, RankError, SearchHit};
+use crate::stage::time::{self, TimeWindow};
+use crate::stage::{At, Plan};
+use crate::{score, RankError, SearchHit};
 
-/// The pipeline's weights, for options the fused kernel can run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FusedParams {
-    pub w_dense: f64,
-    pub w_sparse: f64,
-    /// FragRel's (α, w) and whether its scope is the session (else the whole history).
-    pub fragrel: Option<(f64, f64, FragRelScope)>,
-    pub importance: Option<f64>,
-    /// Query expansion: then [`FusedQuery::sparse`] is the whole keyword share (BM25 and the
-    /// expansion, each min-max normalised and weighted), computed on the host.
-    pub expand: Option<crate::Expand>,
-}
-
-impl FusedParams {
-    /// The fused weights of `opts`, or which stage the kernel does not run (then rank with
-    /// [`crate::rank`]).
-    pub fn from_options(opts: &RankOptions) -> Result<FusedParams, RankError> {
-        let unsupported = |stage: &'static str| Err(RankError::NotFused { stage });
-        if opts.retriever != Retriever::Hybrid {
-            return unsupported("a retriever other than hybrid");
-        }
-        if opts.fusion != Fusion::MinMax {
-            return unsupported("RRF fusion");
-        }
-        if opts.semantic.is_some() {
-            return unsupported("FragRel's semantic relation");
-        }
-        if opts.recency.is_some() {
-            return unsupported("recency");
-        }
-        if opts.thoughts.is_some_and(|t| t.weight > 0.0)
-            || opts.tree.is_some_and(|t| t.weight > 0.0)
-        {
-            return unsupported("the TiM thought and MemTree stages");
-        }
-        Ok(FusedParams {
-            w_dense: opts.weights.0,
-            w_sparse: opts.weights.1,
-            fragrel: opts.fragrel.map(|f| (f.alpha, f.w, f.scope)),
-            importance: opts.importance,
-            expand: opts.expand,
-        })
-    }
-
-    /// Whether a device that computes the keyword side from text columns can also run this
-    /// query expansion (picking the terms and fusing the share itself): over memdex-flavour
-    /// postings (the expansion's own BM25) and up to `max_terms` terms. `Some(None)`: no
-    /// expansion; `None`: only the host can (then rank with host inputs).
-    pub fn device_expansion(
-        &self,
-        opts: &RankOptions,
-        max_terms: usize,
-    ) -> Option<Option<crate::Expand>> {
-        match self.expand {
-            None => Some(None),
-            Some(x) if x.terms == 0 => Some(None),
-            Some(x) if x.terms <= max_terms && opts.bm25 == crate::Bm25Flavour::Memdex => {
-                Some(Some(x))
-            }
-            Some(_) => None,
-        }
-    }
-}
-
-/// How many hits to ask the kernel for when `k` are wanted: the update stage reads the top
-/// `2 × window` (its bar) and reorders the top `window`, as it does in [`crate::rank`].
+/// How many hits to ask the kernel for when `k` are wanted: the most a stage after the
+/// kernel reads (the update stage reads its bar, `2 × window`): [`Plan::depth`].
 pub fn fused_depth(k: usize, opts: &RankOptions) -> usize {
-    k.max(opts.update.map_or(0, |u| 2 * u.window))
+    Plan::of(opts).depth(k)
 }
 
 /// How the time stage treats one query.
@@ -154,21 +90,14 @@ impl<'s> FusedTenant<'s> {
         opts: &RankOptions,
         cache: &TenantCache,
     ) -> Result<FusedTenant<'s>, RankError> {
-        check_columns(store, opts)?;
-        let slices = store.tenant_slices(tenant);
-        if slices.is_empty() {
-            return Err(RankError::UnknownTenant {
-                tenant: tenant.to_string(),
-                store: store.dir().display().to_string(),
-            });
-        }
+        let rows = Plan::of(opts).rows(store, tenant)?;
         Ok(FusedTenant {
             name: tenant.to_string(),
             store,
-            importance: cache.importance(tenant, &slices),
-            fused: cache.fused_rows(tenant, &slices, store.dim()),
+            importance: cache.importance(tenant, &rows.slices),
+            fused: cache.fused_rows(tenant, &rows.slices, store.dim()),
             session: opts.fragrel.map(|f| f.scope) == Some(FragRelScope::Session),
-            rows: TenantRows::new(slices),
+            rows,
         })
     }
 
@@ -211,67 +140,60 @@ impl<'s> FusedTenant<'s> {
     }
 
     /// The `k` hits of `query` from the kernel's `(score, timeline index)` pairs, best first
-    /// (it was asked for [`fused_depth`] of them), after the update stage.
+    /// (it was asked for [`fused_depth`] of them), after the stages the host runs after the
+    /// kernel.
     pub fn hits(
         &self,
         ranked: &[(f32, usize)],
         query: &Query<'_>,
         opts: &RankOptions,
+        cache: &TenantCache,
         k: usize,
     ) -> Vec<SearchHit> {
+        let score: HashMap<usize, f32> = ranked.iter().map(|&(s, i)| (i, s)).collect();
+        let score_of = |i| f64::from(score.get(&i).copied().unwrap_or(0.0));
         let mut order: Vec<usize> = ranked.iter().map(|&(_, i)| i).collect();
-        if let Some(stage) = opts.update {
-            let score: HashMap<usize, f32> = ranked.iter().map(|&(s, i)| (i, s)).collect();
-            let at = (self.rows(), |i| self.item(i));
-            let score_of = |i| f64::from(score.get(&i).copied().unwrap_or(0.0));
-            crate::update_order(&mut order, &at, score_of, query, stage);
-            return self.hits_in(&order, &score, k);
-        }
-        ranked
-            .iter()
-            .take(k)
-            .enumerate()
-            .map(|(r, &(s, i))| SearchHit::new(r + 1, s, self.item(i)))
-            .collect()
-    }
-
-    /// The first `k` of `order` (timeline indices) as hits with their kernel scores.
-    fn hits_in(&self, order: &[usize], score: &HashMap<usize, f32>, k: usize) -> Vec<SearchHit> {
-        order
-            .iter()
-            .take(k)
-            .enumerate()
-            .map(|(r, &i)| {
-                let s = score.get(&i).copied().unwrap_or(0.0);
-                SearchHit::new(r + 1, s, self.item(i))
-            })
+        self.after_kernel(query, opts, cache, &score_of, &mut order);
+        (order.iter().take(k).enumerate())
+            .map(|(r, &i)| SearchHit::new(r + 1, score_of(i) as f32, self.item(i)))
             .collect()
     }
 
     /// The whole ranking of `query` from the kernel's final `scores` (one per row, timeline
-    /// order; the time stage's `boost` applied, its `front` not): `front` and the update
-    /// stage are applied here, as [`crate::rank`] does.
+    /// order; the time stage's `boost` applied, its `front` not — the kernel's top-k applies it,
+    /// its whole scores leave it to this order), then the stages the host runs after the kernel.
     pub fn ranking(
         &self,
         scores: Vec<f64>,
         inputs: &FusedQuery,
         query: &Query<'_>,
         opts: &RankOptions,
+        cache: &TenantCache,
     ) -> Ranking<'s> {
         let mut order = memdex_score::fusion::rank_desc(&scores);
         let flags = &inputs.flags;
         if inputs.time == FusedTime::Front && flags.iter().any(|&f| f != 0) {
             crate::flagged_first(&mut order, |i| flags[i] != 0);
         }
-        if let Some(stage) = opts.update {
-            let at = (self.rows(), |i| self.item(i));
-            crate::update_order(&mut order, &at, |i| scores[i], query, stage);
-        }
+        self.after_kernel(query, opts, cache, &|i| scores[i], &mut order);
         Ranking {
             rows: self.rows.clone(),
             scores,
             order,
         }
+    }
+
+    /// The options' stages that run after the kernel (the update stage), over `order`.
+    fn after_kernel(
+        &self,
+        query: &Query<'_>,
+        opts: &RankOptions,
+        cache: &TenantCache,
+        score: &dyn Fn(usize) -> f64,
+        order: &mut Vec<usize>,
+    ) {
+        let at = At::new(self.store, &self.name, &self.rows, query, opts, cache);
+        Plan::of(opts).after_kernel(&at, score, order);
     }
 
     /// A query's BM25 scores (with query expansion: the whole keyword share, see
@@ -289,7 +211,7 @@ impl<'s> FusedTenant<'s> {
             sparse = score::keyword_share(&at, query, &sparse, opts.weights.1, &x);
         }
         let sparse = sparse.into_iter().map(|s| s as f32).collect();
-        let newest = time::newest(&self.rows.slices);
+        let newest = self.rows.newest();
         let window = opts.time.and_then(|st| time::window(newest, query, st));
         let flags = match window {
             None => vec![0; self.rows()],

@@ -85,7 +85,7 @@ impl FusedText {
             event_offsets: vec![0],
             event_lo: Vec::new(),
             event_hi: Vec::new(),
-            newest: crate::time::newest(slices),
+            newest: crate::rows::newest(slices),
         };
         for s in slices {
             t.timestamps.extend_from_slice(s.timestamps());

@@ -6,8 +6,9 @@
 //! * [`RankOptions`]: the stages and weights (serialisable, recorded whole in eval reports).
 //! * [`Stages`]: the user's overrides — the CLI flags (feature `clap`), the server's `stages`
 //!   object and its OpenAPI schema (feature `openapi`) — validated once in [`Stages::apply`].
-//! * [`rank`]: first stage (dense, BM25, fusion; or a structure as retriever) → FragRel →
-//!   structure stages (TiM thoughts, MemTree) → signals → order → time stage → update stage.
+//! * [`rank`]: the options' [`Plan`], one file per stage behind one trait (`stage`): first
+//!   stage (dense, BM25, fusion; or a structure as retriever) → FragRel → structures' lift
+//!   → signals → supersession → order → time stage → update stage.
 //! * [`FusedTenant`] and [`FusedParams`]: the CPU side of the fused default ranking (one
 //!   kernel per batch of queries, in memdex-kernels).
 //! * [`TenantCache`]: per-tenant BM25 indexes, importance, session groups, adjacency;
@@ -28,15 +29,16 @@ mod options;
 mod pipeline;
 mod query;
 mod reading;
+mod retrieved;
 mod rows;
 mod score;
 mod snapshot;
+mod stage;
 mod stages;
-mod structure_stages;
-mod time;
-mod update;
 
-pub use time::flagged_first;
+use stage::update;
+
+pub use stage::time::flagged_first;
 
 pub use batch::{
     all_one, check_vector, top_one, Batch, BatchHits, BatchQuery, BatchRanker, BatchRankings,
@@ -48,9 +50,7 @@ pub use context::{contextual_query, is_ambiguous};
 pub use error::RankError;
 pub use explain::Trace;
 pub use hit::{Explain, SearchHit, UpdateLink};
-pub use kernel_inputs::{
-    fused_depth, FusedParams, FusedQuery, FusedTenant, FusedTextQuery, FusedTime,
-};
+pub use kernel_inputs::{fused_depth, FusedQuery, FusedTenant, FusedTextQuery, FusedTime};
 pub use kernel_rows::{FusedText, FusedVocab};
 pub use options::{
     Bm25Flavour, Expand, FragRelScope, FragRelStage, Fusion, Preset, RankOptions, Retriever,
@@ -61,6 +61,7 @@ pub use query::{Dense, Query};
 pub use reading::{format_ms, reading_context, CON_PROMPT};
 pub use rows::Ranking;
 pub use snapshot::{Snapshot, StoreSummary};
+pub use stage::time::TimeWindow;
+pub use stage::{FusedParams, Plan};
 pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
-pub use time::TimeWindow;
 pub use update::{update_order, UpdateDirection, UpdateMove, UpdateRows};

@@ -1,8 +1,7 @@
-//! The ranking pipeline: a tenant's live rows (timeline order) → first-stage scores (dense,
-//! BM25 or their fusion, or a structure's retrieval) → FragRel environments → structure
-//! stages (TiM thoughts, MemTree) → recency and importance → order → time stage → update
-//! stage (linked statements at the top ordered by time). Each stage
-//! is a function of plain score vectors in `score`, `structures` and `time`.
+//! The ranking pipeline over one tenant: its live rows (timeline order) and dense scores,
+//! then the options' [`Plan`] — first stage (dense, BM25 or their fusion, or a structure's
+//! retrieval) → FragRel → structures' lift → signals → supersession → order → time stage →
+//! update stage; each stage is one file of `stage`.
 
 use std::collections::HashMap;
 
@@ -10,13 +9,12 @@ use memdex_score::{Block, Run};
 use memdex_store::{Store, TenantSlice};
 
 use crate::cache::TenantCache;
-use crate::columns::check_columns;
 use crate::explain::Trace;
-use crate::options::{FragRelScope, RankOptions, Retriever};
+use crate::options::RankOptions;
 use crate::query::{Dense, Query};
-use crate::rows::{Ranking, TenantRows};
-use crate::score::{environment, first_stage, signals, Environment, FirstStage, Signals};
-use crate::{time, update, RankError};
+use crate::rows::Ranking;
+use crate::stage::{At, Plan};
+use crate::RankError;
 
 /// The blocks and runs a dense scorer reads for `slices` (one block per vector block touched:
 /// a segment's own vectors, or a content file's).
@@ -94,113 +92,23 @@ fn run<'s>(
     dense: Dense<'_>,
     opts: &RankOptions,
     cache: &TenantCache,
-    mut trace: Option<&mut Trace>,
+    trace: Option<&mut Trace>,
 ) -> Result<Ranking<'s>, RankError> {
-    check_columns(store, opts)?;
-    let slices = store.tenant_slices(tenant);
-    if slices.is_empty() {
-        return Err(RankError::UnknownTenant {
-            tenant: tenant.to_string(),
-            store: store.dir().display().to_string(),
-        });
-    }
-    let rows = TenantRows::new(slices);
-    let (slices, n) = (rows.slices.as_slice(), rows.len());
-    let dense_scores = match opts.retriever {
-        Retriever::Bm25 => Vec::new(),
-        _ => dense_scores(store, slices, query, dense, n)?,
+    let plan = Plan::of(opts);
+    let rows = plan.rows(store, tenant)?;
+    let dense_scores = match opts.needs_dense() {
+        true => dense_scores(store, &rows.slices, query, dense, rows.len())?,
+        false => Vec::new(),
     };
-    let found = crate::structure_stages::retrieve(store, tenant, slices, query, opts, cache)?;
-    let (mut scores, expansion) = match (&found, opts.retriever) {
-        (Some(f), Retriever::Thoughts | Retriever::Tree) => (
-            crate::structure_stages::first_stage(f, &dense_scores, opts),
-            None,
-        ),
-        _ => {
-            let at = FirstStage {
-                slices,
-                store,
-                tenant,
-                cache,
-            };
-            first_stage(&at, query, &dense_scores, opts)
-        }
-    };
-    keep(&mut trace, |t| {
-        t.sparse = match opts.retriever {
-            Retriever::Bm25 | Retriever::Hybrid => {
-                crate::score::sparse_scores(slices, query.text, opts, tenant, cache)
-            }
-            _ => Vec::new(),
-        };
-        t.dense = dense_scores.clone();
-        t.expansion = expansion.clone();
-        t.first = scores.clone();
-    });
-    if opts.fragrel.is_some() || opts.semantic.is_some() {
-        let positions: Vec<u64> = slices.iter().flat_map(|s| s.positions()).copied().collect();
-        let groups = opts.fragrel.map(|f| match f.scope {
-            FragRelScope::Session => cache.groups(tenant, slices),
-            FragRelScope::History => std::sync::Arc::new(vec![0; n]),
-        });
-        let adjacency = opts.semantic.map(|_| cache.semantic(tenant, slices));
-        let env = Environment {
-            positions: &positions,
-            groups: groups.as_deref().map(Vec::as_slice),
-            adjacency: adjacency.as_deref().map(Vec::as_slice),
-        };
-        scores = environment(&scores, &env, opts);
-        keep(&mut trace, |t| t.fragrel = Some(scores.clone()));
-    }
-    if let Some(f) = &found {
-        crate::structure_stages::lift(f, opts, &mut scores);
-        keep(&mut trace, |t| t.structures = Some(scores.clone()));
-    }
-    if opts.recency.is_some() || opts.importance.is_some() {
-        let times: Vec<i64> = slices
-            .iter()
-            .flat_map(|s| s.timestamps())
-            .copied()
-            .collect();
-        let importance = opts.importance.map(|_| cache.importance(tenant, slices));
-        let input = Signals {
-            times: &times,
-            importance: importance.as_deref().map(Vec::as_slice),
-            date_ms: query.date_ms,
-        };
-        signals(&mut scores, &input, opts);
-        keep(&mut trace, |t| t.signals = Some(scores.clone()));
-    }
-    if let Some(f) = &found {
-        crate::structure_stages::supersede(f, &mut scores);
-        keep(&mut trace, |t| t.superseded = Some(scores.clone()));
-    }
-    let mut order = memdex_score::fusion::rank_desc(&scores);
-    keep(&mut trace, |t| t.score_order = order.clone());
-    if let Some(stage) = opts.time {
-        keep(&mut trace, |t| {
-            t.time_flags = time::flags(slices, query, stage);
-        });
-        time::apply(slices, query, stage, &mut scores, &mut order);
-    }
-    keep(&mut trace, |t| t.time_order = order.clone());
-    if let Some(stage) = opts.update {
-        let at = (rows.len(), |i| rows.item(i));
-        let moves = update::update_order(&mut order, &at, |i| scores[i], query, stage);
-        keep(&mut trace, |t| t.update = Some(moves));
-    }
+    let mut at = At::new(store, tenant, &rows, query, opts, cache);
+    at.dense = &dense_scores;
+    at.explain = trace.is_some();
+    let (scores, order) = plan.run(&at, trace)?;
     Ok(Ranking {
         rows,
         scores,
         order,
     })
-}
-
-/// Runs `f` on the trace when one is kept.
-fn keep(trace: &mut Option<&mut Trace>, f: impl FnOnce(&mut Trace)) {
-    if let Some(t) = trace.as_deref_mut() {
-        f(t);
-    }
 }
 
 fn dense_scores(

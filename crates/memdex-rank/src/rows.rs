@@ -36,6 +36,18 @@ impl<'s> TenantRows<'s> {
         let s = self.starts.partition_point(|&st| st <= i) - 1;
         self.slices[s].item(i - self.starts[s])
     }
+
+    /// The newest session date of the rows (0 without rows).
+    pub fn newest(&self) -> i64 {
+        newest(&self.slices)
+    }
+}
+
+/// The newest session date of `slices`' rows (0 without rows).
+pub(crate) fn newest(slices: &[TenantSlice<'_>]) -> i64 {
+    (slices.iter().flat_map(|s| s.timestamps()).copied())
+        .max()
+        .unwrap_or(0)
 }
 
 /// A tenant's items with their final scores; `order` lists timeline indices best first.

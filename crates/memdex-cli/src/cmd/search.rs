@@ -73,6 +73,9 @@ fn explain_line(e: &Explain) -> String {
     add("thoughts/tree", e.structures);
     add("importance/recency", e.signals);
     add("superseded", e.superseded);
+    for (&name, &v) in &e.stages {
+        add(name, Some(v));
+    }
     parts.push(format!("score rank {}", e.score_rank));
     if let Some(t) = e.time {
         parts.push(format!("time stage: {t}, rank {}", e.time_rank));

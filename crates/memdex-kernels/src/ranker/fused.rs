@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use memdex_rank::{
     check_vector, fused_depth, Batch, BatchHits, BatchQuery, BatchRankings, Expand, FusedParams,
-    FusedQuery, FusedTenant, FusedText, FusedTextQuery, FusedTime, FusedVocab, RankError,
+    FusedQuery, FusedTenant, FusedText, FusedTextQuery, FusedTime, FusedVocab, Plan, RankError,
     TimeWindow,
 };
 
@@ -52,7 +52,7 @@ impl From<KernelError> for FusedError {
 }
 
 /// The top `k` of every query of `b` through `kernels` in one call (the options must be
-/// ones the kernel runs: [`FusedParams::from_options`]).
+/// ones the kernel runs: [`Plan::fused`]).
 pub(crate) fn top(
     kernels: &dyn Kernels,
     b: &Batch<'_, '_>,
@@ -85,7 +85,7 @@ pub(crate) fn top(
             let ranked: Vec<(f32, usize)> = (top.hits(j).into_iter())
                 .map(|(s, r)| (s, r as usize - p.starts[t]))
                 .collect();
-            Some(p.tenants[t].hits(&ranked, &b.queries[qi].query, b.opts, k))
+            Some(p.tenants[t].hits(&ranked, &b.queries[qi].query, b.opts, b.cache, k))
         })
         .collect();
     let mut j = 0;
@@ -115,7 +115,7 @@ pub(crate) fn all<'s>(
         let s: Vec<f64> = scores[off..off + n].iter().map(|&v| f64::from(v)).collect();
         off += n;
         j += 1;
-        tenant.ranking(s, &p.inputs[j - 1], &b.queries[qi].query, b.opts)
+        tenant.ranking(s, &p.inputs[j - 1], &b.queries[qi].query, b.opts, b.cache)
     }))
 }
 
@@ -226,7 +226,7 @@ struct Prepared<'s> {
 
 impl<'s> Prepared<'s> {
     fn new(b: &Batch<'_, 's>, want: Want) -> Result<Prepared<'s>, RankError> {
-        let params = FusedParams::from_options(b.opts)?;
+        let params = Plan::of(b.opts).fused()?;
         let text = params.device_expansion(b.opts, MAX_TEXT_EXPAND_TERMS);
         let how = match (want, text) {
             (Want::TopK, Some(expand)) => Inputs::Text { expand },

@@ -35,8 +35,48 @@ use memdex_extract::time::{ms_day, parse_query};
 use memdex_store::ItemRef;
 use serde::Serialize;
 
-use crate::options::UpdateStage;
+use super::FusedParams;
+use super::{At, Fused, Note, Stage};
+use crate::options::{RankOptions, UpdateStage};
 use crate::query::Query;
+
+/// The update stage over the ranked rows (see the module docs); the kernel path runs it on
+/// the kernel's best `2 × window` hits, as the CPU pipeline reads them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Update {
+    stage: UpdateStage,
+}
+
+impl Update {
+    pub(crate) fn of(opts: &RankOptions) -> Option<Update> {
+        opts.update.map(|stage| Update { stage })
+    }
+}
+
+impl Stage for Update {
+    fn name(&self) -> &'static str {
+        "update"
+    }
+
+    fn reorder(
+        &self,
+        at: &At<'_, '_>,
+        score: &dyn Fn(usize) -> f64,
+        order: &mut Vec<usize>,
+    ) -> Option<Note> {
+        let rows = (at.rows.len(), |i| at.rows.item(i));
+        Some(Note::Update(update_order(
+            order, &rows, score, at.query, self.stage,
+        )))
+    }
+
+    /// The stage reads the top `2 × window` (its bar) and reorders the top `window`.
+    fn fused(&self, _: &mut FusedParams) -> Fused {
+        Fused::AfterKernel {
+            reads: 2 * self.stage.window,
+        }
+    }
+}
 
 /// Which way the stage orders a linked group for one question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
