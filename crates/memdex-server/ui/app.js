@@ -14,12 +14,13 @@ const state = {
   tenants: [],
   tenant: null,
   sessions: [],
+  empty: '', // what the history says when it lists no session
   granularity: 'round',
   open: new Set(), // sessions whose items are shown
   items: new Map(), // session id -> its items
   lastSearch: null,
   moreTenants: null, // the listing's `next`: more tenants than it shows
-  metrics: null, // the previous /metrics sample, for rates
+  samples: [], // the last minute's /metrics samples {t, searches}, for the rate
   poll: null,
   confirm: null, // the open confirmation's resolver
 };
@@ -98,6 +99,7 @@ async function api(method, path, body) {
   } catch (_) {
     data = null;
   }
+  if (r.status === 401) askKey(state.key ? 'That key was refused.' : '');
   if (!r.ok) {
     const message = (data && data.error && data.error.message) || text || r.statusText;
     throw new ApiError(r.status, `${method} ${decodeURI(path)}: ${message}`);
@@ -223,7 +225,7 @@ async function selectTenant(t) {
   renderTenants();
   $('history-title').textContent = 'History of ' + t;
   $('hits').replaceChildren();
-  $('search-status').textContent = '';
+  $('search-status').textContent = `Search ${t}'s memories: each hit shows its score after every ranking stage.`;
   showRequest();
   await loadSessions();
 }
@@ -232,11 +234,17 @@ async function selectTenant(t) {
 
 async function loadSessions() {
   state.sessions = [];
+  state.empty = 'no sessions';
   try {
     const r = await api('GET', tenantPath(state.tenant) + '/sessions');
     state.sessions = r.sessions;
     state.granularity = r.granularity;
   } catch (e) {
+    if (e.status === 404) state.empty = 'No memories yet.';
+    if (e.status === 403) {
+      state.empty = 'This key may not read this tenant.';
+      $('search-status').textContent = '';
+    }
     if (e.status !== 404) notify(e.message, true);
   }
   for (const id of state.open) if (!state.sessions.some((s) => s.session_id === id)) state.open.delete(id);
@@ -258,7 +266,7 @@ function renderHistory() {
   renderTimeline();
   const rows = state.sessions.map(sessionRow);
   $('sessions').replaceChildren(...rows);
-  if (state.tenant && !rows.length) $('sessions').append(el('li', { class: 'muted' }, 'no sessions'));
+  if (state.tenant && !rows.length) $('sessions').append(el('li', { class: 'muted' }, state.empty));
 }
 
 function sessionRow(s) {
@@ -446,7 +454,8 @@ function renderHits(r, ms) {
   scale.chain = Math.max(...CHAIN.map(([f]) => max(f)));
   $('hits').replaceChildren(...hits.map((h) => hitCard(h, scale)));
   const searched = r.searched && r.searched !== r.query ? ` · searched as “${r.searched}”` : '';
-  $('search-status').textContent = `${plural(hits.length, 'hit')} in ${Math.round(ms)} ms${searched}`;
+  const legend = hits.length ? ' · grey bars: the first stage\'s inputs (each to its own scale); blue: the score after each stage' : '';
+  $('search-status').textContent = `${plural(hits.length, 'hit')} in ${Math.round(ms)} ms${searched}${legend}`;
 }
 
 function hitCard(h, scale) {
@@ -562,6 +571,7 @@ async function forget(path, what) {
   state.items.clear();
   await loadSessions();
   if (state.lastSearch) await runSearch(state.lastSearch);
+  showHealth();
   refreshStats();
 }
 
@@ -601,9 +611,11 @@ async function refreshStats() {
   }
   const now = performance.now();
   const searches = total(m, 'memdex_search_stage_seconds_count', (l) => l.stage === 'rank');
-  const prev = state.metrics;
-  const rate = prev && now > prev.t ? ((searches - prev.searches) * 1000) / (now - prev.t) : null;
-  state.metrics = { t: now, searches };
+  // searches per second over the last minute of samples (a restarted server starts over)
+  state.samples = state.samples.filter((s) => now - s.t <= 60000 && s.searches <= searches);
+  state.samples.push({ t: now, searches });
+  const first = state.samples[0];
+  const rate = now - first.t >= 1000 ? ((searches - first.searches) * 1000) / (now - first.t) : null;
   renderStats(m, searches, rate);
 }
 
@@ -612,7 +624,7 @@ function renderStats(m, searches, rate) {
   const failed = total(m, 'memdex_http_requests_total', (l) => Number(l.status) >= 400);
   const stat = (value, label, title) => el('div', { class: 'stat', title }, el('b', null, value), el('span', null, label));
   $('stats').replaceChildren(
-    stat(rate === null ? '…' : rate.toFixed(2), 'searches/s', 'answered searches per second since the last sample (every 3 s)'),
+    stat(rate === null ? '…' : rate.toFixed(2), 'searches/s', 'answered searches per second over the last minute (sampled every 3 s)'),
     stat(fmtInt(searches), 'searches', 'searches answered since the server started'),
     stageStat(m, searches),
     stat(fmtInt(requests), 'requests', 'HTTP requests since the server started'),
