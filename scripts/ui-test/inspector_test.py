@@ -68,9 +68,9 @@ def chromium(require):
         why += " and apt-get could not install it"
     else:
         why += " (installing it needs root and apt-get)"
-    print(f"SKIPPED scripts/ui-test/inspector_test.py: {why}", file=sys.stderr)
     if require:
-        sys.exit("MEMDEX_REQUIRE_BROWSER=1: the browser test must run")
+        sys.exit(f"FAILED scripts/ui-test/inspector_test.py: {why}, and MEMDEX_REQUIRE_BROWSER=1")
+    print(f"SKIPPED scripts/ui-test/inspector_test.py: {why}", file=sys.stderr)
     return None
 
 
