@@ -4,7 +4,8 @@
 # SmolLM2-135M for the extractor model's test),
 # provides pyarrow, polars, DuckDB, numpy, pytest and maturin in a venv (so the interop tests
 # run for real), then the workspace tests in release mode (model math is ~100x slower
-# unoptimised), then builds the Python wheel into that venv and runs its pytest suite, then
+# unoptimised), then the memory inspector page in a real headless Chromium (apt-get installs
+# it when missing), then builds the Python wheel into that venv and runs its pytest suite, then
 # the Ray scale-out test (Ray Data build + Ray Serve routing on a local 2-worker cluster;
 # installing ray[data,serve] costs ~1.3 min cold, the test ~1.3 min).
 #
@@ -28,8 +29,16 @@ export MEMDEX_REQUIRE_MODEL=1 MEMDEX_REQUIRE_PYARROW=1 MEMDEX_REQUIRE_E5=1 MEMDE
 export MEMDEX_REQUIRE_TMPFS=1
 # the kernel checks run on the CUDA sources under kernels/emu's emulator (a C++20 compiler)
 export MEMDEX_REQUIRE_CXX=1
+# the inspector page's test runs in a real headless Chromium (apt-get installs it when missing)
+export MEMDEX_REQUIRE_BROWSER=1
 # every optional part of the binary (MCP, the extractor model, candle's encoders; not CUDA)
 cargo test --release --workspace --features memdex-cli/full "$@"
+
+# the memory inspector page (memdex serve's /ui) in a real headless Chromium, against the binary
+# the tests just built: key prompt, tenant keys, search with its stage chart, forget, escaping of
+# stored HTML, load time (~10 s; installing Chromium with apt-get ~20-60 s the first time);
+# screenshots of each step in target/ui-test
+python3 scripts/ui-test/inspector_test.py --memdex target/release/memdex --out target/ui-test
 
 # the report scripts' self-tests (the device run's readers run on the GPU box, where nothing
 # else tests them; eval_crosscheck checks memdex's metric definitions)

@@ -22,6 +22,9 @@ pub struct ServeArgs {
     /// JSON file {"tenant": "key", ...}: each key reaches only its tenant.
     #[arg(long, env = "MEMDEX_TENANT_KEYS")]
     pub tenant_keys: Option<PathBuf>,
+    /// Do not serve the memory inspector page at /ui (the API is served either way).
+    #[arg(long, env = "MEMDEX_NO_UI")]
+    pub no_ui: bool,
     /// Largest request body in bytes.
     #[arg(long, env = "MEMDEX_MAX_BODY_BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,

@@ -53,8 +53,10 @@ pub struct TenantAppend {
 
 /// One live session of a tenant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionInfo {
     pub session_id: String,
+    /// Session date, ms since the epoch (UTC).
     pub timestamp_ms: i64,
     /// Live items.
     pub items: u64,
@@ -62,12 +64,17 @@ pub struct SessionInfo {
 
 /// One live item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ItemInfo {
     pub item_id: u64,
     pub session_id: String,
+    /// The item's round (or turn) within its session, 0-based.
     pub turn: u32,
+    /// Position in the tenant's history.
     pub position: u64,
+    /// Session date, ms since the epoch (UTC).
     pub timestamp_ms: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "user"))]
     pub role: Role,
     pub value: String,
 }

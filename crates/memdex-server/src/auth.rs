@@ -84,6 +84,8 @@ pub(crate) enum Access<'a> {
 fn access(path: &str) -> Access<'_> {
     match path {
         "/healthz" | "/openapi.json" => Access::Public,
+        // the inspector page's files hold no data; its calls carry the key
+        p if crate::ui::is_page(p) => Access::Public,
         "/metrics" => Access::Admin,
         p if p.starts_with("/v1/admin/") => Access::Admin,
         p => match p.strip_prefix("/v1/tenants/") {
@@ -133,6 +135,8 @@ mod tests {
         assert_eq!(access("/v1/tenants/alice/search"), Access::Tenant("alice"));
         assert_eq!(access("/v1/tenants/alice"), Access::Tenant("alice"));
         assert_eq!(access("/v1/embeddings"), Access::AnyKey);
+        assert_eq!(access("/v1/tenants"), Access::AnyKey);
+        assert_eq!(access("/ui/app.js"), Access::Public);
         let keys = Keys {
             admin: Some("A".into()),
             tenants: [("alice".to_string(), "K".to_string())].into(),

@@ -5,7 +5,9 @@
 //! `POST /v1/tenants/{tenant}/sessions`, `POST /v1/tenants/{tenant}/search`,
 //! `DELETE /v1/tenants/{tenant}/items/{id}`, `DELETE /v1/tenants/{tenant}/sessions/{id}`,
 //! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/embeddings`,
-//! `GET /healthz`, `GET /metrics`.
+//! `GET /healthz`, `GET /metrics`; reading what is stored: `GET /v1/tenants`,
+//! `GET /v1/tenants/{tenant}/sessions`, `GET /v1/tenants/{tenant}/sessions/{id}`; the
+//! inspector page at `/ui` (`ui.rs`; off with `ServerConfig::no_ui`).
 //!
 //! Every request passes one guard first: it authenticates the caller from the headers alone
 //! (before any body is read and before an in-flight permit is taken, so strangers cannot
@@ -17,10 +19,12 @@
 pub mod api;
 mod auth;
 pub mod bodies;
+pub mod browse;
 mod error;
 mod listen;
 mod metrics;
 mod openapi;
+mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -77,6 +81,8 @@ impl Default for HttpLimits {
 pub struct ServerConfig {
     pub keys: Keys,
     pub limits: HttpLimits,
+    /// Do not serve the inspector page at `/ui` (`memdex serve --no-ui`).
+    pub no_ui: bool,
 }
 
 /// Server failures (binding, serving).
@@ -117,6 +123,7 @@ pub struct AppState {
 /// The router over `memory` with its middleware (metrics, 503 during shutdown, in-flight
 /// limit). The memory should be opened with `config.limits.memory`.
 pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
+    let page = !config.no_ui;
     let state = AppState {
         memory,
         keys: Arc::new(config.keys),
@@ -139,6 +146,8 @@ pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
         .route("/healthz", get(api::healthz))
         .route("/metrics", get(metrics_handler))
         .route("/openapi.json", get(openapi::handler))
+        .merge(browse::routes())
+        .merge(ui::routes(page))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)

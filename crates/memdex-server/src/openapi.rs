@@ -20,7 +20,10 @@ use crate::api;
         api::delete_tenant,
         api::compact,
         api::embeddings,
-        api::healthz
+        api::healthz,
+        crate::browse::tenants,
+        crate::browse::sessions,
+        crate::browse::session
     ),
     components(schemas(
         crate::error::ErrorBody,

@@ -39,6 +39,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             body_timeout: Duration::from_secs(a.body_timeout.max(1)),
             ..HttpLimits::default()
         },
+        no_ui: a.no_ui,
     };
     config.check_bind(&a.addr)?;
     // auto with a CUDA model: the fused kernel, tenants' rows resident on the device, each

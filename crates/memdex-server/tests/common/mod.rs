@@ -12,6 +12,8 @@ use serde_json::Value;
 
 pub use memdex_testkit::http;
 
+pub mod schema;
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub memory: Arc<Memory>,
