@@ -485,7 +485,7 @@ impl Half {
 /// The half of scenario `id`, from the 64-bit FNV-1a hash of its bytes: even → tuning, odd →
 /// checking. It depends on the id alone, so adding scenarios never moves an old one.
 pub fn split_half(id: &str) -> Half {
-    if fnv1a64(id.as_bytes()) % 2 == 0 {
+    if fnv1a64(id.as_bytes()).is_multiple_of(2) {
         Half::Tuning
     } else {
         Half::Checking
