@@ -48,6 +48,8 @@ python3 scripts/gpu-report.py self-test
 # verdict fails on a sanitizer error, a check failing on the device, a run cut short
 bash scripts/gpu-sanitize-selftest.sh
 python3 scripts/eval_crosscheck.py --self-test
+# leave-one-conversation-out cross-validation: its fold choice and held-out mean
+python3 scripts/loco-cv.py --self-test
 # the pack's f16 model copy (standard library only: a fresh machine packs without PyTorch)
 python3 scripts/to-f16-safetensors.py --self-test
 # the load tests' planted facts agree in Python, Lua and Rust; the wrk Lua's answer checks

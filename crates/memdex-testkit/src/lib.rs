@@ -429,8 +429,7 @@ pub fn minilm(test: &str) -> Option<PathBuf> {
 /// tenant whose older statement is changed by a newer one, with a present-tense question
 /// (answered by `new_session`) and a past one (answered by `old_session`).
 pub fn knowledge_updates() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/knowledge-updates.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    fixture("knowledge-updates.json")
 }
 
 /// The public control set of the update stage (`fixtures/update-controls.json`): scenarios
@@ -439,8 +438,65 @@ pub fn knowledge_updates() -> serde_json::Value {
 /// answer ranks first with the stage off, `retrieval-hard` where the first stage already
 /// prefers the related session.
 pub fn update_controls() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/update-controls.json");
+    fixture("update-controls.json")
+}
+
+/// The everyday knowledge-update set (`fixtures/updates-everyday.json`): 35 scenarios in the
+/// public set's shape, written before the update stage's cue list was read, many with no
+/// change cue at all (the same kind of statement with a new value) or with verbs of change the
+/// public set lacks (`fixtures/README.md`).
+pub fn updates_everyday() -> serde_json::Value {
+    fixture("updates-everyday.json")
+}
+
+/// The everyday control set (`fixtures/controls-everyday.json`): 40 scenarios in the public
+/// control set's shape where someone else in the user's life changes the same kind of thing
+/// (directly, through a possessive chain or a pronoun), the user changes what is asked about a
+/// relative, a plan or wish is not a change, a fact is repeated, or a number is about
+/// something else; tiers from the stage-off ranking (`fixtures/README.md`).
+pub fn controls_everyday() -> serde_json::Value {
+    fixture("controls-everyday.json")
+}
+
+fn fixture(name: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The half of the scenario sets a scenario belongs to: rules are developed on the tuning
+/// half and judged on the checking half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Half {
+    Tuning,
+    Checking,
+}
+
+impl Half {
+    pub fn name(self) -> &'static str {
+        match self {
+            Half::Tuning => "tuning",
+            Half::Checking => "checking",
+        }
+    }
+}
+
+/// The half of scenario `id`, from the 64-bit FNV-1a hash of its bytes: even → tuning, odd →
+/// checking. It depends on the id alone, so adding scenarios never moves an old one.
+pub fn split_half(id: &str) -> Half {
+    if fnv1a64(id.as_bytes()).is_multiple_of(2) {
+        Half::Tuning
+    } else {
+        Half::Checking
+    }
+}
+
+/// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -456,5 +512,67 @@ mod tests {
         assert_eq!(a.row(0), a.row(1), "case and punctuation do not matter");
         let n: f32 = a.row(2).iter().map(|x| x * x).sum();
         assert!((n - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn fnv1a64_matches_the_reference_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// Every scenario of the four update-stage sets: a unique id, its named sessions present,
+    /// dates in order, the fields its kind needs; and both halves of every set non-empty.
+    #[test]
+    fn the_update_stage_sets_are_well_formed_and_split() {
+        let sets = [
+            ("updates", knowledge_updates()),
+            ("controls", update_controls()),
+            ("updates", updates_everyday()),
+            ("controls", controls_everyday()),
+        ];
+        let mut ids = std::collections::HashSet::new();
+        for (kind, set) in &sets {
+            let mut halves = [0usize; 2];
+            for sc in set["scenarios"].as_array().unwrap() {
+                let id = sc["id"].as_str().unwrap();
+                assert!(ids.insert(id.to_string()), "duplicate id {id}");
+                halves[split_half(id) as usize] += 1;
+                let sessions = sc["sessions"].as_array().unwrap();
+                let dates: Vec<&str> = sessions
+                    .iter()
+                    .map(|s| s["date"].as_str().unwrap())
+                    .collect();
+                assert!(
+                    dates.windows(2).all(|w| w[0] < w[1]),
+                    "{id}: dates out of order"
+                );
+                let has = |f: &str| {
+                    let s = sc[f].as_str().unwrap();
+                    assert!(
+                        sessions.iter().any(|x| x["session_id"] == s),
+                        "{id}: no {f} {s}"
+                    );
+                };
+                let (keys, text): (&[&str], &[&str]) = if *kind == "updates" {
+                    (
+                        &["old_session", "new_session"],
+                        &["present", "past", "relation"],
+                    )
+                } else {
+                    (
+                        &["answer_session", "related_session"],
+                        &["question", "kind", "tier"],
+                    )
+                };
+                keys.iter().for_each(|f| has(f));
+                text.iter()
+                    .for_each(|f| assert!(sc[*f].is_string(), "{id}: no {f}"));
+            }
+            assert!(
+                halves.iter().all(|&n| n > 0),
+                "{kind}: a half is empty: {halves:?}"
+            );
+        }
     }
 }
