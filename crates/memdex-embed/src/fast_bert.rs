@@ -18,6 +18,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::attention::{self, SeqInput};
+use crate::bmatmul::PackedBf16;
 use crate::isa::{Isa, LargeBatchGemm, LargeBatchKernel};
 use crate::linear::{self, Packed};
 use crate::math;
@@ -79,6 +80,9 @@ impl Matrix {
             LargeBatchKernel::F32GemmCrate => None,
             LargeBatchKernel::I16Avx2 | LargeBatchKernel::I16Vnni => {
                 Some(Packed::I16(PackedI16::pack(&w, n, k)))
+            }
+            LargeBatchKernel::Bf16Amx | LargeBatchKernel::Bf16Emulated => {
+                Some(Packed::Bf16(PackedBf16::pack(&w, n, k)))
             }
             LargeBatchKernel::F32Tile => Some(Packed::F32(PackedB::pack(&w, n, k))),
         };
