@@ -182,7 +182,7 @@ fn self_check(amx: Amx) -> Result<(), AmxUnavailable> {
 /// (`tilerelease`).
 #[derive(Debug)]
 pub(crate) struct AmxTiles {
-    cfg: TileConfig,
+    shapes: [(usize, usize); crate::tiles::TILES],
 }
 
 impl AmxTiles {
@@ -192,26 +192,21 @@ impl AmxTiles {
         if let Some(why) = cfg.invalid() {
             panic!("ldtilecfg: {why}");
         }
-        let cfg = *cfg;
         // SAFETY: `_amx` proves AMX is enabled for this process; the configuration is valid
         // (checked above), 64 bytes, and only read.
         #[allow(unsafe_code)]
         unsafe {
-            x86::ldtilecfg(&cfg)
+            x86::ldtilecfg(cfg)
         };
-        AmxTiles { cfg }
+        AmxTiles {
+            shapes: cfg.shapes(),
+        }
     }
 
     /// `(rows, bytes per row)` of `t`, which must be configured.
+    #[inline(always)]
     fn shape(&self, t: Tmm) -> (usize, usize) {
-        assert!(
-            (t.0 as usize) < crate::tiles::TILES,
-            "tmm{} does not exist",
-            t.0
-        );
-        let s = self.cfg.shape(t);
-        assert!(s.0 > 0, "tmm{} is not configured", t.0);
-        s
+        crate::tiles::configured_shape(&self.shapes, t)
     }
 }
 

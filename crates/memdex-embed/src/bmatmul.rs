@@ -244,7 +244,14 @@ fn block_with<T: TileUnit, M: MulAdd>(
         let np = 2.min(panels - jp);
         for i0 in (0..rows).step_by(BLOCK) {
             let groups = if rows - i0 > TM { 2 } else { 1 };
-            tile_step(t, &s.rows, w, (i0, groups), (jp, np), &mut s.c);
+            let (a, out) = (&s.rows, &mut s.c);
+            // constant tile counts: the register numbers fold into the instructions
+            match (groups, np) {
+                (2, 2) => tile_step::<T, 2, 2>(t, a, w, i0, jp, out),
+                (2, _) => tile_step::<T, 2, 1>(t, a, w, i0, jp, out),
+                (_, 2) => tile_step::<T, 1, 2>(t, a, w, i0, jp, out),
+                _ => tile_step::<T, 1, 1>(t, a, w, i0, jp, out),
+            }
             let cols = (jp * NR, (np * NR).min(n - jp * NR));
             write_block::<M>(&s.c, c, n, (i0, BLOCK.min(rows - i0)), cols, b, epi);
         }
@@ -252,37 +259,37 @@ fn block_with<T: TileUnit, M: MulAdd>(
     matmul::finish_rows(c, rows, n, epi);
 }
 
-/// The `groups × np` C tiles of rows `i0..`, panels `jp..`, over the whole depth, stored
-/// to `out` (32 × 32, row stride 32).
+/// The `G × Q` C tiles of rows `i0..`, panels `jp..`, over the whole depth, stored to `out`
+/// (32 × 32, row stride 32).
 #[inline(always)]
-fn tile_step<T: TileUnit>(
+fn tile_step<T: TileUnit, const G: usize, const Q: usize>(
     t: &mut T,
     a: &Bf16Rows,
     w: &PackedBf16,
-    (i0, groups): (usize, usize),
-    (jp, np): (usize, usize),
+    i0: usize,
+    jp: usize,
     out: &mut [f32; BLOCK * BLOCK],
 ) {
-    for g in 0..groups {
-        for q in 0..np {
+    for g in 0..G {
+        for q in 0..Q {
             t.zero(c_tile(g, q));
         }
     }
     for s in 0..w.pairs / PAIRS {
-        for g in 0..groups {
+        for g in 0..G {
             t.load(a_tile(g), a.tile(i0 + g * TM, s), a.pairs);
         }
-        for q in 0..np {
+        for q in 0..Q {
             t.load(b_tile(q), w.tile(jp + q, s), NR);
         }
-        for g in 0..groups {
-            for q in 0..np {
+        for g in 0..G {
+            for q in 0..Q {
                 t.dot_bf16(c_tile(g, q), a_tile(g), b_tile(q));
             }
         }
     }
-    for g in 0..groups {
-        for q in 0..np {
+    for g in 0..G {
+        for q in 0..Q {
             t.store(c_tile(g, q), &mut out[g * TM * BLOCK + q * NR..], BLOCK);
         }
     }
