@@ -436,3 +436,65 @@ mod x86 {
         }
     }
 }
+
+#[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::arch::x86_64::CpuidResult;
+
+    fn leaf(eax: u32, ebx: u32, ecx: u32) -> CpuidResult {
+        CpuidResult {
+            eax,
+            ebx,
+            ecx,
+            edx: 0,
+        }
+    }
+
+    #[test]
+    fn palette_and_tmul_limits_are_read_from_cpuid() {
+        // Sapphire Rapids: 8 KB of tiles, 1 KB each, 64 bytes a row, 8 names, 16 rows;
+        // TMUL K 16, N 64 bytes
+        let spr = leaf(0x0400_2000, 0x0008_0040, 0x10);
+        assert_eq!(palette_check(spr, leaf(0, 0x4010, 0)), Ok(()));
+        let half_rows = leaf(0x0400_2000, 0x0008_0040, 0x8);
+        assert!(palette_check(half_rows, leaf(0, 0x4010, 0)).is_err());
+        assert!(
+            palette_check(spr, leaf(0, 0x2010, 0)).is_err(),
+            "N 32 bytes"
+        );
+    }
+
+    /// The syscall reaches the kernel: Linux grants the tile data only where the OS enabled it
+    /// (XCR0), and otherwise refuses with EOPNOTSUPP (or EINVAL before Linux 5.16).
+    #[test]
+    fn the_permission_request_is_answered_by_the_kernel() {
+        let os_tiles = std::arch::x86_64::__cpuid_count(1, 0).ecx & (1 << 27) != 0 && {
+            // SAFETY: CPUID reports OSXSAVE (checked first).
+            #[allow(unsafe_code)]
+            let xcr0 = unsafe { x86::xcr0() };
+            xcr0 & (0b11 << 17) == 0b11 << 17
+        };
+        match x86::request_permission() {
+            Ok(()) => assert!(os_tiles, "granted without the tile state in XCR0"),
+            Err(AmxUnavailable::Permission(errno)) => {
+                assert!(errno == 95 || errno == 22, "errno {errno}");
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn status_names_why_amx_is_not_used() {
+        match status() {
+            Ok(()) => assert!(has_amx_cpuid() && Amx::get().is_some()),
+            Err(why) => {
+                assert!(Amx::get().is_none());
+                if !has_amx_cpuid() {
+                    assert!(matches!(why, AmxUnavailable::Cpuid(_)), "{why}");
+                    assert!(why.to_string().starts_with("CPUID: no amx_"), "{why}");
+                }
+            }
+        }
+    }
+}

@@ -20,8 +20,6 @@ pub(crate) const MAX_COLSB: usize = 64;
 const WORDS: usize = MAX_COLSB / 4;
 /// Tile registers (palette 1).
 pub(crate) const TILES: usize = 8;
-/// Output rows the emulator's `tdpbf16ps` runs side by side (for speed only).
-const ROWS_AT_ONCE: usize = 4;
 
 /// The bf16 bits of `v`: round to nearest, ties to even; NaN stays a (quiet) NaN, ±∞ stays,
 /// finite values past bf16's range round to ±∞, and subnormals become ±0 (as AMX reads them).
@@ -174,10 +172,27 @@ pub(crate) fn dot_shapes_ok(
     if sc.1 != sb.1 || sc.0 != sa.0 {
         return Err(format!("c {sc:?} does not match a {sa:?} · b {sb:?}"));
     }
-    if sc.1 % 4 != 0 || sa.1 % 4 != 0 {
+    if !sc.1.is_multiple_of(4) || !sa.1.is_multiple_of(4) {
         return Err("bytes per row not a multiple of 4".into());
     }
     Ok(())
+}
+
+/// A tile's words as two f32 planes, the low and the high bf16 of each (DAZ applied).
+#[inline(always)]
+fn widen(reg: &[[u32; WORDS]; MAX_ROWS]) -> ([[f32; WORDS]; MAX_ROWS], [[f32; WORDS]; MAX_ROWS]) {
+    let lo = std::array::from_fn(|r| std::array::from_fn(|n| bf16_value(reg[r][n] as u16)));
+    let hi = std::array::from_fn(|r| std::array::from_fn(|n| bf16_value((reg[r][n] >> 16) as u16)));
+    (lo, hi)
+}
+
+/// One pair step of an output row: `acc[n] += a0·lo[n]`, then `+= a1·hi[n]`, each rounded and
+/// flushed.
+#[inline(always)]
+fn step(acc: &mut [f32; WORDS], a0: f32, a1: f32, lo: &[f32; WORDS], hi: &[f32; WORDS]) {
+    for n in 0..WORDS {
+        acc[n] = ftz(ftz(acc[n] + a0 * lo[n]) + a1 * hi[n]);
+    }
 }
 
 /// Tile registers and configuration in memory: the instructions of [`TileUnit`] in plain Rust.
@@ -242,37 +257,25 @@ impl TileUnit for Emulator {
             panic!("tdpbf16ps: {why}");
         }
         let (rows, pairs, cols) = (sc.0, sa.1 / 4, sc.1 / 4);
-        // b's halves widened once (the registers past a tile's shape hold zeros)
-        let (mut lo, mut hi) = ([[0f32; WORDS]; MAX_ROWS], [[0f32; WORDS]; MAX_ROWS]);
-        for ((l, h), brow) in lo
-            .iter_mut()
-            .zip(hi.iter_mut())
-            .zip(&self.regs[b.0 as usize])
-        {
-            for n in 0..WORDS {
-                l[n] = bf16_value(brow[n] as u16);
-                h[n] = bf16_value((brow[n] >> 16) as u16);
-            }
-        }
-        let ra = self.regs[a.0 as usize];
+        // both operands widened once (the registers past a tile's shape hold zeros)
+        let b_halves = widen(&self.regs[b.0 as usize]);
+        let (a_lo, a_hi) = widen(&self.regs[a.0 as usize]);
+        let (b_lo, b_hi) = (&b_halves.0, &b_halves.1);
         let rc = &mut self.regs[c.0 as usize];
-        // four rows at a time: independent chains (each element's own order is unchanged)
-        for (g, crows) in rc[..rows].chunks_mut(ROWS_AT_ONCE).enumerate() {
-            let mut acc = [[0f32; WORDS]; ROWS_AT_ONCE];
-            for (acc, crow) in acc.iter_mut().zip(crows.iter()) {
-                for n in 0..WORDS {
-                    acc[n] = ftz(f32::from_bits(crow[n]));
-                }
-            }
+        // four rows at a time, each in registers: independent chains (each element's own
+        // order is unchanged)
+        for (g, crows) in rc[..rows].chunks_mut(4).enumerate() {
+            let row = |r: usize| (g * 4 + r).min(MAX_ROWS - 1);
+            let mut acc: [[f32; WORDS]; 4] = std::array::from_fn(|r| {
+                let w = crows.get(r).copied().unwrap_or([0; WORDS]);
+                std::array::from_fn(|n| ftz(f32::from_bits(w[n])))
+            });
             for k in 0..pairs {
-                let (l, h) = (&lo[k], &hi[k]);
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let w = ra[(g * ROWS_AT_ONCE + r) % MAX_ROWS][k];
-                    let (a0, a1) = (bf16_value(w as u16), bf16_value((w >> 16) as u16));
-                    for n in 0..WORDS {
-                        acc[n] = ftz(ftz(acc[n] + a0 * l[n]) + a1 * h[n]);
-                    }
-                }
+                let (l, h) = (&b_lo[k], &b_hi[k]);
+                step(&mut acc[0], a_lo[row(0)][k], a_hi[row(0)][k], l, h);
+                step(&mut acc[1], a_lo[row(1)][k], a_hi[row(1)][k], l, h);
+                step(&mut acc[2], a_lo[row(2)][k], a_hi[row(2)][k], l, h);
+                step(&mut acc[3], a_lo[row(3)][k], a_hi[row(3)][k], l, h);
             }
             for (crow, acc) in crows.iter_mut().zip(acc) {
                 for (w, s) in crow.iter_mut().zip(acc).take(cols) {
