@@ -44,6 +44,7 @@ case "$isa" in
   *) echo "ISA=$isa: use auto, avx512, avx2 or portable" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
+rm -f "$out"/*-vectors.jsonl
 uptime > "$out/load-before.txt"
 
 texts="${1:-}"
@@ -113,7 +114,7 @@ references() { # $1: the reports' suffix ("" in the first round, which also writ
       --max-length 256 --repeats "$repeats" --json "${vec[@]}" > "$out/ort$1.json"
   fi
 }
-rm -f "$out"/ort*.json "$out"/memdex-r*.json "$out"/st-r*.json "$out"/stbf16*.json "$out"/*-vectors.jsonl
+rm -f "$out"/ort*.json "$out"/memdex-r*.json "$out"/st-r*.json "$out"/stbf16*.json
 references ""
 
 rounds="${ROUNDS:-1}"
@@ -174,7 +175,7 @@ for name, r in engines:
         continue
     runs = ", ".join(f"{t:.2f}" for t in r.get("all_seconds", []))
     gf = f" {flops / r['seconds']:6.1f} GFLOP/s" if flops else ""
-    cs = f"  cosine to ST fp32 min {cos[name][0]:.6f} mean {cos[name][1]:.7f}" if name in cos else ""
+    cs = f"  cosine to ST fp32 min {cos[name][0]:.7f} mean {cos[name][1]:.7f}" if name in cos else ""
     print(f"{name:27s} {r['texts_per_s']:8.1f} texts/s {r['tokens_per_s']:9.0f} tokens/s{gf}  (median {r['seconds']:.2f}s of {runs}){cs}")
 tps = lambda r: r["tokens_per_s"]
 refs = (("sentence-transformers", 1, s), ("sentence-transformers bf16", 2, b), ("ONNX Runtime", 3, o))
