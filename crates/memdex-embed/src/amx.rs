@@ -21,6 +21,7 @@
 
 use std::sync::OnceLock;
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use crate::tiles::{Emulator, TileConfig, TileUnit, Tmm};
 
 /// Why this process runs without AMX.
@@ -76,10 +77,18 @@ pub fn status() -> &'static Result<(), AmxUnavailable> {
 
 /// A proof that AMX is usable in this process.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
 pub(crate) struct Amx {
     _checked: (),
 }
 
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
 impl Amx {
     /// The token, where [`status`] is fine.
     pub(crate) fn get() -> Option<Amx> {
@@ -132,7 +141,7 @@ fn detect() -> Result<(), AmxUnavailable> {
 }
 
 /// Palette 1 (leaf 0x1D subleaf 1) and TMUL (leaf 0x1E) hold the kernel's tiles.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn palette_check(
     p1: std::arch::x86_64::CpuidResult,
     tmul: std::arch::x86_64::CpuidResult,
@@ -180,14 +189,15 @@ fn self_check(amx: Amx) -> Result<(), AmxUnavailable> {
 
 /// The tile unit of the CPU: a configuration loaded (`ldtilecfg`) until it is dropped
 /// (`tilerelease`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[derive(Debug)]
 pub(crate) struct AmxTiles {
     shapes: [(usize, usize); crate::tiles::TILES],
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl AmxTiles {
     /// Loads `cfg` into the tile unit. Panics on a configuration `ldtilecfg` would refuse.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     pub(crate) fn configured(_amx: Amx, cfg: &TileConfig) -> AmxTiles {
         if let Some(why) = cfg.invalid() {
             panic!("ldtilecfg: {why}");
