@@ -183,9 +183,9 @@ pub(crate) fn block(
 ) {
     match isa {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        Isa::Avx512 if crate::amx::Amx::get().is_some() => {
+        Isa::Avx512 if crate::amx::Amx::get().is_some() && avx512() => {
             let amx = crate::amx::Amx::get().expect("checked above");
-            // SAFETY: the AVX-512 ISA is only selected on CPUs with AVX-512F, AVX2 and FMA.
+            // SAFETY: checked above: the CPU has AVX-512F, AVX2 and FMA.
             #[allow(unsafe_code)]
             unsafe {
                 x86::block_amx(amx, a, rows, w, b, c, epi, s)
@@ -210,10 +210,11 @@ pub(crate) fn emulated(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 | Isa::Avx2 if crate::matmul::Avx2Fma::new().is_some() => {
-            // SAFETY: the token exists, so the CPU has AVX2 and FMA.
+            let wide = isa == Isa::Avx512 && avx512();
+            // SAFETY: the token exists, so the CPU has AVX2 and FMA; `wide` only with AVX-512F.
             #[allow(unsafe_code)]
             unsafe {
-                x86::emulated_avx2(isa, a, rows, w, b, c, epi, s)
+                x86::emulated_avx2(wide, a, rows, w, b, c, epi, s)
             }
         }
         _ => {
@@ -221,6 +222,12 @@ pub(crate) fn emulated(
             block_with::<_, crate::math::Baseline>(&mut t, a, rows, w, b, c, epi, s);
         }
     }
+}
+
+/// Whether the CPU has AVX-512F, AVX2 and FMA (the AVX-512 copies' features).
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    crate::matmul::Avx512Fma::new().is_some()
 }
 
 /// [`block`] on tile unit `t`, configured with [`CONFIG`] (inlined into each ISA's copy).
@@ -333,7 +340,6 @@ fn write_block<M: MulAdd>(
 #[allow(unsafe_code)]
 mod x86 {
     use super::{block_with, Epilogue, PackedBf16, Scratch, CONFIG};
-    use crate::isa::Isa;
     use crate::tiles::Emulator;
 
     /// [`super::block`] on AMX tiles, compiled for AVX-512 (the row rounding and epilogues).
@@ -357,13 +363,13 @@ mod x86 {
         block_with::<_, crate::math::Fused>(&mut t, a, rows, w, b, c, epi, s);
     }
 
-    /// [`super::emulated`] compiled for AVX2 + FMA, or for AVX-512 when `isa` is.
+    /// [`super::emulated`] compiled for AVX2 + FMA, or for AVX-512 when `wide`.
     ///
     /// # Safety
-    /// The CPU must have AVX2 and FMA, and AVX-512F when `isa` is AVX-512.
+    /// The CPU must have AVX2 and FMA, and AVX-512F when `wide`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn emulated_avx2(
-        isa: Isa,
+        wide: bool,
         a: &[f32],
         rows: usize,
         w: &PackedBf16,
@@ -372,7 +378,7 @@ mod x86 {
         epi: Epilogue<'_>,
         s: &mut Scratch,
     ) {
-        if isa == Isa::Avx512 {
+        if wide {
             return emulated_avx512(a, rows, w, b, c, epi, s);
         }
         emulated_with_avx2(a, rows, w, b, c, epi, s)
