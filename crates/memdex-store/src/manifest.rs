@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use memdex_core::{check_tenant_name, clip, clip_message, Granularity, ModelInfo};
 use serde::{Deserialize, Serialize};
 
+use crate::checksum::Checksum;
 use crate::error::{io, StoreError};
 use crate::meta::{ContentMeta, SegmentMeta, StructuresMeta, WordsMeta};
 
@@ -176,10 +177,56 @@ impl Manifest {
             message: clip_message(&e.to_string()),
         })?;
         m.validate().map_err(|message| StoreError::Manifest {
-            path,
+            path: path.clone(),
             message: clip_message(&message),
         })?;
+        m.check_seal(&bytes)
+            .map_err(|message| StoreError::Manifest { path, message })?;
         Ok(m)
+    }
+
+    /// The manifest's own checksum (see [`seal`]): its bytes must give it; a manifest without
+    /// one (written before checksums) is taken as it is unless it records checksums of its
+    /// files, which only a sealed manifest does (so the seal line itself was damaged).
+    fn check_seal(&self, bytes: &[u8]) -> Result<(), String> {
+        match unseal(bytes) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(message)) => Err(message),
+            None if self.records_checksums() => Err(
+                "the manifest records its files' checksums but not its own: it was changed \
+                 after it was written"
+                    .into(),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether any file entry carries a checksum.
+    fn records_checksums(&self) -> bool {
+        let aux = self.structures.iter().flat_map(|s| &s.segments);
+        (self.segments.iter().any(|s| s.checksum.is_some()))
+            || self.contents.iter().any(|c| c.checksum.is_some())
+            || self.words.iter().any(|w| w.checksum.is_some())
+            || aux.clone().any(|a| a.checksum.is_some())
+    }
+
+    /// Rewrites `DIR/manifest.json` as it is now (any JSON object, its own checksum field
+    /// dropped) with a fresh checksum: for a manifest edited by hand (tests; a repair a
+    /// person made on purpose). Nothing else is checked.
+    pub fn reseal(dir: &Path) -> Result<(), StoreError> {
+        let path = Self::path(dir);
+        let bytes = fs::read(&path).map_err(io(&path))?;
+        let bad = |e: serde_json::Error| StoreError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(bad)?;
+        if let Some(m) = value.as_object_mut() {
+            m.remove("checksum");
+        }
+        let body = serde_json::to_vec_pretty(&value).map_err(bad)?;
+        let tmp = dir.join(format!("{MANIFEST}.tmp"));
+        write_durably(&tmp, &path, &seal(body))
     }
 
     /// Refuses a manifest that lies about its segments: file names outside `segments/`,
@@ -297,8 +344,23 @@ impl Manifest {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        write_durably(&tmp, &path, &json)?;
+        write_durably(&tmp, &path, &seal(json))?;
         Ok(())
+    }
+
+    /// Every file the manifest names, as paths inside the store directory, with the checksum
+    /// each entry records: what verification and snapshots go through.
+    pub fn all_files(&self) -> Vec<(String, u64, Option<Checksum>)> {
+        let seg = |f: &str| format!("{SEGMENTS_DIR}/{f}");
+        let mut out: Vec<(String, u64, Option<Checksum>)> = Vec::new();
+        out.extend((self.segments.iter()).map(|s| (seg(&s.file), s.bytes, s.checksum)));
+        out.extend((self.contents.iter()).map(|c| (seg(&c.file), c.bytes, c.checksum)));
+        out.extend((self.words.iter()).map(|w| (seg(&w.file), w.bytes, w.checksum)));
+        for a in self.structures.iter().flat_map(|s| &s.segments) {
+            let dir = crate::structure_segments::STRUCTURES_DIR;
+            out.push((format!("{dir}/{}", a.file), a.bytes, a.checksum));
+        }
+        out
     }
 
     /// Next item id: one past the highest committed.
@@ -321,6 +383,49 @@ impl Manifest {
         let words: u64 = self.words.iter().map(|w| w.bytes).sum();
         segments + words + self.contents.iter().map(|c| c.bytes).sum::<u64>()
     }
+}
+
+/// What precedes the manifest's own checksum, its last field: `,\n  "checksum": "xxh3:…"\n}`.
+const SEAL: &str = ",\n  \"checksum\": \"";
+
+/// `json` (a pretty-printed object, ending in `\n}`) with its own checksum as the last
+/// field: the checksum of the text without that field.
+fn seal(mut json: Vec<u8>) -> Vec<u8> {
+    let sum = Checksum::of(&json);
+    if json.ends_with(b"\n}") {
+        json.truncate(json.len() - 2);
+        json.extend_from_slice(format!("{SEAL}{sum}\"\n}}\n").as_bytes());
+    }
+    json
+}
+
+/// Whether the manifest in `dir` carries its own checksum (a store written before checksums
+/// does not).
+pub(crate) fn is_sealed(dir: &Path) -> bool {
+    fs::read(Manifest::path(dir)).is_ok_and(|b| unseal(&b).is_some())
+}
+
+/// Checks a sealed manifest's text against its checksum; None when it carries none.
+fn unseal(bytes: &[u8]) -> Option<Result<(), String>> {
+    let at = bytes.windows(SEAL.len()).rposition(|w| w == SEAL.as_bytes())?;
+    let tail = &bytes[at + SEAL.len()..];
+    let end = tail.iter().position(|&b| b == b'"').unwrap_or(tail.len());
+    let rest = String::from_utf8_lossy(&tail[end.min(tail.len())..]).into_owned();
+    let recorded = std::str::from_utf8(&tail[..end])
+        .ok()
+        .and_then(|t| t.parse::<Checksum>().ok());
+    let Some(recorded) = recorded.filter(|_| rest.trim_end() == "\"\n}") else {
+        return Some(Err("the manifest's checksum line is malformed".into()));
+    };
+    let body = [&bytes[..at], b"\n}"].concat();
+    let got = Checksum::of(&body);
+    Some(match got == recorded {
+        true => Ok(()),
+        false => Err(format!(
+            "checksum mismatch: the manifest records {recorded}, its text gives {got} (the \
+             file changed after it was written)"
+        )),
+    })
 }
 
 /// `seg-<digits>.arrow` / `cnt-<digits>.arrow`: the only names the writer gives, so no path

@@ -64,7 +64,7 @@ fn word_vectors_are_committed_read_back_and_kept() {
     // a snapshot copies the word files
     let out = tempfile::tempdir().unwrap();
     let copy = out.path().join("copy");
-    snapshot(dir.path(), &copy).unwrap();
+    snapshot(dir.path(), &copy, &Default::default()).unwrap();
     assert_eq!(Store::open(&copy).unwrap().words().len(), 3);
 
     // forgetting the hiking row and compacting takes the terms no row uses off the disk
