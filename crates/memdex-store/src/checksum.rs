@@ -81,7 +81,13 @@ mod tests {
         assert!(text.starts_with("xxh3:") && text.len() == 21, "{text}");
         assert_eq!(text.parse::<Checksum>(), Ok(c));
         assert_eq!(serde_json::to_string(&c).ok(), Some(format!("\"{text}\"")));
-        for bad in ["", "xxh3:", "crc:0123456789abcdef", "xxh3:0123456789abcdeg", "xxh3:12"] {
+        for bad in [
+            "",
+            "xxh3:",
+            "crc:0123456789abcdef",
+            "xxh3:0123456789abcdeg",
+            "xxh3:12",
+        ] {
             assert!(bad.parse::<Checksum>().is_err(), "{bad}");
         }
         assert_ne!(Checksum::of(b"memdex"), Checksum::of(b"memdey"));

@@ -102,7 +102,10 @@ impl StoreWriter {
         sync_dir(&seg_dir)?;
         crate::failpoint::hit("compact-before-manifest").and_then(|()| next.save(&self.dir))?;
         for f in files.commit() {
-            let checksum = next.all_files().into_iter().find(|(n, ..)| *n == segment_file(&f));
+            let checksum = next
+                .all_files()
+                .into_iter()
+                .find(|(n, ..)| *n == segment_file(&f));
             self.note_written(&f, checksum.and_then(|(_, _, c)| c));
         }
         // committed: from here on nothing may fail the compaction, or the writer would keep a
@@ -214,7 +217,10 @@ impl StoreWriter {
             fill(&mut w.checksum, segment_file(&w.file));
         }
         for a in next.structures.iter_mut().flat_map(|s| &mut s.segments) {
-            fill(&mut a.checksum, crate::structure_segments::aux_file(&a.file));
+            fill(
+                &mut a.checksum,
+                crate::structure_segments::aux_file(&a.file),
+            );
         }
         filled
     }

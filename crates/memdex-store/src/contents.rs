@@ -24,9 +24,9 @@ use crate::checksum::Checksum;
 use crate::error::StoreError;
 use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::{check_shape, encode_batch, map_batch};
-use crate::segment::segment_file;
 use crate::meta::ContentMeta;
 use crate::schema::*;
+use crate::segment::segment_file;
 
 /// Where a content lives: file index in [`Contents`] and row in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

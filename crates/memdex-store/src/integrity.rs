@@ -233,7 +233,10 @@ mod tests {
         assert_eq!(old.verify(b"x"), Verdict::Unrecorded);
         assert_eq!(old.computed(), Some(Checksum::of(b"x")));
         // the same name and checksum is the same check; another checksum a new one
-        assert!(Arc::ptr_eq(&good, &checks.get("segments/a", good.expected())));
+        assert!(Arc::ptr_eq(
+            &good,
+            &checks.get("segments/a", good.expected())
+        ));
         assert!(!Arc::ptr_eq(&good, &checks.get("segments/a", None)));
         checks.retain(&HashSet::from(["segments/a".to_string()]));
         assert!(!checks.any_damage(), "the damaged file is no longer named");

@@ -64,9 +64,9 @@ pub use meta::{
     AuxSegmentMeta, ContentMeta, SegmentMeta, StructuresMeta, TenantRange, ThoughtsConfig,
     TreeConfig, WordsMeta,
 };
+pub use restore::{restore, RestoreOptions, RestoreReport};
 pub use schema::{columns, content_ref};
 pub use segment::{Derived, ItemRef, Segment, VectorBlock, VectorRun};
-pub use restore::{restore, RestoreOptions, RestoreReport};
 pub use snapshot::{snapshot, SnapshotOptions, SnapshotReport};
 pub use store::{session_hash, Store, TenantSlice};
 pub use structure_segments::Structures;

@@ -157,6 +157,11 @@ impl Manifest {
             }
             Err(e) => return Err(io(&path)(e)),
         };
+        // damage anywhere in a sealed manifest is named as such before anything is parsed
+        let sealed = unseal(&bytes);
+        if let Some(Err(message)) = sealed {
+            return Err(StoreError::Manifest { path, message });
+        }
         #[derive(Deserialize)]
         struct Version {
             format_version: u32,
@@ -180,25 +185,17 @@ impl Manifest {
             path: path.clone(),
             message: clip_message(&message),
         })?;
-        m.check_seal(&bytes)
-            .map_err(|message| StoreError::Manifest { path, message })?;
-        Ok(m)
-    }
-
-    /// The manifest's own checksum (see [`seal`]): its bytes must give it; a manifest without
-    /// one (written before checksums) is taken as it is unless it records checksums of its
-    /// files, which only a sealed manifest does (so the seal line itself was damaged).
-    fn check_seal(&self, bytes: &[u8]) -> Result<(), String> {
-        match unseal(bytes) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(message)) => Err(message),
-            None if self.records_checksums() => Err(
-                "the manifest records its files' checksums but not its own: it was changed \
-                 after it was written"
+        // a manifest without its own checksum was written before checksums, unless it
+        // records its files' (only a sealed one does: then the seal line itself was damaged)
+        if sealed.is_none() && m.records_checksums() {
+            return Err(StoreError::Manifest {
+                path,
+                message: "the manifest records its files' checksums but not its own: it was \
+                          changed after it was written"
                     .into(),
-            ),
-            None => Ok(()),
+            });
         }
+        Ok(m)
     }
 
     /// Whether any file entry carries a checksum.
@@ -407,14 +404,16 @@ pub(crate) fn is_sealed(dir: &Path) -> bool {
 
 /// Checks a sealed manifest's text against its checksum; None when it carries none.
 fn unseal(bytes: &[u8]) -> Option<Result<(), String>> {
-    let at = bytes.windows(SEAL.len()).rposition(|w| w == SEAL.as_bytes())?;
+    let at = bytes
+        .windows(SEAL.len())
+        .rposition(|w| w == SEAL.as_bytes())?;
     let tail = &bytes[at + SEAL.len()..];
     let end = tail.iter().position(|&b| b == b'"').unwrap_or(tail.len());
     let rest = String::from_utf8_lossy(&tail[end.min(tail.len())..]).into_owned();
     let recorded = std::str::from_utf8(&tail[..end])
         .ok()
         .and_then(|t| t.parse::<Checksum>().ok());
-    let Some(recorded) = recorded.filter(|_| rest.trim_end() == "\"\n}") else {
+    let Some(recorded) = recorded.filter(|_| rest == "\"\n}\n") else {
         return Some(Err("the manifest's checksum line is malformed".into()));
     };
     let body = [&bytes[..at], b"\n}"].concat();

@@ -117,7 +117,8 @@ fn replace(
     from.next_segment_id = (from.next_segment_id())
         .max(current.as_ref().map_or(0, Manifest::next_segment_id))
         .max(on_disk + 1);
-    from.next_id_floor = (from.next_item_id()).max(current.as_ref().map_or(0, Manifest::next_item_id));
+    from.next_id_floor =
+        (from.next_item_id()).max(current.as_ref().map_or(0, Manifest::next_item_id));
     from.save(dir)?;
     report.manifest_version = from.version;
     report.removed = remove_unnamed(dir, &from)?;
@@ -136,7 +137,10 @@ fn repair(
     let found = verify(dir)?;
     let theirs = from.all_files();
     for bad in found.damaged_files() {
-        let mine = current.all_files().into_iter().find(|(f, ..)| *f == bad.file);
+        let mine = current
+            .all_files()
+            .into_iter()
+            .find(|(f, ..)| *f == bad.file);
         let recorded = mine.and_then(|(_, _, c)| c);
         let same = (theirs.iter()).any(|(f, _, c)| *f == bad.file && c.is_some() && *c == recorded);
         if same {

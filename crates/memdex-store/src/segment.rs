@@ -367,7 +367,9 @@ impl Segment {
 
     /// A shared segment's `content_ref` of each row (None: inline).
     pub(crate) fn content_refs(&self) -> Option<&[u64]> {
-        let col = self.batch.column_by_name(crate::schema::columns::CONTENT_REF)?;
+        let col = self
+            .batch
+            .column_by_name(crate::schema::columns::CONTENT_REF)?;
         Some(col.as_primitive::<UInt64Type>().values())
     }
 
@@ -383,7 +385,9 @@ impl Segment {
                     return Err(StoreError::Segment {
                         path: self.path,
                         message: format!(
-                            "row {row} references content {h:016x}, which no content file holds"
+                            "row {row} references content {h:016x}, which no content file \
+                             holds{}",
+                            damaged_contents(contents)
                         ),
                     })
                 }
@@ -690,4 +694,16 @@ impl Segment {
 /// A segments-directory file's name inside the store directory (what checks are keyed by).
 pub(crate) fn segment_file(file: &str) -> String {
     format!("{}/{file}", crate::manifest::SEGMENTS_DIR)
+}
+
+/// "; content file F is damaged: …" for each of `contents`' files whose bytes fail their
+/// checksum (each hashed now): why a reference may resolve nowhere.
+fn damaged_contents(contents: &SharedContents) -> String {
+    let mut out = String::new();
+    for f in contents.files() {
+        if let Verdict::Damaged(problem) = f.verify() {
+            out.push_str(&format!("; {} is damaged: {problem}", f.check().name()));
+        }
+    }
+    out
 }

@@ -210,7 +210,9 @@ impl Store {
         let rewritten = !manifest.contents.starts_with(&self.manifest.contents);
         let checks = &self.checks;
         if contents_changed {
-            let reopened = self.contents.reopen(&seg_dir, &manifest.contents, dim, checks)?;
+            let reopened = self
+                .contents
+                .reopen(&seg_dir, &manifest.contents, dim, checks)?;
             self.contents = Arc::new(reopened);
         }
         let mut old: std::collections::HashMap<u64, Segment> = self
@@ -342,7 +344,8 @@ impl Store {
         let sound = |v: Verdict| !matches!(v, Verdict::Damaged(_));
         self.alive.is_alive(index, row)
             && sound(seg.verify())
-            && (seg.loc(row)).is_none_or(|l| seg.content_file(l.file).is_none_or(|f| sound(f.verify())))
+            && (seg.loc(row))
+                .is_none_or(|l| seg.content_file(l.file).is_none_or(|f| sound(f.verify())))
     }
 
     /// The row's segment and content file are not known to be damaged.

@@ -18,11 +18,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::aux_rows::{self, AuxKind, ThoughtRow, TreeRow};
+use crate::checksum::Checksum;
 use crate::error::{io, StoreError};
+use crate::integrity::{Checks, Verdict};
 use crate::manifest::{sync_dir, write_durably};
 use crate::meta::{aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig};
-use crate::checksum::Checksum;
-use crate::integrity::{Checks, Verdict};
 use crate::store::Store;
 use crate::writer::StoreWriter;
 
@@ -276,7 +276,6 @@ fn remove_orphans(dir: &Path, meta: &StructuresMeta) -> Result<(), StoreError> {
     Ok(())
 }
 
-
 /// Each structure file of `store`'s version hashed (once per process) and its verdict; one
 /// that cannot be read is damaged.
 pub(crate) fn verify_files(store: &Store) -> Vec<(String, Verdict)> {
@@ -291,7 +290,11 @@ pub(crate) fn verify_files(store: &Store) -> Vec<(String, Verdict)> {
         }
         match crate::mmap::map_file(&dir.join(&m.file)) {
             Ok(b) if b.len() as u64 == m.bytes => check.verify(b.as_slice()),
-            Ok(b) => Verdict::Damaged(format!("file is {} bytes, manifest says {}", b.len(), m.bytes)),
+            Ok(b) => Verdict::Damaged(format!(
+                "file is {} bytes, manifest says {}",
+                b.len(),
+                m.bytes
+            )),
             Err(e) => Verdict::Damaged(e.to_string()),
         }
     };

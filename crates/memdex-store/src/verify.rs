@@ -46,7 +46,9 @@ impl VerifyReport {
 
     /// The damaged files' reports.
     pub fn damaged_files(&self) -> impl Iterator<Item = &FileReport> {
-        self.files.iter().filter(|f| f.status == FileStatus::Damaged)
+        self.files
+            .iter()
+            .filter(|f| f.status == FileStatus::Damaged)
     }
 }
 
@@ -264,7 +266,14 @@ impl Pass {
         opened
     }
 
-    fn push(&mut self, file: &str, kind: FileKind, bytes: u64, status: FileStatus, problem: Option<String>) {
+    fn push(
+        &mut self,
+        file: &str,
+        kind: FileKind,
+        bytes: u64,
+        status: FileStatus,
+        problem: Option<String>,
+    ) {
         self.files.push(FileReport {
             file: file.to_string(),
             kind,
@@ -320,10 +329,8 @@ fn raw_check(
 fn aux_structure(dir: &Path, a: &AuxSegmentMeta) -> Result<(), StoreError> {
     let path = dir.join(STRUCTURES_DIR).join(&a.file);
     let (_, batch) = crate::ipc::map_batch(&path, a.bytes)?;
-    crate::aux_rows::check(&batch, a.kind, a.rows).map_err(|message| StoreError::Segment {
-        path,
-        message,
-    })
+    crate::aux_rows::check(&batch, a.kind, a.rows)
+        .map_err(|message| StoreError::Segment { path, message })
 }
 
 /// Per tenant: live rows, deleted rows, sessions.
@@ -345,7 +352,9 @@ impl Pass {
                 segment_file(&w.file),
                 Holds {
                     terms: Some(w.rows),
-                    note: Some("query expansion loses these terms' vectors; rows are unaffected".into()),
+                    note: Some(
+                        "query expansion loses these terms' vectors; rows are unaffected".into(),
+                    ),
                     ..Holds::default()
                 },
             );
@@ -356,10 +365,17 @@ impl Pass {
                 tally.entry(t.tenant.clone()).or_default().0 += t.rows;
             }
             let mut h = holds(tally);
-            h.note = Some(format!("{:?} structure rows (derived; items are unaffected)", a.kind));
+            h.note = Some(format!(
+                "{:?} structure rows (derived; items are unaffected)",
+                a.kind
+            ));
             held.insert(aux_file(&a.file), h);
         }
-        for f in self.files.iter_mut().filter(|f| f.status == FileStatus::Damaged) {
+        for f in self
+            .files
+            .iter_mut()
+            .filter(|f| f.status == FileStatus::Damaged)
+        {
             f.holds = held.remove(&f.file);
         }
     }
@@ -383,10 +399,14 @@ impl Pass {
             }
         }
         // rows whose content no readable file holds: in one of the unreadable ones
-        let unreadable: Vec<usize> = (0..names.len()).filter(|&i| self.contents[i].is_none()).collect();
+        let unreadable: Vec<usize> = (0..names.len())
+            .filter(|&i| self.contents[i].is_none())
+            .collect();
         let mut tallies: Vec<Tally> = vec![Tally::new(); names.len()];
         for seg in self.segments.iter().flatten() {
-            let Some(refs) = seg.content_refs() else { continue };
+            let Some(refs) = seg.content_refs() else {
+                continue;
+            };
             for (row, r) in refs.iter().enumerate() {
                 let file = index.get(r).copied().or(unreadable.first().copied());
                 if let Some(i) = file.filter(|&i| damaged[i]) {

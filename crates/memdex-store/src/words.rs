@@ -27,9 +27,9 @@ use crate::contents::write_batch_file;
 use crate::error::StoreError;
 use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::map_batch;
-use crate::segment::segment_file;
 use crate::meta::WordsMeta;
 use crate::schema::embedding_item_field;
+use crate::segment::segment_file;
 
 /// One mapped word file.
 #[derive(Debug, Clone)]
@@ -108,7 +108,8 @@ impl WordTable {
     /// This table without the files whose bytes fail their checksum (each file hashed the
     /// first time): what query expansion reads. Itself when every file is sound.
     pub(crate) fn without_damaged(self: &Arc<Self>) -> Arc<WordTable> {
-        let damaged = |f: &WordFile| matches!(f.check.verify(f.file.as_slice()), Verdict::Damaged(_));
+        let damaged =
+            |f: &WordFile| matches!(f.check.verify(f.file.as_slice()), Verdict::Damaged(_));
         if !self.files.iter().any(damaged) {
             return self.clone();
         }

@@ -473,7 +473,8 @@ impl StoreWriter {
         }
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let dim = self.manifest.model.dim;
-        self.contents = (self.contents).reopen(&seg_dir, &self.manifest.contents, dim, &self.checks)?;
+        self.contents =
+            (self.contents).reopen(&seg_dir, &self.manifest.contents, dim, &self.checks)?;
         Ok(())
     }
 
