@@ -232,9 +232,6 @@ pub fn all_one<'s>(
     };
     let mut out = ranker.all(&batch)?;
     out.pop().unwrap_or_else(|| {
-        Err(RankError::UnknownTenant {
-            tenant: query.tenant.to_string(),
-            store: store.dir().display().to_string(),
-        })
+        Err(RankError::no_rows(store, query.tenant))
     })
 }

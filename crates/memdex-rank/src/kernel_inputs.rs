@@ -157,10 +157,7 @@ impl<'s> FusedTenant<'s> {
         check_columns(store, opts)?;
         let slices = store.tenant_slices(tenant);
         if slices.is_empty() {
-            return Err(RankError::UnknownTenant {
-                tenant: tenant.to_string(),
-                store: store.dir().display().to_string(),
-            });
+            return Err(RankError::no_rows(store, tenant));
         }
         Ok(FusedTenant {
             name: tenant.to_string(),

@@ -99,10 +99,7 @@ fn run<'s>(
     check_columns(store, opts)?;
     let slices = store.tenant_slices(tenant);
     if slices.is_empty() {
-        return Err(RankError::UnknownTenant {
-            tenant: tenant.to_string(),
-            store: store.dir().display().to_string(),
-        });
+        return Err(RankError::no_rows(store, tenant));
     }
     let rows = TenantRows::new(slices);
     let (slices, n) = (rows.slices.as_slice(), rows.len());

@@ -23,6 +23,7 @@ fn keyed(limits: HttpLimits) -> ServerConfig {
             ..Keys::default()
         },
         limits,
+        ..ServerConfig::default()
     }
 }
 

@@ -265,6 +265,7 @@ fn keyed() -> ServerConfig {
             ]),
         },
         limits: HttpLimits::default(),
+        ..ServerConfig::default()
     }
 }
 

@@ -172,6 +172,13 @@ impl Checks {
             .compare_exchange(UNKNOWN, INTACT, Ordering::AcqRel, Ordering::Acquire);
     }
 
+    /// What the bytes of `name` gave when hashed, for an entry recording no checksum (None:
+    /// not hashed yet).
+    pub(crate) fn computed_unrecorded(&self, name: &str) -> Option<Checksum> {
+        let files = lock(&self.files);
+        (files.get(name)).filter(|c| c.expected.is_none())?.computed()
+    }
+
     /// Whether any file was found damaged (the readers' fast path skips row checks when not).
     pub fn any_damage(&self) -> bool {
         self.any_damage.load(Ordering::Acquire)

@@ -460,6 +460,18 @@ impl Store {
         out
     }
 
+    /// Whether `tenant` has live rows, hashing nothing (rows of files not checked yet count;
+    /// [`Self::tenant_slices`] checks them): what a caller asks before queuing a search.
+    pub fn has_live_rows(&self, tenant: &str) -> bool {
+        (self.segments.iter().enumerate()).any(|(i, seg)| {
+            (seg.meta().tenants.iter()).any(|t| {
+                let (start, rows) = (t.start as usize, t.rows as usize);
+                t.tenant == tenant
+                    && (self.alive.of(i)).is_none_or(|b| !b.runs(start, rows).is_empty())
+            })
+        })
+    }
+
     /// Live item count per tenant (tenants with at least one), sorted by tenant.
     pub fn tenants(&self) -> BTreeMap<&str, u64> {
         let mut out = BTreeMap::new();

@@ -485,6 +485,15 @@ impl StoreWriter {
         }
     }
 
+    /// Whether some file has no recorded checksum and this process has hashed every such
+    /// file already (a verification pass): a compaction then records them without reading.
+    pub fn checksums_ready(&self) -> bool {
+        let files = self.manifest.all_files();
+        let mut missing = files.iter().filter(|(_, _, c)| c.is_none()).peekable();
+        missing.peek().is_some()
+            && missing.all(|(f, ..)| self.checks.computed_unrecorded(f).is_some())
+    }
+
     /// What this process knows of the store's files (shared with the writer's views).
     pub fn checks(&self) -> &Arc<Checks> {
         &self.checks
