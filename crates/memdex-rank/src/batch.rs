@@ -231,7 +231,6 @@ pub fn all_one<'s>(
         opts,
     };
     let mut out = ranker.all(&batch)?;
-    out.pop().unwrap_or_else(|| {
-        Err(RankError::no_rows(store, query.tenant))
-    })
+    out.pop()
+        .unwrap_or_else(|| Err(RankError::no_rows(store, query.tenant)))
 }

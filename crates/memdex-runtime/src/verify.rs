@@ -29,12 +29,12 @@ pub(crate) fn at_start(store: &Store, mode: StartVerify) -> Result<(), RuntimeEr
         StartVerify::Off => Ok(()),
         StartVerify::Before => match pass(store).into_iter().next() {
             None => Ok(()),
-            Some((file, problem)) => Err(RuntimeError::from(
-                memdex_pipeline::PipelineError::from(StoreError::Damaged {
+            Some((file, problem)) => Err(RuntimeError::from(memdex_pipeline::PipelineError::from(
+                StoreError::Damaged {
                     path: store.dir().join(file),
                     message: format!("{problem}; the server does not start on a damaged store"),
-                }),
-            )),
+                },
+            ))),
         },
         StartVerify::Background => {
             let store = store.clone();
@@ -59,7 +59,9 @@ fn pass(store: &Store) -> Vec<(String, String)> {
             _ => None,
         })
         .collect();
-    let unrecorded = (verdicts.iter()).filter(|(_, v)| *v == Verdict::Unrecorded).count();
+    let unrecorded = (verdicts.iter())
+        .filter(|(_, v)| *v == Verdict::Unrecorded)
+        .count();
     tracing::info!(
         "{}: {} files checked in {:.2} s: {} damaged, {unrecorded} without a recorded checksum",
         store.dir().display(),

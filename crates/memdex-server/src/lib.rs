@@ -123,8 +123,8 @@ pub struct AppState {
 /// The router over `memory` with its middleware (metrics, 503 during shutdown, in-flight
 /// limit). The memory should be opened with `config.limits.memory`.
 pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
-    let snapshot_dir = (config.snapshot_dir.clone())
-        .unwrap_or_else(|| memory.dir().join("snapshots"));
+    let snapshot_dir =
+        (config.snapshot_dir.clone()).unwrap_or_else(|| memory.dir().join("snapshots"));
     let state = AppState {
         snapshot_dir: Arc::new(snapshot_dir),
         memory,

@@ -176,7 +176,9 @@ impl Checks {
     /// not hashed yet).
     pub(crate) fn computed_unrecorded(&self, name: &str) -> Option<Checksum> {
         let files = lock(&self.files);
-        (files.get(name)).filter(|c| c.expected.is_none())?.computed()
+        (files.get(name))
+            .filter(|c| c.expected.is_none())?
+            .computed()
     }
 
     /// Whether any file was found damaged (the readers' fast path skips row checks when not).

@@ -10,8 +10,8 @@ use crate::output::print_json;
 
 /// Exits non-zero (after the report) when a file is damaged.
 pub fn verify(a: VerifyArgs) -> Result<()> {
-    let report = maintain::verify(&a.store)
-        .with_context(|| format!("verifying {}", a.store.display()))?;
+    let report =
+        maintain::verify(&a.store).with_context(|| format!("verifying {}", a.store.display()))?;
     if a.json {
         print_json(&report)?;
     } else {
@@ -75,10 +75,17 @@ fn print_holds(h: &Holds) {
     for t in &h.tenants {
         let more = t.sessions.saturating_sub(t.session_ids.len() as u64);
         let ids = t.session_ids.join(", ");
-        let more = if more > 0 { format!(", … {more} more") } else { String::new() };
+        let more = if more > 0 {
+            format!(", … {more} more")
+        } else {
+            String::new()
+        };
         match t.sessions {
             0 => println!("    {}: {} rows", t.tenant, t.rows),
-            n => println!("    {}: {} rows in {n} sessions ({ids}{more})", t.tenant, t.rows),
+            n => println!(
+                "    {}: {} rows in {n} sessions ({ids}{more})",
+                t.tenant, t.rows
+            ),
         }
     }
     if let Some(note) = &h.note {

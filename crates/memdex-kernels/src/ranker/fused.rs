@@ -245,9 +245,7 @@ impl<'s> Prepared<'s> {
                             tenants.push(t);
                             Some(tenants.len() - 1)
                         }
-                        Err(RankError::UnknownTenant { .. } | RankError::Damaged { .. }) => {
-                            None
-                        }
+                        Err(RankError::UnknownTenant { .. } | RankError::Damaged { .. }) => None,
                         Err(e) => return Err(e),
                     };
                     index.insert(bq.tenant, s);
