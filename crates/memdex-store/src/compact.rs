@@ -19,7 +19,7 @@ use crate::checksum::Checksum;
 use crate::error::StoreError;
 use crate::integrity::Verdict;
 use crate::manifest::{sync_dir, Layout, Manifest, SEGMENTS_DIR};
-use crate::segment::segment_file;
+use crate::meta::segment_file;
 use crate::store::Store;
 use crate::writer::StoreWriter;
 pub use plan::CompactOptions;
@@ -217,10 +217,7 @@ impl StoreWriter {
             fill(&mut w.checksum, segment_file(&w.file));
         }
         for a in next.structures.iter_mut().flat_map(|s| &mut s.segments) {
-            fill(
-                &mut a.checksum,
-                crate::structure_segments::aux_file(&a.file),
-            );
+            fill(&mut a.checksum, crate::meta::aux_file(&a.file));
         }
         filled
     }

@@ -24,9 +24,8 @@ use crate::checksum::Checksum;
 use crate::error::StoreError;
 use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::{check_shape, encode_batch, map_batch};
-use crate::meta::ContentMeta;
+use crate::meta::{segment_file, ContentMeta};
 use crate::schema::*;
-use crate::segment::segment_file;
 
 /// Where a content lives: file index in [`Contents`] and row in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ pub const FORMAT_VERSION: u32 = 3;
 pub const FORMAT_VERSION_SHARED: u32 = 4;
 
 pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const SEGMENTS_DIR: &str = "segments";
+pub(crate) use crate::meta::SEGMENTS_DIR;
 
 /// The committed state of a store. Replaced atomically as a whole on every commit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -354,8 +354,7 @@ impl Manifest {
         out.extend((self.contents.iter()).map(|c| (seg(&c.file), c.bytes, c.checksum)));
         out.extend((self.words.iter()).map(|w| (seg(&w.file), w.bytes, w.checksum)));
         for a in self.structures.iter().flat_map(|s| &s.segments) {
-            let dir = crate::structure_segments::STRUCTURES_DIR;
-            out.push((format!("{dir}/{}", a.file), a.bytes, a.checksum));
+            out.push((crate::meta::aux_file(&a.file), a.bytes, a.checksum));
         }
         out
     }

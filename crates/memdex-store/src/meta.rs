@@ -157,6 +157,21 @@ impl StructuresMeta {
     }
 }
 
+/// The directory of segment, content and word files inside a store directory.
+pub(crate) const SEGMENTS_DIR: &str = "segments";
+/// The directory of the structure files inside a store directory.
+pub(crate) const STRUCTURES_DIR: &str = "structures";
+
+/// A segments-directory file's path inside the store directory (what checks are keyed by).
+pub(crate) fn segment_file(file: &str) -> String {
+    format!("{SEGMENTS_DIR}/{file}")
+}
+
+/// A structure file's path inside the store directory.
+pub(crate) fn aux_file(file: &str) -> String {
+    format!("{STRUCTURES_DIR}/{file}")
+}
+
 pub(crate) fn aux_file_name(id: u64) -> String {
     format!("aux-{id:08}.arrow")
 }

@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::checksum::Checksum;
 use crate::error::{io as io_err, StoreError};
 use crate::manifest::{sync_dir, Manifest, SEGMENTS_DIR};
-use crate::structure_segments::STRUCTURES_DIR;
+use crate::meta::STRUCTURES_DIR;
 use crate::verify::verify;
 
 /// How to restore.

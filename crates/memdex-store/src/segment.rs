@@ -23,7 +23,7 @@ use crate::error::StoreError;
 use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::{check_shape, encode_batch, map_batch};
 use crate::manifest::{write_durably, Layout};
-use crate::meta::{SegmentMeta, TenantRange};
+use crate::meta::{segment_file, SegmentMeta, TenantRange};
 use crate::schema::*;
 
 /// A row to be written: the item plus what the writer assigns.
@@ -689,11 +689,6 @@ impl Segment {
             embedding: self.embedding(row),
         }
     }
-}
-
-/// A segments-directory file's name inside the store directory (what checks are keyed by).
-pub(crate) fn segment_file(file: &str) -> String {
-    format!("{}/{file}", crate::manifest::SEGMENTS_DIR)
 }
 
 /// "; content file F is damaged: …" for each of `contents`' files whose bytes fail their

@@ -20,8 +20,8 @@ use serde::Serialize;
 use crate::error::{io as io_err, StoreError};
 use crate::integrity::Verdict;
 use crate::manifest::{sync_dir, Manifest, MANIFEST, SEGMENTS_DIR};
+use crate::meta::STRUCTURES_DIR;
 use crate::store::Store;
-use crate::structure_segments::STRUCTURES_DIR;
 
 /// How to take a snapshot.
 #[derive(Debug, Clone, Copy, Default)]

@@ -10,6 +10,7 @@ use crate::error::StoreError;
 use crate::integrity::{Checks, Verdict};
 use crate::live::Alive;
 use crate::manifest::{Layout, Manifest, SEGMENTS_DIR};
+use crate::meta::aux_file;
 use crate::segment::{ItemRef, Segment, VectorRun};
 use crate::words::WordTable;
 
@@ -400,8 +401,35 @@ impl Store {
         for (check, bytes) in self.words.all.checks() {
             out.push((check.name().to_string(), check.verify(bytes)));
         }
-        out.extend(crate::structure_segments::verify_files(self));
+        out.extend(self.verify_structure_files());
         out
+    }
+
+    /// Each structure file of this version hashed (once per process) and its verdict; one
+    /// that cannot be read is damaged.
+    fn verify_structure_files(&self) -> Vec<(String, Verdict)> {
+        let Some(meta) = &self.manifest.structures else {
+            return Vec::new();
+        };
+        let dir = self.dir.join(crate::meta::STRUCTURES_DIR);
+        let verdict = |m: &crate::meta::AuxSegmentMeta| {
+            let check = self.checks.get(&aux_file(&m.file), m.checksum);
+            if let Some(v) = check.known() {
+                return v;
+            }
+            match crate::mmap::map_file(&dir.join(&m.file)) {
+                Ok(b) if b.len() as u64 == m.bytes => check.verify(b.as_slice()),
+                Ok(b) => Verdict::Damaged(format!(
+                    "file is {} bytes, manifest says {}",
+                    b.len(),
+                    m.bytes
+                )),
+                Err(e) => Verdict::Damaged(e.to_string()),
+            }
+        };
+        (meta.segments.iter())
+            .map(|m| (aux_file(&m.file), verdict(m)))
+            .collect()
     }
 
     /// This version's files known to be damaged, with what was found (hashes nothing).

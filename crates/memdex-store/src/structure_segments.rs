@@ -22,11 +22,12 @@ use crate::checksum::Checksum;
 use crate::error::{io, StoreError};
 use crate::integrity::{Checks, Verdict};
 use crate::manifest::{sync_dir, write_durably};
-use crate::meta::{aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig};
+use crate::meta::{
+    aux_file, aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig,
+    STRUCTURES_DIR,
+};
 use crate::store::Store;
 use crate::writer::StoreWriter;
-
-pub(crate) const STRUCTURES_DIR: &str = "structures";
 
 /// The structure segments of one store version, memory-mapped.
 #[derive(Debug, Clone)]
@@ -115,11 +116,6 @@ fn open_segment(
         });
     }
     Ok(batch)
-}
-
-/// A structure file's name inside the store directory (what checks are keyed by).
-pub(crate) fn aux_file(file: &str) -> String {
-    format!("{STRUCTURES_DIR}/{file}")
 }
 
 impl StoreWriter {
@@ -274,31 +270,4 @@ fn remove_orphans(dir: &Path, meta: &StructuresMeta) -> Result<(), StoreError> {
         sync_dir(dir)?;
     }
     Ok(())
-}
-
-/// Each structure file of `store`'s version hashed (once per process) and its verdict; one
-/// that cannot be read is damaged.
-pub(crate) fn verify_files(store: &Store) -> Vec<(String, Verdict)> {
-    let Some(meta) = &store.manifest().structures else {
-        return Vec::new();
-    };
-    let dir = store.dir().join(STRUCTURES_DIR);
-    let verdict = |m: &AuxSegmentMeta| {
-        let check = store.checks().get(&aux_file(&m.file), m.checksum);
-        if let Some(v) = check.known() {
-            return v;
-        }
-        match crate::mmap::map_file(&dir.join(&m.file)) {
-            Ok(b) if b.len() as u64 == m.bytes => check.verify(b.as_slice()),
-            Ok(b) => Verdict::Damaged(format!(
-                "file is {} bytes, manifest says {}",
-                b.len(),
-                m.bytes
-            )),
-            Err(e) => Verdict::Damaged(e.to_string()),
-        }
-    };
-    (meta.segments.iter())
-        .map(|m| (aux_file(&m.file), verdict(m)))
-        .collect()
 }

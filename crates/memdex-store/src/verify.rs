@@ -16,8 +16,8 @@ use crate::error::StoreError;
 use crate::integrity::Checks;
 use crate::manifest::{Manifest, MANIFEST, SEGMENTS_DIR};
 use crate::meta::AuxSegmentMeta;
-use crate::segment::{segment_file, Segment};
-use crate::structure_segments::{aux_file, STRUCTURES_DIR};
+use crate::meta::{aux_file, segment_file, STRUCTURES_DIR};
+use crate::segment::Segment;
 use crate::words::WordTable;
 
 /// What one verification found.

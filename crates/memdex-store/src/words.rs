@@ -27,9 +27,8 @@ use crate::contents::write_batch_file;
 use crate::error::StoreError;
 use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::map_batch;
-use crate::meta::WordsMeta;
+use crate::meta::{segment_file, WordsMeta};
 use crate::schema::embedding_item_field;
-use crate::segment::segment_file;
 
 /// One mapped word file.
 #[derive(Debug, Clone)]

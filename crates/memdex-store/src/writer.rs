@@ -11,8 +11,8 @@ use crate::error::{io, StoreError};
 use crate::integrity::Checks;
 use crate::lsh_column::LshMeta;
 use crate::manifest::{Extraction, Layout, Manifest, SEGMENTS_DIR};
-use crate::meta::{SegmentMeta, WordsMeta};
-use crate::segment::{segment_file, write_segment, Derived, Row};
+use crate::meta::{segment_file, SegmentMeta, WordsMeta};
+use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
 use crate::words::words_batch;
 
