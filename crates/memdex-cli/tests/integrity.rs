@@ -207,6 +207,15 @@ fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
     assert_eq!(post("/v1/admin/snapshot", r#"{"name": "../x"}"#).0, 400);
     assert_eq!(post("/v1/admin/snapshot", r#"{"nme": "x"}"#).0, 400);
 
+    // carol says something new (a second content file) and her rankings are cached
+    let new = r#"{"session_id": "c-new", "turns": [{"role": "user", "content": "I bought a red kayak for the lake."}]}"#;
+    assert_eq!(post("/v1/tenants/carol/sessions", new).0, 200);
+    let (st, b) = post("/v1/tenants/carol/search", r#"{"query": "kayak", "k": 20}"#);
+    assert!(
+        st == 200 && b.contains("c-new") && b.contains("c-2023"),
+        "{b}"
+    );
+
     // damage while serving: found by the admin check, the rows leave the searches at once
     let first = content_files(&store)[0].clone();
     let name = first.file_name().unwrap().to_string_lossy().to_string();
@@ -224,6 +233,12 @@ fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
         r#"{"query": "which food am I allergic to?"}"#,
     );
     assert!(st == 500 && b.contains(&name), "{st} {b}");
+    // carol: her cached rankings were dropped; only the sound file's row answers
+    let (st, b) = post("/v1/tenants/carol/search", r#"{"query": "kayak", "k": 20}"#);
+    assert!(
+        st == 200 && b.contains("c-new") && !b.contains("c-2023"),
+        "{b}"
+    );
     let (_, metrics) = http(addr, "GET", "/metrics", None, b"");
     assert!(
         metrics.contains("memdex_store_damaged_files 1"),

@@ -310,9 +310,15 @@ impl Memory {
         self.live()?;
         let report = crate::maintain::verify(self.dir())?;
         let view = self.engine.view();
+        let mut newly = false;
         for f in report.damaged_files() {
             let problem = f.problem.as_deref().unwrap_or("damaged");
-            view.store().checks().mark_damaged(&f.file, problem);
+            newly |= view.store().checks().mark_damaged(&f.file, problem);
+        }
+        if newly {
+            // a file read before (sound then) is damaged now: the tenants' cached rankings
+            // were built over rows that have left their slices
+            view.cache().clear();
         }
         Ok(report)
     }

@@ -85,10 +85,12 @@ impl FileCheck {
         match self.expected {
             None => self.state.store(UNRECORDED, Ordering::Release),
             Some(want) if want == got => self.state.store(INTACT, Ordering::Release),
-            Some(want) => self.mark_damaged(format!(
-                "checksum mismatch: the manifest records {want}, the bytes give {got} (the \
-                 file changed after it was written)"
-            )),
+            Some(want) => {
+                self.mark_damaged(format!(
+                    "checksum mismatch: the manifest records {want}, the bytes give {got} \
+                     (the file changed after it was written)"
+                ));
+            }
         }
         self.known().unwrap_or(Verdict::Unrecorded)
     }
@@ -110,8 +112,9 @@ impl FileCheck {
         self.state.load(Ordering::Acquire) == DAMAGED
     }
 
-    /// Quarantines the file (a verification pass or a reader found it damaged).
-    pub fn mark_damaged(&self, problem: String) {
+    /// Quarantines the file (a verification pass or a reader found it damaged); true when
+    /// it was not known to be damaged before.
+    pub fn mark_damaged(&self, problem: String) -> bool {
         let first = self.state.swap(DAMAGED, Ordering::AcqRel) != DAMAGED;
         if first {
             tracing::error!(
@@ -122,6 +125,7 @@ impl FileCheck {
             *lock(&self.problem) = Some(problem);
         }
         self.any_damage.store(true, Ordering::Release);
+        first
     }
 
     /// What the file's bytes gave when hashed (None: not hashed yet).
@@ -195,16 +199,10 @@ impl Checks {
     }
 
     /// Quarantines `name` if this process knows the file (a verification report found it
-    /// damaged); true when it did.
+    /// damaged); true when it was not known to be damaged before.
     pub fn mark_damaged(&self, name: &str, problem: &str) -> bool {
         let c = lock(&self.files).get(name).cloned();
-        match c {
-            Some(c) => {
-                c.mark_damaged(problem.to_string());
-                true
-            }
-            None => false,
-        }
+        c.is_some_and(|c| c.mark_damaged(problem.to_string()))
     }
 
     /// Files known to be damaged, with what was found, sorted by name.
