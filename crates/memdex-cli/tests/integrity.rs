@@ -72,73 +72,75 @@ fn search(store: &Path, tenant: &str, query: &str) -> std::process::Output {
     run(&args)
 }
 
-#[test]
-fn verify_search_compact_and_restore_on_a_damaged_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("mem");
+/// `memdex snapshot --to DIR [--copy]`: the copy's report.
+fn snapshot(store: &Path, to: &Path, copy: bool) -> serde_json::Value {
+    let mut args = vec!["snapshot", "--store", s(store), "--to", s(to), "--json"];
+    if copy {
+        args.push("--copy");
+    }
+    serde_json::from_str(&ok(&run(&args))).unwrap()
+}
+
+/// The example's store with a newer session of bob's in a second content file, a linked
+/// and a copied snapshot taken before it; then one byte of the first content file rotted.
+/// Returns (store, linked snapshot, copied snapshot, the damaged file's name).
+fn damaged_store(tmp: &Path) -> (PathBuf, PathBuf, PathBuf, String) {
+    let store = tmp.join("mem");
     index(&example(), &store);
     assert!(ok(&run(&["verify", "--store", s(&store)])).contains(", 0 damaged"));
     // a hard-linked snapshot shares the files' bytes; a copied one is a backup of them
-    let linked = tmp.path().join("linked");
-    let args = [
-        "snapshot",
-        "--store",
-        s(&store),
-        "--to",
-        s(&linked),
-        "--json",
-    ];
-    let r: serde_json::Value = serde_json::from_str(&ok(&run(&args))).unwrap();
+    let (linked, snap) = (tmp.join("linked"), tmp.join("snap"));
+    let r = snapshot(&store, &linked, false);
     assert_eq!(r["linked"], r["files"], "{r}");
-    let snap = tmp.path().join("snap");
-    let args = [
-        "snapshot",
-        "--store",
-        s(&store),
-        "--to",
-        s(&snap),
-        "--copy",
-        "--json",
-    ];
-    let r: serde_json::Value = serde_json::from_str(&ok(&run(&args))).unwrap();
-    assert_eq!(r["linked"], 0, "{r}");
-    assert_eq!(r["copied"], r["files"], "{r}");
-    // bob says something new: his newest session lives in a second content file
-    let more = tmp.path().join("more.jsonl");
+    let r = snapshot(&store, &snap, true);
+    assert!(r["linked"] == 0 && r["copied"] == r["files"], "{r}");
+    let more = tmp.join("more.jsonl");
     let line = r#"{"tenant": "bob", "session_id": "b-new", "date": "2024-01-05", "turns": [{"role": "user", "content": "I started learning the cello this week."}]}"#;
     std::fs::write(&more, format!("{line}\n")).unwrap();
     index(&more, &store);
     let first = content_files(&store)[0].clone();
-    let name = first.file_name().unwrap().to_string_lossy().to_string();
     rot(&first, "shellfish");
-    let e = fails(&run(&["verify", "--store", s(&linked)]));
-    assert!(e.contains("1 damaged"), "the same bytes: {e}");
+    let name = first.file_name().unwrap().to_string_lossy().to_string();
+    (store, linked, snap, name)
+}
 
-    let v = run(&["verify", "--store", s(&store)]);
+/// `memdex verify` names the file and what it holds, and exits 1.
+fn verify_names(store: &Path, name: &str) {
+    let v = run(&["verify", "--store", s(store)]);
     let text = String::from_utf8_lossy(&v.stdout).to_string();
     assert!(!v.status.success(), "{text}");
     assert!(text.contains(&format!("DAMAGED segments/{name}")), "{text}");
-    assert!(
-        text.contains("checksum mismatch") && text.contains("bob:"),
-        "{text}"
-    );
-    assert!(
-        text.contains("b-2023-01-15") && text.contains("alice:"),
-        "{text}"
-    );
-    let json = run(&["verify", "--store", s(&store), "--json"]);
+    for part in ["checksum mismatch", "bob:", "b-2023-01-15", "alice:"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let json = run(&["verify", "--store", s(store), "--json"]);
     let r: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(r["damaged"], 1, "{r}");
-    let bad = r["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["status"] == "damaged");
-    assert_eq!(
-        bad.unwrap()["holds"]["tenants"].as_array().unwrap().len(),
-        3
-    );
+    let files = r["files"].as_array().unwrap();
+    let bad = files.iter().find(|f| f["status"] == "damaged").unwrap();
+    assert_eq!(bad["holds"]["tenants"].as_array().unwrap().len(), 3);
+}
 
+/// Compaction (every segment small: a merge) refuses and writes nothing.
+fn compaction_refuses(store: &Path, name: &str) {
+    let state = || {
+        let files = std::fs::read_dir(store.join("segments")).unwrap().count();
+        (files, std::fs::read(store.join("manifest.json")).unwrap())
+    };
+    let before = state();
+    let args = ["compact", "--store", s(store), "--small-rows", "100000"];
+    let e = fails(&run(&args));
+    assert!(e.contains(name) && e.contains("compaction refused"), "{e}");
+    assert!(state() == before, "compaction wrote or removed a file");
+}
+
+#[test]
+fn verify_search_compact_and_restore_on_a_damaged_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, linked, snap, name) = damaged_store(tmp.path());
+    let e = fails(&run(&["verify", "--store", s(&linked)]));
+    assert!(e.contains("1 damaged"), "the same bytes: {e}");
+    verify_names(&store, &name);
     // bob: answered from the sound file only; alice: all her rows are in the damaged one
     let out = ok(&search(&store, "bob", "which food am I allergic to?"));
     let hits: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -148,37 +150,17 @@ fn verify_search_compact_and_restore_on_a_damaged_store() {
     assert_eq!(sessions, ["b-new"], "{out}");
     let e = fails(&search(&store, "alice", "what is my dog called?"));
     assert!(e.contains(&name) && e.contains("damaged"), "{e}");
-
-    // compaction (every segment small: a merge) refuses and writes nothing
-    let listing = || std::fs::read_dir(store.join("segments")).unwrap().count();
-    let before = (
-        listing(),
-        std::fs::read(store.join("manifest.json")).unwrap(),
-    );
-    let e = fails(&run(&[
-        "compact",
-        "--store",
-        s(&store),
-        "--small-rows",
-        "100000",
-    ]));
-    assert!(e.contains(&name) && e.contains("compaction refused"), "{e}");
-    assert!(
-        (
-            listing(),
-            std::fs::read(store.join("manifest.json")).unwrap()
-        ) == before
-    );
-
-    // the snapshot holds the same file: repaired, and bob's new session is still there
-    let out = ok(&run(&[
+    compaction_refuses(&store, &name);
+    // the copied snapshot holds the same file: repaired, bob's new session still there
+    let args = [
         "restore",
         "--repair",
         "--from",
         s(&snap),
         "--store",
         s(&store),
-    ]));
+    ];
+    let out = ok(&run(&args));
     assert!(out.contains(&format!("copied segments/{name}")), "{out}");
     ok(&run(&["verify", "--store", s(&store)]));
     let out = ok(&search(&store, "bob", "which food am I allergic to?"));
@@ -186,17 +168,12 @@ fn verify_search_compact_and_restore_on_a_damaged_store() {
     assert!(ok(&search(&store, "bob", "cello")).contains("b-new"));
 }
 
-#[test]
-fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("mem");
-    index(&example(), &store);
-    let (mut child, addr) = start_serve(&store, 0);
+/// The admin routes on a sound served store: verify, a copied snapshot, names checked.
+fn admin_routes(addr: std::net::SocketAddr, store: &Path) -> PathBuf {
     let post = |path: &str, body: &str| http(addr, "POST", path, None, body.as_bytes());
     let (st, b) = post("/v1/admin/verify", "");
-    assert_eq!(st, 200, "{b}");
     let r: serde_json::Value = serde_json::from_str(&b).unwrap();
-    assert_eq!(r["damaged"], 0, "{r}");
+    assert!(st == 200 && r["damaged"] == 0, "{b}");
     let (st, b) = post("/v1/admin/snapshot", r#"{"name": "first", "copy": true}"#);
     assert_eq!(st, 200, "{b}");
     let snap: serde_json::Value = serde_json::from_str(&b).unwrap();
@@ -206,35 +183,37 @@ fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
     assert_eq!(post("/v1/admin/snapshot", r#"{"name": "first"}"#).0, 409);
     assert_eq!(post("/v1/admin/snapshot", r#"{"name": "../x"}"#).0, 400);
     assert_eq!(post("/v1/admin/snapshot", r#"{"nme": "x"}"#).0, 400);
+    snap_dir
+}
 
+/// A file rotted while served: the admin check finds it, its rows leave the searches at
+/// once (cached rankings dropped), `/healthz` and `/metrics` say so.
+fn damage_while_serving(addr: std::net::SocketAddr, store: &Path) -> String {
+    let post = |path: &str, body: &str| http(addr, "POST", path, None, body.as_bytes());
     // carol says something new (a second content file) and her rankings are cached
     let new = r#"{"session_id": "c-new", "turns": [{"role": "user", "content": "I bought a red kayak for the lake."}]}"#;
     assert_eq!(post("/v1/tenants/carol/sessions", new).0, 200);
-    let (st, b) = post("/v1/tenants/carol/search", r#"{"query": "kayak", "k": 20}"#);
+    let kayak = r#"{"query": "kayak", "k": 20}"#;
+    let (st, b) = post("/v1/tenants/carol/search", kayak);
     assert!(
         st == 200 && b.contains("c-new") && b.contains("c-2023"),
         "{b}"
     );
-
-    // damage while serving: found by the admin check, the rows leave the searches at once
-    let first = content_files(&store)[0].clone();
+    let first = content_files(store)[0].clone();
     let name = first.file_name().unwrap().to_string_lossy().to_string();
     rot(&first, "shellfish");
     let (st, b) = post("/v1/admin/verify", "");
     let r: serde_json::Value = serde_json::from_str(&b).unwrap();
     assert!(st == 200 && r["damaged"] == 1, "{b}");
     let (st, b) = http(addr, "GET", "/healthz", None, b"");
-    assert!(
-        st == 200 && b.contains("\"degraded\"") && b.contains("\"damaged_files\":1"),
-        "{b}"
-    );
+    let degraded = b.contains("\"degraded\"") && b.contains("\"damaged_files\":1");
+    assert!(st == 200 && degraded, "{b}");
     let (st, b) = post(
         "/v1/tenants/bob/search",
-        r#"{"query": "which food am I allergic to?"}"#,
+        r#"{"query": "what am I allergic to?"}"#,
     );
     assert!(st == 500 && b.contains(&name), "{st} {b}");
-    // carol: her cached rankings were dropped; only the sound file's row answers
-    let (st, b) = post("/v1/tenants/carol/search", r#"{"query": "kayak", "k": 20}"#);
+    let (st, b) = post("/v1/tenants/carol/search", kayak);
     assert!(
         st == 200 && b.contains("c-new") && !b.contains("c-2023"),
         "{b}"
@@ -244,19 +223,23 @@ fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
         metrics.contains("memdex_store_damaged_files 1"),
         "{metrics}"
     );
+    name
+}
+
+#[test]
+fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("mem");
+    index(&example(), &store);
+    let (mut child, addr) = start_serve(&store, 0);
+    let snap_dir = admin_routes(addr, &store);
+    let name = damage_while_serving(addr, &store);
     child.kill().unwrap();
     child.wait().unwrap();
-
-    // restarted with --verify-on-start: refused, the file named
+    // restarted with --verify-on-start: refused, the file named, never listening
     let out = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--verify-on-start",
-            "--store",
-            s(&store),
-        ])
+        .args(["serve", "--addr", "127.0.0.1:0", "--verify-on-start"])
+        .args(["--store", s(&store)])
         .arg("--model")
         .arg(tiny_model())
         .stdin(Stdio::null())
@@ -266,13 +249,14 @@ fn a_served_store_is_verified_snapshotted_and_refused_when_damaged() {
     assert!(!out.status.success() && e.contains(&name), "{e}");
     assert!(out.stdout.is_empty(), "it never listened");
     // the snapshot taken before is sound and restores the store
-    ok(&run(&[
+    let args = [
         "restore",
         "--repair",
         "--from",
         s(&snap_dir),
         "--store",
         s(&store),
-    ]));
+    ];
+    ok(&run(&args));
     ok(&run(&["verify", "--store", s(&store)]));
 }

@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,6 +72,29 @@ fn expected(acks: &Acks, v: u64) -> BTreeMap<(String, String), usize> {
         .collect()
 }
 
+/// `memdex snapshot` run back to back for 6 s (at least 8 copies): each copy's version and
+/// directory, and each run's time.
+fn snapshot_for_a_while(store: &Path, tmp: &Path) -> (Vec<(u64, PathBuf)>, Vec<Duration>) {
+    let mut copies = Vec::new();
+    let (start, mut took) = (Instant::now(), Vec::new());
+    while start.elapsed() < Duration::from_secs(6) || copies.len() < 8 {
+        let out = tmp.join(format!("copy{}", copies.len()));
+        let t = Instant::now();
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_memdex"))
+            .args(["snapshot", "--json", "--store"])
+            .arg(store)
+            .arg("--to")
+            .arg(&out)
+            .output()
+            .unwrap();
+        took.push(t.elapsed());
+        let r: serde_json::Value = serde_json::from_str(&memdex_testkit::ok(&run)).unwrap();
+        assert_eq!(r["verified"], r["files"], "{r}");
+        copies.push((r["manifest_version"].as_u64().unwrap(), out));
+    }
+    (copies, took)
+}
+
 #[test]
 fn snapshots_of_a_served_store_under_load_are_one_version_each() {
     let tmp = tempfile::tempdir().unwrap();
@@ -85,24 +108,7 @@ fn snapshots_of_a_served_store_under_load_are_one_version_each() {
             std::thread::spawn(move || client(addr, c, acks, stop))
         })
         .collect();
-    let mut copies = Vec::new();
-    let (start, mut took) = (Instant::now(), Vec::new());
-    while start.elapsed() < Duration::from_secs(6) || copies.len() < 8 {
-        let out = tmp.path().join(format!("copy{}", copies.len()));
-        let t = Instant::now();
-        let run = std::process::Command::new(env!("CARGO_BIN_EXE_memdex"))
-            .args(["snapshot", "--json", "--store"])
-            .arg(&store)
-            .arg("--to")
-            .arg(&out)
-            .output()
-            .unwrap();
-        took.push(t.elapsed());
-        let r: serde_json::Value =
-            serde_json::from_slice(&memdex_testkit::ok(&run).into_bytes()).unwrap();
-        assert_eq!(r["verified"], r["files"], "{r}");
-        copies.push((r["manifest_version"].as_u64().unwrap(), out));
-    }
+    let (copies, mut took) = snapshot_for_a_while(&store, tmp.path());
     stop.store(true, Ordering::Relaxed);
     clients.into_iter().for_each(|c| c.join().unwrap());
     child.kill().unwrap();

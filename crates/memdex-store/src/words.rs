@@ -137,12 +137,14 @@ impl WordTable {
     }
 
     pub fn contains(&self, term: &str) -> bool {
-        self.index.contains_key(term)
+        self.locate(term).is_some()
     }
 
-    /// Where `term`'s vector is ([`Self::vector_at`]), if it has one.
+    /// Where `term`'s vector is ([`Self::vector_at`]), if it has one in a file not known to
+    /// be damaged (a file found damaged after this table was built is skipped here).
     pub fn locate(&self, term: &str) -> Option<(u32, u32)> {
-        self.index.get(term).copied()
+        let at = self.index.get(term).copied()?;
+        (!self.files[at.0 as usize].check.known_damaged()).then_some(at)
     }
 
     /// The vector at a location [`Self::locate`] gave.

@@ -90,6 +90,42 @@ fn write_until(mut w: StoreWriter, log: Arc<Mutex<Log>>, stop: Arc<AtomicBool>) 
     }
 }
 
+/// Snapshots of `dir` taken back to back for 4 s (at least 20): each copy's version,
+/// manifest and rows, and what the snapshots did.
+#[derive(Default)]
+struct Copies {
+    copies: Vec<(u64, Manifest, State)>,
+    took: Vec<Duration>,
+    linked: usize,
+    copied: usize,
+    restarts: usize,
+}
+
+fn snapshot_for_a_while(dir: &Path, tmp: &Path) -> Copies {
+    let mut c = Copies::default();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(4) || c.copies.len() < 20 {
+        let out = tmp.join(format!("copy{}", c.copies.len()));
+        let t = Instant::now();
+        let r = memdex_store::snapshot(dir, &out, &SnapshotOptions::default()).unwrap();
+        c.took.push(t.elapsed());
+        (c.linked, c.copied, c.restarts) = (
+            c.linked + r.linked,
+            c.copied + r.copied,
+            c.restarts + r.restarts,
+        );
+        assert_eq!(
+            r.verified, r.files,
+            "every file of the copy checked against its checksum"
+        );
+        let s = Store::open(&out).unwrap();
+        assert!(memdex_store::verify(&out).unwrap().is_sound());
+        c.copies
+            .push((r.manifest_version, Manifest::load(&out).unwrap(), state(&s)));
+    }
+    c
+}
+
 #[test]
 fn every_snapshot_under_load_is_exactly_one_version() {
     let tmp = tempfile::tempdir().unwrap();
@@ -105,29 +141,13 @@ fn every_snapshot_under_load_is_exactly_one_version() {
         let (log, stop) = (log.clone(), stop.clone());
         std::thread::spawn(move || write_until(w, log, stop))
     };
-    let mut copies: Vec<(u64, Manifest, State)> = Vec::new();
-    let mut took = Vec::new();
-    let (mut linked, mut copied, mut restarts) = (0, 0, 0);
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(4) || copies.len() < 20 {
-        let out = tmp.path().join(format!("copy{}", copies.len()));
-        let t = Instant::now();
-        let r = memdex_store::snapshot(&dir, &out, &SnapshotOptions::default()).unwrap();
-        took.push(t.elapsed());
-        (linked, copied, restarts) = (linked + r.linked, copied + r.copied, restarts + r.restarts);
-        assert_eq!(
-            r.verified, r.files,
-            "every file of the copy checked against its checksum"
-        );
-        let s = Store::open(&out).unwrap();
-        assert!(memdex_store::verify(&out).unwrap().is_sound());
-        copies.push((r.manifest_version, Manifest::load(&out).unwrap(), state(&s)));
-    }
+    let mut c = snapshot_for_a_while(&dir, tmp.path());
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     let log = log.lock().unwrap();
     let mut distinct = std::collections::BTreeSet::new();
-    for (v, manifest, st) in &copies {
+    for (v, manifest, st) in &c.copies {
         let (want_m, want_s) = log
             .versions
             .get(v)
@@ -142,22 +162,25 @@ fn every_snapshot_under_load_is_exactly_one_version() {
         );
         distinct.insert(*v);
     }
-    assert!(linked > 0, "immutable files are shared by hard link");
-    took.sort();
+    assert!(c.linked > 0, "immutable files are shared by hard link");
+    c.took.sort();
     eprintln!(
         "snapshot under load: {} snapshots ({} distinct versions of the {} committed: {} \
          appends, {} deletes, {} compactions) in {:.1} s, each equal to its version (manifest \
-         and every row, vectors bit for bit) and verified; files linked {linked}, copied \
-         {copied}; restarts after a compaction {restarts}; time per snapshot p50 {:?}, max {:?}",
-        copies.len(),
+         and every row, vectors bit for bit) and verified; files linked {}, copied {}; \
+         restarts after a compaction {}; time per snapshot p50 {:?}, max {:?}",
+        c.copies.len(),
         distinct.len(),
         log.versions.len(),
         log.appends,
         log.deletes,
         log.compactions,
         start.elapsed().as_secs_f64(),
-        took[took.len() / 2],
-        took[took.len() - 1],
+        c.linked,
+        c.copied,
+        c.restarts,
+        c.took[c.took.len() / 2],
+        c.took[c.took.len() - 1],
     );
     assert!(distinct.len() > 1, "the copies span several versions");
 }
