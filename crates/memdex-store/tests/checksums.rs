@@ -137,7 +137,7 @@ fn restore_replaces_the_store_or_repairs_only_its_damaged_files() {
     assert!(!memdex_store::verify(&live).unwrap().is_sound());
 
     let repaired = memdex_store::restore(&snap, &live, &RestoreOptions { repair: true }).unwrap();
-    assert_eq!(repaired.copied, [first.clone()]);
+    assert_eq!(repaired.copied, std::slice::from_ref(&first));
     assert!(memdex_store::verify(&live).unwrap().is_sound());
     let s = Store::open(&live).unwrap();
     assert_eq!(s.rows(), 4, "nothing written after the snapshot was lost");

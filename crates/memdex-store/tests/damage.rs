@@ -361,7 +361,7 @@ fn check_compaction(dir: &Path, file: &str, what: &str, t: &mut Tally) {
     let opened = StoreWriter::open_or_create(dir, &model(DIM, "aaaa"), Granularity::Round, None);
     let e = match opened {
         Err(e) => e,
-        Ok(mut w) => w.compact(&CompactOptions::default()).err().expect(what),
+        Ok(mut w) => w.compact(&CompactOptions::default()).expect_err(what),
     };
     let name = Path::new(file).file_name().unwrap().to_string_lossy();
     assert!(e.to_string().contains(name.as_ref()), "{what}: {e}");

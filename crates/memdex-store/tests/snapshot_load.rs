@@ -73,7 +73,7 @@ fn write_until(mut w: StoreWriter, log: Arc<Mutex<Log>>, stop: Arc<AtomicBool>) 
         w.append(&items, &vectors(n * DIM, u64::from(i))).unwrap();
         log.lock().unwrap().appends += 1;
         record(&mut w, &log);
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             let live: Vec<u64> = (state(w.view().unwrap()).values().flatten())
                 .map(|r| r.0)
                 .collect();
@@ -82,7 +82,7 @@ fn write_until(mut w: StoreWriter, log: Arc<Mutex<Log>>, stop: Arc<AtomicBool>) 
             log.lock().unwrap().deletes += 1;
             record(&mut w, &log);
         }
-        if i % 20 == 0 {
+        if i.is_multiple_of(20) {
             w.compact(&CompactOptions::default()).unwrap();
             log.lock().unwrap().compactions += 1;
             record(&mut w, &log);
