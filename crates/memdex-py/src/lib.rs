@@ -227,7 +227,7 @@ impl Native {
 }
 
 /// A format of memdex-ingest's registry by name (None: detected).
-fn format_named(name: Option<&str>) -> PyResult<Option<&'static memdex_ingest::Format>> {
+fn format_named(name: Option<&str>) -> PyResult<Option<&'static memdex_memory::Format>> {
     name.map(|n| memdex_memory::format(n).map_err(invalid))
         .transpose()
 }
