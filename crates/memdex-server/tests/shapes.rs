@@ -329,6 +329,15 @@ fn openai_embeddings_metrics_openapi() {
     assert!(per_answer > 0.0 && per_answer <= embed_secs, "{per_answer}");
     let (st, doc) = s.json("GET", "/openapi.json", None, &Value::Null);
     assert_eq!(st, 200);
+    // the schema's k (a literal there) is the door's: its bound and its default
+    let k = &doc["components"]["schemas"]["SearchIn"]["properties"]["k"];
+    assert_eq!(
+        k["maximum"].as_u64(),
+        Some(memdex_memory::MAX_K as u64),
+        "{k}"
+    );
+    let default = format!("default {}", memdex_memory::DEFAULT_K);
+    assert!(k["description"].as_str().unwrap().contains(&default), "{k}");
     let paths = doc["paths"].as_object().unwrap();
     for p in [
         "/v1/tenants/{tenant}/sessions",
