@@ -31,7 +31,9 @@ struct Entry {
     bm25_memdex: Option<Arc<Bm25>>,
     /// Symmetric semantic adjacency (index in the tenant's timeline, weight).
     semantic: Option<Arc<Adjacency>>,
-    importance: Option<Arc<Vec<u8>>>,
+    /// Importance values with the asking rule, and without it.
+    importance_asking: Option<Arc<Vec<u8>>>,
+    importance_plain: Option<Arc<Vec<u8>>>,
     /// FragRel session groups along the timeline (a new group whenever the session changes).
     groups: Option<Arc<Vec<u64>>>,
     /// TiM thoughts and MemTree of the tenant, over its live items.
@@ -313,13 +315,20 @@ impl TenantCache {
         built(self.entry(tenant, |e| &mut e.fused_vocab, build))
     }
 
-    pub(crate) fn importance(&self, tenant: &str, slices: &[TenantSlice<'_>]) -> Arc<Vec<u8>> {
+    /// The tenant's importance values (1..10, timeline order): the heuristic on each key,
+    /// or 1 for an item whose own words mostly ask when `asking` is on (cached per switch).
+    pub(crate) fn importance(
+        &self,
+        tenant: &str,
+        slices: &[TenantSlice<'_>],
+        asking: bool,
+    ) -> Arc<Vec<u8>> {
         let build = || {
             Ok(slices
                 .iter()
                 .flat_map(|s| {
                     (0..s.rows).map(move |r| {
-                        if memdex_score::signals::asks_only(s.value(r)) {
+                        if asking && memdex_score::signals::asks_only(s.value(r)) {
                             1
                         } else {
                             importance(s.key(r))
@@ -328,7 +337,12 @@ impl TenantCache {
                 })
                 .collect())
         };
-        built(self.entry(tenant, |e| &mut e.importance, build))
+        let slot: fn(&mut Entry) -> &mut Option<Arc<Vec<u8>>> = if asking {
+            |e| &mut e.importance_asking
+        } else {
+            |e| &mut e.importance_plain
+        };
+        built(self.entry(tenant, slot, build))
     }
 
     pub(crate) fn bm25(
@@ -367,7 +381,7 @@ impl TenantCache {
     /// memory-mapped segment costs ~2k page faults).
     pub fn warm(&self, tenant: &str, slices: &[TenantSlice<'_>], dim: usize) {
         let _ = self.bm25(tenant, Bm25Flavour::Memdex, slices);
-        let _ = self.importance(tenant, slices);
+        let _ = self.importance(tenant, slices, crate::RankOptions::default().asking);
         let _ = self.groups(tenant, slices);
         let mut touched = 0f64;
         for s in slices {

@@ -94,7 +94,7 @@ impl<'s> FusedTenant<'s> {
         Ok(FusedTenant {
             name: tenant.to_string(),
             store,
-            importance: cache.importance(tenant, &rows.slices),
+            importance: cache.importance(tenant, &rows.slices, opts.asking),
             fused: cache.fused_rows(tenant, &rows.slices, store.dim()),
             session: opts.fragrel.map(|f| f.scope) == Some(FragRelScope::Session),
             rows,

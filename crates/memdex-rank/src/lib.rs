@@ -63,5 +63,5 @@ pub use rows::Ranking;
 pub use snapshot::{Snapshot, StoreSummary};
 pub use stage::time::TimeWindow;
 pub use stage::{FusedParams, Plan};
-pub use stages::{FusionChoice, StageError, Stages, TimeChoice};
+pub use stages::{FusionChoice, StageError, Stages, Switch, TimeChoice};
 pub use update::{update_order, UpdateDirection, UpdateMove, UpdateRows};

@@ -168,6 +168,10 @@ pub struct RankOptions {
     pub recency: Option<f64>,
     /// Mimir importance: scores × (1 + this · log10(importance 1..10)).
     pub importance: Option<f64>,
+    /// The asking rule of importance: an item whose own words mostly ask (questions that
+    /// state nothing of the speaker's own) gets importance 1 instead of the heuristic's value
+    /// (`memdex_score::signals::asks_only`). Read only while importance is on.
+    pub asking: bool,
     /// Time-aware ranking (needs the `events` column).
     pub time: Option<TimeStage>,
     /// TiM thought stage (needs the store's thoughts; weight 0: only the retriever's depth).
@@ -198,6 +202,7 @@ impl Default for RankOptions {
             semantic: None,
             recency: None,
             importance: Some(0.3),
+            asking: true,
             time: Some(TimeStage::default()),
             thoughts: None,
             tree: None,
@@ -219,6 +224,7 @@ impl RankOptions {
             semantic: None,
             recency: None,
             importance: None,
+            asking: true,
             time: None,
             thoughts: None,
             tree: None,

@@ -31,6 +31,16 @@ pub enum TimeChoice {
     Boost,
 }
 
+/// A switch as named by users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Switch {
+    On,
+    Off,
+}
+
 /// Overrides of a [`RankOptions`]; an unset field keeps the base value. Field names are the
 /// server's JSON keys and, with `-` for `_`, the CLI's flags (each with a `MEMDEX_` variable).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -73,6 +83,10 @@ pub struct Stages {
     /// heuristic (numbers, dates, names, life events, emotions); 0 = off.
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_IMPORTANCE"))]
     pub importance: Option<f64>,
+    /// Importance's asking rule: on (an item whose own words mostly ask, in questions that
+    /// state nothing of the speaker's own, gets importance 1) or off (the heuristic alone).
+    #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_ASKING"))]
+    pub asking: Option<Switch>,
     /// Time stage: off, front (items whose session or event dates fall in the query's time
     /// range, ±2 days, move ahead) or boost (their scores × (1 + time_boost)).
     #[cfg_attr(feature = "clap", arg(long, env = "MEMDEX_TIME"))]
@@ -204,6 +218,9 @@ impl Stages {
         }
         if let Some(i) = check("importance", self.importance, MAX_WEIGHT)? {
             o.importance = (i > 0.0).then_some(i);
+        }
+        if let Some(a) = self.asking {
+            o.asking = a == Switch::On;
         }
         let time_boost = check("time_boost", self.time_boost, MAX_WEIGHT)?;
         if let Some(t) = self.time {
@@ -402,6 +419,26 @@ mod tests {
             Stages::default().apply(RankOptions::default(), &flag),
             Ok(RankOptions::default())
         );
+    }
+
+    #[test]
+    fn the_asking_rule_is_its_own_switch() {
+        let set = |a| {
+            Stages {
+                asking: Some(a),
+                ..Stages::default()
+            }
+            .apply(RankOptions::default(), &flag)
+            .unwrap()
+        };
+        assert!(RankOptions::default().asking);
+        let off = set(Switch::Off);
+        assert!(!off.asking);
+        // importance itself stays on: only its rule for questions is switched
+        assert_eq!(off.importance, RankOptions::default().importance);
+        assert!(set(Switch::On).asking);
+        let parsed: Stages = serde_json::from_str(r#"{"asking": "off"}"#).unwrap();
+        assert_eq!(parsed.asking, Some(Switch::Off));
     }
 
     #[test]

@@ -86,9 +86,12 @@ const EMOTION: &[&str] = &[
 ];
 
 /// Whether `text` (an item's own words) mostly asks: more than half of its words (after a
-/// `Name: ` or `user: ` line prefix; `assistant: ` lines left out) are in questions. A
-/// question states no fact, the turn that answers it does; a message that states something
-/// and then asks ("I sold the Civic, so now I drive a Prius. How often should …?") states.
+/// `Name: ` or `user: ` line prefix; `assistant: ` lines left out) are in questions that state
+/// nothing. A question states no fact, the turn that answers it does; a message that states
+/// something and then asks ("I sold the Civic, so now I drive a Prius. How often should …?")
+/// states. A question that carries a statement of the speaker's own ("my daughter is
+/// allergic to peanuts, what snacks are safe?", "… - remember when I got pre-approved for
+/// $400,000?") states too: see [`states_in_question`].
 pub fn asks_only(text: &str) -> bool {
     let (mut asked, mut all) = (0usize, 0usize);
     for line in text.lines() {
@@ -100,12 +103,91 @@ pub fn asks_only(text: &str) -> bool {
         for s in body.split_inclusive(['.', '!', '?']) {
             let words = s.split_whitespace().count();
             all += words;
-            if s.trim_end().ends_with('?') {
+            if s.trim_end().ends_with('?') && !states_in_question(s) {
                 asked += words;
             }
         }
     }
     2 * asked > all
+}
+
+/// Words a clause may open with before its subject: discourse markers and the conjunctions
+/// and subordinators that introduce a clause ("so", "since", "remember when").
+const CLAUSE_OPENERS: &[&str] = &[
+    "and",
+    "but",
+    "so",
+    "since",
+    "because",
+    "as",
+    "when",
+    "now",
+    "that",
+    "remember",
+    "well",
+    "ok",
+    "okay",
+    "also",
+    "actually",
+    "anyway",
+    "btw",
+    "plus",
+    "though",
+    "although",
+    "oh",
+    "yeah",
+    "yes",
+    "by",
+    "the",
+    "way",
+    "given",
+    "considering",
+    "while",
+];
+
+/// Verbs after a first-person subject that make the clause a request, not a statement
+/// ("I need …", "I was wondering …").
+const REQUEST_VERBS: &[&str] = &[
+    "want",
+    "wanna",
+    "need",
+    "wonder",
+    "wondering",
+    "hope",
+    "curious",
+    "would",
+    "d",
+];
+
+/// Whether a question sentence also states something of the speaker's own: one of its
+/// clauses (cut at commas, semicolons, colons and dashes) opens, after discourse words, with
+/// `I`, `we`, `my` or `our` (a question inverts its subject: "should I …", "how do I …"),
+/// holds at least three words, and is no request ("I need …", "I was wondering …").
+pub fn states_in_question(sentence: &str) -> bool {
+    sentence
+        .split([',', ';', ':', '\u{2013}', '\u{2014}'])
+        .flat_map(|c| c.split(" - "))
+        .any(|clause| {
+            let words: Vec<String> = clause
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            let start = words
+                .iter()
+                .position(|w| !CLAUSE_OPENERS.contains(&w.as_str()))
+                .unwrap_or(words.len());
+            let rest = &words[start..];
+            let first_person = rest
+                .first()
+                .is_some_and(|w| matches!(w.as_str(), "i" | "we" | "my" | "our"));
+            let request = rest
+                .iter()
+                .skip(1)
+                .take(3)
+                .any(|w| REQUEST_VERBS.contains(&w.as_str()));
+            first_person && rest.len() >= 3 && !request
+        })
 }
 
 /// Heuristic importance of a text, 1 (small talk) to 10 (dense personal facts).
@@ -182,6 +264,20 @@ mod tests {
             "user: I adopted a dog.\nassistant: What is her name? And her age?"
         ));
         assert!(!asks_only(""));
+        // a question that carries a statement of the speaker's own states it
+        assert!(!asks_only(
+            "user: my daughter is allergic to peanuts, what snacks are safe for her class?"
+        ));
+        assert!(!asks_only(
+            "user: Can you recommend cable providers? By the way, I'm really looking forward \
+             to owning a home - remember when I got pre-approved for $400,000 from Wells Fargo?"
+        ));
+        // inverted subjects and requests still ask
+        assert!(asks_only(
+            "user: How do I keep a draughty flat warm in winter?"
+        ));
+        assert!(asks_only("user: Should I mention it, or is that normal?"));
+        assert!(asks_only("user: I was wondering, what should I read next?"));
     }
 
     #[test]

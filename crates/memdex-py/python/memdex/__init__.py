@@ -79,6 +79,7 @@ STAGES = (
     "fragrel_semantic",
     "recency",
     "importance",
+    "asking",
     "time",
     "time_boost",
     "when_boost",

@@ -14,6 +14,8 @@ use crate::RankError;
 pub(crate) struct Signals {
     recency: Option<f64>,
     importance: Option<f64>,
+    /// Importance's asking rule.
+    asking: bool,
 }
 
 impl Signals {
@@ -21,6 +23,7 @@ impl Signals {
         (opts.recency.is_some() || opts.importance.is_some()).then_some(Signals {
             recency: opts.recency,
             importance: opts.importance,
+            asking: opts.asking,
         })
     }
 }
@@ -44,7 +47,7 @@ impl Stage for Signals {
             .collect();
         let importance = self
             .importance
-            .map(|_| at.cache.importance(at.tenant, slices));
+            .map(|_| at.cache.importance(at.tenant, slices, self.asking));
         let input = Input {
             times: &times,
             importance: importance.as_deref().map(Vec::as_slice),
@@ -119,6 +122,7 @@ mod tests {
         let stage = Signals {
             recency: Some(0.5),
             importance: Some(1.0),
+            asking: true,
         };
         let mut scores = vec![-1.0, 1.0, 0.0];
         let input = Input {
