@@ -142,6 +142,12 @@ impl CudaBert {
         &self.shape
     }
 
+    /// Replays each bucket's pass as a CUDA graph (the default unless `MEMDEX_CUDA_GRAPHS=0`),
+    /// or launches its operations one by one.
+    pub fn set_graphs(&mut self, on: bool) {
+        self.graphs = on;
+    }
+
     /// Whether passes are replayed as CUDA graphs (`MEMDEX_CUDA_GRAPHS=0`: launched one by one).
     pub fn uses_graphs(&self) -> bool {
         self.graphs
