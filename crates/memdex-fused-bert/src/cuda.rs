@@ -44,7 +44,8 @@ pub struct CudaBert {
     blas: CudaBlas,
     _workspace: CudaSlice<u8>,
     funcs: HashMap<&'static str, CudaFunction>,
-    weights: Vec<CudaSlice<f16>>,
+    /// The weights on the device (held: the passes read them through `weight_ptrs`).
+    _weights: Vec<CudaSlice<f16>>,
     /// Their device addresses.
     weight_ptrs: Vec<u64>,
     graphs: bool,
@@ -131,7 +132,7 @@ impl CudaBert {
             blas,
             _workspace: workspace,
             funcs,
-            weights,
+            _weights: weights,
             weight_ptrs,
             graphs: std::env::var("MEMDEX_CUDA_GRAPHS").as_deref() != Ok("0"),
             state: Mutex::new(State::default()),

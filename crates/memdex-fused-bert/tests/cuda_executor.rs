@@ -3,17 +3,27 @@
 //! and long ones (attention as cuBLAS products and the softmax kernel), graphs replayed and
 //! launches one by one. Without a device: SKIPPED, or a failure under `MEMDEX_REQUIRE_CUDA=1`
 //! (scripts/gpu-check.sh sets it on the GPU box).
-#![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used)]
 
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn device_passes_match_the_cpu_reference() {
+    eprintln!("SKIPPED: built without the `cuda` feature (scripts/build-cuda.sh builds it)");
+}
+
+#[cfg(feature = "cuda")]
 mod common;
 
-use candle_core::Device;
-use common::{cosine, Rng};
-use memdex_core::Pooling;
-use memdex_fused_bert::cuda::CudaBert;
-use memdex_fused_bert::{Act, CpuBert};
+#[cfg(feature = "cuda")]
+use {
+    candle_core::Device,
+    common::{cosine, Rng},
+    memdex_core::Pooling,
+    memdex_fused_bert::cuda::CudaBert,
+    memdex_fused_bert::{Act, CpuBert},
+};
 
+#[cfg(feature = "cuda")]
 fn context() -> Option<std::sync::Arc<candle_core::cuda_backend::cudarc::driver::CudaContext>> {
     match Device::new_cuda(0) {
         Ok(d) => Some(d.as_cuda_device().unwrap().cuda_stream().context().clone()),
@@ -29,6 +39,7 @@ fn context() -> Option<std::sync::Arc<candle_core::cuda_backend::cudarc::driver:
     }
 }
 
+#[cfg(feature = "cuda")]
 #[test]
 fn device_passes_match_the_cpu_reference() {
     let Some(ctx) = context() else { return };
