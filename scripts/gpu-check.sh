@@ -281,7 +281,7 @@ PLAN
     rm -f "$OUT"/embed-memdex-runs*.json
     for enc in ${EMBED_ENCODERS:-candle fused}; do
       for tb in ${TOKEN_BUDGETS:-16384 65536 262144}; do
-        MEMDEX_CUDA_ENCODER=$enc inv "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" \
+        inv env MEMDEX_CUDA_ENCODER="$enc" "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" \
           --input "$WORK/texts.jsonl" --token-budget "$tb" --max-batch 4096 --repeats 5 --json \
           >> "$OUT/embed-memdex-runs-$enc.json" 2>> "$OUT/embed.log"
       done
@@ -437,12 +437,12 @@ PY
     # default candle; eval-$DEVICE.json is the first, eval-$DEVICE-ENC.json the others), each
     # diffed against the CPU (eval-diff.json, eval-diff-ENC.json): every one must pass.
     local d enc first="" tag ok=1 lines=()
-    MEMDEX_CUDA_ENCODER=candle inv "$MEMDEX" eval --model "$MODEL" --device cpu \
+    inv env MEMDEX_CUDA_ENCODER=candle "$MEMDEX" eval --model "$MODEL" --device cpu \
       --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
       --log "$OUT/eval-cpu.log.jsonl" > "$OUT/eval-cpu.json" 2>> "$OUT/eval.log"
     for enc in ${EVAL_ENCODERS:-candle}; do
       tag=$DEVICE; [[ -n $first ]] && tag=$DEVICE-$enc; first=${first:-$enc}
-      MEMDEX_CUDA_ENCODER=$enc inv "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" \
+      inv env MEMDEX_CUDA_ENCODER="$enc" "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" \
         --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
         --log "$OUT/eval-$tag.log.jsonl" > "$OUT/eval-$tag.json" 2>> "$OUT/eval.log"
       local diff=eval-diff.json; [[ $tag != "$DEVICE" ]] && diff=eval-diff-$enc.json

@@ -34,7 +34,7 @@ OUT=${OUT:?set OUT}
 mkdir -p "$OUT"
 CHECK=dist/gpu/scripts/gpu-check.sh
 [[ -f $CHECK ]] || { echo "no $CHECK: carry dist/gpu (scripts/build-cuda.sh)" >&2; exit 1; }
-R=/tmp/rep-run
+R=${REPORT_DIR:-/tmp/rep-run}
 rm -rf "$R" && mkdir -p "$R"
 BUDGET=${BUDGET:-540}
 t0=$SECONDS

@@ -23,8 +23,8 @@ stage_fused() {
   : > "$log"
   for t in memdex-fused-bert-cuda-tests memdex-embed-fused-tests; do
     if [[ -x $WORK/bin/$t ]]; then
-      MEMDEX_REQUIRE_CUDA=$require MEMDEX_REQUIRE_MODEL=1 MEMDEX_TEST_MODEL=$MODEL \
-        MEMDEX_TEST_GOLDEN=$GOLDEN inv "$WORK/bin/$t" --test-threads 1 --nocapture \
+      inv env MEMDEX_REQUIRE_CUDA=$require MEMDEX_REQUIRE_MODEL=1 MEMDEX_TEST_MODEL="$MODEL" \
+        MEMDEX_TEST_GOLDEN="$GOLDEN" "$WORK/bin/$t" --test-threads 1 --nocapture \
         fused_cuda_matches_candle device_passes_match > "$OUT/fused-$t.log" 2>&1 || ok=0
       grep -q "test result: ok. [1-9]" "$OUT/fused-$t.log" || { ok=0; echo "$t: no passing test" >> "$log"; }
     else
@@ -66,8 +66,8 @@ PY
   rm -f "$OUT"/embed-batch-*.json
   for enc in ${EMBED_BATCH_ENCODERS:-candle fused fused-eager}; do
     for r in $(seq 1 "${EMBED_BATCH_RUNS:-3}"); do
-      MEMDEX_CUDA_ENCODER=${enc%-eager} MEMDEX_CUDA_GRAPHS=$([[ $enc == *-eager ]] && echo 0 || echo 1) \
-        inv "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/queries.jsonl" \
+      inv env MEMDEX_CUDA_ENCODER="${enc%-eager}" MEMDEX_CUDA_GRAPHS="$([[ $enc == *-eager ]] && echo 0 || echo 1)" \
+        "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/queries.jsonl" \
         --max-batch 32 --token-budget 65536 --repeats 5 --json \
         > "$OUT/embed-batch-$enc-run$r.json" 2>> "$OUT/embed-batch.log"
     done
@@ -109,12 +109,12 @@ load_config() {
   local dur=${LOAD_SECONDS:-30} runs=${LOAD_RUNS:-3}
   # the calibration of --model-workers auto is logged at info (memdex_runtime)
   w=${w:-${MODEL_WORKERS:-}}
-  env MEMDEX_LOG="${MEMDEX_LOG:-warn,memdex_runtime=info}" ${enc:+MEMDEX_CUDA_ENCODER=$enc} \
-    "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd" \
-    --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 ${w:+--model-workers "$w"} \
-    > "$OUT/serve-$name.log" 2>&1 &
+  local serve=(env MEMDEX_LOG="${MEMDEX_LOG:-warn,memdex_runtime=info}" ${enc:+MEMDEX_CUDA_ENCODER=$enc}
+    "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd"
+    --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 ${w:+--model-workers "$w"})
+  "${serve[@]}" > "$OUT/serve-$name.log" 2>&1 &
   local pid=$!
-  echo "$(date -u +%H:%M:%S) serve $name (pid $pid): $cfg" >> "$OUT/invocations.log"
+  echo "$(date -u +%H:%M:%S) started (pid $pid, configuration $cfg) ${serve[*]}" >> "$OUT/invocations.log"
   for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
   # warm-up (caches, pages, device uploads, graphs; on the CPU the clocks settle): LOAD_WARMUP s
   (cd "$PACK" && timeout $((${LOAD_WARMUP:-10} + 20)) "$wrk" -t"$c" -c"$c" -d"${LOAD_WARMUP:-10}s" \

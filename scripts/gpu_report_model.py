@@ -265,7 +265,7 @@ def _targets_md(t):
         v = "info" if c.startswith("cpu") else (
             "ok" if r["median_ok_per_s"] >= SERVE_GOAL and (r["median_p99_ms"] or 1e9) < SERVE_P99_MS else "MISS")
         rows.append(f"| serve, {c} ({r['connections']} connections, workers "
-                    f"{r['model_workers']}) | ≥ {SERVE_GOAL:,}/s at p99 < {SERVE_P99_MS:.0f} ms | "
+                    f"{_fmt(r['model_workers'], '{:.0f}')}) | ≥ {SERVE_GOAL:,}/s at p99 < {SERVE_P99_MS:.0f} ms | "
                     f"{r['median_ok_per_s']:,.0f}/s median of {', '.join(_fmt(x, '{:,.0f}') for x in r['runs_ok_per_s'])}; "
                     f"p99 {_fmt(r['median_p99_ms'], '{:.1f}')} ms closed, {_fmt(r['open_p99_ms'], '{:.1f}')} ms open; "
                     f"model {_fmt(r['model_ms_per_batch'], '{:.2f}')} ms/batch | {v} |")
@@ -308,15 +308,14 @@ def readme(out):
             w = r["worker_measure"]
             lines.append(f"\nModel workers measured at start ({c}): {w['batches_per_s']} batches/s "
                          f"with 1, 2 workers; kept {w['kept']}.")
-    for k, r in t["gpu_cpu_ratio"].items():
-        sp = r.get("cpu_spread")
+    for c, r in sorted((_load(out, "load.json") or {}).items()):
+        sp = r.get("spread")
         if sp:
             f = "; ".join(f"{n} {[round(v, 3) for v in x['values']]} (r = {_fmt(x['corr_with_rate'], '{:.2f}')})"
                           for n, x in sp["factors"].items())
-            lines.append(f"\nCPU runs of {k.split(' / ')[1]}: rates {[round(v) for v in sp['rates']]}/s "
-                         f"(range {sp['rate_range']:.0%}); {f}; moved with the rate: "
+            lines.append(f"\nRuns of {c}: rates {[round(v) for v in sp['rates']]}/s (range "
+                         f"{sp['rate_range']:.0%}); {f}; moved with the rate: "
                          f"{', '.join(sp['explains']) or 'none of the recorded factors'}.")
-            break
     inv = rd("invocations.log")
     lines += ["", "## Every invocation", "", "```", inv or "(no invocations.log)", "```",
               "", "## Raw files", ""]
