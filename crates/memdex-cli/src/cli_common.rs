@@ -94,16 +94,18 @@ pub struct ModelArgs {
         default_value = "f16"
     )]
     pub small_batch_weights: SmallBatchWeights,
-    /// Fast CPU encoder on AVX2 CPUs and AVX-512 CPUs with VNNI: products of larger batches
-    /// (bulk embedding). i16 runs them as 16-bit integers with exact sums and per-row /
-    /// per-column scales (AVX2 vpmaddwd, ~1.6× FMA's multiply-adds a cycle; AVX-512 VNNI
-    /// vpdpwssd; vectors at cosine > 0.9999 to f32's); f32 is FMA (on AVX-512, the gemm
-    /// crate's kernels, also what i16 falls back to without VNNI).
+    /// Fast CPU encoder: products of larger batches (bulk embedding). auto: i16, else f32.
+    /// i16: 16-bit integers with exact sums and per-row / per-column scales (AVX2
+    /// vpmaddwd; AVX-512 VNNI vpdpwssd; vectors at cosine > 0.9999 to f32's; f32 where neither
+    /// runs). f32: FMA (on AVX-512 the gemm crate's kernels). bf16: bf16 operands, f32 sums
+    /// (cosine > 0.999 to f32's): on AMX (tdpbf16ps; CPUs with amx_tile + amx_bf16 and the
+    /// Linux permission; opt-in until measured there), else a slow tile emulator with the
+    /// same arithmetic, to check its accuracy on any CPU.
     #[arg(
         long,
         env = "MEMDEX_LARGE_BATCH_GEMM",
         value_enum,
-        default_value = "i16"
+        default_value = "auto"
     )]
     pub large_batch_gemm: LargeBatchGemm,
     /// Weight files: dense (model.safetensors / pytorch_model.bin) or gguf (the directory's

@@ -1,4 +1,4 @@
-//! Flags of `memdex serve` and `memdex compact`.
+//! Flags of `memdex serve`, `memdex compact` and `memdex mcp`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -80,6 +80,15 @@ pub struct ServeArgs {
     /// with a CPU model: a check, slower than the CPU ranker).
     #[arg(long, env = "MEMDEX_RANK_DEVICE", value_enum, default_value = "auto")]
     pub rank_device: RankDeviceArg,
+    /// Hash every store file before listening and refuse to start on a damaged one (without
+    /// it, files opening did not hash are hashed in the background while serving, and a
+    /// search hashes a file it needs first; docs/serving.md "Damage").
+    #[arg(long, env = "MEMDEX_VERIFY_ON_START")]
+    pub verify_on_start: bool,
+    /// Directory `POST /v1/admin/snapshot` writes snapshots into (default: `snapshots/`
+    /// inside the store directory, so hard links work).
+    #[arg(long, env = "MEMDEX_SNAPSHOT_DIR")]
+    pub snapshot_dir: Option<PathBuf>,
     /// Async worker threads (HTTP); the model workers, the rank stage and the writer have
     /// threads of their own besides.
     #[arg(long, env = "MEMDEX_HTTP_THREADS", default_value_t = 2)]
@@ -136,16 +145,6 @@ pub struct CompactArgs {
     /// Print the report as JSON.
     #[arg(long, env = "MEMDEX_JSON")]
     pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct SnapshotArgs {
-    /// Store directory (may be served and written while the copy runs).
-    #[arg(long, env = "MEMDEX_STORE")]
-    pub store: PathBuf,
-    /// New directory for the copy.
-    #[arg(long, env = "MEMDEX_OUTPUT")]
-    pub output: PathBuf,
 }
 
 /// `--rank-device`: where searches are ranked.

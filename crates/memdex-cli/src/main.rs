@@ -4,6 +4,7 @@ mod cli;
 mod cli_common;
 mod cli_model;
 mod cli_serve;
+mod cli_store;
 mod cmd;
 mod output;
 

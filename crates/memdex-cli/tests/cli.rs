@@ -713,6 +713,7 @@ fn turn_keys_carry_the_message_they_answer_and_a_store_keeps_its_setting() {
     let old = text.replace(",\n    \"key_context\": 0", "");
     assert_ne!(old, text, "the field is written");
     std::fs::write(&path, old).unwrap();
+    memdex_store::Manifest::reseal(&off).unwrap();
     let more = write(
         tmp.path(),
         "m.jsonl",

@@ -114,8 +114,8 @@ pub struct EmbedOptions {
     pub cpu_backend: CpuBackend,
     /// Fast CPU encoder only: weights for small batches (queries). Default: f16.
     pub small_batch_weights: SmallBatchWeights,
-    /// Fast CPU encoder on AVX2, and on AVX-512 with VNNI: products of larger batches.
-    /// Default: i16.
+    /// Fast CPU encoder: products of larger batches (bf16 on AMX, 16-bit integers on AVX2 and
+    /// AVX-512 VNNI, f32). Default: auto, the fastest the CPU has of these.
     pub large_batch_gemm: LargeBatchGemm,
     /// Fast CPU encoder only: the instruction set of its kernels. Default: `MEMDEX_CPU_ISA`,
     /// else the best the CPU has; one the CPU lacks is an error.

@@ -2,9 +2,9 @@
 //! memdex's GEMM ([`crate::matmul`]) with bias, activation and residual + LayerNorm fused into
 //! its epilogues, attention per sequence on the same register tile ([`crate::attention`]),
 //! and scratch buffers reused across batches. The instruction set is [`Isa::active`]; large
-//! batches run the kernels of [`LargeBatchKernel`]: on AVX-512 CPUs with VNNI memdex's
-//! integer GEMM on `vpdpwssd`, on those without it the `gemm` crate's AVX-512 kernels (unfused
-//! epilogue passes). Batches of ≤ [`SKINNY_ROWS`] tokens (queries) run on [`crate::skinny`].
+//! batches run the kernels of [`LargeBatchKernel`]: on AVX-512 CPUs with usable AMX memdex's
+//! bf16 GEMM on `tdpbf16ps` ([`crate::bmatmul`]), with VNNI its integer GEMM on `vpdpwssd`,
+//! on those without either the `gemm` crate's AVX-512 kernels (unfused epilogue passes). Batches of ≤ [`SKINNY_ROWS`] tokens (queries) run on [`crate::skinny`].
 //!
 //! candle's `BertModel` stays the reference implementation (and the CUDA path); the test
 //! `fast_cpu_matches_candle_reference` compares the two on every run.
@@ -18,6 +18,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use crate::attention::{self, SeqInput};
+use crate::bmatmul::PackedBf16;
 use crate::isa::{Isa, LargeBatchGemm, LargeBatchKernel};
 use crate::linear::{self, Packed};
 use crate::math;
@@ -34,7 +35,7 @@ struct Matrix {
     /// batches.
     rows: Option<Vec<f32>>,
     /// Packed for [`crate::linear`]: large batches on memdex's GEMMs (AVX2, portable, and
-    /// AVX-512 with VNNI).
+    /// AVX-512 with VNNI or AMX; bf16 anywhere).
     packed: Option<Packed>,
     /// IEEE half bits ([`skinny::f16_bits`]): small batches by default.
     half: Option<Half>,
@@ -56,8 +57,8 @@ pub(crate) struct Layout {
     /// Batches of ≤ [`SKINNY_ROWS`] tokens (queries) read half-precision copies of the
     /// matrices (f32 activations and accumulation).
     pub half_small_batches: bool,
-    /// Larger batches: f32 or 16-bit integer products ([`crate::qmatmul`]) where the CPU
-    /// has integer kernels ([`LargeBatchKernel`]).
+    /// Larger batches: f32, 16-bit integer ([`crate::qmatmul`]) or bf16 ([`crate::bmatmul`])
+    /// products, as the setting and the CPU allow ([`LargeBatchKernel`]).
     pub large_batch_gemm: LargeBatchGemm,
 }
 
@@ -79,6 +80,9 @@ impl Matrix {
             LargeBatchKernel::F32GemmCrate => None,
             LargeBatchKernel::I16Avx2 | LargeBatchKernel::I16Vnni => {
                 Some(Packed::I16(PackedI16::pack(&w, n, k)))
+            }
+            LargeBatchKernel::Bf16Amx | LargeBatchKernel::Bf16Emulated => {
+                Some(Packed::Bf16(PackedBf16::pack(&w, n, k)))
             }
             LargeBatchKernel::F32Tile => Some(Packed::F32(PackedB::pack(&w, n, k))),
         };

@@ -4,7 +4,8 @@
 //! `avx2`, `portable`; `auto` or empty = detect) forces a lower one, so that both x86 paths
 //! can be measured side by side on one machine. Every kernel of `math`, `attention`,
 //! `matmul` and `skinny` follows [`Isa::active`]:
-//! - `Avx512`: AVX-512 register tiles in `skinny`; large batches in 16-bit integers on
+//! - `Avx512`: AVX-512 register tiles in `skinny`; large batches in bf16 on AMX tiles
+//!   ([`crate::bmatmul`]) where this process may use AMX, else in 16-bit integers on
 //!   AVX-512 VNNI (`vpdpwssd`, [`crate::qmatmul`]) when CPUID reports it, else the `gemm`
 //!   crate's AVX-512 f32 GEMM ([`LargeBatchKernel`]); AVX2 + FMA slice kernels;
 //! - `Avx2`: AVX2 + FMA (+ F16C) everywhere, memdex's own GEMM ([`crate::matmul`]);
@@ -125,17 +126,25 @@ impl std::fmt::Display for Isa {
     }
 }
 
-/// Products of the fast CPU encoder's larger batches (bulk embedding): f32, or 16-bit
-/// integers with exact i32 sums and per-row / per-column scales (vectors at cosine > 0.9999
-/// to the f32 ones). The integer products run on AVX2 (`vpmaddwd`, ~1.6× FMA's multiply-adds
-/// a cycle on Zen 3) and on AVX-512 with VNNI (`vpdpwssd`); elsewhere both settings are f32
-/// ([`LargeBatchKernel::choose`]).
+/// Products of the fast CPU encoder's larger batches (bulk embedding).
+/// - `auto` (the default): 16-bit integers where the CPU has integer kernels, else f32 (AMX
+///   is opt-in, `bf16`, until its speed is measured on an AMX machine);
+/// - `i16`: 16-bit integers with exact i32 sums and per-row / per-column scales (vectors at
+///   cosine > 0.9999 to the f32 ones) on AVX2 (`vpmaddwd`, ~1.6× FMA's multiply-adds a cycle on
+///   Zen 3) and on AVX-512 with VNNI (`vpdpwssd`); elsewhere f32;
+/// - `f32`: FMA;
+/// - `bf16`: both operands rounded to bf16, f32 sums (vectors at cosine > 0.999 to the f32
+///   ones): on AMX where this process may use it (AVX-512 CPUs with `amx_tile` + `amx_bf16`,
+///   see [`crate::amx::status`]), else on the tile emulator, which runs the same arithmetic
+///   slowly, to check its accuracy on any CPU ([`LargeBatchKernel::choose`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LargeBatchGemm {
-    F32,
     #[default]
+    Auto,
+    F32,
     I16,
+    Bf16,
 }
 
 /// The kernels that run the fast encoder's larger batches, from the instruction set, the
@@ -150,22 +159,36 @@ pub enum LargeBatchKernel {
     I16Avx2,
     /// memdex's 16-bit integer GEMM on AVX-512 VNNI: `vpdpwssd`, 12 × 32 tile.
     I16Vnni,
+    /// memdex's bf16 GEMM on AMX tiles ([`crate::bmatmul`]): `tdpbf16ps`, 32 × 32 per step.
+    Bf16Amx,
+    /// The same bf16 GEMM on the tile emulator ([`crate::tiles::Emulator`]): AMX's arithmetic
+    /// on a CPU without it (slow; for checking accuracy).
+    Bf16Emulated,
 }
 
 impl LargeBatchKernel {
-    /// The kernels for `isa` and `gemm` on a CPU with (`vnni`) or without AVX-512 VNNI.
-    pub fn choose(isa: Isa, gemm: LargeBatchGemm, vnni: bool) -> LargeBatchKernel {
+    /// The kernels for `isa` and `gemm` on a CPU with or without AVX-512 VNNI (`vnni`) and
+    /// usable AMX (`amx`: CPUID, OS state and permission, [`crate::amx::status`]).
+    pub fn choose(isa: Isa, gemm: LargeBatchGemm, vnni: bool, amx: bool) -> LargeBatchKernel {
+        use LargeBatchGemm::{Auto, Bf16, I16};
         match (isa, gemm) {
-            (Isa::Avx512, LargeBatchGemm::I16) if vnni => LargeBatchKernel::I16Vnni,
+            // AMX only when asked for: its speed and accuracy on real tiles are not yet
+            // measured (bench/results/amx-2026-11-28), so `auto` keeps the measured kernels
+            (Isa::Avx512, Bf16) if amx => LargeBatchKernel::Bf16Amx,
+            (_, Bf16) => LargeBatchKernel::Bf16Emulated,
+            (Isa::Avx512, Auto | I16) if vnni => LargeBatchKernel::I16Vnni,
             (Isa::Avx512, _) => LargeBatchKernel::F32GemmCrate,
-            (Isa::Avx2, LargeBatchGemm::I16) => LargeBatchKernel::I16Avx2,
+            (Isa::Avx2, Auto | I16) => LargeBatchKernel::I16Avx2,
             _ => LargeBatchKernel::F32Tile,
         }
     }
 
-    /// The kernels for `isa` and `gemm` on the running CPU.
+    /// The kernels for `isa` and `gemm` on the running CPU (AMX's status is checked only
+    /// where it could be chosen).
     pub fn detect(isa: Isa, gemm: LargeBatchGemm) -> LargeBatchKernel {
-        LargeBatchKernel::choose(isa, gemm, has_avx512_vnni())
+        let amx_wanted = isa == Isa::Avx512 && gemm == LargeBatchGemm::Bf16;
+        let amx = amx_wanted && crate::amx::status().is_ok();
+        LargeBatchKernel::choose(isa, gemm, has_avx512_vnni(), amx)
     }
 
     /// Products in 16-bit integers ([`crate::qmatmul`]).
@@ -173,18 +196,52 @@ impl LargeBatchKernel {
         matches!(self, LargeBatchKernel::I16Avx2 | LargeBatchKernel::I16Vnni)
     }
 
+    /// Products of bf16 operands ([`crate::bmatmul`]).
+    pub fn is_bf16(self) -> bool {
+        matches!(
+            self,
+            LargeBatchKernel::Bf16Amx | LargeBatchKernel::Bf16Emulated
+        )
+    }
+
     /// What runs and why, as `memdex bench embed` prints it (`gemm`: the setting asked for).
-    pub fn describe(self, gemm: LargeBatchGemm) -> &'static str {
-        match (self, gemm) {
-            (LargeBatchKernel::I16Vnni, _) => "i16 large batches on vpdpwssd (CPUID: avx512_vnni)",
-            (LargeBatchKernel::I16Avx2, _) => "i16 large batches on vpmaddwd",
-            (LargeBatchKernel::F32GemmCrate, LargeBatchGemm::I16) => {
-                "f32 large batches, gemm crate (CPUID: no avx512_vnni)"
+    pub fn describe(self, gemm: LargeBatchGemm) -> String {
+        // why AMX is not running, where `auto` or `bf16` would have taken it
+        let no_amx = || match crate::amx::status() {
+            Err(why) => format!("no AMX: {why}"),
+            Ok(()) if gemm == LargeBatchGemm::Auto => {
+                "AMX usable: bf16 on it is opt-in, --large-batch-gemm bf16".to_string()
             }
-            (LargeBatchKernel::F32GemmCrate, LargeBatchGemm::F32) => {
-                "f32 large batches, gemm crate"
+            Ok(()) => "AMX runs only on the avx512 instruction set".to_string(),
+        };
+        let auto = gemm == LargeBatchGemm::Auto;
+        match self {
+            LargeBatchKernel::Bf16Amx => "bf16 large batches on AMX tdpbf16ps (CPUID: amx_tile, \
+                amx_bf16; XCR0 tile state; arch_prctl permission; self-check passed)"
+                .to_string(),
+            LargeBatchKernel::Bf16Emulated => format!(
+                "bf16 large batches on the tile emulator (AMX's arithmetic, not its speed; {})",
+                no_amx()
+            ),
+            LargeBatchKernel::I16Vnni if auto => format!(
+                "i16 large batches on vpdpwssd (CPUID: avx512_vnni; {})",
+                no_amx()
+            ),
+            LargeBatchKernel::I16Vnni => {
+                "i16 large batches on vpdpwssd (CPUID: avx512_vnni)".into()
             }
-            (LargeBatchKernel::F32Tile, _) => "f32 large batches",
+            LargeBatchKernel::I16Avx2 => "i16 large batches on vpmaddwd".into(),
+            LargeBatchKernel::F32GemmCrate if gemm == LargeBatchGemm::F32 => {
+                "f32 large batches, gemm crate".into()
+            }
+            LargeBatchKernel::F32GemmCrate if auto => format!(
+                "f32 large batches, gemm crate (CPUID: no avx512_vnni; {})",
+                no_amx()
+            ),
+            LargeBatchKernel::F32GemmCrate => {
+                "f32 large batches, gemm crate (CPUID: no avx512_vnni)".into()
+            }
+            LargeBatchKernel::F32Tile => "f32 large batches".into(),
         }
     }
 }
@@ -234,17 +291,47 @@ mod tests {
 
     #[test]
     fn large_batch_kernels_follow_the_isa_the_setting_and_cpuid() {
-        use LargeBatchGemm::{F32, I16};
+        use LargeBatchGemm::{Auto, Bf16, F32, I16};
         use LargeBatchKernel as K;
         let choose = LargeBatchKernel::choose;
-        assert_eq!(choose(Isa::Avx512, I16, true), K::I16Vnni);
-        assert_eq!(choose(Isa::Avx512, I16, false), K::F32GemmCrate);
-        assert_eq!(choose(Isa::Avx512, F32, true), K::F32GemmCrate);
-        assert_eq!(choose(Isa::Avx2, I16, true), K::I16Avx2);
-        assert_eq!(choose(Isa::Avx2, F32, false), K::F32Tile);
-        assert_eq!(choose(Isa::Portable, I16, true), K::F32Tile);
+        // (isa, setting, vnni, amx)
+        let cases = [
+            (Isa::Avx512, Auto, true, true, K::I16Vnni),
+            (Isa::Avx512, Bf16, false, true, K::Bf16Amx),
+            (Isa::Avx512, Auto, true, false, K::I16Vnni),
+            (Isa::Avx512, I16, true, true, K::I16Vnni),
+            (Isa::Avx512, I16, false, false, K::F32GemmCrate),
+            (Isa::Avx512, Auto, false, false, K::F32GemmCrate),
+            (Isa::Avx512, F32, true, true, K::F32GemmCrate),
+            (Isa::Avx512, Bf16, true, false, K::Bf16Emulated),
+            (Isa::Avx2, Auto, true, true, K::I16Avx2),
+            (Isa::Avx2, I16, true, false, K::I16Avx2),
+            (Isa::Avx2, Bf16, true, true, K::Bf16Emulated),
+            (Isa::Avx2, F32, false, false, K::F32Tile),
+            (Isa::Portable, I16, true, true, K::F32Tile),
+            (Isa::Portable, Auto, true, true, K::F32Tile),
+            (Isa::Portable, Bf16, false, false, K::Bf16Emulated),
+        ];
+        for (isa, gemm, vnni, amx, want) in cases {
+            assert_eq!(
+                choose(isa, gemm, vnni, amx),
+                want,
+                "{isa} {gemm:?} {vnni} {amx}"
+            );
+        }
         assert!(K::I16Vnni.describe(I16).contains("avx512_vnni"));
         assert!(K::F32GemmCrate.describe(I16).contains("no avx512_vnni"));
+        assert!(K::Bf16Amx.describe(Auto).contains("tdpbf16ps"));
+        // where AMX was not taken, `auto` says why
+        if crate::amx::status().is_err() {
+            assert!(
+                K::I16Vnni.describe(Auto).contains("no AMX"),
+                "{}",
+                K::I16Vnni.describe(Auto)
+            );
+            assert!(K::Bf16Emulated.describe(Bf16).contains("no AMX"));
+        }
         assert!(K::I16Vnni.is_integer() && !K::F32GemmCrate.is_integer());
+        assert!(K::Bf16Emulated.is_bf16() && !K::Bf16Emulated.is_integer());
     }
 }

@@ -13,8 +13,10 @@
 //! The embedder is synchronous and owns its device: callers that serve many clients run it on
 //! one dedicated thread and feed it batches.
 
+mod amx;
 mod attention;
 mod batch;
+mod bmatmul;
 mod config;
 mod device;
 mod embedder;
@@ -39,8 +41,10 @@ mod scorer;
 mod skinny;
 mod split;
 mod stage_timer;
+mod tiles;
 mod tokenize;
 
+pub use amx::{has_amx_cpuid, status as amx_status, AmxUnavailable};
 pub use batch::{plan_batches, BatchPlan};
 #[cfg(feature = "cuda")]
 pub use device::keep_pool_memory;

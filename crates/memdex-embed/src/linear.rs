@@ -1,9 +1,11 @@
-//! A linear layer's product in either of memdex's GEMMs: f32 ([`crate::matmul`]) or 16-bit
-//! integer ([`crate::qmatmul`]), per how each weight matrix was packed ([`Packed`]). Splits
-//! the rows into blocks across rayon tasks and fuses the feed-forward pair per block.
+//! A linear layer's product in one of memdex's GEMMs: f32 ([`crate::matmul`]), 16-bit
+//! integer ([`crate::qmatmul`]) or bf16 ([`crate::bmatmul`]), per how each weight matrix was
+//! packed ([`Packed`]). Splits the rows into blocks across rayon tasks and fuses the
+//! feed-forward pair per block.
 
 use rayon::prelude::*;
 
+use crate::bmatmul::{self, PackedBf16};
 use crate::isa::Isa;
 use crate::matmul::{self, Act, Aligned, Epilogue, PackedB, MR};
 use crate::qmatmul::{self, PackedI16, QRows};
@@ -11,12 +13,13 @@ use crate::qmatmul::{self, PackedI16, QRows};
 /// Rows per rayon task at most (multiple of [`MR`]).
 const MC: usize = 96;
 
-/// A weight matrix packed for one of memdex's GEMMs: f32 ([`crate::matmul`]) or 16-bit
-/// integer ([`crate::qmatmul`]).
+/// A weight matrix packed for one of memdex's GEMMs: f32 ([`crate::matmul`]), 16-bit
+/// integer ([`crate::qmatmul`]) or bf16 ([`crate::bmatmul`]).
 #[derive(Debug)]
 pub(crate) enum Packed {
     F32(PackedB),
     I16(PackedI16),
+    Bf16(PackedBf16),
 }
 
 impl Packed {
@@ -25,6 +28,16 @@ impl Packed {
         match self {
             Packed::F32(w) => w.shape(),
             Packed::I16(w) => (w.n(), w.k()),
+            Packed::Bf16(w) => (w.n(), w.k()),
+        }
+    }
+
+    /// Rows of a block are a multiple of this: the bf16 tiles take 32 rows a step, the
+    /// others [`MR`].
+    fn row_unit(&self) -> usize {
+        match self {
+            Packed::Bf16(_) => 32,
+            _ => MR,
         }
     }
 }
@@ -45,7 +58,7 @@ pub(crate) fn linear(
         x.len() >= m * k && out.len() >= m * n && b.len() == n,
         "linear shapes"
     );
-    let mc = block_rows(m);
+    let mc = block_rows(m, w.row_unit());
     out[..m * n]
         .par_chunks_mut(mc * n)
         .zip(x[..m * k].par_chunks(mc * k))
@@ -76,8 +89,9 @@ pub(crate) fn feed_forward(
         "feed-forward shapes"
     );
     assert!(bi.len() == inter && bo.len() == h, "feed-forward biases");
-    let fit = (FFN_L2_BYTES / (4 * inter)) / MR * MR;
-    let mc = block_rows(m).min(fit.max(MR));
+    let unit = wi.row_unit();
+    let fit = (FFN_L2_BYTES / (4 * inter)) / unit * unit;
+    let mc = block_rows(m, unit).min(fit.max(unit));
     x[..m * h].par_chunks_mut(mc * h).for_each(|xb| {
         let rows = xb.len() / h;
         FFN.with(|buf| {
@@ -98,14 +112,15 @@ thread_local! {
     static APACK: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
     static FFN: std::cell::RefCell<Aligned> = std::cell::RefCell::new(Aligned::default());
     static QA: std::cell::RefCell<QRows> = std::cell::RefCell::new(QRows::default());
+    static BF: std::cell::RefCell<bmatmul::Scratch> = Default::default();
 }
 
-/// Rows per task: at most [`MC`], a multiple of [`MR`], and small enough that both threads
-/// of a two-core machine get several blocks.
-fn block_rows(m: usize) -> usize {
+/// Rows per task: at most [`MC`], a multiple of `unit` (which divides [`MC`]), and small
+/// enough that both threads of a two-core machine get several blocks.
+fn block_rows(m: usize, unit: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
-    let want = m.div_ceil(threads * 4).div_ceil(MR) * MR;
-    want.clamp(MR, MC)
+    let want = m.div_ceil(threads * 4).div_ceil(unit) * unit;
+    want.clamp(unit, MC)
 }
 
 /// One block of rows on `isa`'s kernels, in `w`'s arithmetic.
@@ -125,6 +140,9 @@ fn block(
         Packed::I16(w) => {
             QA.with(|qa| qmatmul::block(isa, a, rows, w, b, c, epi, &mut qa.borrow_mut()))
         }
+        Packed::Bf16(w) => {
+            BF.with(|s| bmatmul::block(isa, a, rows, w, b, c, epi, &mut s.borrow_mut()))
+        }
     }
 }
 
@@ -143,15 +161,18 @@ mod tests {
         w: &[f32],
         n: usize,
         k: usize,
-    ) -> [(Packed, Vec<f32>, Vec<f32>); 2] {
+    ) -> [(Packed, Vec<f32>, Vec<f32>); 3] {
         let q = PackedI16::pack(w, n, k);
         let (xq, wq) = (
             qmatmul::dequantized_rows(isa, x, x.len() / k, &q),
             q.dequantized(),
         );
+        let h = PackedBf16::pack(w, n, k);
+        let (xh, wh) = (bmatmul::Bf16Rows::rounded(x, x.len() / k, &h), h.rounded());
         [
             (Packed::F32(PackedB::pack(w, n, k)), x.to_vec(), w.to_vec()),
             (Packed::I16(q), xq, wq),
+            (Packed::Bf16(h), xh, wh),
         ]
     }
 
@@ -159,6 +180,7 @@ mod tests {
         match p {
             Packed::F32(_) => "f32",
             Packed::I16(_) => "i16",
+            Packed::Bf16(_) => "bf16",
         }
     }
 
@@ -231,6 +253,7 @@ mod tests {
                         Packed::I16(q) => {
                             (qmatmul::dequantized_rows(isa, &mid, m, q), q.dequantized())
                         }
+                        Packed::Bf16(h) => (bmatmul::Bf16Rows::rounded(&mid, m, h), h.rounded()),
                     };
                     let mut want = x.clone();
                     reference(&mid, m, &wor, h, inter, &bo, &mut want, ln);

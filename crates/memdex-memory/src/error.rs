@@ -122,6 +122,7 @@ impl From<StoreError> for MemoryError {
                 MemoryError::Invalid(msg)
             }
             StoreError::Locked { .. } => MemoryError::Busy(msg),
+            StoreError::Exists { .. } => MemoryError::Conflict(msg),
             _ => MemoryError::Internal(msg),
         }
     }

@@ -32,10 +32,13 @@ pub use memdex_pipeline::{
 };
 pub use memdex_rank::{format_ms, Explain, SearchHit, Snapshot, Stages, StoreSummary};
 pub use memdex_runtime::{
-    AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, Health, BATCH_BUCKETS,
-    SEARCH_STAGES, STAGES,
+    AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, Health, StartVerify,
+    BATCH_BUCKETS, SEARCH_STAGES, STAGES,
 };
-pub use memdex_store::{CompactOptions, CompactReport};
+pub use memdex_store::{
+    CompactOptions, CompactReport, RestoreOptions, RestoreReport, SnapshotOptions, SnapshotReport,
+    VerifyReport,
+};
 pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR};
 pub use rankers::{cpu_ranker, kernels, ranker, RankChoice, RankDevice};
 pub use reader::Reader;

@@ -15,7 +15,7 @@ use memdex_rank::{BatchRanker, SearchHit, Snapshot};
 use memdex_runtime::{
     AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, Health, Ticket,
 };
-use memdex_store::{CompactReport, Manifest};
+use memdex_store::{CompactReport, Manifest, SnapshotOptions, SnapshotReport, VerifyReport};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -309,6 +309,42 @@ impl Memory {
     pub fn compact(&self) -> Result<CompactReport, MemoryError> {
         self.live()?;
         wait(self.engine.compact()?)
+    }
+
+    /// Reads every file of the store and checks it (as `memdex verify`); a damaged file is
+    /// quarantined at once in this memory (its rows leave every search) if it was not yet.
+    pub fn verify_store(&self) -> Result<VerifyReport, MemoryError> {
+        self.live()?;
+        let report = crate::maintain::verify(self.dir())?;
+        let view = self.engine.view();
+        let mut newly = false;
+        for f in report.damaged_files() {
+            let problem = f.problem.as_deref().unwrap_or("damaged");
+            newly |= view.store().checks().mark_damaged(&f.file, problem);
+        }
+        if newly {
+            // a file read before (sound then) is damaged now: the tenants' cached rankings
+            // were built over rows that have left their slices
+            view.cache().clear();
+        }
+        Ok(report)
+    }
+
+    /// A consistent copy of the latest committed version in `out` (see
+    /// [`crate::maintain::snapshot`]); appends and deletes go on meanwhile.
+    pub fn snapshot_store(
+        &self,
+        out: &Path,
+        opts: &SnapshotOptions,
+    ) -> Result<SnapshotReport, MemoryError> {
+        self.live()?;
+        crate::maintain::snapshot(self.dir(), out, opts)
+    }
+
+    /// Files of the store this memory found damaged (their rows left out of searches), with
+    /// what was found.
+    pub fn damage(&self) -> Vec<(String, String)> {
+        self.engine.view().store().damage()
     }
 
     /// Embeds texts as passages (or queries, with the model's query prefix).

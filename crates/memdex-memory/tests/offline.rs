@@ -161,7 +161,9 @@ fn offline_upkeep_goes_through_the_door() {
     let e = maintain::compact(dir.path(), &opts).unwrap_err();
     assert!(matches!(e, MemoryError::Busy(_)), "{e}");
     let copy = dir.path().join("copy");
-    assert!(maintain::snapshot(dir.path(), &copy).unwrap() > 0);
+    let r = maintain::snapshot(dir.path(), &copy, &Default::default()).unwrap();
+    assert!(r.manifest_version > 0 && r.verified == r.files);
+    assert!(maintain::verify(&copy).unwrap().is_sound());
     assert_eq!(Store::open(&copy).unwrap().rows(), 4);
     drop(b);
     let r = maintain::compact(dir.path(), &opts).unwrap();

@@ -52,8 +52,13 @@ impl KeyCache {
     /// The stored vector and terms of `key`, if a live row holds it.
     pub fn get(&self, key: &str) -> Option<(&[f32], Vec<String>)> {
         let &(id, row) = self.rows.get(&memdex_core::content_hash(key.as_bytes()))?;
-        let seg = &self.store.segments()[*self.index.get(&id)?];
+        let index = *self.index.get(&id)?;
         let row = row as usize;
+        // a vector is copied only from files whose bytes check out (hashed the first time)
+        if !self.store.verified_row(index, row) {
+            return None;
+        }
+        let seg = &self.store.segments()[index];
         (seg.key(row) == key).then(|| {
             let terms = seg.terms(row).map(str::to_string).collect();
             (seg.embedding(row), terms)

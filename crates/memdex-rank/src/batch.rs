@@ -231,10 +231,6 @@ pub fn all_one<'s>(
         opts,
     };
     let mut out = ranker.all(&batch)?;
-    out.pop().unwrap_or_else(|| {
-        Err(RankError::UnknownTenant {
-            tenant: query.tenant.to_string(),
-            store: store.dir().display().to_string(),
-        })
-    })
+    out.pop()
+        .unwrap_or_else(|| Err(RankError::no_rows(store, query.tenant)))
 }

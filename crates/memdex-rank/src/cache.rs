@@ -393,6 +393,16 @@ impl TenantCache {
         std::hint::black_box(touched);
     }
 
+    /// Drops every entry: some tenants' live rows changed within the same store version (a
+    /// file found damaged while serving left their slices), so each is rebuilt on its next
+    /// search.
+    pub fn clear(&self) {
+        let mut st = self.lock();
+        st.tenants.clear();
+        st.lru.clear();
+        st.bytes = 0;
+    }
+
     /// Takes over `prev`'s entries for the tenants `keep` accepts (their live rows are the
     /// same in both views), so a commit rebuilds only the tenants it touched; recency order
     /// is kept, and the budget still holds.

@@ -5,6 +5,13 @@ use thiserror::Error;
 pub enum RankError {
     #[error("tenant {tenant:?} has no items in {store}")]
     UnknownTenant { tenant: String, store: String },
+    /// The tenant has rows, but every one is in a store file found damaged (left out).
+    #[error("tenant {tenant:?}: every row is in a damaged file of {store} ({files}); `memdex verify` says what they hold, docs/serving.md \"Damage\" how to restore them")]
+    Damaged {
+        tenant: String,
+        store: String,
+        files: String,
+    },
     #[error("the {stage} stage needs {what}, which {store} was built without; re-index into a new store with {option}")]
     MissingColumns {
         stage: &'static str,
@@ -30,6 +37,21 @@ pub enum RankError {
 }
 
 impl RankError {
+    /// Why `tenant` has no rows to rank in `store`: none live, or all in damaged files.
+    pub fn no_rows(store: &memdex_store::Store, tenant: &str) -> RankError {
+        let damage = store.damage();
+        let (tenant, dir) = (tenant.to_string(), store.dir().display().to_string());
+        if damage.is_empty() || !store.has_live_rows(&tenant) {
+            return RankError::UnknownTenant { tenant, store: dir };
+        }
+        let files: Vec<&str> = damage.iter().map(|(f, _)| f.as_str()).collect();
+        RankError::Damaged {
+            tenant,
+            store: dir,
+            files: files.join(", "),
+        }
+    }
+
     /// The same failure again, for another query of a batch that failed as a whole; `None`
     /// for the wrapped errors of other crates (not `Clone`), which the caller reports in words.
     pub fn same_again(&self) -> Option<RankError> {
@@ -37,6 +59,15 @@ impl RankError {
             RankError::UnknownTenant { tenant, store } => RankError::UnknownTenant {
                 tenant: tenant.clone(),
                 store: store.clone(),
+            },
+            RankError::Damaged {
+                tenant,
+                store,
+                files,
+            } => RankError::Damaged {
+                tenant: tenant.clone(),
+                store: store.clone(),
+                files: files.clone(),
             },
             RankError::MissingColumns {
                 stage,

@@ -69,9 +69,10 @@ impl Snapshot {
         self.cache.stats()
     }
 
-    /// Whether `tenant` has live items.
+    /// Whether `tenant` has live items (hashing none of its files: callers ask this on their
+    /// own thread before a search is queued).
     pub fn has_tenant(&self, tenant: &str) -> bool {
-        !self.store.tenant_slices(tenant).is_empty()
+        self.store.has_live_rows(tenant)
     }
 
     /// A batch of `queries` over this snapshot.

@@ -12,7 +12,7 @@ use memdex_embed::{Embeddings, Encoder, TextTokenizer};
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
 use memdex_rank::{BatchRanker, CpuRanker, SearchHit, SharedRanker, Snapshot};
-use memdex_store::{CompactReport, Manifest, Store, StoreError, StoreWriter};
+use memdex_store::{CompactReport, Manifest, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
 use crate::delete::DeleteTarget;
@@ -107,8 +107,12 @@ impl Engine {
         writer
             .enable_structures(thoughts, tree)
             .map_err(memdex_pipeline::PipelineError::from)?;
-        let store =
-            Store::open_for_model(dir, &info).map_err(memdex_pipeline::PipelineError::from)?;
+        // the writer's view: every view of the engine shares what it learns of the files
+        let store = writer
+            .view()
+            .map_err(memdex_pipeline::PipelineError::from)?
+            .clone();
+        crate::verify::at_start(&store, opts.verify)?;
         let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
         let first = Arc::new(Snapshot::new(store, opts.cache_bytes));
         first.warm_all_in_background();
@@ -135,6 +139,7 @@ impl Engine {
             stats: stats.clone(),
             opts,
             unpublished: false,
+            compact_failure: None,
         };
         let writer = spawn("memdex-writer")
             .spawn(move || writer_loop(state, write_rx))

@@ -17,6 +17,8 @@
 //!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one
 //!   manifest), deletes commit tombstones, compaction runs on request and in the background
 //!   (`writer`).
+//! * At start, the store's files that opening did not hash are hashed in the background, or
+//!   before the engine starts ([`StartVerify`], `verify`).
 //! * Readers take an `Arc<`[`memdex_rank::Snapshot`]`>`: an immutable committed store
 //!   version (which knows its live rows) with the ranking caches. The writer publishes a new
 //!   snapshot after each commit, before it answers, so readers never wait and a deleted item
@@ -35,6 +37,7 @@ mod model;
 mod options;
 mod rank_stage;
 mod stats;
+mod verify;
 mod writer;
 
 pub use calibrate::{WorkerMeasure, GAIN as WORKER_GAIN};
@@ -46,6 +49,7 @@ pub use memdex_rank::{Snapshot, StoreSummary};
 pub use options::EngineOptions;
 pub use rank_stage::default_workers;
 pub use stats::{EngineStats, BATCH_BUCKETS, SEARCH_STAGES, STAGES};
+pub use verify::StartVerify;
 pub use writer::{AppendReport, DeleteReport, SessionOutcome};
 
 /// The text of a caught panic.

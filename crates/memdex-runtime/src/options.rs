@@ -51,6 +51,9 @@ pub struct EngineOptions {
         Option<memdex_store::ThoughtsConfig>,
         Option<memdex_store::TreeConfig>,
     ),
+    /// When the store's files that opening did not hash are hashed (default: in the
+    /// background once the engine runs).
+    pub verify: crate::verify::StartVerify,
 }
 
 impl Default for EngineOptions {
@@ -70,6 +73,7 @@ impl Default for EngineOptions {
             ranker: None,
             rank_workers: default_workers(),
             structures: (None, None),
+            verify: crate::verify::StartVerify::default(),
         }
     }
 }

@@ -93,6 +93,8 @@ pub(crate) struct WriterState {
     pub opts: EngineOptions,
     /// A commit's view was not published (re-reading the store failed); retried each round.
     pub unpublished: bool,
+    /// The last background compaction's failure (said once, not every interval).
+    pub compact_failure: Option<String>,
 }
 
 /// The model workers' queue as the writer uses it: passages are tokenized on the writer
@@ -368,17 +370,31 @@ impl WriterState {
             .iter()
             .filter(|s| s.rows < self.opts.compact.small_rows)
             .count();
-        if m.deleted.is_empty() && small < self.opts.compact_min_small {
+        // a store written before checksums gets them once the verification pass hashed it
+        let record = self.writer.checksums_ready();
+        if m.deleted.is_empty() && small < self.opts.compact_min_small && !record {
             return;
         }
         match self.compact() {
-            Ok(r) => tracing::info!(
-                "background compaction: {} → {} segments, {} deleted rows removed",
-                r.segments_before,
-                r.segments_after,
-                r.rows_removed
-            ),
-            Err(e) => tracing::error!("background compaction failed: {e}"),
+            Ok(r) => {
+                self.compact_failure = None;
+                tracing::info!(
+                    "background compaction: {} → {} segments, {} deleted rows removed, {} \
+                     checksums recorded",
+                    r.segments_before,
+                    r.segments_after,
+                    r.rows_removed,
+                    r.checksums_recorded
+                )
+            }
+            // the same failure again (a damaged file refuses every compaction) is said once
+            Err(e) if self.compact_failure.as_deref() == Some(&e.to_string()) => {
+                tracing::debug!("background compaction failed again: {e}")
+            }
+            Err(e) => {
+                tracing::error!("background compaction failed: {e}");
+                self.compact_failure = Some(e.to_string());
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ use crate::AppState;
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
 
-fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+pub(crate) fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             return ApiError::TooLarge(format!("request body too large: {e}"));
@@ -245,12 +245,15 @@ async fn embed(
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct HealthOut {
-    /// `ok`, or why the server cannot do its work (then the status is 503).
+    /// `ok`; `degraded` while store files found damaged are left out of searches (still
+    /// 200: the others answer); or why the server cannot do its work (then the status is 503).
     pub status: String,
     pub model: String,
     pub dim: usize,
     pub device: String,
     pub manifest_version: u64,
+    /// Store files found damaged (`POST /v1/admin/verify` says what they hold).
+    pub damaged_files: usize,
 }
 
 /// `GET /healthz`: 200 while both engine threads run, 503 (with the reason) otherwise.
@@ -258,7 +261,9 @@ pub struct HealthOut {
     responses((status = 200, body = HealthOut), (status = 503, body = HealthOut, description = "a thread stopped, or shutting down")))]
 pub async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<HealthOut>) {
     let memory = &st.memory;
+    let damaged_files = memory.damage().len();
     let (code, status) = match memory.health() {
+        Health::Ok if damaged_files > 0 => (StatusCode::OK, "degraded".to_string()),
         Health::Ok => (StatusCode::OK, "ok".to_string()),
         Health::Failed(why) => (StatusCode::SERVICE_UNAVAILABLE, why.to_string()),
         Health::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()),
@@ -269,6 +274,7 @@ pub async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<HealthOut>
         dim: memory.model().dim,
         device: memory.device().to_string(),
         manifest_version: memory.snapshot().store().manifest().version,
+        damaged_files,
     };
     (code, Json(out))
 }

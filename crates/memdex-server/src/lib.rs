@@ -4,7 +4,8 @@
 //! Routes (OpenAPI document at `/openapi.json`):
 //! `POST /v1/tenants/{tenant}/sessions`, `POST /v1/tenants/{tenant}/search`,
 //! `DELETE /v1/tenants/{tenant}/items/{id}`, `DELETE /v1/tenants/{tenant}/sessions/{id}`,
-//! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/embeddings`,
+//! `DELETE /v1/tenants/{tenant}`, `POST /v1/admin/compact`, `POST /v1/admin/verify`,
+//! `POST /v1/admin/snapshot` (`admin`), `POST /v1/embeddings`,
 //! `GET /healthz`, `GET /metrics`; reading what is stored: `GET /v1/tenants`,
 //! `GET /v1/tenants/{tenant}/sessions`, `GET /v1/tenants/{tenant}/sessions/{id}`; the
 //! inspector page at `/ui` (`ui.rs`; off with `ServerConfig::no_ui`).
@@ -16,6 +17,7 @@
 //! engine's model and writer threads and await the answer; the engine's bounded queues answer
 //! 429 too. After shutdown starts every request gets 503.
 
+mod admin;
 pub mod api;
 mod auth;
 pub mod bodies;
@@ -83,6 +85,8 @@ pub struct ServerConfig {
     pub limits: HttpLimits,
     /// Do not serve the inspector page at `/ui` (`memdex serve --no-ui`).
     pub no_ui: bool,
+    /// Where `POST /v1/admin/snapshot` writes (None: `snapshots/` in the store directory).
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 /// Server failures (binding, serving).
@@ -116,6 +120,8 @@ pub struct AppState {
     pub keys: Arc<Keys>,
     pub limits: Arc<HttpLimits>,
     pub metrics: Arc<Metrics>,
+    /// Where snapshots asked over HTTP go.
+    pub snapshot_dir: Arc<std::path::PathBuf>,
     shutting_down: Arc<AtomicBool>,
     in_flight: Arc<Semaphore>,
 }
@@ -124,7 +130,10 @@ pub struct AppState {
 /// limit). The memory should be opened with `config.limits.memory`.
 pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
     let page = !config.no_ui;
+    let snapshot_dir =
+        (config.snapshot_dir.clone()).unwrap_or_else(|| memory.dir().join("snapshots"));
     let state = AppState {
+        snapshot_dir: Arc::new(snapshot_dir),
         memory,
         keys: Arc::new(config.keys),
         in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
@@ -142,6 +151,8 @@ pub fn router(memory: Arc<Memory>, config: ServerConfig) -> (Router, AppState) {
         )
         .route("/v1/tenants/{tenant}", delete(api::delete_tenant))
         .route("/v1/admin/compact", post(api::compact))
+        .route("/v1/admin/verify", post(admin::verify))
+        .route("/v1/admin/snapshot", post(admin::snapshot))
         .route("/v1/embeddings", post(api::embeddings))
         .route("/healthz", get(api::healthz))
         .route("/metrics", get(metrics_handler))

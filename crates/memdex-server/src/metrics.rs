@@ -255,6 +255,8 @@ fn engine_families(engine: &Memory, view: &Snapshot) -> Vec<Family> {
         Family::one("memdex_store_tenants", GAUGE, s.tenants as u64, "Tenants with live rows."),
         Family::one("memdex_store_manifest_version", GAUGE, s.manifest_version,
             "Committed manifest version."),
+        Family::one("memdex_store_damaged_files", GAUGE, view.store().damage().len() as u64,
+            "Store files found damaged (checksum mismatch); their rows are left out of searches."),
     ]);
     table
 }

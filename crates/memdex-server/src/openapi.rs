@@ -19,6 +19,8 @@ use crate::api;
         api::delete_session,
         api::delete_tenant,
         api::compact,
+        crate::admin::verify,
+        crate::admin::snapshot,
         api::embeddings,
         api::healthz,
         crate::browse::tenants,

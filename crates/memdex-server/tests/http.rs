@@ -318,11 +318,14 @@ fn tenant_keys_never_cross_tenants() {
             .0,
         403
     );
-    assert_eq!(
-        s.json("POST", "/v1/admin/compact", Some("key-a"), &Value::Null)
-            .0,
-        403
-    );
+    for admin in [
+        "/v1/admin/compact",
+        "/v1/admin/verify",
+        "/v1/admin/snapshot",
+    ] {
+        assert_eq!(s.call("POST", admin, Some("key-a"), b"").0, 403, "{admin}");
+        assert_eq!(s.call("POST", admin, None, b"").0, 401, "{admin}");
+    }
     assert_eq!(s.call("GET", "/metrics", Some("key-a"), b"").0, 403);
     // no key, unknown key: 401
     assert_eq!(s.json("POST", "/v1/tenants/b/search", None, &q).0, 401);

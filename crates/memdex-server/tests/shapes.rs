@@ -254,6 +254,8 @@ fn openai_embeddings_metrics_openapi() {
         "/v1/tenants/{tenant}/sessions/{session_id}",
         "/v1/tenants/{tenant}",
         "/v1/admin/compact",
+        "/v1/admin/verify",
+        "/v1/admin/snapshot",
         "/v1/embeddings",
         "/healthz",
         "/metrics",

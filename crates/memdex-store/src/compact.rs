@@ -15,8 +15,11 @@ mod rewrite;
 
 use std::collections::{BTreeSet, HashSet};
 
+use crate::checksum::Checksum;
 use crate::error::StoreError;
+use crate::integrity::Verdict;
 use crate::manifest::{sync_dir, Layout, Manifest, SEGMENTS_DIR};
+use crate::meta::segment_file;
 use crate::store::Store;
 use crate::writer::StoreWriter;
 pub use plan::CompactOptions;
@@ -37,6 +40,8 @@ pub struct CompactReport {
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub manifest_version: u64,
+    /// Files that had no checksum (written before checksums) and have one now.
+    pub checksums_recorded: u64,
 }
 
 impl StoreWriter {
@@ -63,14 +68,28 @@ impl StoreWriter {
     /// commits the new manifest and removes the old files. Deleted rows' bytes are gone from
     /// the store directory when this returns. Refused ([`StoreError::NoSpace`]) before
     /// anything is written when the disk has less free space than twice what it would read.
+    ///
+    /// Every file of the version is checked against its checksum first (each hashed once per
+    /// process): a damaged one refuses the compaction ([`StoreError::Damaged`]) before
+    /// anything is written, so no damaged row reaches a new file. Files without a checksum
+    /// (written before checksums) get one in the new manifest; with nothing to rewrite, a
+    /// manifest recording them is committed alone.
     pub fn compact(&mut self, opts: &CompactOptions) -> Result<CompactReport, StoreError> {
-        let store = Store::open_manifest(&self.dir, self.manifest.clone())?;
+        let store = self.view()?.clone();
         let mut report = CompactReport {
             segments_before: store.segments().len(),
             bytes_before: self.manifest.bytes(),
             ..CompactReport::default()
         };
-        let Some(plan) = plan(&self.manifest, opts, &column_sets(&store)) else {
+        let plan = plan(&self.manifest, opts, &column_sets(&store));
+        let unrecorded = (self.manifest.all_files().iter()).any(|(_, _, c)| c.is_none());
+        if plan.is_some() || unrecorded {
+            check_inputs(&self.dir, &store)?;
+        }
+        let Some(plan) = plan else {
+            if unrecorded {
+                self.record_checksums(&mut report)?;
+            }
             report.segments_after = report.segments_before;
             report.bytes_after = report.bytes_before;
             report.manifest_version = self.manifest.version;
@@ -78,10 +97,17 @@ impl StoreWriter {
         };
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let mut files = NewFiles::new(&seg_dir);
-        let (next, retired) = self.rewrite(&store, &plan, opts, &mut files, &mut report)?;
+        let (mut next, retired) = self.rewrite(&store, &plan, opts, &mut files, &mut report)?;
+        report.checksums_recorded = self.fill_checksums(&mut next);
         sync_dir(&seg_dir)?;
         crate::failpoint::hit("compact-before-manifest").and_then(|()| next.save(&self.dir))?;
-        files.commit();
+        for f in files.commit() {
+            let checksum = next
+                .all_files()
+                .into_iter()
+                .find(|(n, ..)| *n == segment_file(&f));
+            self.note_written(&f, checksum.and_then(|(_, _, c)| c));
+        }
         // committed: from here on nothing may fail the compaction, or the writer would keep a
         // manifest naming unlinked files
         self.manifest = next;
@@ -147,6 +173,77 @@ impl StoreWriter {
         next.next_segment_id = ids;
         Ok((next, retired))
     }
+}
+
+impl StoreWriter {
+    /// Commits the current version with the checksums its files lacked (computed by the
+    /// check before: every file was hashed).
+    fn record_checksums(&mut self, report: &mut CompactReport) -> Result<(), StoreError> {
+        let mut next = self.manifest.clone();
+        report.checksums_recorded = self.fill_checksums(&mut next);
+        if report.checksums_recorded == 0 {
+            return Ok(());
+        }
+        next.version += 1;
+        next.save(&self.dir)?;
+        self.manifest = next;
+        Ok(())
+    }
+
+    /// Gives every entry of `next` without a checksum the one its bytes gave when hashed;
+    /// returns how many it filled.
+    fn fill_checksums(&self, next: &mut Manifest) -> u64 {
+        let computed = |name: String| {
+            let c = self.checks.get(&name, None).computed();
+            if let Some(c) = c {
+                self.checks.written(&name, c);
+            }
+            c
+        };
+        let mut filled = 0;
+        let mut fill = |slot: &mut Option<Checksum>, name: String| {
+            if slot.is_none() {
+                *slot = computed(name);
+                filled += u64::from(slot.is_some());
+            }
+        };
+        for s in &mut next.segments {
+            fill(&mut s.checksum, segment_file(&s.file));
+        }
+        for c in &mut next.contents {
+            fill(&mut c.checksum, segment_file(&c.file));
+        }
+        for w in &mut next.words {
+            fill(&mut w.checksum, segment_file(&w.file));
+        }
+        for a in next.structures.iter_mut().flat_map(|s| &mut s.segments) {
+            fill(&mut a.checksum, crate::meta::aux_file(&a.file));
+        }
+        filled
+    }
+}
+
+/// Hashes every file of `store`'s version not hashed yet; a damaged one refuses the
+/// compaction before it writes anything.
+fn check_inputs(dir: &std::path::Path, store: &Store) -> Result<(), StoreError> {
+    let damaged: Vec<(String, String)> = (store.verify_files().into_iter())
+        .filter_map(|(f, v)| match v {
+            Verdict::Damaged(p) => Some((f, p)),
+            _ => None,
+        })
+        .collect();
+    let Some((first, problem)) = damaged.first() else {
+        return Ok(());
+    };
+    let names: Vec<&str> = damaged.iter().map(|(f, _)| f.as_str()).collect();
+    Err(StoreError::Damaged {
+        path: dir.join(first),
+        message: format!(
+            "{problem}; compaction refused before writing anything ({} damaged file(s): {})",
+            damaged.len(),
+            names.join(", ")
+        ),
+    })
 }
 
 /// Each segment's column set, as an index shared by the segments with the same fields

@@ -18,9 +18,13 @@ use arrow_array::types::{Float32Type, UInt64Type};
 use arrow_array::{Array, UInt64Array};
 use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, LargeStringArray, RecordBatch};
 
+use arrow_buffer::Buffer;
+
+use crate::checksum::Checksum;
 use crate::error::StoreError;
+use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::{check_shape, encode_batch, map_batch};
-use crate::meta::ContentMeta;
+use crate::meta::{segment_file, ContentMeta};
 use crate::schema::*;
 
 /// Where a content lives: file index in [`Contents`] and row in that file.
@@ -44,18 +48,28 @@ pub(crate) struct NewContent<'a> {
 pub struct ContentFile {
     meta: ContentMeta,
     path: PathBuf,
+    /// The whole mapping (what the checksum covers).
+    file: Buffer,
+    check: Arc<FileCheck>,
     batch: RecordBatch,
     dim: usize,
 }
 
 impl ContentFile {
-    fn open(dir: &Path, meta: &ContentMeta, dim: usize) -> Result<ContentFile, StoreError> {
+    pub(crate) fn open(
+        dir: &Path,
+        meta: &ContentMeta,
+        dim: usize,
+        checks: &Checks,
+    ) -> Result<ContentFile, StoreError> {
         let path = dir.join(&meta.file);
         let bad = |message: String| StoreError::Segment {
             path: path.clone(),
             message,
         };
-        let batch = map_batch(&path, meta.bytes)?;
+        let (file, batch) = map_batch(&path, meta.bytes)?;
+        let check = checks.get(&segment_file(&meta.file), meta.checksum);
+        crate::integrity::check_if_small(&check, file.as_slice());
         if batch.schema().fields() != content_schema(dim, HashMap::new()).fields() {
             return Err(bad(format!(
                 "columns do not match the content schema for dimension {dim}"
@@ -65,6 +79,8 @@ impl ContentFile {
         Ok(ContentFile {
             meta: meta.clone(),
             path,
+            file,
+            check,
             batch,
             dim,
         })
@@ -72,6 +88,15 @@ impl ContentFile {
 
     pub fn meta(&self) -> &ContentMeta {
         &self.meta
+    }
+
+    /// This file's verdict, hashing it the first time (see `integrity`).
+    pub(crate) fn verify(&self) -> Verdict {
+        self.check.verify(self.file.as_slice())
+    }
+
+    pub(crate) fn check(&self) -> &Arc<FileCheck> {
+        &self.check
     }
 
     pub fn path(&self) -> &Path {
@@ -130,10 +155,11 @@ impl Contents {
         dir: &Path,
         metas: &[ContentMeta],
         dim: usize,
+        checks: &Checks,
     ) -> Result<Contents, StoreError> {
         let mut out = Contents::default();
         for m in metas {
-            out.push(ContentFile::open(dir, m, dim)?)?;
+            out.push(ContentFile::open(dir, m, dim, checks)?)?;
         }
         Ok(out)
     }
@@ -145,6 +171,7 @@ impl Contents {
         dir: &Path,
         metas: &[ContentMeta],
         dim: usize,
+        checks: &Checks,
     ) -> Result<Contents, StoreError> {
         let appended = metas.len() >= self.files.len()
             && (self.files.iter().zip(metas)).all(|(f, m)| f.meta == *m);
@@ -152,7 +179,7 @@ impl Contents {
             // the usual case (appends only add files): index only the new ones
             let mut out = self.clone();
             for m in &metas[self.files.len()..] {
-                out.push(ContentFile::open(dir, m, dim)?)?;
+                out.push(ContentFile::open(dir, m, dim, checks)?)?;
             }
             return Ok(out);
         }
@@ -161,7 +188,7 @@ impl Contents {
             let kept = self.files.iter().find(|f| f.meta.id == m.id);
             out.push(match kept {
                 Some(f) => f.clone(),
-                None => ContentFile::open(dir, m, dim)?,
+                None => ContentFile::open(dir, m, dim, checks)?,
             })?;
         }
         Ok(out)
@@ -194,8 +221,9 @@ impl Contents {
         dir: &Path,
         meta: &ContentMeta,
         dim: usize,
+        checks: &Checks,
     ) -> Result<(), StoreError> {
-        self.push(ContentFile::open(dir, meta, dim)?)
+        self.push(ContentFile::open(dir, meta, dim, checks)?)
     }
 
     pub(crate) fn get(&self, hash: u64) -> Option<Loc> {
@@ -274,28 +302,29 @@ pub(crate) fn write_contents(
     ];
     let schema = Arc::new(content_schema(dim, metadata));
     let batch = RecordBatch::try_new(schema, columns).map_err(arrow_err)?;
-    let bytes = write_batch_file(dir, &file, &batch)?;
+    let (bytes, checksum) = write_batch_file(dir, &file, &batch)?;
     Ok(ContentMeta {
         id,
         file,
         rows: new.len() as u64,
         bytes,
+        checksum: Some(checksum),
     })
 }
 
-/// Writes one record batch as `dir/file` durably; returns its size.
+/// Writes one record batch as `dir/file` durably; returns its size and checksum.
 pub(crate) fn write_batch_file(
     dir: &Path,
     file: &str,
     batch: &RecordBatch,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, Checksum), StoreError> {
     let path = dir.join(file);
     let bytes = encode_batch(batch).map_err(|source| StoreError::Arrow {
         path: path.clone(),
         source,
     })?;
     crate::manifest::write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
-    Ok(bytes.len() as u64)
+    Ok((bytes.len() as u64, Checksum::of(&bytes)))
 }
 
 /// Checks that a stored content equals the one about to be referenced under its hash (a

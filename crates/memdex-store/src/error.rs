@@ -24,6 +24,9 @@ pub enum StoreError {
     },
     #[error("{path}: segment is damaged or truncated: {message}")]
     Segment { path: PathBuf, message: String },
+    /// A file's bytes no longer give the checksum its manifest entry records.
+    #[error("{path}: damaged: {message}. `memdex verify` lists what it holds; restore it from a snapshot (docs/serving.md, \"Damage\")")]
+    Damaged { path: PathBuf, message: String },
     #[error("{dir}: store was built with {stored}; refusing to use it with {requested} ({reason}). Use the same model, or index into a new store")]
     ModelMismatch {
         dir: PathBuf,
@@ -33,6 +36,8 @@ pub enum StoreError {
     },
     #[error("{dir}: another writer holds the store lock ({lock})")]
     Locked { dir: PathBuf, lock: PathBuf },
+    #[error("{dir}: already holds a store or other files; a snapshot or restore needs a new or empty directory")]
+    Exists { dir: PathBuf },
     #[error("append rejected: {message}")]
     InvalidAppend { message: String },
     /// Too little free space to start a large rewrite (compaction); nothing was written.

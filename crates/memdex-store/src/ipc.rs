@@ -107,8 +107,9 @@ pub(crate) fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>, arrow_schema:
 }
 
 /// Maps the committed file at `path`, checks its size against the manifest's `bytes` and
-/// decodes its one record batch; errors name the file.
-pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreError> {
+/// decodes its one record batch; errors name the file. Returns the whole mapping (what its
+/// checksum covers) and the batch.
+pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<(Buffer, RecordBatch), StoreError> {
     let bad = |message: String| StoreError::Segment {
         path: path.to_path_buf(),
         message,
@@ -118,7 +119,8 @@ pub(crate) fn map_batch(path: &Path, bytes: u64) -> Result<RecordBatch, StoreErr
         let len = buffer.len();
         return Err(bad(format!("file is {len} bytes, manifest says {bytes}")));
     }
-    decode_single_batch(&buffer).map_err(bad)
+    let batch = decode_single_batch(&buffer).map_err(bad)?;
+    Ok((buffer, batch))
 }
 
 /// The row count the manifest says (at most `u32::MAX`: rows are located by u32) and no nulls.

@@ -10,6 +10,11 @@
 //! DIR/structures/aux-NNNNNNNN.arrow derived structures (thoughts, tree), when enabled
 //! ```
 //!
+//! Every file is checksummed (XXH3-64, `checksum`) when it is sealed, the manifest too; when
+//! each is checked, and what happens to a damaged one, is `integrity`'s business; `verify`
+//! reads a whole store, `snapshot` copies one version of a live store and `restore` puts one
+//! back.
+//!
 //! Writes go [`StoreWriter`] → new immutable segment file (temp, fsync, rename) → new manifest
 //! version (temp, fsync, rename, fsync dir). A crash at any point leaves the previous manifest,
 //! which names only complete segments; orphan files are removed by the next writer.
@@ -23,29 +28,35 @@
 //! stored together.
 
 mod aux_rows;
+mod checksum;
 mod compact;
 mod contents;
 mod disk;
 mod error;
 mod failpoint;
+mod integrity;
 mod ipc;
 mod live;
 mod lsh_column;
 mod manifest;
 mod meta;
 mod mmap;
+mod restore;
 mod schema;
 mod segment;
 mod snapshot;
 mod store;
 mod structure_segments;
+mod verify;
 mod words;
 mod writer;
 
 pub use aux_rows::{AuxKind, AuxTenantRange, ThoughtOp, ThoughtRow, TreeRow};
+pub use checksum::Checksum;
 pub use compact::{CompactOptions, CompactReport};
 pub use contents::{ContentFile, Contents};
 pub use error::StoreError;
+pub use integrity::{Checks, Verdict, SMALL_FILE_BYTES};
 pub use live::AliveBits;
 pub use lsh_column::{LshMeta, LSH_BUCKETS};
 pub use manifest::{Extraction, Layout, Manifest, FORMAT_VERSION, FORMAT_VERSION_SHARED};
@@ -53,10 +64,12 @@ pub use meta::{
     AuxSegmentMeta, ContentMeta, SegmentMeta, StructuresMeta, TenantRange, ThoughtsConfig,
     TreeConfig, WordsMeta,
 };
+pub use restore::{restore, RestoreOptions, RestoreReport};
 pub use schema::{columns, content_ref};
 pub use segment::{Derived, ItemRef, Segment, VectorBlock, VectorRun};
-pub use snapshot::snapshot;
+pub use snapshot::{snapshot, SnapshotOptions, SnapshotReport};
 pub use store::{session_hash, Store, TenantSlice};
 pub use structure_segments::Structures;
+pub use verify::{verify, FileKind, FileReport, FileStatus, Holds, TenantHold, VerifyReport};
 pub use words::WordTable;
 pub use writer::{SegmentAppend, StoreSpec, StoreWriter};

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use memdex_core::{check_tenant_name, clip, clip_message, Granularity, ModelInfo};
 use serde::{Deserialize, Serialize};
 
+use crate::checksum::Checksum;
 use crate::error::{io, StoreError};
 use crate::meta::{ContentMeta, SegmentMeta, StructuresMeta, WordsMeta};
 
@@ -15,7 +16,7 @@ pub const FORMAT_VERSION: u32 = 3;
 pub const FORMAT_VERSION_SHARED: u32 = 4;
 
 pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const SEGMENTS_DIR: &str = "segments";
+pub(crate) use crate::meta::SEGMENTS_DIR;
 
 /// The committed state of a store. Replaced atomically as a whole on every commit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +157,11 @@ impl Manifest {
             }
             Err(e) => return Err(io(&path)(e)),
         };
+        // damage anywhere in a sealed manifest is named as such before anything is parsed
+        let sealed = unseal(&bytes);
+        if let Some(Err(message)) = sealed {
+            return Err(StoreError::Manifest { path, message });
+        }
         #[derive(Deserialize)]
         struct Version {
             format_version: u32,
@@ -176,10 +182,48 @@ impl Manifest {
             message: clip_message(&e.to_string()),
         })?;
         m.validate().map_err(|message| StoreError::Manifest {
-            path,
+            path: path.clone(),
             message: clip_message(&message),
         })?;
+        // a manifest without its own checksum was written before checksums, unless it
+        // records its files' (only a sealed one does: then the seal line itself was damaged)
+        if sealed.is_none() && m.records_checksums() {
+            return Err(StoreError::Manifest {
+                path,
+                message: "the manifest records its files' checksums but not its own: it was \
+                          changed after it was written"
+                    .into(),
+            });
+        }
         Ok(m)
+    }
+
+    /// Whether any file entry carries a checksum.
+    fn records_checksums(&self) -> bool {
+        let aux = self.structures.iter().flat_map(|s| &s.segments);
+        (self.segments.iter().any(|s| s.checksum.is_some()))
+            || self.contents.iter().any(|c| c.checksum.is_some())
+            || self.words.iter().any(|w| w.checksum.is_some())
+            || aux.clone().any(|a| a.checksum.is_some())
+    }
+
+    /// Rewrites `DIR/manifest.json` as it is now (any JSON object, its own checksum field
+    /// dropped) with a fresh checksum: for a manifest edited by hand (tests; a repair a
+    /// person made on purpose). Nothing else is checked.
+    pub fn reseal(dir: &Path) -> Result<(), StoreError> {
+        let path = Self::path(dir);
+        let bytes = fs::read(&path).map_err(io(&path))?;
+        let bad = |e: serde_json::Error| StoreError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(bad)?;
+        if let Some(m) = value.as_object_mut() {
+            m.remove("checksum");
+        }
+        let body = serde_json::to_vec_pretty(&value).map_err(bad)?;
+        let tmp = dir.join(format!("{MANIFEST}.tmp"));
+        write_durably(&tmp, &path, &seal(body))
     }
 
     /// Refuses a manifest that lies about its segments: file names outside `segments/`,
@@ -297,8 +341,22 @@ impl Manifest {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        write_durably(&tmp, &path, &json)?;
+        write_durably(&tmp, &path, &seal(json))?;
         Ok(())
+    }
+
+    /// Every file the manifest names, as paths inside the store directory, with the checksum
+    /// each entry records: what verification and snapshots go through.
+    pub fn all_files(&self) -> Vec<(String, u64, Option<Checksum>)> {
+        let seg = |f: &str| format!("{SEGMENTS_DIR}/{f}");
+        let mut out: Vec<(String, u64, Option<Checksum>)> = Vec::new();
+        out.extend((self.segments.iter()).map(|s| (seg(&s.file), s.bytes, s.checksum)));
+        out.extend((self.contents.iter()).map(|c| (seg(&c.file), c.bytes, c.checksum)));
+        out.extend((self.words.iter()).map(|w| (seg(&w.file), w.bytes, w.checksum)));
+        for a in self.structures.iter().flat_map(|s| &s.segments) {
+            out.push((crate::meta::aux_file(&a.file), a.bytes, a.checksum));
+        }
+        out
     }
 
     /// Next item id: one past the highest committed.
@@ -321,6 +379,51 @@ impl Manifest {
         let words: u64 = self.words.iter().map(|w| w.bytes).sum();
         segments + words + self.contents.iter().map(|c| c.bytes).sum::<u64>()
     }
+}
+
+/// What precedes the manifest's own checksum, its last field: `,\n  "checksum": "xxh3:…"\n}`.
+const SEAL: &str = ",\n  \"checksum\": \"";
+
+/// `json` (a pretty-printed object, ending in `\n}`) with its own checksum as the last
+/// field: the checksum of the text without that field.
+fn seal(mut json: Vec<u8>) -> Vec<u8> {
+    let sum = Checksum::of(&json);
+    if json.ends_with(b"\n}") {
+        json.truncate(json.len() - 2);
+        json.extend_from_slice(format!("{SEAL}{sum}\"\n}}\n").as_bytes());
+    }
+    json
+}
+
+/// Whether the manifest in `dir` carries its own checksum (a store written before checksums
+/// does not).
+pub(crate) fn is_sealed(dir: &Path) -> bool {
+    fs::read(Manifest::path(dir)).is_ok_and(|b| unseal(&b).is_some())
+}
+
+/// Checks a sealed manifest's text against its checksum; None when it carries none.
+fn unseal(bytes: &[u8]) -> Option<Result<(), String>> {
+    let at = bytes
+        .windows(SEAL.len())
+        .rposition(|w| w == SEAL.as_bytes())?;
+    let tail = &bytes[at + SEAL.len()..];
+    let end = tail.iter().position(|&b| b == b'"').unwrap_or(tail.len());
+    let rest = String::from_utf8_lossy(&tail[end.min(tail.len())..]).into_owned();
+    let recorded = std::str::from_utf8(&tail[..end])
+        .ok()
+        .and_then(|t| t.parse::<Checksum>().ok());
+    let Some(recorded) = recorded.filter(|_| rest == "\"\n}\n") else {
+        return Some(Err("the manifest's checksum line is malformed".into()));
+    };
+    let body = [&bytes[..at], b"\n}"].concat();
+    let got = Checksum::of(&body);
+    Some(match got == recorded {
+        true => Ok(()),
+        false => Err(format!(
+            "checksum mismatch: the manifest records {recorded}, its text gives {got} (the \
+             file changed after it was written)"
+        )),
+    })
 }
 
 /// `seg-<digits>.arrow` / `cnt-<digits>.arrow`: the only names the writer gives, so no path

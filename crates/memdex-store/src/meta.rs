@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::aux_rows::{AuxKind, AuxTenantRange};
+use crate::checksum::Checksum;
 
 /// One committed content file of the shared layout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +18,10 @@ pub struct ContentMeta {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
+    /// XXH3-64 of the file's bytes, recorded when it is sealed (absent in stores written
+    /// before checksums, until their first compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
 }
 
 /// One committed segment file.
@@ -27,6 +32,10 @@ pub struct SegmentMeta {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
+    /// XXH3-64 of the file's bytes, recorded when it is sealed (absent in stores written
+    /// before checksums, until their first compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
     pub min_item_id: u64,
     pub max_item_id: u64,
     /// Tenants in row order; each occupies one contiguous row range.
@@ -52,6 +61,10 @@ pub struct WordsMeta {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
+    /// XXH3-64 of the file's bytes, recorded when it is sealed (absent in stores written
+    /// before checksums, until their first compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
 }
 
 /// TiM thought memory settings, fixed when the structures are enabled.
@@ -89,6 +102,10 @@ pub struct AuxSegmentMeta {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
+    /// XXH3-64 of the file's bytes, recorded when it is sealed (absent in stores written
+    /// before checksums, until their first compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
     /// Tenants in row order; each occupies one contiguous row range.
     pub tenants: Vec<AuxTenantRange>,
 }
@@ -138,6 +155,21 @@ impl StructuresMeta {
     pub(crate) fn next_id(&self) -> u64 {
         self.segments.iter().map(|s| s.id + 1).max().unwrap_or(1)
     }
+}
+
+/// The directory of segment, content and word files inside a store directory.
+pub(crate) const SEGMENTS_DIR: &str = "segments";
+/// The directory of the structure files inside a store directory.
+pub(crate) const STRUCTURES_DIR: &str = "structures";
+
+/// A segments-directory file's path inside the store directory (what checks are keyed by).
+pub(crate) fn segment_file(file: &str) -> String {
+    format!("{SEGMENTS_DIR}/{file}")
+}
+
+/// A structure file's path inside the store directory.
+pub(crate) fn aux_file(file: &str) -> String {
+    format!("{STRUCTURES_DIR}/{file}")
 }
 
 pub(crate) fn aux_file_name(id: u64) -> String {

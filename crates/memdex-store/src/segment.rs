@@ -2,6 +2,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_buffer::Buffer;
+
 use arrow_array::builder::{
     Float32Builder, Int64Builder, ListBuilder, StringBuilder, UInt64Builder,
 };
@@ -15,11 +17,13 @@ use arrow_array::{
 };
 use memdex_core::{MemoryItem, Role};
 
+use crate::checksum::Checksum;
 use crate::contents::{ContentFile, Loc, SharedContents};
 use crate::error::StoreError;
+use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::{check_shape, encode_batch, map_batch};
 use crate::manifest::{write_durably, Layout};
-use crate::meta::{SegmentMeta, TenantRange};
+use crate::meta::{segment_file, SegmentMeta, TenantRange};
 use crate::schema::*;
 
 /// A row to be written: the item plus what the writer assigns.
@@ -153,6 +157,7 @@ pub(crate) fn write_segment(
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)?;
     let bytes = encode_batch(&batch).map_err(arrow_err)?;
     write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
+    let checksum = Some(Checksum::of(&bytes));
 
     let mut tenants: Vec<TenantRange> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
@@ -174,6 +179,7 @@ pub(crate) fn write_segment(
         file,
         rows: rows.len() as u64,
         bytes: bytes.len() as u64,
+        checksum,
         min_item_id: rows.iter().map(|r| r.item_id).min().unwrap_or(0),
         max_item_id: rows.iter().map(|r| r.item_id).max().unwrap_or(0),
         tenants,
@@ -228,6 +234,9 @@ fn neighbor_weights_array(rows: &[Row<'_>]) -> ListArray {
 pub struct Segment {
     meta: SegmentMeta,
     path: PathBuf,
+    /// The whole mapping (what the checksum covers).
+    file: Buffer,
+    check: Arc<FileCheck>,
     batch: RecordBatch,
     dim: usize,
     /// The optional LSH bucket column: (column index, tables).
@@ -245,6 +254,8 @@ enum Body {
     Shared {
         contents: SharedContents,
         locs: Arc<[Loc]>,
+        /// The content files (indices in `contents`) each tenant range's rows reference.
+        range_files: Arc<[Box<[u32]>]>,
     },
 }
 
@@ -288,20 +299,40 @@ pub struct ItemRef<'a> {
 }
 
 impl Segment {
-    /// Maps and validates a committed segment against its manifest entry.
+    /// Maps and validates a committed segment against its manifest entry; a small file is
+    /// hashed now (see `integrity`).
     pub(crate) fn open(
         dir: &Path,
         meta: &SegmentMeta,
         dim: usize,
         layout: Layout,
         contents: &SharedContents,
+        checks: &Checks,
+    ) -> Result<Segment, StoreError> {
+        let seg = Self::open_unresolved(dir, meta, dim, layout, checks)?;
+        match layout {
+            Layout::Inline => Ok(seg),
+            Layout::Shared => seg.resolved(contents),
+        }
+    }
+
+    /// [`Self::open`] without locating a shared segment's contents (verification reads only
+    /// its own columns).
+    pub(crate) fn open_unresolved(
+        dir: &Path,
+        meta: &SegmentMeta,
+        dim: usize,
+        layout: Layout,
+        checks: &Checks,
     ) -> Result<Segment, StoreError> {
         let path = dir.join(&meta.file);
         let bad = |message: String| StoreError::Segment {
             path: path.clone(),
             message,
         };
-        let batch = map_batch(&path, meta.bytes)?;
+        let (file, batch) = map_batch(&path, meta.bytes)?;
+        let check = checks.get(&segment_file(&meta.file), meta.checksum);
+        crate::integrity::check_if_small(&check, file.as_slice());
         let expected = segment_schema(dim, layout, HashMap::new());
         let lsh = crate::lsh_column::find(&batch);
         let expected = match lsh {
@@ -317,28 +348,36 @@ impl Segment {
         let seg = Segment {
             meta: meta.clone(),
             path,
+            file,
+            check,
             batch,
             dim,
             lsh,
             cols: column_map(layout),
             body: Body::Inline,
         };
-        let checked = seg.check_against_manifest();
-        match (checked, layout) {
-            (Ok(()), Layout::Inline) => Ok(seg),
-            (Ok(()), Layout::Shared) => seg.resolved(contents),
-            (Err(message), _) => Err(StoreError::Segment {
+        match seg.check_against_manifest() {
+            Ok(()) => Ok(seg),
+            Err(message) => Err(StoreError::Segment {
                 path: seg.path,
                 message,
             }),
         }
     }
 
+    /// A shared segment's `content_ref` of each row (None: inline).
+    pub(crate) fn content_refs(&self) -> Option<&[u64]> {
+        let col = self
+            .batch
+            .column_by_name(crate::schema::columns::CONTENT_REF)?;
+        Some(col.as_primitive::<UInt64Type>().values())
+    }
+
     /// This shared segment with every row's content located in `contents`; a row whose
     /// content no file holds is an error naming the row.
     pub(crate) fn resolved(mut self, contents: &SharedContents) -> Result<Segment, StoreError> {
         let hashes = self.u64_column(COL_CONTENT_REF);
-        let mut locs = Vec::with_capacity(hashes.len());
+        let mut locs: Vec<Loc> = Vec::with_capacity(hashes.len());
         for (row, &h) in hashes.iter().enumerate() {
             match contents.get(h) {
                 Some(loc) => locs.push(loc),
@@ -346,24 +385,69 @@ impl Segment {
                     return Err(StoreError::Segment {
                         path: self.path,
                         message: format!(
-                            "row {row} references content {h:016x}, which no content file holds"
+                            "row {row} references content {h:016x}, which no content file \
+                             holds{}",
+                            damaged_contents(contents)
                         ),
                     })
                 }
             }
         }
+        let range_files = (self.meta.tenants.iter())
+            .map(|t| {
+                let rows = &locs[t.start as usize..(t.start + t.rows) as usize];
+                let mut files: Vec<u32> = rows.iter().map(|l| l.file).collect();
+                files.sort_unstable();
+                files.dedup();
+                files.into_boxed_slice()
+            })
+            .collect();
         self.body = Body::Shared {
             contents: contents.clone(),
             locs: locs.into(),
+            range_files,
         };
         Ok(self)
+    }
+
+    /// This file's verdict, hashing it the first time (see `integrity`).
+    pub(crate) fn verify(&self) -> Verdict {
+        self.check.verify(self.file.as_slice())
+    }
+
+    pub(crate) fn check(&self) -> &Arc<FileCheck> {
+        &self.check
+    }
+
+    /// The content files the rows of tenant range `range` reference (none when inline).
+    pub(crate) fn range_files(&self, range: usize) -> &[u32] {
+        match &self.body {
+            Body::Inline => &[],
+            Body::Shared { range_files, .. } => &range_files[range],
+        }
+    }
+
+    /// Content file `f` of the contents this segment was resolved against (shared layout).
+    pub(crate) fn content_file(&self, f: u32) -> Option<&ContentFile> {
+        match &self.body {
+            Body::Inline => None,
+            Body::Shared { contents, .. } => contents.files().get(f as usize),
+        }
+    }
+
+    /// Where `row`'s content lives (shared layout).
+    pub(crate) fn loc(&self, row: usize) -> Option<Loc> {
+        match &self.body {
+            Body::Inline => None,
+            Body::Shared { locs, .. } => Some(locs[row]),
+        }
     }
 
     /// The content file and row holding `row`'s content (shared layout).
     fn content(&self, row: usize) -> Option<(&ContentFile, usize)> {
         match &self.body {
             Body::Inline => None,
-            Body::Shared { contents, locs } => {
+            Body::Shared { contents, locs, .. } => {
                 let loc = locs[row];
                 Some((contents.file(loc), loc.row as usize))
             }
@@ -459,7 +543,7 @@ impl Segment {
                 };
                 return vec![VectorRun { block, start, rows }];
             }
-            Body::Shared { contents, locs } => (contents, &locs[start..start + rows]),
+            Body::Shared { contents, locs, .. } => (contents, &locs[start..start + rows]),
         };
         let mut out: Vec<VectorRun<'_>> = Vec::new();
         let mut prev: Option<Loc> = None;
@@ -555,6 +639,11 @@ impl Segment {
             .values()
     }
 
+    /// The tenant of `row`.
+    pub(crate) fn tenant(&self, row: usize) -> &str {
+        self.col(COL_TENANT).as_string::<i32>().value(row)
+    }
+
     pub fn session_id(&self, row: usize) -> &str {
         self.col(COL_SESSION_ID).as_string::<i32>().value(row)
     }
@@ -600,4 +689,16 @@ impl Segment {
             embedding: self.embedding(row),
         }
     }
+}
+
+/// "; content file F is damaged: …" for each of `contents`' files whose bytes fail their
+/// checksum (each hashed now): why a reference may resolve nowhere.
+fn damaged_contents(contents: &SharedContents) -> String {
+    let mut out = String::new();
+    for f in contents.files() {
+        if let Verdict::Damaged(problem) = f.verify() {
+            out.push_str(&format!("; {} is damaged: {problem}", f.check().name()));
+        }
+    }
+    out
 }

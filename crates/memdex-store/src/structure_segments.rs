@@ -18,14 +18,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::aux_rows::{self, AuxKind, ThoughtRow, TreeRow};
+use crate::checksum::Checksum;
 use crate::error::{io, StoreError};
+use crate::integrity::{Checks, Verdict};
 use crate::manifest::{sync_dir, write_durably};
-use crate::meta::{aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig};
-use crate::mmap::map_file;
+use crate::meta::{
+    aux_file, aux_file_name, AuxSegmentMeta, StructuresMeta, ThoughtsConfig, TreeConfig,
+    STRUCTURES_DIR,
+};
 use crate::store::Store;
 use crate::writer::StoreWriter;
-
-pub(crate) const STRUCTURES_DIR: &str = "structures";
 
 /// The structure segments of one store version, memory-mapped.
 #[derive(Debug, Clone)]
@@ -36,6 +38,8 @@ pub struct Structures {
 
 impl Structures {
     /// Maps the structure segments `store`'s manifest names (None: the store has none).
+    /// Every file is read whole (each state is a replay of all its rows), so each is checked
+    /// against its checksum here; a damaged one is an error naming it.
     pub fn open(store: &Store) -> Result<Option<Structures>, StoreError> {
         let Some(meta) = store.manifest().structures.clone() else {
             return Ok(None);
@@ -44,7 +48,7 @@ impl Structures {
         let segments = meta
             .segments
             .iter()
-            .map(|m| open_segment(&dir, m).map(|b| (m.clone(), b)))
+            .map(|m| open_segment(&dir, m, store.checks()).map(|b| (m.clone(), b)))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Some(Structures { meta, segments }))
     }
@@ -92,22 +96,25 @@ impl Structures {
     }
 }
 
-fn open_segment(dir: &Path, m: &AuxSegmentMeta) -> Result<arrow_array::RecordBatch, StoreError> {
+fn open_segment(
+    dir: &Path,
+    m: &AuxSegmentMeta,
+    checks: &Checks,
+) -> Result<arrow_array::RecordBatch, StoreError> {
     let path = dir.join(&m.file);
     let bad = |message: String| StoreError::Segment {
         path: path.clone(),
         message,
     };
-    let buffer = map_file(&path)?;
-    if buffer.len() as u64 != m.bytes {
-        return Err(bad(format!(
-            "file is {} bytes, manifest says {}",
-            buffer.len(),
-            m.bytes
-        )));
-    }
-    let batch = crate::ipc::decode_single_batch(&buffer).map_err(bad)?;
+    let (buffer, batch) = crate::ipc::map_batch(&path, m.bytes)?;
     aux_rows::check(&batch, m.kind, m.rows).map_err(bad)?;
+    let check = checks.get(&aux_file(&m.file), m.checksum);
+    if let Verdict::Damaged(problem) = check.verify(buffer.as_slice()) {
+        return Err(StoreError::Damaged {
+            path,
+            message: problem,
+        });
+    }
     Ok(batch)
 }
 
@@ -197,12 +204,15 @@ impl StoreWriter {
                 let path = dir.join(&file);
                 write_durably(&dir.join(format!("{file}.tmp")), &path, &bytes)?;
                 written.push(path);
+                let checksum = Checksum::of(&bytes);
+                self.checks.written(&aux_file(&file), checksum);
                 next_meta.segments.push(AuxSegmentMeta {
                     id,
                     kind,
                     file,
                     rows: batch.num_rows() as u64,
                     bytes: bytes.len() as u64,
+                    checksum: Some(checksum),
                     tenants,
                 });
                 id += 1;
@@ -260,11 +270,4 @@ fn remove_orphans(dir: &Path, meta: &StructuresMeta) -> Result<(), StoreError> {
         sync_dir(dir)?;
     }
     Ok(())
-}
-
-/// Files of the structure segments `meta` names, relative to the store directory (snapshot).
-pub(crate) fn files(meta: &StructuresMeta) -> impl Iterator<Item = PathBuf> + '_ {
-    meta.segments
-        .iter()
-        .map(|s| Path::new(STRUCTURES_DIR).join(&s.file))
 }

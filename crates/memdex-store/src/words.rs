@@ -21,11 +21,24 @@ use arrow_array::types::Float32Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
+use arrow_buffer::Buffer;
+
 use crate::contents::write_batch_file;
 use crate::error::StoreError;
+use crate::integrity::{Checks, FileCheck, Verdict};
 use crate::ipc::map_batch;
-use crate::meta::WordsMeta;
+use crate::meta::{segment_file, WordsMeta};
 use crate::schema::embedding_item_field;
+
+/// One mapped word file.
+#[derive(Debug, Clone)]
+struct WordFile {
+    meta: WordsMeta,
+    batch: RecordBatch,
+    /// The whole mapping (what the checksum covers).
+    file: Buffer,
+    check: Arc<FileCheck>,
+}
 
 const TERM: usize = 0;
 const WORD: usize = 1;
@@ -34,19 +47,21 @@ const EMBEDDING: usize = 2;
 /// Every term's vector, over the mapped word files (a term in several files: the first).
 #[derive(Debug, Clone, Default)]
 pub struct WordTable {
-    files: Vec<(WordsMeta, RecordBatch)>,
+    files: Vec<WordFile>,
     /// term → (file, row)
     index: HashMap<Box<str>, (u32, u32)>,
     dim: usize,
 }
 
 impl WordTable {
-    /// Maps the files `metas` names in `seg_dir`, reusing those `prev` already maps.
+    /// Maps the files `metas` names in `seg_dir`, reusing those `prev` already maps; small
+    /// files are hashed now (see `integrity`).
     pub(crate) fn open(
         seg_dir: &Path,
         metas: &[WordsMeta],
         dim: usize,
         prev: Option<&WordTable>,
+        checks: &Checks,
     ) -> Result<WordTable, StoreError> {
         let mut table = match prev {
             Some(p) if metas.starts_with(&p.metas()) => p.clone(),
@@ -57,25 +72,59 @@ impl WordTable {
         };
         for m in &metas[table.files.len()..] {
             let path = seg_dir.join(&m.file);
-            let batch = map_batch(&path, m.bytes)?;
+            let (file, batch) = map_batch(&path, m.bytes)?;
             check(&batch, m.rows, dim).map_err(|message| StoreError::Segment {
                 path: path.clone(),
                 message,
             })?;
-            let f = table.files.len() as u32;
-            let terms = batch.column(TERM).as_string::<i32>();
-            for row in 0..terms.len() {
-                (table.index)
-                    .entry(terms.value(row).into())
-                    .or_insert((f, row as u32));
-            }
-            table.files.push((m.clone(), batch));
+            let check = checks.get(&segment_file(&m.file), m.checksum);
+            crate::integrity::check_if_small(&check, file.as_slice());
+            table.push(WordFile {
+                meta: m.clone(),
+                batch,
+                file,
+                check,
+            });
         }
         Ok(table)
     }
 
+    fn push(&mut self, file: WordFile) {
+        let f = self.files.len() as u32;
+        let terms = file.batch.column(TERM).as_string::<i32>();
+        for row in 0..terms.len() {
+            (self.index)
+                .entry(terms.value(row).into())
+                .or_insert((f, row as u32));
+        }
+        self.files.push(file);
+    }
+
     fn metas(&self) -> Vec<WordsMeta> {
-        self.files.iter().map(|(m, _)| m.clone()).collect()
+        self.files.iter().map(|f| f.meta.clone()).collect()
+    }
+
+    /// This table without the files whose bytes fail their checksum (each file hashed the
+    /// first time): what query expansion reads. Itself when every file is sound.
+    pub(crate) fn without_damaged(self: &Arc<Self>) -> Arc<WordTable> {
+        let damaged =
+            |f: &WordFile| matches!(f.check.verify(f.file.as_slice()), Verdict::Damaged(_));
+        if !self.files.iter().any(damaged) {
+            return self.clone();
+        }
+        let mut table = WordTable {
+            dim: self.dim,
+            ..WordTable::default()
+        };
+        for f in self.files.iter().filter(|f| !damaged(f)) {
+            table.push(f.clone());
+        }
+        Arc::new(table)
+    }
+
+    /// The files' checks with their bytes (verification passes).
+    pub(crate) fn checks(&self) -> impl Iterator<Item = (&Arc<FileCheck>, &[u8])> {
+        self.files.iter().map(|f| (&f.check, f.file.as_slice()))
     }
 
     /// Terms with a vector.
@@ -88,18 +137,20 @@ impl WordTable {
     }
 
     pub fn contains(&self, term: &str) -> bool {
-        self.index.contains_key(term)
+        self.locate(term).is_some()
     }
 
-    /// Where `term`'s vector is ([`Self::vector_at`]), if it has one.
+    /// Where `term`'s vector is ([`Self::vector_at`]), if it has one in a file not known to
+    /// be damaged (a file found damaged after this table was built is skipped here).
     pub fn locate(&self, term: &str) -> Option<(u32, u32)> {
-        self.index.get(term).copied()
+        let at = self.index.get(term).copied()?;
+        (!self.files[at.0 as usize].check.known_damaged()).then_some(at)
     }
 
     /// The vector at a location [`Self::locate`] gave.
     pub fn vector_at(&self, (file, row): (u32, u32)) -> &[f32] {
         let list = self.files[file as usize]
-            .1
+            .batch
             .column(EMBEDDING)
             .as_fixed_size_list();
         let values = list.values().as_primitive::<Float32Type>().values();
@@ -110,7 +161,7 @@ impl WordTable {
     /// `term`'s vector and the word it was embedded from.
     pub fn get(&self, term: &str) -> Option<(&str, &[f32])> {
         let at @ (file, row) = self.locate(term)?;
-        let words = self.files[file as usize].1.column(WORD).as_string::<i32>();
+        let words = (self.files[file as usize].batch.column(WORD)).as_string::<i32>();
         Some((words.value(row as usize), self.vector_at(at)))
     }
 }
@@ -176,11 +227,11 @@ pub(crate) struct WordsCompaction {
 /// when it rewrites (a term unused, or stored twice), else none.
 pub(crate) fn rewrite_bytes(table: &WordTable, used: &HashSet<&str>) -> u64 {
     let kept = table.index.keys().filter(|t| used.contains(&***t)).count();
-    let stored: u64 = table.files.iter().map(|(m, _)| m.rows).sum();
+    let stored: u64 = table.files.iter().map(|f| f.meta.rows).sum();
     if kept as u64 == stored {
         return 0;
     }
-    table.files.iter().map(|(m, _)| m.bytes).sum()
+    table.files.iter().map(|f| f.meta.bytes).sum()
 }
 
 /// Rewrites the word table into one file without the terms outside `used` (those the live
@@ -199,21 +250,21 @@ pub(crate) fn compact_words(
         .filter(|(t, _)| used.contains(&***t))
         .map(|(t, &at)| (&**t, at))
         .collect();
-    let stored: u64 = table.files.iter().map(|(m, _)| m.rows).sum();
+    let stored: u64 = table.files.iter().map(|f| f.meta.rows).sum();
     if kept.len() as u64 == stored {
         return Ok(None);
     }
     kept.sort_unstable_by_key(|&(_, at)| at);
     let words: Vec<(String, String)> = (kept.iter())
         .map(|&(t, at)| {
-            let w = table.files[at.0 as usize].1.column(WORD).as_string::<i32>();
+            let w = (table.files[at.0 as usize].batch.column(WORD)).as_string::<i32>();
             (t.to_string(), w.value(at.1 as usize).to_string())
         })
         .collect();
     let vectors: Vec<f32> = (kept.iter())
         .flat_map(|&(_, at)| table.vector_at(at).iter().copied())
         .collect();
-    let retired = table.files.iter().map(|(m, _)| m.file.clone()).collect();
+    let retired = table.files.iter().map(|f| f.meta.file.clone()).collect();
     let mut metas = Vec::new();
     let mut written = Vec::new();
     if !words.is_empty() {
@@ -221,13 +272,14 @@ pub(crate) fn compact_words(
         *next_id += 1;
         let file = format!("wrd-{id:08}.arrow");
         let batch = words_batch(&words, &vectors, table.dim);
-        let bytes = write_batch_file(seg_dir, &file, &batch)?;
+        let (bytes, checksum) = write_batch_file(seg_dir, &file, &batch)?;
         written.push(file.clone());
         metas.push(WordsMeta {
             id,
             file,
             rows: words.len() as u64,
             bytes,
+            checksum: Some(checksum),
         });
     }
     Ok(Some(WordsCompaction {

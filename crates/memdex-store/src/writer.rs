@@ -1,14 +1,17 @@
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memdex_core::{Granularity, MemoryItem, ModelInfo};
 
+use crate::checksum::Checksum;
 use crate::contents::{same_content, write_batch_file, write_contents, Contents, NewContent};
 use crate::error::{io, StoreError};
+use crate::integrity::Checks;
 use crate::lsh_column::LshMeta;
 use crate::manifest::{Extraction, Layout, Manifest, SEGMENTS_DIR};
-use crate::meta::{SegmentMeta, WordsMeta};
+use crate::meta::{segment_file, SegmentMeta, WordsMeta};
 use crate::segment::{write_segment, Derived, Row};
 use crate::store::Store;
 use crate::words::words_batch;
@@ -28,6 +31,9 @@ pub struct StoreWriter {
     /// mapped, kept ones reused) when asked for after commits: a build opens its store once.
     /// None after a compaction (its mappings would keep the rewritten files' blocks on disk).
     pub(crate) view: Option<Store>,
+    /// What this process knows of the files' soundness, shared with every view the writer
+    /// opens (files it writes start out intact).
+    pub(crate) checks: Arc<Checks>,
     _lock: File,
 }
 
@@ -104,23 +110,7 @@ impl StoreWriter {
     ) -> Result<StoreWriter, StoreError> {
         let (granularity, extraction) = (spec.granularity, &spec.extraction);
         fs::create_dir_all(dir.join(SEGMENTS_DIR)).map_err(io(dir))?;
-        let lock_path = dir.join("LOCK");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked {
-                    dir: dir.to_path_buf(),
-                    lock: lock_path,
-                })
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
-        }
+        let lock = lock_store(dir)?;
         let manifest = match Manifest::load(dir) {
             Ok(m) => m,
             Err(StoreError::NotAStore { .. }) => {
@@ -147,7 +137,8 @@ impl StoreWriter {
             }
             Err(e) => return Err(e),
         };
-        let store = Store::open_manifest(dir, manifest)?;
+        let checks = Arc::new(Checks::default());
+        let store = Store::open_manifest(dir, manifest, &checks)?;
         store.check_model(model)?;
         if store.manifest().granularity != granularity {
             return Err(StoreError::InvalidAppend {
@@ -184,6 +175,7 @@ impl StoreWriter {
             manifest: store.manifest().clone(),
             contents: store.contents().clone(),
             view: Some(store),
+            checks,
             _lock: lock,
         };
         writer.remove_orphans()?;
@@ -204,7 +196,7 @@ impl StoreWriter {
                 }
                 v
             }
-            None => Store::open_from(&self.dir, self.manifest.clone())?,
+            None => Store::open_checked(&self.dir, self.manifest.clone(), &self.checks)?,
         };
         Ok(self.view.insert(view))
     }
@@ -455,10 +447,12 @@ impl StoreWriter {
                 return Err(e);
             }
         };
+        self.note_written(&meta.file, meta.checksum);
         if let Some(c) = next.contents.last().filter(|_| !new.is_empty()) {
+            self.note_written(&c.file, c.checksum);
             // committed: a failure to map the new file is not this append's; the next append
             // finds its contents out of step with the manifest and maps them again
-            if let Err(e) = self.contents.push_new(&seg_dir, c, dim) {
+            if let Err(e) = self.contents.push_new(&seg_dir, c, dim, &self.checks) {
                 tracing::warn!("{e}; the next append maps the content files again");
             }
         }
@@ -479,10 +473,30 @@ impl StoreWriter {
         }
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let dim = self.manifest.model.dim;
-        self.contents = self
-            .contents
-            .reopen(&seg_dir, &self.manifest.contents, dim)?;
+        self.contents =
+            (self.contents).reopen(&seg_dir, &self.manifest.contents, dim, &self.checks)?;
         Ok(())
+    }
+
+    /// A file of `segments/` this writer wrote: intact without hashing it again.
+    pub(crate) fn note_written(&self, file: &str, checksum: Option<Checksum>) {
+        if let Some(c) = checksum {
+            self.checks.written(&segment_file(file), c);
+        }
+    }
+
+    /// Whether some file has no recorded checksum and this process has hashed every such
+    /// file already (a verification pass): a compaction then records them without reading.
+    pub fn checksums_ready(&self) -> bool {
+        let files = self.manifest.all_files();
+        let mut missing = files.iter().filter(|(_, _, c)| c.is_none()).peekable();
+        missing.peek().is_some()
+            && missing.all(|(f, ..)| self.checks.computed_unrecorded(f).is_some())
+    }
+
+    /// What this process knows of the store's files (shared with the writer's views).
+    pub fn checks(&self) -> &Arc<Checks> {
+        &self.checks
     }
 
     /// The contents of `rows` not stored yet, each once. A stored content whose text differs
@@ -550,7 +564,7 @@ impl StoreWriter {
         let seg_dir = self.dir.join(SEGMENTS_DIR);
         let id = self.manifest.next_segment_id();
         let file = format!("wrd-{id:08}.arrow");
-        let bytes = write_batch_file(&seg_dir, &file, &batch)?;
+        let (bytes, checksum) = write_batch_file(&seg_dir, &file, &batch)?;
         let mut next = self.manifest.clone();
         next.version += 1;
         next.next_segment_id = id + 1;
@@ -559,12 +573,33 @@ impl StoreWriter {
             file: file.clone(),
             rows: words.len() as u64,
             bytes,
+            checksum: Some(checksum),
         });
         if let Err(e) = next.save(&self.dir) {
             let _ = std::fs::remove_file(seg_dir.join(&file));
             return Err(e);
         }
+        self.note_written(&file, Some(checksum));
         self.manifest = next;
         Ok(())
+    }
+}
+
+/// Takes `DIR/LOCK`, the one writer's lock, held while the returned file is open.
+pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
+    let lock_path = dir.join("LOCK");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            dir: dir.to_path_buf(),
+            lock: lock_path,
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(io(&lock_path)(e)),
     }
 }

@@ -169,7 +169,9 @@ fn snapshot_while_writing_and_compacting_always_opens() {
     let mut copies = 0;
     while !writer.is_finished() || copies < 3 {
         let out = tmp.path().join(format!("copy{copies}"));
-        let v = memdex_store::snapshot(&dir, &out).unwrap();
+        let v = memdex_store::snapshot(&dir, &out, &Default::default())
+            .unwrap()
+            .manifest_version;
         let s = Store::open(&out).unwrap();
         assert_eq!(s.manifest().version, v);
         assert!(s.rows() >= 1);
@@ -177,7 +179,7 @@ fn snapshot_while_writing_and_compacting_always_opens() {
     }
     writer.join().unwrap();
     assert!(
-        memdex_store::snapshot(&dir, &tmp.path().join("copy0")).is_err(),
+        memdex_store::snapshot(&dir, &tmp.path().join("copy0"), &Default::default()).is_err(),
         "no overwrite"
     );
 }

@@ -119,6 +119,7 @@ fn lie(dir: &Path, edit: impl Fn(&mut serde_json::Value)) {
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit(&mut m);
     std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    Manifest::reseal(dir).unwrap();
 }
 
 #[test]

@@ -198,6 +198,7 @@ fn a_row_whose_content_is_missing_is_named() {
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     m["contents"].as_array_mut().unwrap().pop();
     std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    memdex_store::Manifest::reseal(tmp.path()).unwrap();
     let e = Store::open(tmp.path()).unwrap_err().to_string();
     assert!(
         e.contains("seg-") && e.contains("row 0") && e.contains("no content file holds"),
@@ -238,6 +239,7 @@ fn an_inline_store_stays_inline() {
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("layout");
     std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    memdex_store::Manifest::reseal(dir).unwrap();
     assert_eq!(Store::open(dir).unwrap().layout(), Layout::Inline);
 }
 
@@ -247,7 +249,7 @@ fn snapshots_carry_the_content_files() {
     let mut w = writer(tmp.path(), None);
     append(&mut w, &session("ann", "a", &SHARED));
     let out = tmp.path().join("copy");
-    memdex_store::snapshot(tmp.path(), &out).unwrap();
+    memdex_store::snapshot(tmp.path(), &out, &Default::default()).unwrap();
     let s = Store::open(&out).unwrap();
     assert_eq!(s.tenant_slices("ann")[0].item(1).key, SHARED[1]);
 }

@@ -64,7 +64,7 @@ fn word_vectors_are_committed_read_back_and_kept() {
     // a snapshot copies the word files
     let out = tempfile::tempdir().unwrap();
     let copy = out.path().join("copy");
-    snapshot(dir.path(), &copy).unwrap();
+    snapshot(dir.path(), &copy, &Default::default()).unwrap();
     assert_eq!(Store::open(&copy).unwrap().words().len(), 3);
 
     // forgetting the hiking row and compacting takes the terms no row uses off the disk
@@ -99,6 +99,7 @@ fn a_manifest_naming_a_bad_word_file_is_refused() {
     let path = dir.path().join("manifest.json");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("wrd-", "../wrd-")).unwrap();
+    memdex_store::Manifest::reseal(dir.path()).unwrap();
     let e = Store::open(dir.path()).unwrap_err();
     assert!(matches!(e, StoreError::Manifest { .. }), "{e}");
     assert!(e.to_string().contains("wrd-<digits>.arrow"), "{e}");

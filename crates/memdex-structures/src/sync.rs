@@ -514,7 +514,8 @@ fn new_items(store: &Store, from: u64, to: u64) -> Vec<NewItem> {
             continue;
         }
         for (row, &id) in seg.item_ids().iter().enumerate() {
-            if id < from || id >= to || !store.is_alive(si, row) {
+            // an item's vector is copied only from files whose bytes check out
+            if id < from || id >= to || !store.verified_row(si, row) {
                 continue;
             }
             let it = seg.item(row);

@@ -91,6 +91,16 @@ pub fn user_session_at(tenant: &str, id: &str, timestamp_ms: i64, texts: &[&str]
     }
 }
 
+/// Flips one byte of the file at `path` (XOR with a nonzero byte), at an offset drawn from
+/// `rng`, in place: a bit rot of a store file. Returns the offset.
+pub fn flip_byte(path: &Path, rng: &mut SplitMix64) -> usize {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = rng.below(bytes.len());
+    bytes[at] ^= 1 + (rng.next_u64() % 255) as u8;
+    std::fs::write(path, &bytes).unwrap();
+    at
+}
+
 /// `n` seeded values in `[-0.5, 0.5)`.
 pub fn vectors(n: usize, seed: u64) -> Vec<f32> {
     let mut r = SplitMix64::new(seed);

@@ -17,6 +17,7 @@ pub mod mcp;
 mod model;
 mod search;
 mod serve;
+mod store_admin;
 mod structure_views;
 mod synth;
 
@@ -121,7 +122,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Load(a)) => bench_load::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Compact(a) => serve::compact(a),
-        Command::Snapshot(a) => serve::snapshot(a),
+        Command::Snapshot(a) => store_admin::snapshot(a),
+        Command::Verify(a) => store_admin::verify(a),
+        Command::Restore(a) => store_admin::restore(a),
         Command::Model(c) => model::run(c),
         Command::Thoughts(a) => structure_views::thoughts(a),
         Command::Tree(a) => structure_views::tree(a),

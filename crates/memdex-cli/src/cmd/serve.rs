@@ -6,10 +6,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
-use memdex_memory::{maintain, CompactOptions, EngineOptions, Memory, RankChoice};
+use memdex_memory::{maintain, CompactOptions, EngineOptions, Memory, RankChoice, StartVerify};
 use memdex_server::{HttpLimits, Keys, ServerConfig};
 
-use crate::cli_serve::{CompactArgs, ServeArgs, SnapshotArgs};
+use crate::cli_serve::{CompactArgs, ServeArgs};
 use crate::output::print_json;
 
 pub fn run(a: ServeArgs) -> Result<()> {
@@ -40,6 +40,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             ..HttpLimits::default()
         },
         no_ui: a.no_ui,
+        snapshot_dir: a.snapshot_dir.clone(),
     };
     config.check_bind(&a.addr)?;
     // auto with a CUDA model: the fused kernel, tenants' rows resident on the device, each
@@ -58,6 +59,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         structures: super::structure_configs(&a.structures),
         cache_bytes: usize::try_from(a.cache_mb << 20).unwrap_or(usize::MAX),
+        verify: match a.verify_on_start {
+            true => StartVerify::Before,
+            false => StartVerify::Background,
+        },
         ..EngineOptions::default()
     };
     open.limits = Some(config.limits.memory);
@@ -122,7 +127,7 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         return print_json(&report);
     }
     println!(
-        "{}: {} → {} segments ({} rewritten), {} deleted rows, {} unreferenced contents and {} unused terms removed, {} → {} bytes (manifest v{})",
+        "{}: {} → {} segments ({} rewritten), {} deleted rows, {} unreferenced contents and {} unused terms removed, {} → {} bytes, {} checksums recorded (manifest v{})",
         a.store.display(),
         report.segments_before,
         report.segments_after,
@@ -132,18 +137,8 @@ pub fn compact(a: CompactArgs) -> Result<()> {
         report.words_removed,
         report.bytes_before,
         report.bytes_after,
+        report.checksums_recorded,
         report.manifest_version
-    );
-    Ok(())
-}
-
-pub fn snapshot(a: SnapshotArgs) -> Result<()> {
-    let v = maintain::snapshot(&a.store, &a.output)
-        .with_context(|| format!("snapshot of {}", a.store.display()))?;
-    println!(
-        "{}: manifest version {v} copied to {}",
-        a.store.display(),
-        a.output.display()
     );
     Ok(())
 }

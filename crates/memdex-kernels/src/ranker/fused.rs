@@ -245,7 +245,7 @@ impl<'s> Prepared<'s> {
                             tenants.push(t);
                             Some(tenants.len() - 1)
                         }
-                        Err(RankError::UnknownTenant { .. }) => None,
+                        Err(RankError::UnknownTenant { .. } | RankError::Damaged { .. }) => None,
                         Err(e) => return Err(e),
                     };
                     index.insert(bq.tenant, s);
@@ -331,10 +331,7 @@ impl<'s> Prepared<'s> {
         (self.slots.iter().enumerate())
             .map(|(qi, slot)| match slot {
                 Some(t) => Ok(answer(*t, qi)),
-                None => Err(RankError::UnknownTenant {
-                    tenant: b.queries[qi].tenant.to_string(),
-                    store: b.store.dir().display().to_string(),
-                }),
+                None => Err(RankError::no_rows(b.store, b.queries[qi].tenant)),
             })
             .collect()
     }

@@ -65,10 +65,7 @@ impl Plan {
         self.check(store)?;
         let slices = store.tenant_slices(tenant);
         if slices.is_empty() {
-            return Err(RankError::UnknownTenant {
-                tenant: tenant.to_string(),
-                store: store.dir().display().to_string(),
-            });
+            return Err(RankError::no_rows(store, tenant));
         }
         Ok(TenantRows::new(slices))
     }

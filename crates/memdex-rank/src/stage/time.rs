@@ -4,6 +4,8 @@
 //! questions without a range can boost dated items. The fused kernels run it (its flags and
 //! rule are kernel inputs).
 
+use std::sync::OnceLock;
+
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_store::{Store, TenantSlice};
 
@@ -13,15 +15,25 @@ use crate::options::{RankOptions, TimeMode, TimeStage};
 use crate::query::Query;
 use crate::RankError;
 
-/// The time stage (see [`TimeStage`]).
-#[derive(Debug, Clone, Copy)]
+/// The time stage (see [`TimeStage`]). A plan is built per query, so the query's window is
+/// worked out once, by whichever step needs it first.
+#[derive(Debug)]
 pub(crate) struct Time {
     stage: TimeStage,
+    window: OnceLock<Option<TimeWindow>>,
 }
 
 impl Time {
     pub(crate) fn of(opts: &RankOptions) -> Option<Time> {
-        opts.time.map(|stage| Time { stage })
+        opts.time.map(|stage| Time {
+            stage,
+            window: OnceLock::new(),
+        })
+    }
+
+    /// The query's window (None: the stage does nothing for it).
+    fn window(&self, at: &At<'_, '_>) -> Option<TimeWindow> {
+        *(self.window).get_or_init(|| window(at.rows.newest(), at.query, self.stage))
     }
 
     /// The boost this query's preferred rows get (None: `front`, or nothing preferred).
@@ -60,7 +72,7 @@ impl Stage for Time {
         scores: &mut Vec<f64>,
         _: &mut Parts,
     ) -> Result<bool, RankError> {
-        let Some(w) = window(at.rows.newest(), at.query, self.stage) else {
+        let Some(w) = self.window(at) else {
             return Ok(false);
         };
         if let Some(boost) = self.boost(matches!(w, TimeWindow::Range { .. })) {
@@ -79,7 +91,7 @@ impl Stage for Time {
         _: &dyn Fn(usize) -> f64,
         order: &mut Vec<usize>,
     ) -> Option<Note> {
-        let w = window(at.rows.newest(), at.query, self.stage);
+        let w = self.window(at);
         let in_range = matches!(w, Some(TimeWindow::Range { .. }));
         let front = in_range && self.stage.mode == TimeMode::Front;
         if !front && !at.explain {
@@ -198,11 +210,13 @@ mod tests {
                 mode: TimeMode::Boost(1.0),
                 when_boost: 0.0,
             },
+            window: OnceLock::new(),
         };
         assert_eq!(time.boost(true), Some(1.0));
         assert_eq!(time.boost(false), Some(0.0));
         let front = Time {
             stage: TimeStage::default(),
+            window: OnceLock::new(),
         };
         assert_eq!((front.boost(true), front.boost(false)), (None, Some(0.2)));
     }

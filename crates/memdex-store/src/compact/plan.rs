@@ -141,6 +141,7 @@ mod tests {
                     file: format!("seg-{:08}.arrow", i + 1),
                     rows,
                     bytes: 100 * rows,
+                    checksum: None,
                     min_item_id: min,
                     max_item_id: next - 1,
                     tenants: Vec::new(),

@@ -45,9 +45,9 @@ impl NewFiles {
         self.files.push(file);
     }
 
-    /// The manifest naming the files is committed: they stay.
-    pub fn commit(mut self) {
-        self.files.clear();
+    /// The manifest naming the files is committed: they stay. Returns their names.
+    pub fn commit(mut self) -> Vec<String> {
+        std::mem::take(&mut self.files)
     }
 }
 
@@ -164,7 +164,7 @@ fn tenant_order(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowE
 /// Writes one record batch as a segment file (64-byte aligned, temp + fsync + rename).
 fn write_batch(dir: &Path, id: u64, batch: &RecordBatch) -> Result<SegmentMeta, StoreError> {
     let file = format!("seg-{id:08}.arrow");
-    let bytes = write_batch_file(dir, &file, batch)?;
+    let (bytes, checksum) = write_batch_file(dir, &file, batch)?;
     let tenants_col = batch.column(COL_TENANT).as_string::<i32>();
     let positions = batch.column(COL_POSITION).as_primitive::<UInt64Type>();
     let ids = batch.column(COL_ITEM_ID).as_primitive::<UInt64Type>();
@@ -189,6 +189,7 @@ fn write_batch(dir: &Path, id: u64, batch: &RecordBatch) -> Result<SegmentMeta, 
         file,
         rows: batch.num_rows() as u64,
         bytes,
+        checksum: Some(checksum),
         min_item_id: ids.values().iter().copied().min().unwrap_or(0),
         max_item_id: ids.values().iter().copied().max().unwrap_or(0),
         tenants,
@@ -294,13 +295,14 @@ impl<'s> ContentRewrite<'s> {
             return Ok(());
         }
         let file = format!("cnt-{:08}.arrow", *next_id);
-        let bytes = write_batch_file(out.dir(), &file, &merged)?;
+        let (bytes, checksum) = write_batch_file(out.dir(), &file, &merged)?;
         out.push(file.clone());
         done.metas.push(ContentMeta {
             id: *next_id,
             file,
             rows: merged.num_rows() as u64,
             bytes,
+            checksum: Some(checksum),
         });
         *next_id += 1;
         Ok(())
