@@ -281,7 +281,8 @@ PLAN
     rm -f "$OUT"/embed-memdex-runs*.json
     for enc in ${EMBED_ENCODERS:-candle fused}; do
       for tb in ${TOKEN_BUDGETS:-16384 65536 262144}; do
-        inv env MEMDEX_CUDA_ENCODER="$enc" "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" \
+        # shellcheck disable=SC2046 # enc_env (gpu-model-stages.sh): the encoder's variables
+        inv env $(enc_env "$enc") "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" \
           --input "$WORK/texts.jsonl" --token-budget "$tb" --max-batch 4096 --repeats 5 --json \
           >> "$OUT/embed-memdex-runs-$enc.json" 2>> "$OUT/embed.log"
       done
@@ -441,8 +442,10 @@ PY
       --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
       --log "$OUT/eval-cpu.log.jsonl" > "$OUT/eval-cpu.json" 2>> "$OUT/eval.log"
     for enc in ${EVAL_ENCODERS:-candle}; do
-      tag=$DEVICE; [[ -n $first ]] && tag=$DEVICE-$enc; first=${first:-$enc}
-      inv env MEMDEX_CUDA_ENCODER="$enc" "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" \
+      # (in a DEVICE=cpu smoke run every device run is eval-cpu-ENC: eval-cpu is the baseline)
+      tag=$DEVICE; [[ -n $first || $DEVICE == cpu ]] && tag=$DEVICE-$enc; first=${first:-$enc}
+      # shellcheck disable=SC2046
+      inv env $(enc_env "$enc") "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" \
         --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
         --log "$OUT/eval-$tag.log.jsonl" > "$OUT/eval-$tag.json" 2>> "$OUT/eval.log"
       local diff=eval-diff.json; [[ $tag != "$DEVICE" ]] && diff=eval-diff-$enc.json

@@ -12,6 +12,18 @@ inv() {
   return $rc
 }
 
+# enc_env ENC [DEVICE]: the environment that picks encoder ENC (candle, fused, or fused-eager:
+# the fused encoder launched kernel by kernel, no CUDA graphs) on DEVICE (default $DEVICE). On
+# CUDA MEMDEX_CUDA_ENCODER and MEMDEX_CUDA_GRAPHS; on the CPU (a DEVICE=cpu smoke run) the CPU
+# backend of that name, so the smoke run exercises the fused plans (on their CPU reference)
+# and candle instead of running the fast CPU encoder under every name.
+enc_env() {
+  local e=${1%-eager} graphs=1
+  [[ $1 == *-eager ]] && graphs=0
+  if [[ ${2:-$DEVICE} == cuda ]]; then echo "MEMDEX_CUDA_ENCODER=$e MEMDEX_CUDA_GRAPHS=$graphs"
+  else echo "MEMDEX_CPU_BACKEND=$e"; fi
+}
+
 # The fused encoder (memdex-fused-bert) on the device: its executor against the plan's CPU
 # reference on random models (graphs replayed, and launched one by one), memdex-embed's test
 # against candle's BERT on the golden texts (min cosine >= 0.9999, fused-cuda asserted: no
@@ -32,9 +44,11 @@ stage_fused() {
       ok=0
     fi
   done
-  inv "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --cuda-encoder fused --input "$GOLDEN" \
+  # shellcheck disable=SC2046 # enc_env's assignments are words
+  inv env $(enc_env fused) "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --input "$GOLDEN" \
     --output "$WORK/fused.jsonl" >> "$log" 2>&1 || ok=0
-  inv "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --cuda-encoder candle --input "$GOLDEN" \
+  # shellcheck disable=SC2046
+  inv env $(enc_env candle) "$MEMDEX" embed --model "$MODEL" --device "$DEVICE" --input "$GOLDEN" \
     --output "$WORK/candle.jsonl" >> "$log" 2>&1 || ok=0
   grep -q "running candle's BERT instead" "$log" && { ok=0; echo "the fused encoder fell back to candle" >> "$log"; }
   "$PY" "$PACK/scripts/parity.py" "$GOLDEN" "$WORK/fused.jsonl" --min 0.999 --json \
@@ -66,8 +80,8 @@ PY
   rm -f "$OUT"/embed-batch-*.json
   for enc in ${EMBED_BATCH_ENCODERS:-candle fused fused-eager}; do
     for r in $(seq 1 "${EMBED_BATCH_RUNS:-3}"); do
-      inv env MEMDEX_CUDA_ENCODER="${enc%-eager}" MEMDEX_CUDA_GRAPHS="$([[ $enc == *-eager ]] && echo 0 || echo 1)" \
-        "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/queries.jsonl" \
+      # shellcheck disable=SC2046
+      inv env $(enc_env "$enc") "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/queries.jsonl" \
         --max-batch 32 --token-budget 65536 --repeats 5 --json \
         > "$OUT/embed-batch-$enc-run$r.json" 2>> "$OUT/embed-batch.log"
     done
@@ -109,7 +123,7 @@ load_config() {
   local dur=${LOAD_SECONDS:-30} runs=${LOAD_RUNS:-3}
   # the calibration of --model-workers auto is logged at info (memdex_runtime)
   w=${w:-${MODEL_WORKERS:-}}
-  local serve=(env MEMDEX_LOG="${MEMDEX_LOG:-warn,memdex_runtime=info}" ${enc:+MEMDEX_CUDA_ENCODER=$enc}
+  local serve=(env MEMDEX_LOG="${MEMDEX_LOG:-warn,memdex_runtime=info}" ${enc:+$(enc_env "$enc" "$d")}
     "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd"
     --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 ${w:+--model-workers "$w"})
   "${serve[@]}" > "$OUT/serve-$name.log" 2>&1 &

@@ -28,6 +28,11 @@ SERVE_P99_MS = 10.0      # ... at p99 below this
 BULK_GOAL = 3.0          # bulk embedding over sentence-transformers fp16
 
 
+# the backend name (`memdex bench embed`'s "backend") the fused encoder runs under per device:
+# the executor on CUDA, the plans on their CPU reference in a DEVICE=cpu smoke run
+FUSED_BACKEND = {"cuda": "fused-cuda", "cpu": "fused-reference"}
+
+
 def _dump(out, name, obj):
     with open(os.path.join(out, name), "w") as f:
         json.dump(obj, f, indent=1)
@@ -75,8 +80,9 @@ def embed_batch(out, device):
     _dump(out, "embed-batch.json", rep)
     fused = rep.get("fused", {})
     broken = [x["file"] for r in rep.values() for x in r["runs"] if not x["ok"]]
-    fell_back = [x["file"] for x in fused.get("runs", [])
-                 if x["ok"] and device == "cuda" and x["backend"] != "fused-cuda"]
+    # every fused run (graphs and eager) ran the fused backend of this device
+    fell_back = [x["file"] for enc, r in rep.items() if enc.startswith("fused")
+                 for x in r["runs"] if x["ok"] and x["backend"] != FUSED_BACKEND.get(device)]
     parts = []
     for enc, r in sorted(rep.items()):
         if r["median_ms"] is None:
@@ -116,7 +122,7 @@ def embed(out, device):
     line += (f"; st fp16 best of batches {[x['batch_size'] for x in st['runs']]} "
              f"{st['tokens_per_s']:.0f} tok/s (batch {st['best']['batch_size']}); goal >= "
              f"{BULK_GOAL}x (fused)")
-    if device == "cuda" and "fused" in encs and encs["fused"]["best"]["backend"] != "fused-cuda":
+    if "fused" in encs and encs["fused"]["best"]["backend"] != FUSED_BACKEND.get(device):
         return 1, line + "; the fused runs fell back to candle"
     return (0 if top["ratio"] >= BULK_GOAL else 3), line
 
@@ -355,6 +361,16 @@ def self_test(tmp):
     res.append(("embed-batch: a fused run fell back to candle", embed_batch(tmp, "cuda")[0], 1))
     w("embed-batch-fused-run3.json", "")
     res.append(("embed-batch: an invocation wrote nothing", embed_batch(tmp, "cuda")[0], 1))
+    w("embed-batch-fused-run3.json", bench(0.3, "fused-cuda"))
+    w("embed-batch-fused-eager-run1.json", bench(0.6, "candle"))
+    res.append(("embed-batch: an eager fused run fell back to candle", embed_batch(tmp, "cuda")[0], 1))
+    w("embed-batch-fused-eager-run1.json", bench(0.6, "fused-cuda"))
+    res.append(("embed-batch: the eager runs on the executor", embed_batch(tmp, "cuda")[0], 0))
+    res.append(("embed-batch: a CPU smoke run wants the fused reference backend",
+                embed_batch(tmp, "cpu")[0], 1))
+    for f in glob.glob(os.path.join(tmp, "embed-batch-fused*")):
+        w(os.path.basename(f), bench(0.3, "fused-reference"))
+    res.append(("embed-batch: the CPU reference in a CPU smoke run", embed_batch(tmp, "cpu")[0], 0))
     for f in glob.glob(os.path.join(tmp, "embed-batch-*")):
         os.remove(f)
 
