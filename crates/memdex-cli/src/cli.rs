@@ -88,15 +88,35 @@ pub struct TreeArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InputFormat {
-    /// One session per line: {"tenant","session_id","date","turns":[{"role","content"}]}.
-    Jsonl,
-    /// LongMemEval JSON (streamed): each question's haystack is a tenant named by its
-    /// question_id; user turns are the keys (benchmark convention).
-    Longmemeval,
-    /// LoCoMo JSON: each conversation is a tenant; turns are `Speaker: text`.
-    Locomo,
+/// `--format`: a format of memdex-ingest's registry by name, or `auto` (from the file's
+/// first bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    Auto,
+    Named(&'static memdex_ingest::Format),
+}
+
+impl FormatArg {
+    /// The format of `input`.
+    pub fn of(self, input: &std::path::Path) -> anyhow::Result<&'static memdex_ingest::Format> {
+        match self {
+            FormatArg::Named(f) => Ok(f),
+            FormatArg::Auto => Ok(memdex_ingest::detect_file(input)?),
+        }
+    }
+}
+
+/// `--format`'s values: every registered format (its help the registry's), and `auto`.
+fn format_arg() -> impl clap::builder::TypedValueParser<Value = FormatArg> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let named = memdex_ingest::FORMATS
+        .iter()
+        .map(|f| PossibleValue::new(f.name).help(f.about));
+    let auto = PossibleValue::new("auto").help("Told from the file's first bytes");
+    PossibleValuesParser::new(named.chain([auto])).try_map(|name| match name.as_str() {
+        "auto" => Ok(FormatArg::Auto),
+        n => memdex_ingest::format(n).map(FormatArg::Named),
+    })
 }
 
 #[derive(Debug, Args)]
@@ -105,8 +125,8 @@ pub struct IndexArgs {
     #[arg(long, env = "MEMDEX_INPUT")]
     pub input: PathBuf,
     /// Input format.
-    #[arg(long, env = "MEMDEX_FORMAT", value_enum, default_value = "jsonl")]
-    pub format: InputFormat,
+    #[arg(long, env = "MEMDEX_FORMAT", value_parser = format_arg(), default_value = "jsonl")]
+    pub format: FormatArg,
     /// Store directory (created if missing).
     #[arg(long, env = "MEMDEX_STORE")]
     pub store: PathBuf,
@@ -329,14 +349,6 @@ pub struct InfoArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvalFormat {
-    /// LongMemEval's official JSON (an array of questions, each with its haystack); streamed.
-    Longmemeval,
-    /// LoCoMo's locomo10.json layout.
-    Locomo,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalGranularity {
     Turn,
     Session,
@@ -347,9 +359,9 @@ pub struct EvalArgs {
     /// Benchmark file.
     #[arg(long, env = "MEMDEX_INPUT")]
     pub input: PathBuf,
-    /// Benchmark format.
-    #[arg(long, env = "MEMDEX_FORMAT", value_enum)]
-    pub format: EvalFormat,
+    /// Benchmark format (a format whose records carry questions).
+    #[arg(long, env = "MEMDEX_FORMAT", value_parser = format_arg())]
+    pub format: FormatArg,
     /// Store to build or reuse (default: a temporary store, deleted afterwards).
     #[arg(long, env = "MEMDEX_STORE")]
     pub store: Option<PathBuf>,

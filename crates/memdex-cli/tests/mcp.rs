@@ -188,13 +188,15 @@ fn a_client_remembers_searches_lists_and_forgets() {
             "{t}"
         );
     }
-    // the schema's bounds are the validation's
+    // the schema's bounds are the validation's, its default every front end's
     let k = &search_tool["inputSchema"]["properties"]["k"];
     assert_eq!(
         (k["minimum"].as_u64(), k["maximum"].as_u64()),
-        (Some(1), Some(1000)),
+        (Some(1), Some(memdex_memory::MAX_K as u64)),
         "{k}"
     );
+    let default = format!("default {}", memdex_memory::DEFAULT_K);
+    assert!(k["description"].as_str().unwrap().contains(&default), "{k}");
 
     // JSON-RPC's own errors: a line that is not JSON, params the SDK cannot read
     let r = s.raw("this is not JSON");

@@ -76,6 +76,16 @@ pub enum Dataset {
 }
 
 impl Dataset {
+    /// The benchmark whose questions a file of `format` carries (None: a format without
+    /// questions).
+    pub fn of(format: &memdex_ingest::Format) -> Option<Dataset> {
+        match format.name {
+            "longmemeval" => Some(Dataset::LongMemEval),
+            "locomo" => Some(Dataset::Locomo),
+            _ => None,
+        }
+    }
+
     /// The corpus id of a stored item, before any `noans` renaming.
     pub fn base_id(self, granularity: Granularity, session_id: &str, turn: u32) -> String {
         match (granularity, self) {

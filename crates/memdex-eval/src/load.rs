@@ -1,17 +1,17 @@
 //! Reading a benchmark file's questions while its sessions are indexed. The sessions come
-//! from memdex-ingest's sources for the format, and the build is the caller's (the same
-//! [`IndexOptions`] `memdex index` uses for every format): this module adds only the
-//! questions.
+//! from the format's session source in memdex-ingest's registry, and the build is the
+//! caller's (the same [`IndexOptions`] `memdex index` uses for every format): this module
+//! adds only the questions, read from each record as the source reads it.
 
 use std::path::Path;
 use std::sync::Mutex;
 
 use memdex_core::{Granularity, OnError};
-use memdex_ingest::{locomo_sessions, read_locomo, LongMemEvalSessions};
+use memdex_ingest::{Format, ReadOptions, Record};
 use memdex_memory::{Builder, IndexOptions, IndexProgress, IndexReport};
 use serde::Serialize;
 
-use crate::dataset::{self, longmemeval_question, Dataset, EvalQuestion};
+use crate::dataset::{self, longmemeval_question, EvalQuestion};
 use crate::EvalError;
 
 /// What loading found besides the sessions.
@@ -25,10 +25,10 @@ pub struct LoadReport {
     pub index: IndexReport,
 }
 
-/// Which benchmark file, at which granularity, and what a bad record does.
+/// Which benchmark file format, at which granularity, and what a bad record does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
-    pub dataset: Dataset,
+    pub format: &'static Format,
     pub granularity: Granularity,
     pub on_error: OnError,
 }
@@ -42,10 +42,22 @@ pub fn load_and_index(
     builder: &mut Builder,
     progress: &dyn IndexProgress,
 ) -> Result<(Vec<EvalQuestion>, LoadReport), EvalError> {
-    let (questions, warnings, index) = match load.dataset {
-        Dataset::LongMemEval => longmemeval(input, load, opts, builder, progress)?,
-        Dataset::Locomo => locomo(input, load.granularity, opts, builder, progress)?,
+    let seen = Mutex::new(Seen::default());
+    let granularity = load.granularity;
+    let read = ReadOptions {
+        on_error: load.on_error,
+        on_record: Some(Box::new(|r: Record<'_>| {
+            let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.add(r, granularity);
+        })),
+        ..ReadOptions::default()
     };
+    let source = (load.format.open)(input, read)?;
+    let index = builder.index(source, opts, progress)?;
+    let Seen {
+        questions,
+        warnings,
+    } = seen.into_inner().unwrap_or_else(|p| p.into_inner());
     let report = LoadReport {
         questions: questions.len(),
         rejected: index.errors.clone(),
@@ -55,49 +67,34 @@ pub fn load_and_index(
     Ok((questions, report))
 }
 
-type Loaded = (Vec<EvalQuestion>, Vec<String>, IndexReport);
-
-fn longmemeval(
-    input: &Path,
-    load: &LoadOptions,
-    opts: &IndexOptions,
-    builder: &mut Builder,
-    progress: &dyn IndexProgress,
-) -> Result<Loaded, EvalError> {
-    let seen = Mutex::new((Vec::new(), Vec::new()));
-    let granularity = load.granularity;
-    let source = LongMemEvalSessions::open(input, load.on_error)?.on_instance(Box::new(|inst| {
-        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-        seen.0.push(longmemeval_question(inst, granularity));
-        seen.1.extend(inst.warnings.iter().cloned());
-    }));
-    let index = builder.index(source, opts, progress)?;
-    let (questions, warnings) = seen.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok((questions, warnings, index))
+/// The questions and warnings of the records read so far.
+#[derive(Default)]
+struct Seen {
+    questions: Vec<EvalQuestion>,
+    warnings: Vec<String>,
 }
 
-fn locomo(
-    input: &Path,
-    granularity: Granularity,
-    opts: &IndexOptions,
-    builder: &mut Builder,
-    progress: &dyn IndexProgress,
-) -> Result<Loaded, EvalError> {
-    let convs = read_locomo(input)?;
-    let mut warnings = Vec::new();
-    for c in &convs {
-        warnings.extend(c.warnings.iter().cloned());
-        for (i, qa) in c.qa.iter().enumerate() {
-            for d in &qa.dropped {
-                warnings.push(format!(
-                    "{}: question {}: evidence id {d:?} names no turn (dropped)",
-                    c.tenant,
-                    i + 1
-                ));
+impl Seen {
+    fn add(&mut self, record: Record<'_>, granularity: Granularity) {
+        self.warnings.extend(record.warnings().iter().cloned());
+        match record {
+            Record::LongMemEval(inst) => {
+                self.questions.push(longmemeval_question(inst, granularity));
+            }
+            Record::Locomo(c) => {
+                for (i, qa) in c.qa.iter().enumerate() {
+                    for d in &qa.dropped {
+                        self.warnings.push(format!(
+                            "{}: question {}: evidence id {d:?} names no turn (dropped)",
+                            c.tenant,
+                            i + 1
+                        ));
+                    }
+                }
+                let one = std::slice::from_ref(c);
+                self.questions
+                    .extend(dataset::locomo_questions(one, granularity));
             }
         }
     }
-    let questions = dataset::locomo_questions(&convs, granularity);
-    let index = builder.index(locomo_sessions(&convs), opts, progress)?;
-    Ok((questions, warnings, index))
 }

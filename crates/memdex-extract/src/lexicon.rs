@@ -181,38 +181,28 @@ pub(crate) fn year(word: &str) -> Option<i32> {
     (1900..2100).contains(&y).then_some(y)
 }
 
-/// Full and abbreviated English month names and their numbers.
-pub(crate) const MONTHS: &[(&str, u32)] = &[
-    ("january", 1),
+/// Abbreviated English month names and their numbers (the full names are
+/// [`memdex_core::MONTH_NAMES`]).
+pub(crate) const MONTH_ABBREVIATIONS: &[(&str, u32)] = &[
     ("jan", 1),
-    ("february", 2),
     ("feb", 2),
-    ("march", 3),
     ("mar", 3),
-    ("april", 4),
     ("apr", 4),
-    ("may", 5),
-    ("june", 6),
     ("jun", 6),
-    ("july", 7),
     ("jul", 7),
-    ("august", 8),
     ("aug", 8),
-    ("september", 9),
     ("sep", 9),
     ("sept", 9),
-    ("october", 10),
     ("oct", 10),
-    ("november", 11),
     ("nov", 11),
-    ("december", 12),
     ("dec", 12),
 ];
 
 /// Month 1..=12 from a full or abbreviated English name. `may` and `march` are also common
 /// words, so alone they count only when capitalised (see [`month_alone`]).
 pub(crate) fn month(tok: &Token<'_>) -> Option<u32> {
-    lookup(MONTHS, tok.lower.as_str())
+    let w = tok.lower.as_str();
+    memdex_core::month_number(w).or_else(|| lookup(MONTH_ABBREVIATIONS, w))
 }
 
 /// Whether a month token is unambiguous on its own (not the verb `may`/`march`, not `mar`…).

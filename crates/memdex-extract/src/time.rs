@@ -24,7 +24,7 @@ use chrono::{Datelike, Duration, Months, NaiveDate};
 
 use crate::lexicon::{
     day_number, month, month_alone, number, season, tokens, unit, weekday, year, Token, Unit,
-    WordFilter, MONTHS, NUMBER_WORDS, SEASONS,
+    WordFilter, MONTH_ABBREVIATIONS, NUMBER_WORDS, SEASONS,
 };
 
 /// An inclusive range of calendar days.
@@ -311,7 +311,8 @@ const STARTS: WordFilter = WordFilter::EMPTY
         "during",
     ])
     .with_keys(NUMBER_WORDS)
-    .with_keys(MONTHS)
+    .with(&memdex_core::MONTH_NAMES)
+    .with_keys(MONTH_ABBREVIATIONS)
     .with_keys(SEASONS);
 
 /// Whether an expression may start at `tok`: a fast reject for most words of a text.

@@ -1,29 +1,24 @@
-//! A small seeded generator (SplitMix64): runs are reproducible from their seed.
+//! The harnesses' seeded generator: memdex's one SplitMix64 ([`memdex_core::rng`]) with the
+//! draws a mutator needs. Runs are reproducible from their seed.
 
-/// SplitMix64.
+use memdex_core::rng::SplitMix64;
+
+/// A mutator's generator over [`SplitMix64`] (the same sequence for the same seed).
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next_u64() % n as u64) as usize
-        }
+        self.0.below(n)
     }
 
     /// True with probability `1 / n`.

@@ -2,11 +2,13 @@
 //!
 //! Every input format is a [`SessionSource`]: an iterator of [`memdex_core::Session`]s with
 //! positioned errors. [`itemize`] then cuts a session into items at the chosen granularity.
-//! Format readers (JSONL, LongMemEval, LoCoMo) never embed or store.
+//! Format readers (JSONL, LongMemEval, LoCoMo) never embed or store. [`FORMATS`] is the one
+//! registry of them (`format`): detect, open, read a JSON value, default itemizing.
 
 mod benchmark;
 mod date;
 mod error;
+mod format;
 mod itemize;
 mod jsonl;
 mod locomo;
@@ -16,6 +18,10 @@ mod wire;
 pub use benchmark::{locomo_sessions, InstanceHook, LongMemEvalSessions};
 pub use date::{parse_date, MAX_YEAR, MIN_YEAR};
 pub use error::IngestError;
+pub use format::{
+    detect_file, detect_value, format, Format, ReadOptions, Record, RecordHook, Sessions,
+    ValueError, FORMATS,
+};
 pub use itemize::{itemize, ItemizeOptions};
 pub use jsonl::{JsonlOptions, JsonlSessions, DEFAULT_MAX_LINE_BYTES};
 pub use locomo::{
@@ -24,7 +30,7 @@ pub use locomo::{
 };
 pub use longmemeval::{LmeInstance, LongMemEvalReader};
 pub use wire::{
-    check_session, Context, SessionIn, SessionLimits, TurnIn, TurnRole, WireError,
+    check_session, session_to_wire, Context, SessionIn, SessionLimits, TurnIn, TurnRole, WireError,
     MAX_SESSION_ID_BYTES,
 };
 

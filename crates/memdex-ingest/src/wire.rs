@@ -156,6 +156,19 @@ impl SessionIn {
     }
 }
 
+/// `s` in the wire shape [`SessionIn`] reads (a JSONL line): `{tenant, session_id, date,
+/// turns: [{role, content}]}`, the date RFC 3339 to the millisecond, so reading it back gives
+/// the same session.
+pub fn session_to_wire(s: &Session) -> serde_json::Value {
+    let date = chrono::DateTime::from_timestamp_millis(s.timestamp_ms)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let turns: Vec<serde_json::Value> = (s.turns.iter())
+        .map(|t| serde_json::json!({"role": t.role.as_str(), "content": t.content}))
+        .collect();
+    serde_json::json!({"tenant": s.tenant, "session_id": s.session_id, "date": date,
+                       "turns": turns})
+}
+
 /// The one validation every source's sessions pass, whatever format they came in.
 pub fn check_session(s: &Session, limits: &SessionLimits) -> Result<(), WireError> {
     check_tenant_name(&s.tenant).map_err(|e| WireError::invalid("tenant", e.to_string()))?;
@@ -210,6 +223,34 @@ mod tests {
     fn parse(json: &str, tenant: Option<&str>) -> Result<Session, String> {
         let s: SessionIn = serde_json::from_str(json).map_err(|e| e.to_string())?;
         s.into_session(&cx(tenant)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_session_goes_out_and_back_the_same() {
+        let s = Session {
+            tenant: "a".into(),
+            session_id: "s".into(),
+            timestamp_ms: 1_685_490_000_123,
+            turns: vec![
+                Turn {
+                    role: Role::User,
+                    content: "hi".into(),
+                },
+                Turn {
+                    role: Role::Assistant,
+                    content: String::new(),
+                },
+            ],
+        };
+        let wire = session_to_wire(&s);
+        assert_eq!(wire["date"], "2023-05-30T23:40:00.123Z");
+        let back: SessionIn = serde_json::from_value(wire).unwrap();
+        let cx = Context {
+            tenant: None,
+            now_ms: 0,
+            limits: SessionLimits::FILES,
+        };
+        assert_eq!(back.into_session(&cx).unwrap(), s);
     }
 
     #[test]

@@ -37,7 +37,8 @@ use memdex_score::lsh::{Lsh, LshParams};
 
 use crate::cpu::{better, Cpu};
 use crate::{
-    f16, BucketMask, FragRelParams, KernelError, Kernels, Matrix, Timeline, TopKResult, NO_ROW,
+    f16, BucketMask, FragRelParams, KernelDevice, KernelError, Kernels, Matrix, ScanKernels,
+    Timeline, TopKResult, NO_ROW,
 };
 
 /// A check: panics on failure.

@@ -24,10 +24,10 @@ use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
 use crate::text::{check_text, PartText, PartTexts, TextQueries};
 use crate::tiles::{dense_tile, QueryTiles};
-use crate::types::{check_lsh, check_scan, check_timeline};
+use crate::types::check_lsh;
 use crate::{
-    f16, ptx, BucketMask, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankPart,
-    RankQueries, RankRows, TimeRule, Timeline, TopKResult,
+    f16, ptx, BucketMask, FragRelParams, HashKernels, KernelDevice, KernelError, Matrix,
+    RankKernels, RankParams, RankPart, RankQueries, RankRows, TimeRule, Timeline, TopKResult,
 };
 pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
 pub use scan::DeviceTiles;
@@ -49,7 +49,7 @@ pub struct Gpu {
     ordinal: usize,
     /// Streaming multiprocessors (132 on an H100 SXM).
     sms: usize,
-    /// Fused-ranking parts kept on the device by key ([`Kernels::rank_topk_parts`]).
+    /// Fused-ranking parts kept on the device by key ([`RankKernels::rank_topk_parts`]).
     resident: Arc<resident::Resident>,
 }
 
@@ -371,7 +371,7 @@ impl Gpu {
     }
 
     /// The default ranking pipeline fused (see `kernels/cuda/rank.cu`): `2k` slots per query, merged
-    /// into `k` by the host ([`Kernels::rank_topk`]).
+    /// into `k` by the host ([`RankKernels::rank_topk`]).
     pub fn rank_topk_dev(
         &self,
         m: &DeviceMatrix,
@@ -483,7 +483,7 @@ impl Gpu {
         Ok((dm, dr, self.upload_rank_queries(queries)?))
     }
 
-    /// [`Kernels::rank_topk`]'s answer from inputs on the device (the kernel's `2k` slots per
+    /// [`RankKernels::rank_topk`]'s answer from inputs on the device (the kernel's `2k` slots per
     /// query merged into `k`).
     fn rank_topk_on(
         &self,
@@ -495,7 +495,7 @@ impl Gpu {
         Ok(merge_lists(&r.scores, &r.rows, k))
     }
 
-    /// [`Kernels::rank_scores`]'s answer from inputs on the device (`total` range rows).
+    /// [`RankKernels::rank_scores`]'s answer from inputs on the device (`total` range rows).
     fn rank_scores_on(
         &self,
         (dm, dr, dq): &(DeviceMatrix, DeviceRankRows, DeviceRankQueries),
@@ -554,7 +554,7 @@ unsafe fn launch(mut b: LaunchArgs<'_>, cfg: LaunchConfig) -> Result<(), KernelE
     Ok(())
 }
 
-impl Kernels for Gpu {
+impl KernelDevice for Gpu {
     fn device(&self) -> String {
         format!("cuda:{}", self.ordinal)
     }
@@ -562,7 +562,9 @@ impl Kernels for Gpu {
     fn faults(&self) -> Vec<String> {
         self.resident.faults()
     }
+}
 
+impl HashKernels for Gpu {
     fn lsh_project(
         &self,
         x: &[f32],
@@ -576,43 +578,9 @@ impl Kernels for Gpu {
         let out = self.lsh_project_dev(&xd, n, dim, &pd, tables, buckets)?;
         self.download(&out)
     }
+}
 
-    fn segmented_topk(
-        &self,
-        m: &Matrix<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-    ) -> Result<TopKResult, KernelError> {
-        check_scan(m, queries, ranges, mask, k)?;
-        let dm = self.upload_matrix(m)?;
-        let dq = self.upload_queries(queries, ranges)?;
-        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
-        let r = self.segmented_topk_dev(&dm, &dq, dmask.as_ref(), k)?;
-        self.to_host(&r)
-    }
-
-    fn fragrel_topk(
-        &self,
-        m: &Matrix<'_>,
-        timeline: &Timeline<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-        params: FragRelParams,
-    ) -> Result<TopKResult, KernelError> {
-        check_scan(m, queries, ranges, mask, k)?;
-        check_timeline(m, timeline, params)?;
-        let dm = self.upload_matrix(m)?;
-        let dt = self.upload_timeline(timeline)?;
-        let dq = self.upload_queries(queries, ranges)?;
-        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
-        let r = self.fragrel_topk_dev(&dm, &dt, &dq, dmask.as_ref(), k, params)?;
-        self.to_host(&r)
-    }
-
+impl RankKernels for Gpu {
     fn rank_topk(
         &self,
         m: &Matrix<'_>,

@@ -2,8 +2,9 @@
 //! every kernel ([`cpu::Cpu`]), launch wrappers on candle's CUDA device (`gpu`, feature `cuda`),
 //! and [`test_device!`], which runs one test body on every device this build and machine have.
 //!
-//! Every kernel is reached through the [`Kernels`] trait, so tests and benchmarks compare the
-//! devices on identical inputs. [`KernelRanker`] puts the fused ranking behind memdex-rank's
+//! Every kernel is reached through a trait ([`RankKernels`], [`HashKernels`], the bench side's
+//! [`ScanKernels`]; [`Kernels`] is all three), so tests and benchmarks compare the devices on
+//! identical inputs. [`KernelRanker`] puts the fused ranking behind memdex-rank's
 //! ranking seam ([`memdex_rank::BatchRanker`]): the accelerated ranker, with the CPU ranker as
 //! its fallback and a per-batch cost model ([`Placement::Auto`]).
 
@@ -15,6 +16,7 @@ pub mod gpu;
 pub mod parts;
 pub mod rank;
 mod ranker;
+pub mod scan;
 mod scoring;
 pub mod text;
 mod text_inputs;
@@ -25,6 +27,7 @@ pub use half::f16;
 pub use parts::{Assembly, AssemblyGate, Concatenated, RankPart};
 pub use rank::{range_offsets, RankParams, RankQueries, RankRows, TimeRule};
 pub use ranker::{BatchSeconds, CostModel, KernelRanker, Placement, Side, PROBE_EVERY};
+pub use scan::ScanKernels;
 pub use text::{PartText, TextExpand, TextQueries, MAX_TEXT_EXPAND_TERMS};
 pub use text_inputs::text_inputs_reference;
 pub use types::{
@@ -53,9 +56,13 @@ pub enum KernelError {
     Cuda(#[from] candle_core::Error),
 }
 
-/// The kernels, on some device. Inputs live in host memory here (the GPU implementation
-/// uploads them per call); `gpu::Gpu` also has device-resident entry points for benchmarks.
-pub trait Kernels {
+/// A device memdex's kernels run on. Inputs live in host memory in every kernel trait (the
+/// GPU implementation uploads them per call); `gpu::Gpu` also has device-resident entry points
+/// for benchmarks. The kernels come in three traits, so that each user implements only what
+/// it calls: [`RankKernels`] (the fused ranking: the accelerated ranker), [`HashKernels`]
+/// (TiM's bucket ids: the write path), and the bench side's scans ([`scan::ScanKernels`]:
+/// `gpu_bench` and the device checks). [`Kernels`] is all three, what the checks run over.
+pub trait KernelDevice {
     /// `cpu` or `cuda:N`.
     fn device(&self) -> String;
 
@@ -67,7 +74,10 @@ pub trait Kernels {
     fn faults(&self) -> Vec<String> {
         Vec::new()
     }
+}
 
+/// TiM's hashing on a device: what the write path (`memdex-pipeline`) calls.
+pub trait HashKernels: KernelDevice {
     /// TiM bucket ids of `x` (`n × dim`, row-major) in every table: `n × tables` ids,
     /// `argmax([x R_t ; −x R_t])` with the first maximum winning. `proj` is
     /// `tables × (buckets/2) × dim` ([`memdex_score::lsh::Lsh::projection`]).
@@ -79,34 +89,10 @@ pub trait Kernels {
         tables: usize,
         buckets: usize,
     ) -> Result<Vec<u32>, KernelError>;
+}
 
-    /// Per query (`queries`: `nq × dim` f32), the top `k` rows of its range of `m` by cosine,
-    /// restricted to the rows passing `mask` when given. Order: score descending, then row
-    /// ascending; NaN counts as −∞.
-    fn segmented_topk(
-        &self,
-        m: &Matrix<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-    ) -> Result<TopKResult, KernelError>;
-
-    /// As [`Kernels::segmented_topk`], ranking `s + α·env` (FragRel's environment along the
-    /// range's timeline; the environment uses every row of the range, the mask only limits
-    /// which rows are returned).
-    #[allow(clippy::too_many_arguments)]
-    fn fragrel_topk(
-        &self,
-        m: &Matrix<'_>,
-        timeline: &Timeline<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-        params: FragRelParams,
-    ) -> Result<TopKResult, KernelError>;
-
+/// The fused ranking on a device: what the accelerated ranker ([`KernelRanker`]) calls.
+pub trait RankKernels: KernelDevice {
     /// memdex's default ranking pipeline for a batch of queries, fused (semantics in
     /// [`rank`]): the top `k` live rows of each query's range.
     fn rank_topk(
@@ -118,7 +104,7 @@ pub trait Kernels {
         k: usize,
     ) -> Result<TopKResult, KernelError>;
 
-    /// [`Kernels::rank_topk`] without the selection: every row of each query's range gets its
+    /// [`RankKernels::rank_topk`] without the selection: every row of each query's range gets its
     /// final score (the ranges concatenated as in [`range_offsets`]; dead rows −∞). The time
     /// stage's `front` rule is left to the caller (it orders flagged rows first); `boost` is
     /// applied. For callers that need the whole order (evaluation metrics).
@@ -130,7 +116,7 @@ pub trait Kernels {
         params: &RankParams,
     ) -> Result<Vec<f32>, KernelError>;
 
-    /// [`Kernels::rank_topk`] over rows given in parts, one per tenant ([`parts`]): the
+    /// [`RankKernels::rank_topk`] over rows given in parts, one per tenant ([`parts`]): the
     /// queries' ranges index the parts concatenated in order, each range within one part, every
     /// row live. The default concatenates them on the host; the CUDA kernels keep keyed parts
     /// resident on the device and upload only the parts they have not seen.
@@ -146,7 +132,7 @@ pub trait Kernels {
         self.rank_topk(&c.matrix(), &c.rows(), queries, params, k)
     }
 
-    /// [`Kernels::rank_topk_parts`] with each query's BM25 scores and time flags computed by
+    /// [`RankKernels::rank_topk_parts`] with each query's BM25 scores and time flags computed by
     /// the kernels from its part's text columns (`texts`, one per part: postings, dates) and
     /// its term ids and window (`text`); `queries.sparse` and `flags` are not read. With
     /// [`TextQueries::expand`] they also pick each query's expansion terms from its part's
@@ -173,7 +159,7 @@ pub trait Kernels {
         self.rank_topk_parts(dim, parts, &q, params, k)
     }
 
-    /// [`Kernels::rank_scores`] over rows given in parts (as [`Kernels::rank_topk_parts`]).
+    /// [`RankKernels::rank_scores`] over rows given in parts (as [`RankKernels::rank_topk_parts`]).
     fn rank_scores_parts(
         &self,
         dim: usize,
@@ -185,6 +171,13 @@ pub trait Kernels {
         self.rank_scores(&c.matrix(), &c.rows(), queries, params)
     }
 }
+
+/// Every kernel of a device: ranking, hashing and the bench side's scans. The device checks
+/// ([`checks`]) and `kernels_check` run over it; implemented for whatever implements the
+/// three.
+pub trait Kernels: RankKernels + HashKernels + ScanKernels {}
+
+impl<T: RankKernels + HashKernels + ScanKernels + ?Sized> Kernels for T {}
 
 /// Runs one test body on every device: always on the CPU reference (test `cpu_vs_brute_force`:
 /// the checks compare it with their brute force, not with itself), and on `cuda:0` when the

@@ -23,7 +23,7 @@ use fused::FusedError;
 pub use timings::BatchSeconds;
 use timings::Timings;
 
-use crate::{Kernels, MAX_K};
+use crate::{RankKernels, MAX_K};
 
 /// Where a [`KernelRanker`] ranks the batches the kernel can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub enum Placement {
 
 /// memdex's default ranking on a device, behind the ranking seam.
 pub struct KernelRanker {
-    kernels: Arc<dyn Kernels + Send + Sync>,
+    kernels: Arc<dyn RankKernels + Send + Sync>,
     cpu: CpuRanker,
     placement: Placement,
     top_cost: Mutex<CostModel>,
@@ -54,13 +54,13 @@ impl std::fmt::Debug for KernelRanker {
 
 impl KernelRanker {
     /// Ranks through `kernels`, the CPU reference ranker beside it.
-    pub fn new(kernels: Arc<dyn Kernels + Send + Sync>, placement: Placement) -> KernelRanker {
+    pub fn new(kernels: Arc<dyn RankKernels + Send + Sync>, placement: Placement) -> KernelRanker {
         KernelRanker::with_cpu(kernels, placement, CpuRanker::default())
     }
 
     /// [`Self::new`] with the CPU ranker it falls back to.
     pub fn with_cpu(
-        kernels: Arc<dyn Kernels + Send + Sync>,
+        kernels: Arc<dyn RankKernels + Send + Sync>,
         placement: Placement,
         cpu: CpuRanker,
     ) -> KernelRanker {

@@ -11,8 +11,9 @@ use memdex_kernels::checks::{
 };
 use memdex_kernels::cpu::Cpu;
 use memdex_kernels::{
-    f16, Assembly, AssemblyGate, BucketMask, Concatenated, FragRelParams, KernelError, Kernels,
-    Matrix, RankParams, RankPart, RankQueries, RankRows, Timeline, TopKResult,
+    f16, Assembly, AssemblyGate, BucketMask, Concatenated, FragRelParams, HashKernels,
+    KernelDevice, KernelError, Kernels, Matrix, RankKernels, RankParams, RankPart, RankQueries,
+    RankRows, ScanKernels, Timeline, TopKResult,
 };
 
 /// The CPU reference with a gated batch assembly (see the module docs).
@@ -81,7 +82,7 @@ impl GatedCpu {
     }
 }
 
-impl Kernels for GatedCpu {
+impl KernelDevice for GatedCpu {
     fn device(&self) -> String {
         "gated-cpu".into()
     }
@@ -89,7 +90,9 @@ impl Kernels for GatedCpu {
     fn faults(&self) -> Vec<String> {
         self.gate.faults()
     }
+}
 
+impl HashKernels for GatedCpu {
     fn lsh_project(
         &self,
         x: &[f32],
@@ -100,7 +103,9 @@ impl Kernels for GatedCpu {
     ) -> Result<Vec<u32>, KernelError> {
         Cpu.lsh_project(x, dim, proj, tables, buckets)
     }
+}
 
+impl ScanKernels for GatedCpu {
     fn segmented_topk(
         &self,
         m: &Matrix<'_>,
@@ -124,7 +129,9 @@ impl Kernels for GatedCpu {
     ) -> Result<TopKResult, KernelError> {
         Cpu.fragrel_topk(m, timeline, queries, ranges, mask, k, params)
     }
+}
 
+impl RankKernels for GatedCpu {
     fn rank_topk(
         &self,
         m: &Matrix<'_>,

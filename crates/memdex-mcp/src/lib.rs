@@ -22,7 +22,9 @@ mod stdio;
 use std::sync::Arc;
 
 use memdex_core::content_hash;
-use memdex_memory::{format_ms, DeleteTarget, Memory, MemoryError, SearchRequest, Stages};
+use memdex_memory::{
+    format_ms, DeleteTarget, Memory, MemoryError, SearchRequest, Stages, DEFAULT_K, MAX_K,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -74,8 +76,9 @@ pub struct SearchArgs {
     pub tenant: Option<String>,
     /// The question, in the user's words.
     pub query: String,
-    /// How many memories to return (1-1000, default 5).
-    #[schemars(range(min = 1, max = 1000))]
+    /// How many memories to return (default 10, at most 1000: memdex's `DEFAULT_K` and
+    /// `MAX_K`, as over HTTP and in Python).
+    #[schemars(range(min = 1, max = MAX_K))]
     pub k: Option<usize>,
     /// When the question is asked, for references such as "last weekend" (RFC 3339 or
     /// YYYY-MM-DD). Default: now.
@@ -240,7 +243,7 @@ impl MemoryServer {
         };
         let req = SearchRequest {
             query: a.query,
-            k: a.k.unwrap_or(5),
+            k: a.k.unwrap_or(DEFAULT_K),
             date: a.date,
             recent_turns: a.recent_turns.unwrap_or_default(),
             stages,

@@ -7,15 +7,21 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use memdex_core::{Granularity, OnError, Session};
 use memdex_embed::Encoder;
 use memdex_extract::FactExtractor;
-use memdex_ingest::SessionSource;
-use memdex_pipeline::{index_sessions_with, Extractors, IndexOptions, IndexProgress, IndexReport};
+use memdex_ingest::{Format, SessionList, SessionSource};
+use memdex_pipeline::{
+    index_sessions_with, ExtractOptions, Extractors, IndexOptions, IndexProgress, IndexReport,
+    DEFAULT_FLUSH_ITEMS,
+};
 use memdex_rank::BatchRanker;
-use memdex_store::{LshMeta, Manifest, Store, StoreSpec, StoreWriter, ThoughtsConfig, TreeConfig};
+use memdex_store::{
+    LshMeta, Manifest, Store, StoreError, StoreSpec, StoreWriter, ThoughtsConfig, TreeConfig,
+};
 
 use crate::request::StageNames;
-use crate::{MemoryError, Reader};
+use crate::{MemoryError, OpenOptions, Reader};
 
 /// What a batch build opens a store with.
 pub struct BuildSpec {
@@ -91,6 +97,51 @@ impl Builder {
             encoder,
             facts: spec.facts,
         })
+    }
+
+    /// Opens the store in `dir` for a batch build with the model a [`crate::Memory`] would
+    /// load (`opts.model`, else the store's recorded one, else the default): an existing
+    /// store as it is, a new one as `memdex index` makes it by default (`granularity` items,
+    /// event dates and facts, one message of key context on turn stores). Python's
+    /// `memdex.build` builds this way.
+    pub fn open_default(
+        dir: &Path,
+        opts: &OpenOptions,
+        granularity: Granularity,
+    ) -> Result<Builder, MemoryError> {
+        let (encoder, spec) = crate::memory::open_model(dir, opts)?;
+        let model_source = Some(crate::model::source_of(&encoder, &spec));
+        let (granularity, extraction) = match Manifest::load(dir) {
+            Ok(m) => (m.granularity, m.extraction),
+            Err(StoreError::NotAStore { .. }) => {
+                let x = ExtractOptions::default().for_granularity(granularity);
+                (granularity, x.extraction())
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let store = StoreSpec {
+            granularity,
+            model_source,
+            extraction,
+            layout: None,
+        };
+        Builder::open(dir, Box::new(encoder), BuildSpec::new(store))
+    }
+
+    /// Indexes sessions held in memory, cut and keyed as `format` does by default (the first
+    /// bad session stops the build; those before it stay committed).
+    pub fn index_sessions(
+        &mut self,
+        sessions: Vec<Session>,
+        format: &Format,
+    ) -> Result<IndexReport, MemoryError> {
+        let opts = IndexOptions {
+            itemize: (format.itemize)(self.manifest().granularity),
+            on_error: OnError::Abort,
+            flush_items: DEFAULT_FLUSH_ITEMS,
+            accel: None,
+        };
+        self.index(SessionList::new(sessions), &opts, &())
     }
 
     pub fn dir(&self) -> &Path {

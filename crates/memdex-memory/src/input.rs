@@ -1,44 +1,21 @@
-//! Sessions from JSON values as in-process callers hold them: memdex's session shape (a
-//! JSONL line: `{tenant?, session_id, date?, turns}`), an official LongMemEval question
-//! instance (`{question_id, haystack_sessions, …}`: one tenant per question, as `memdex index
-//! --format longmemeval` makes them) or an official LoCoMo conversation (`{sample_id,
-//! conversation, …}`). A value is one of these, an array of them, or `{"sessions": [...]}`.
-//! Every session passes the one wire validation of `memdex-ingest`; errors name the element
-//! (`sessions[2]: …`) and then what `memdex index` would say.
+//! Sessions from JSON values as in-process callers hold them: any format of memdex-ingest's
+//! registry that has a JSON value form — memdex's session shape (a JSONL line: `{tenant?,
+//! session_id, date?, turns}`), an official LongMemEval question instance
+//! (`{question_id, haystack_sessions, …}`: one tenant per question, as `memdex index --format
+//! longmemeval` makes them) or an official LoCoMo conversation (`{sample_id, conversation,
+//! …}`), each recognised by its key ([`memdex_ingest::detect_value`]). A value is one of
+//! these, an array of them, or `{"sessions": [...]}`. Every session passes the one wire
+//! validation of `memdex-ingest`; errors name the element (`sessions[2]: …`) and then what
+//! `memdex index` would say.
 
-use std::io::Cursor;
 use std::path::Path;
 
 use memdex_core::{clip, Session};
-use memdex_ingest::{
-    check_session, parse_locomo, Context, LongMemEvalReader, SessionIn, WireError,
-};
+use memdex_ingest::{detect_value, Context, Format, ReadOptions, SessionLimits, ValueError};
 use serde_json::Value;
 
 use crate::limits::Limits;
 use crate::MemoryError;
-
-/// The shape of one element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// memdex's session (the JSONL line shape).
-    Session,
-    /// An official LongMemEval question instance.
-    LongMemEval,
-    /// An official LoCoMo conversation.
-    Locomo,
-}
-
-/// Which shape `v` is, by its distinguishing key.
-pub fn shape_of(v: &Value) -> Shape {
-    if v.get("haystack_sessions").is_some() {
-        Shape::LongMemEval
-    } else if v.get("conversation").is_some() {
-        Shape::Locomo
-    } else {
-        Shape::Session
-    }
-}
 
 /// The sessions `value` holds. `tenant`: the tenant of sessions that name none (a session
 /// naming another is refused); `now_ms`: the date of undated sessions. Sizes over `limits`
@@ -49,7 +26,19 @@ pub fn sessions_from_json(
     now_ms: i64,
     limits: &Limits,
 ) -> Result<Vec<Session>, MemoryError> {
-    let out = read_elements(value, tenant, now_ms, limits)?;
+    sessions_from_json_as(value, None, tenant, now_ms, limits)
+}
+
+/// [`sessions_from_json`] with every element read as `format` (None: each as the format its
+/// key says).
+pub fn sessions_from_json_as(
+    value: Value,
+    format: Option<&Format>,
+    tenant: Option<&str>,
+    now_ms: i64,
+    limits: &Limits,
+) -> Result<Vec<Session>, MemoryError> {
+    let out = read_elements(value, format, tenant, now_ms, limits)?;
     if out.len() > limits.max_sessions {
         return Err(MemoryError::TooLarge(format!(
             "{} sessions in one request; the limit is {}",
@@ -69,6 +58,7 @@ pub fn sessions_from_json(
 
 fn read_elements(
     value: Value,
+    format: Option<&Format>,
     tenant: Option<&str>,
     now_ms: i64,
     limits: &Limits,
@@ -100,70 +90,45 @@ fn read_elements(
     };
     let mut out = Vec::new();
     for (i, v) in elements.into_iter().enumerate() {
-        let at = |m: String| invalid(format!("sessions[{i}]: {m}"));
-        // a wire error as its class: over a size limit, or invalid
-        let wire = |id: &str, e: WireError| {
-            let m = format!("sessions[{i}]: session {:?}: {e}", clip(id, 64));
-            match e {
-                WireError::TooLarge { .. } => MemoryError::TooLarge(m),
-                WireError::Invalid { .. } | WireError::Date { .. } => MemoryError::Invalid(m),
-            }
-        };
+        let label = format!("sessions[{i}]");
         if !v.is_object() {
-            return Err(at(format!(
-                "expected an object, not {}",
+            return Err(invalid(format!(
+                "{label}: expected an object, not {}",
                 clip(&v.to_string(), 64)
             )));
         }
-        // the sessions of a benchmark file pass the same limits as memdex's own
-        let from_file = |s: &Session| -> Result<(), MemoryError> {
-            match tenant {
-                Some(t) if s.tenant != t => Err(at(format!(
-                    "names tenant {:?} but this memory is for {t:?}",
-                    s.tenant
-                ))),
-                _ => check_session(s, &limits).map_err(|e| wire(&s.session_id, e)),
-            }
-        };
-        match shape_of(&v) {
-            Shape::Session => {
-                let s: SessionIn = serde_json::from_value(v).map_err(|e| at(short(&e)))?;
-                let id = s.session_id.clone();
-                out.push(s.into_session(&cx).map_err(|e| wire(&id, e))?);
-            }
-            Shape::LongMemEval => {
-                let bytes =
-                    serde_json::to_vec(&Value::Array(vec![v])).map_err(|e| at(short(&e)))?;
-                let name = format!("sessions[{i}] (LongMemEval)");
-                let reader = LongMemEvalReader::new(Path::new(&name), Cursor::new(bytes));
-                for inst in reader {
-                    let inst = inst.map_err(|e| invalid(short(&e)))?;
-                    for s in inst.sessions {
-                        from_file(&s)?;
-                        out.push(s);
-                    }
-                }
-            }
-            Shape::Locomo => {
-                let bytes = serde_json::to_vec(&v).map_err(|e| at(short(&e)))?;
-                let name = format!("sessions[{i}] (LoCoMo)");
-                let convs =
-                    parse_locomo(Path::new(&name), &bytes).map_err(|e| invalid(short(&e)))?;
-                for c in convs {
-                    for s in c.sessions {
-                        from_file(&s)?;
-                        out.push(s);
-                    }
-                }
-            }
-        }
+        let read = format.unwrap_or_else(|| detect_value(&v)).from_value;
+        out.extend(read(v, &label, &cx).map_err(|e| match e {
+            ValueError::Invalid(m) => MemoryError::Invalid(m),
+            ValueError::TooLarge(m) => MemoryError::TooLarge(m),
+        })?);
     }
     Ok(out)
 }
 
-/// A parser's message, which may quote a mistyped value whole: a short prefix of it.
-fn short(e: &dyn std::fmt::Display) -> String {
-    clip(&e.to_string(), 240).into_owned()
+/// Every session of the file at `path`, read as `format` (None: as its first bytes say), the
+/// sessions of a file passing the limits every file reader applies; the first bad record
+/// fails the read, naming the file and where.
+pub fn read_file(path: &Path, format: Option<&Format>) -> Result<Vec<Session>, MemoryError> {
+    let format = match format {
+        Some(f) => f,
+        None => memdex_ingest::detect_file(path).map_err(|e| invalid(e.to_string()))?,
+    };
+    let source = (format.open)(path, ReadOptions::default()).map_err(|e| invalid(e.to_string()))?;
+    source
+        .map(|s| s.map_err(|e| invalid(e.to_string())))
+        .collect()
+}
+
+/// The limits of a file's sessions ([`SessionLimits::FILES`]), no bound per call: what a
+/// session read from a file and handed back in passes.
+pub fn file_limits() -> Limits {
+    let f = SessionLimits::FILES;
+    Limits {
+        max_turns: f.max_turns,
+        max_text_bytes: f.max_text_bytes,
+        ..Limits::offline()
+    }
 }
 
 fn invalid(m: impl Into<String>) -> MemoryError {

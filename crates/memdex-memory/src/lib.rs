@@ -17,6 +17,7 @@ pub mod limits;
 pub mod maintain;
 mod memory;
 mod memory_async;
+mod model;
 mod rankers;
 mod reader;
 pub mod request;
@@ -25,21 +26,23 @@ mod search;
 pub use builder::{BuildSpec, Builder};
 pub use error::MemoryError;
 pub use limits::{Limits, DEFAULT_K, MAX_K, MAX_RECENT_TURNS, MAX_TEXT_BYTES, MAX_TURNS};
-pub use memdex_core::{DeviceChoice, TextKind};
+pub use memdex_core::{DeviceChoice, Granularity, TextKind};
+pub use memdex_ingest::{format, session_to_wire, Format, FORMATS};
 pub use memdex_pipeline::{
     ExtractOptions, IndexOptions, IndexProgress, IndexReport, KernelHandle, Throughput,
     DEFAULT_FLUSH_ITEMS,
 };
 pub use memdex_rank::{format_ms, Explain, SearchHit, Snapshot, Stages, StoreSummary};
 pub use memdex_runtime::{
-    AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, Health, StartVerify,
-    BATCH_BUCKETS, SEARCH_STAGES, STAGES,
+    AppendReport, DeleteReport, DeleteTarget, EngineOptions, EngineStats, Health, SearchTimings,
+    StartVerify, BATCH_BUCKETS, SEARCH_STAGES, STAGES,
 };
 pub use memdex_store::{
     CompactOptions, CompactReport, RestoreOptions, RestoreReport, SnapshotOptions, SnapshotReport,
     VerifyReport,
 };
-pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend, DEFAULT_MODEL_DIR};
+pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend};
+pub use model::{load_model, model_spec, DEFAULT_MODEL_DIR};
 pub use rankers::{cpu_ranker, kernels, ranker, RankChoice, RankDevice};
 pub use reader::Reader;
 pub use request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};

@@ -6,14 +6,15 @@
 //! batches their queries) but not from inside an async runtime: async callers use the
 //! `*_async` variants (`memory_async.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use memdex_core::{check_tenant_name, DeviceChoice, ModelInfo, Role, Session, TextKind};
-use memdex_embed::{load_encoder, EmbedOptions, Embedder, Embeddings, Encoder, ModelFiles};
-use memdex_rank::{BatchRanker, SearchHit, Snapshot};
+use memdex_embed::{EmbedOptions, Embedder, Embeddings, Encoder};
+use memdex_rank::{BatchRanker, Snapshot};
 use memdex_runtime::{
-    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, Health, Ticket,
+    AppendReport, DeleteReport, DeleteTarget, Engine, EngineOptions, EngineStats, Health, Searched,
+    Ticket,
 };
 use memdex_store::{CompactReport, Manifest, SnapshotOptions, SnapshotReport, VerifyReport};
 use serde::Serialize;
@@ -26,19 +27,18 @@ use crate::request::{check_embed, SearchRequest, StageNames};
 use crate::search::{check, Asked, Checked, SearchAnswer};
 use crate::MemoryError;
 
-/// Where the default model lives, relative to the working directory (as for `memdex`).
-pub const DEFAULT_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
 /// How to open a memory.
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// Model directory or a repo id in the local Hugging Face cache. None: the store's
-    /// recorded model when it still resolves, else [`DEFAULT_MODEL_DIR`].
+    /// recorded model when it still resolves, else [`crate::DEFAULT_MODEL_DIR`]
+    /// ([`crate::model_spec`]).
     pub model: Option<String>,
     pub device: DeviceChoice,
     pub embed: EmbedOptions,
-    /// How the engine queues and commits; its `ranker`, when set, overrides `rank`.
+    /// How the engine queues and commits.
     pub engine: EngineOptions,
-    /// Where searches are ranked.
+    /// Where searches are ranked: the one setting that picks the ranker.
     pub rank: RankChoice,
     /// What one call may carry; None: [`Limits::in_process`].
     pub limits: Option<Limits>,
@@ -95,9 +95,7 @@ impl Memory {
         let (encoder, spec) = open_model(dir, &opts)?;
         let mut opts = opts;
         if opts.engine.model_source.is_none() {
-            let dir = &encoder.files().dir;
-            let source = dir.canonicalize().unwrap_or_else(|_| PathBuf::from(&spec));
-            opts.engine.model_source = Some(source.display().to_string());
+            opts.engine.model_source = Some(crate::model::source_of(&encoder, &spec));
         }
         Self::open_with_encoder(dir, Box::new(encoder), opts)
     }
@@ -109,11 +107,8 @@ impl Memory {
         encoder: Box<dyn Encoder>,
         opts: OpenOptions,
     ) -> Result<Memory, MemoryError> {
-        let mut engine = opts.engine;
-        if engine.ranker.is_none() {
-            engine.ranker = Some(ranker(opts.rank, opts.device, encoder.as_ref())?);
-        }
-        let engine = Engine::start(dir, encoder, engine).map_err(|e| match e {
+        let ranker = ranker(opts.rank, opts.device, encoder.as_ref())?;
+        let engine = Engine::start(dir, encoder, ranker, opts.engine).map_err(|e| match e {
             memdex_runtime::RuntimeError::Pipeline(e) => {
                 MemoryError::Internal(format!("opening {}: {e}", dir.display()))
             }
@@ -257,7 +252,8 @@ impl Memory {
             Begun::Answered(answer) => return Ok(answer),
             Begun::Queued(ready, ticket) => (ready, ticket),
         };
-        Ok(ready.answer(wait(ticket)?))
+        let done = wait(ticket)?;
+        Ok(ready.answer(done.hits, Some(done.timings)))
     }
 
     /// A search checked against the latest snapshot and handed to the engine, which embeds
@@ -442,7 +438,7 @@ impl Drop for Memory {
 /// A search's first half: answered already, or with the engine.
 pub(crate) enum Begun {
     Answered(SearchAnswer),
-    Queued(Box<crate::search::Ready>, Ticket<Vec<SearchHit>>),
+    Queued(Box<crate::search::Ready>, Ticket<Searched>),
 }
 
 /// The model `opts` name (else the store's recorded one when it still resolves, else the
@@ -452,14 +448,8 @@ pub(crate) fn open_model(
     opts: &OpenOptions,
 ) -> Result<(Embedder, String), MemoryError> {
     let recorded = Manifest::load(dir).ok().and_then(|m| m.model_source);
-    let spec = match (&opts.model, recorded) {
-        (Some(m), _) => m.clone(),
-        (None, Some(r)) if ModelFiles::resolve(&r).is_ok() => r,
-        _ => DEFAULT_MODEL_DIR.to_string(),
-    };
-    let encoder = load_encoder(&spec, opts.device, &opts.embed)
-        .map_err(|e| MemoryError::Invalid(format!("model {spec:?}: {e}")))?;
-    Ok((encoder, spec))
+    let given = opts.model.as_deref();
+    crate::model::load_model(given, recorded.as_deref(), opts.device, &opts.embed)
 }
 
 pub(crate) fn wait<T>(t: Ticket<T>) -> Result<T, MemoryError> {

@@ -50,7 +50,10 @@ impl Memory {
     ) -> Result<SearchAnswer, MemoryError> {
         match self.begin_search(tenant, req, false)? {
             Begun::Answered(answer) => Ok(answer),
-            Begun::Queued(ready, ticket) => Ok(ready.answer(done(ticket).await?)),
+            Begun::Queued(ready, ticket) => {
+                let searched = done(ticket).await?;
+                Ok(ready.answer(searched.hits, Some(searched.timings)))
+            }
         }
     }
 

@@ -86,7 +86,7 @@ pub fn ranker(
             (kernels(on, mb)?, Placement::Device)
         }
         RankDevice::Kernels => {
-            let k = Arc::from(kernels(device, mb)?);
+            let k: Arc<dyn Kernels + Send + Sync> = Arc::from(kernels(device, mb)?);
             return Ok(Arc::new(KernelRanker::with_cpu(k, Placement::Device, cpu)));
         }
     };
@@ -94,7 +94,8 @@ pub fn ranker(
         tracing::info!("no CUDA kernels here: the CPU ranker ranks");
         return Ok(Arc::new(cpu));
     }
-    let ranker = KernelRanker::with_cpu(Arc::from(kernels), placement, cpu);
+    let kernels: Arc<dyn Kernels + Send + Sync> = Arc::from(kernels);
+    let ranker = KernelRanker::with_cpu(kernels, placement, cpu);
     tracing::info!(
         "ranking through {}",
         memdex_rank::BatchRanker::describe(&ranker)

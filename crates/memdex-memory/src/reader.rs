@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
@@ -14,6 +15,7 @@ use memdex_rank::{
     Batch, BatchQuery, BatchRanker, CpuRanker, Query, RankOptions, Ranking, SearchHit, Snapshot,
     TopK,
 };
+use memdex_runtime::SearchTimings;
 use memdex_store::Store;
 
 use crate::limits::Limits;
@@ -33,15 +35,13 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// Opens the store in `dir` for reading with the model and the ranker `opts` name (the
-    /// store's recorded model by default; `opts.engine` and `opts.limits` do not apply).
+    /// Opens the store in `dir` for reading with the model and the ranker (`opts.rank`)
+    /// `opts` name (the store's recorded model by default; `opts.engine` and `opts.limits` do
+    /// not apply).
     pub fn open(dir: &Path, opts: &OpenOptions, names: StageNames) -> Result<Reader, MemoryError> {
         let store = Store::open(dir)?;
         let (encoder, _) = crate::memory::open_model(dir, opts)?;
-        let ranker = match &opts.engine.ranker {
-            Some(r) => r.clone(),
-            None => ranker(opts.rank, opts.device, &encoder)?,
-        };
+        let ranker = ranker(opts.rank, opts.device, &encoder)?;
         Self::with_ranker(store, Box::new(encoder), ranker, names)
     }
 
@@ -140,7 +140,9 @@ impl Reader {
     }
 
     /// The tenant's top items; `NotFound` when the tenant has no memory. A request without a
-    /// date is asked at the tenant's newest item (an offline store has no "now").
+    /// date is asked at the tenant's newest item (an offline store has no "now"), and its
+    /// answer carries that date. Its timings: `embed` (tokenizing included) and `rank`; an
+    /// offline search has no queues.
     pub fn search(&self, tenant: &str, req: &SearchRequest) -> Result<SearchAnswer, MemoryError> {
         let asked = Asked {
             limits: &self.limits,
@@ -152,7 +154,9 @@ impl Reader {
             Checked::Answered(answer) => return Ok(answer),
             Checked::Ready(ready) => ready,
         };
+        let started = Instant::now();
         let vector = self.embed_queries(&[&ready.plan.searched])?;
+        let embedded = Instant::now();
         let q = [BatchQuery {
             tenant,
             query: Query {
@@ -165,7 +169,13 @@ impl Reader {
             .snapshot
             .top(self.ranker(), &q, &ready.plan.opts, ready.top)?;
         let hits = top.pop().ok_or_else(no_answer)??;
-        Ok(ready.answer(hits))
+        let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let timings = SearchTimings {
+            embed_us: us(embedded - started),
+            rank_us: us(embedded.elapsed()),
+            ..SearchTimings::default()
+        };
+        Ok(ready.answer(hits, Some(timings)))
     }
 }
 

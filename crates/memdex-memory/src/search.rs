@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use memdex_core::check_tenant_name;
 use memdex_rank::{fit_to_store, reading_context, SearchHit, Snapshot, TopK};
-use memdex_runtime::{SearchAsk, SearchJob};
+use memdex_runtime::{SearchAsk, SearchJob, SearchTimings};
 use serde::Serialize;
 
 use crate::limits::Limits;
@@ -21,9 +21,14 @@ pub struct SearchAnswer {
     pub query: String,
     /// The text actually searched (the query, or recent turns + query when ambiguous).
     pub searched: String,
-    /// When the question was asked (ms since the epoch, UTC).
+    /// When the question was asked (ms since the epoch, UTC): the date it was ranked at (a
+    /// request without one: now for a live memory, the tenant's newest item for a reader).
     pub date_ms: i64,
     pub hits: Vec<SearchHit>,
+    /// Microseconds it spent in each serving stage (None: answered without ranking, a
+    /// tenant with no memory). A reader has no queues and tokenizes inside `embed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<SearchTimings>,
 }
 
 impl SearchAnswer {
@@ -59,6 +64,9 @@ pub(crate) struct Ready {
     pub query: String,
     pub plan: SearchPlan,
     pub top: TopK,
+    /// The date it is ranked at: the plan's, else the tenant's newest item's (what the
+    /// ranking stages default to).
+    pub ranked_at: i64,
 }
 
 /// `req` for `tenant`, checked against `snapshot`.
@@ -71,6 +79,10 @@ pub(crate) fn check(
     check_tenant_name(tenant).map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let mut plan = plan_search(req, asked.limits, asked.default_date, asked.names)?;
     fit_to_store(&mut plan.opts, plan.time_asked, snapshot.store());
+    let ranked_at = match plan.date_ms {
+        Some(d) => d,
+        None => newest_item(snapshot, tenant).unwrap_or_else(now_ms),
+    };
     let ready = Ready {
         tenant: tenant.to_string(),
         query: req.query.clone(),
@@ -79,6 +91,7 @@ pub(crate) fn check(
             k: req.k,
             explain: req.explain,
         },
+        ranked_at,
     };
     if snapshot.has_tenant(tenant) {
         return Ok(Checked::Ready(Box::new(ready)));
@@ -88,7 +101,17 @@ pub(crate) fn check(
             "tenant {tenant:?} has no memory"
         )));
     }
-    Ok(Checked::Answered(ready.answer(Vec::new())))
+    Ok(Checked::Answered(ready.answer(Vec::new(), None)))
+}
+
+/// The date of the tenant's newest live item (what a ranking without a date is asked at).
+fn newest_item(snapshot: &Snapshot, tenant: &str) -> Option<i64> {
+    let slices = snapshot.store().tenant_slices(tenant);
+    (slices.iter().flat_map(|s| s.timestamps()).copied()).max()
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
 }
 
 impl Ready {
@@ -106,17 +129,15 @@ impl Ready {
         }
     }
 
-    /// The answer with `hits`.
-    pub fn answer(self, hits: Vec<SearchHit>) -> SearchAnswer {
+    /// The answer with `hits`, ranked in `timings`.
+    pub fn answer(self, hits: Vec<SearchHit>, timings: Option<SearchTimings>) -> SearchAnswer {
         SearchAnswer {
             tenant: self.tenant,
             query: self.query,
-            date_ms: self
-                .plan
-                .date_ms
-                .unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
+            date_ms: self.ranked_at,
             searched: self.plan.searched,
             hits,
+            timings,
         }
     }
 }

@@ -73,6 +73,18 @@ fn a_build_then_searches_through_the_door() {
         .unwrap();
     assert_eq!(ans.hits.len(), 1);
     assert_eq!(ans.hits[0].session_id, "s2");
+    // undated: asked, ranked and answered at the tenant's newest item (s2, day 3), not now
+    let newest = history()[1].timestamp_ms;
+    assert_eq!(ans.date_ms, newest);
+    assert!(ans.context()["question_date"]
+        .as_str()
+        .is_some_and(|d| d == memdex_memory::format_ms(newest)));
+    let t = ans.timings.expect("a ranked answer carries its timings");
+    assert_eq!(
+        (t.model_queue_us, t.rank_queue_us),
+        (0, 0),
+        "no queues offline"
+    );
     let e = reader
         .search("zed", &SearchRequest::new("dog", 1))
         .unwrap_err();

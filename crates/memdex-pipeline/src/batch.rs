@@ -10,7 +10,7 @@ use memdex_score::text::Analyzer;
 use memdex_store::{Derived, StoreWriter, WordTable};
 use rayon::prelude::*;
 
-use memdex_kernels::Kernels;
+use memdex_kernels::HashKernels;
 
 use crate::keys::KeyCache;
 use crate::vectors::derive_from_vectors;
@@ -132,7 +132,7 @@ pub fn write_batch(
     keys: &mut KeyCache,
     batch: ItemBatch,
     emb: Embeddings,
-    accel: Option<&dyn Kernels>,
+    accel: Option<&dyn HashKernels>,
 ) -> Result<Committed, PipelineError> {
     let ItemBatch {
         items,

@@ -391,7 +391,7 @@ fn write_stage(
     let mut r = IndexReport::default();
     for (cut, emb) in rx {
         let t = Instant::now();
-        let kernels = accel.map(|a| &*a.0 as &dyn memdex_kernels::Kernels);
+        let kernels = accel.map(|a| &*a.0 as &dyn memdex_kernels::HashKernels);
         let c = match write_batch(writer, &mut keys, cut.batch, emb, kernels) {
             Ok(c) => c,
             Err(e) => return (r, Some(e)),

@@ -6,7 +6,7 @@
 //! scored exactly. Segments without the column (written before hashing was enabled) are scanned
 //! exactly, so results never miss rows for lack of ids.
 
-use memdex_kernels::Kernels;
+use memdex_kernels::HashKernels;
 use memdex_score::lsh::{Lsh, LshParams};
 use memdex_score::{dot, Hit, TopKHeap};
 use memdex_store::{LshMeta, Store};
@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 /// memdex's kernels on some device, shared between threads (TiM bucket ids at index time).
 #[derive(Clone)]
-pub struct KernelHandle(pub std::sync::Arc<dyn Kernels + Send + Sync>);
+pub struct KernelHandle(pub std::sync::Arc<dyn HashKernels + Send + Sync>);
 
 impl std::fmt::Debug for KernelHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use memdex_core::MemoryItem;
-use memdex_kernels::Kernels;
+use memdex_kernels::HashKernels;
 use memdex_store::{Derived, Store, StoreWriter};
 use rayon::prelude::*;
 
@@ -19,7 +19,7 @@ pub(crate) fn derive_from_vectors(
     items: &[MemoryItem],
     data: &[f32],
     derived: &mut [Derived],
-    accel: Option<&dyn Kernels>,
+    accel: Option<&dyn HashKernels>,
 ) {
     let manifest = writer.manifest();
     let m = manifest.extraction.neighbors;
@@ -47,7 +47,7 @@ pub(crate) fn derive_from_vectors(
 
 /// Bucket ids through the kernels' `lsh_project` (argmax over `[xR ; −xR]`, as
 /// [`crate::lsh::bucket_ids`] up to summation order); the CPU's when the device fails.
-fn device_bucket_ids(k: &dyn Kernels, lsh: &memdex_score::lsh::Lsh, data: &[f32]) -> Vec<u16> {
+fn device_bucket_ids(k: &dyn HashKernels, lsh: &memdex_score::lsh::Lsh, data: &[f32]) -> Vec<u16> {
     let p = lsh.params();
     match k.lsh_project(data, lsh.dim(), lsh.projection(), p.tables, p.buckets) {
         Ok(ids) => ids.into_iter().map(|b| b as u16).collect(),

@@ -1,16 +1,17 @@
-//! The append pipeline and the searcher over a test-double encoder (no model on disk):
+//! The append pipeline and the ranking over its store, with a test-double encoder (no model on
+//! disk):
 //! idempotency, conflicts refusing a whole request, empty sessions, key reuse, deletes
 //! forgotten by idempotency and ranking alike, failed commits leaving nothing behind.
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-use common::Searcher;
 use memdex_core::{Granularity, Session, TextKind};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, PipelineError, SessionStatus};
-use memdex_rank::{rank, Dense, Query, RankError, RankOptions, TenantCache};
+use memdex_rank::{
+    rank, BatchQuery, CpuRanker, Dense, Query, RankError, RankOptions, Snapshot, TenantCache, TopK,
+};
 use memdex_score::CpuScorer;
 use memdex_store::{Extraction, Store, StoreWriter};
 use memdex_testkit::{user_session, HashEncoder};
@@ -159,14 +160,24 @@ fn deleted_rows_are_never_ranked_and_given_scores_must_fit() {
         |keys: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
     let c = p.commit(&mut w, &mut embed).unwrap();
     w.delete_items(&[c.first_id]).unwrap();
-    let searcher = Searcher::new(
-        Store::open(tmp.path()).unwrap(),
-        Box::new(HashEncoder::new(DIM)),
-    )
-    .unwrap();
-    let hits = searcher
-        .search("ann", "locker code 4711", None, 10, &RankOptions::dense())
-        .unwrap();
+    let snapshot = Snapshot::new(Store::open(tmp.path()).unwrap(), 1 << 20);
+    let v = enc.embed(&["locker code 4711"], TextKind::Query).unwrap();
+    let asked = [BatchQuery {
+        tenant: "ann",
+        query: Query {
+            text: "locker code 4711",
+            vector: v.row(0),
+            date_ms: None,
+        },
+    }];
+    let top = TopK {
+        k: 10,
+        explain: false,
+    };
+    let ranked = (snapshot.top(&CpuRanker::default(), &asked, &RankOptions::dense(), top))
+        .unwrap()
+        .pop();
+    let hits = ranked.unwrap().unwrap();
     assert_eq!(hits.len(), 1);
     assert!(hits[0].value.contains("plants"), "{hits:?}");
 
@@ -176,7 +187,7 @@ fn deleted_rows_are_never_ranked_and_given_scores_must_fit() {
         vector: q.row(0),
         date_ms: None,
     };
-    let store = searcher.store();
+    let store = snapshot.store();
     let e = rank(
         store,
         "ann",

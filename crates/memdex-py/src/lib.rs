@@ -11,9 +11,10 @@
 
 use std::path::PathBuf;
 
+use memdex_memory::input::{file_limits, read_file, sessions_from_json_as};
 use memdex_memory::{
-    DeleteTarget, DeviceChoice, EngineOptions, Memory, MemoryError, OpenOptions, RankChoice,
-    SearchRequest, Stages, TextKind,
+    Builder, DeleteTarget, DeviceChoice, EngineOptions, Granularity, Memory, MemoryError,
+    OpenOptions, RankChoice, SearchRequest, Stages, TextKind,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -225,10 +226,87 @@ impl Native {
     }
 }
 
+/// A format of memdex-ingest's registry by name (None: detected).
+fn format_named(name: Option<&str>) -> PyResult<Option<&'static memdex_memory::Format>> {
+    name.map(|n| memdex_memory::format(n).map_err(invalid))
+        .transpose()
+}
+
+/// The sessions of a file (`path`) or of JSON text (`value_json`: a session, a LongMemEval
+/// instance, a LoCoMo conversation, or a list of them), read by the format registry as
+/// `format` (None: detected), as JSON text of memdex's session shape.
+#[pyfunction]
+#[pyo3(signature = (path=None, value_json=None, format=None))]
+fn read_sessions(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    value_json: Option<&str>,
+    format: Option<&str>,
+) -> PyResult<String> {
+    let format = format_named(format)?;
+    let sessions = match (path, value_json) {
+        (Some(p), None) => py.detach(|| read_file(&p, format)).map_err(err)?,
+        (None, Some(text)) => {
+            let value: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| invalid(format!("sessions: {e}")))?;
+            let now = chrono::Utc::now().timestamp_millis();
+            (py.detach(|| sessions_from_json_as(value, format, None, now, &file_limits())))
+                .map_err(err)?
+        }
+        _ => return Err(invalid("give a path or a value, not both".into())),
+    };
+    let wire: Vec<serde_json::Value> = sessions
+        .iter()
+        .map(memdex_memory::session_to_wire)
+        .collect();
+    json(&wire)
+}
+
+/// Builds (or extends) the store in `store` from sessions given as JSON text (memdex's
+/// session shape), cut and keyed as `format` does by default, through the batch build
+/// `memdex index` uses; answers `{report, tenants}` as JSON text. Idempotent.
+#[pyfunction]
+#[pyo3(signature = (store, sessions_json, format="jsonl", model=None, device="auto", granularity="round"))]
+fn build(
+    py: Python<'_>,
+    store: PathBuf,
+    sessions_json: &str,
+    format: &str,
+    model: Option<String>,
+    device: &str,
+    granularity: &str,
+) -> PyResult<String> {
+    let format = memdex_memory::format(format).map_err(invalid)?;
+    let device: DeviceChoice = device.parse().map_err(|e| invalid(format!("{e}")))?;
+    let granularity: Granularity = granularity.parse().map_err(|e| invalid(format!("{e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(sessions_json).map_err(|e| invalid(format!("sessions: {e}")))?;
+    let opts = OpenOptions {
+        model,
+        device,
+        ..OpenOptions::default()
+    };
+    let out = py.detach(|| -> Result<serde_json::Value, MemoryError> {
+        let now = chrono::Utc::now().timestamp_millis();
+        let sessions = sessions_from_json_as(value, None, None, now, &file_limits())?;
+        let mut builder = Builder::open_default(&store, &opts, granularity)?;
+        let report = builder.index_sessions(sessions, format)?;
+        let tenants = builder.view()?.tenants().len();
+        Ok(serde_json::json!({"report": report, "tenants": tenants}))
+    });
+    json(&out.map_err(err)?)
+}
+
 #[pymodule]
 fn _memdex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Native>()?;
+    m.add_function(wrap_pyfunction!(read_sessions, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_K", memdex_memory::MAX_K)?;
+    m.add("DEFAULT_K", memdex_memory::DEFAULT_K)?;
+    let formats: Vec<&str> = memdex_memory::FORMATS.iter().map(|f| f.name).collect();
+    m.add("FORMATS", formats)?;
     Ok(())
 }

@@ -58,6 +58,28 @@ def test_search_hits_stages_and_table(mem):
     assert all(h.explain["score_rank"] >= 1 and "first_stage" in h.explain for h in why)
 
 
+def test_hits_carry_their_timings_and_k_defaults_as_everywhere(mem):
+    import inspect
+
+    mem.add(HISTORY)
+    hits = mem.search("alice", "dog Rex")
+    assert isinstance(hits, memdex.Hits) and isinstance(hits, list)
+    assert list(hits.timings) == ["tokenize", "model_queue", "embed", "rank_queue", "rank"]
+    assert all(isinstance(us, int) and us >= 0 for us in hits.timings.values())
+    assert hits.timings["embed"] > 0
+    # the defaults and the bound are the Rust door's (DEFAULT_K, MAX_K), read from it
+    assert (memdex.DEFAULT_K, memdex.MAX_K) == (10, 1000)
+    for f in (memdex.Memory.search, memdex.Memory.context):
+        assert inspect.signature(f).parameters["k"].default == memdex.DEFAULT_K
+    assert len(mem.search("alice", "dog", k=memdex.MAX_K)) == 2
+    with pytest.raises(memdex.InvalidInput, match="k must be 1 to 1000"):
+        mem.search("alice", "dog", k=memdex.MAX_K + 1)
+    # past the Python check, the native door refuses the same bound
+    with pytest.raises(memdex.InvalidInput, match="1000"):
+        memdex._call(mem._native.search, "alice", "dog", memdex.MAX_K + 1, None, [], "{}",
+                     False)
+
+
 def test_explain_names_what_the_update_stage_linked(mem):
     mem.add([
         {"session_id": "porto", "date": "2023-05-01",
@@ -119,6 +141,49 @@ def test_longmemeval_and_locomo_objects(mem):
     assert [r["tenant"] for r in out] == ["q_1", "conv-1"]
     assert mem.search("q_1", "dog", k=1)[0].session_id in ("h1", "h2")
     assert "Ann: I moved to Oslo." in mem.search("conv-1", "Oslo", k=1)[0].value
+
+
+LME = [{"question_id": "q1", "question_type": "single-session-user", "question": "what?",
+        "answer": 3, "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_session_ids": ["h1", "h2"],
+        "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/21 (Sun) 10:00"],
+        "haystack_sessions": [[{"role": "user", "content": "I adopted a dog.", "has_answer": True},
+                               {"role": "assistant", "content": ""}],
+                              [{"role": "assistant", "content": "y"}]]}]
+
+
+def test_read_sessions_uses_the_format_registry(tmp_path):
+    assert memdex.FORMATS == ("jsonl", "longmemeval", "locomo")
+    path = tmp_path / "lme.json"
+    path.write_text(__import__("json").dumps(LME))
+    for fmt in (None, "longmemeval"):
+        got = memdex.read_sessions(path, fmt)
+        assert [(s["tenant"], s["session_id"], s["date"]) for s in got] == [
+            ("q1", "h1", "2023-05-20T10:00:00.000Z"), ("q1", "h2", "2023-05-21T10:00:00.000Z")]
+        assert got[0]["turns"][1] == {"role": "assistant", "content": ""}, "blank turns kept"
+    assert memdex.read_sessions(LME) == memdex.read_sessions(str(path))
+    # what it reads goes back in unchanged
+    assert memdex.read_sessions(memdex.read_sessions(HISTORY)) == memdex.read_sessions(HISTORY)
+    with pytest.raises(memdex.InvalidInput, match="unknown format \"csv\""):
+        memdex.read_sessions(path, "csv")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"tenant": "a", "session_id": "s", "turns": []}\n')
+    with pytest.raises(memdex.InvalidInput, match="bad.jsonl:1"):
+        memdex.read_sessions(bad)
+
+
+def test_build_is_the_batch_build_keyed_as_the_format(tmp_path, tiny_model):
+    store = tmp_path / "built"
+    sessions = memdex.read_sessions(LME)
+    out = memdex.build(store, sessions, format="longmemeval", model=tiny_model, device="cpu")
+    assert out["tenants"] == 1 and out["report"]["items_written"] == 2
+    again = memdex.build(store, sessions, format="longmemeval", model=tiny_model, device="cpu")
+    assert again["report"]["items_written"] == 0, "idempotent"
+    with memdex.Memory(str(store), model=tiny_model, device="cpu") as m:
+        assert m.tenants() == {"q1": 2}
+        assert m.search("q1", "dog", k=1)[0].session_id == "h1"
+    with pytest.raises(memdex.InvalidInput, match="unknown format"):
+        memdex.build(store, sessions, format="csv", model=tiny_model, device="cpu")
 
 
 def test_embed_is_numpy(mem, tiny_model):

@@ -11,15 +11,15 @@ use memdex_core::{Granularity, ModelInfo, Session, TextKind};
 use memdex_embed::{Embeddings, Encoder, TextTokenizer};
 use memdex_ingest::ItemizeOptions;
 use memdex_pipeline::{AppendPipeline, ExtractOptions};
-use memdex_rank::{BatchRanker, CpuRanker, SearchHit, SharedRanker, Snapshot};
+use memdex_rank::{BatchRanker, SharedRanker, Snapshot};
 use memdex_store::{CompactReport, Manifest, StoreError, StoreWriter};
 use tokio::sync::oneshot;
 
 use crate::delete::DeleteTarget;
-use crate::job::{EmbedJob, SearchClock, SearchJob};
+use crate::job::{EmbedJob, ModelJob, SearchClock, SearchJob, Searched, ToRank};
 use crate::model::{model_loop, EmbedQueue};
 use crate::options::EngineOptions;
-use crate::rank_stage::{rank_loop, rank_pool, RankWork};
+use crate::rank_stage::{queue_for_ranking, rank_loop, rank_pool, RankWork};
 use crate::stats::EngineStats;
 use crate::writer::{writer_loop, AppendReport, DeleteReport, ModelQueue, WriteJob, WriterState};
 use crate::RuntimeError;
@@ -48,7 +48,7 @@ struct Inner {
     info: ModelInfo,
     device: String,
     view: Arc<RwLock<Arc<Snapshot>>>,
-    embed_tx: Mutex<Option<SyncSender<EmbedJob>>>,
+    embed_tx: Mutex<Option<SyncSender<ModelJob>>>,
     write_tx: Mutex<Option<SyncSender<WriteJob>>>,
     threads: Mutex<Threads>,
     stats: Arc<EngineStats>,
@@ -70,12 +70,15 @@ struct Threads {
 impl Engine {
     /// Opens (or creates, with `index`'s defaults: round items, event dates and facts) the
     /// store in `dir` for `encoder`'s model and starts the model workers (`encoder` and, for
-    /// `opts.model_workers` > 1, its replicas), the rank stage and the writer thread. Refused
-    /// while another writer holds the store, and for `model_workers` 0 or > 1 with an encoder
-    /// that cannot be replicated (before the store is opened).
+    /// `opts.model_workers` > 1, its replicas), the rank stage (every search ranked through
+    /// `ranker`: the door builds it, the CPU ranker or memdex-kernels' accelerated one) and
+    /// the writer thread. Refused while another writer holds the store, and for
+    /// `model_workers` 0 or > 1 with an encoder that cannot be replicated (before the store
+    /// is opened).
     pub fn start(
         dir: &Path,
         encoder: Box<dyn Encoder>,
+        ranker: SharedRanker,
         opts: EngineOptions,
     ) -> Result<Engine, RuntimeError> {
         let info = encoder.info().clone();
@@ -86,45 +89,11 @@ impl Engine {
         } else {
             model_encoders(encoder, opts.model_workers)?
         };
-        let (granularity, extraction) = match Manifest::load(dir) {
-            Ok(m) => (m.granularity, m.extraction),
-            Err(StoreError::NotAStore { .. }) => {
-                let x = ExtractOptions::default().for_granularity(Granularity::Round);
-                (Granularity::Round, x.extraction())
-            }
-            Err(e) => return Err(RuntimeError::from(memdex_pipeline::PipelineError::from(e))),
-        };
-        let writer = StoreWriter::open_or_create_with(
-            dir,
-            &info,
-            granularity,
-            opts.model_source.clone(),
-            &extraction,
-        )
-        .map_err(memdex_pipeline::PipelineError::from)?;
-        let mut writer = writer;
-        let (thoughts, tree) = opts.structures.clone();
-        writer
-            .enable_structures(thoughts, tree)
-            .map_err(memdex_pipeline::PipelineError::from)?;
-        // the writer's view: every view of the engine shares what it learns of the files
-        let store = writer
-            .view()
-            .map_err(memdex_pipeline::PipelineError::from)?
-            .clone();
-        crate::verify::at_start(&store, opts.verify)?;
-        let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
-        let first = Arc::new(Snapshot::new(store, opts.cache_bytes));
-        first.warm_all_in_background();
+        let (writer, pipeline, first) = open_store(dir, &info, &opts)?;
         let view = Arc::new(RwLock::new(first));
         let stats = Arc::new(EngineStats::default());
-        let (embed_tx, embed_rx) = sync_channel::<EmbedJob>(opts.embed_queue);
+        let (embed_tx, embed_rx) = sync_channel::<ModelJob>(opts.embed_queue);
         let (write_tx, write_rx) = sync_channel::<WriteJob>(opts.write_queue);
-        let ranker = opts
-            .ranker
-            .clone()
-            .unwrap_or_else(|| Arc::new(CpuRanker::default()));
-        let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
         let (rank_tx, rank) = start_rank_stage(&ranker, &stats, opts.rank_workers)?;
         let embed_rx = Arc::new(Mutex::new(embed_rx));
         let model = start_model_workers(encoders, embed_rx, opts.token_budget, &stats, rank_tx)?;
@@ -141,7 +110,8 @@ impl Engine {
             unpublished: false,
             compact_failure: None,
         };
-        let writer = spawn("memdex-writer")
+        let writer = std::thread::Builder::new()
+            .name("memdex-writer".into())
             .spawn(move || writer_loop(state, write_rx))
             .map_err(|e| internal(format!("cannot start the writer thread: {e}")))?;
         Ok(Engine {
@@ -223,11 +193,11 @@ impl Engine {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let ids = self.tokenize(&refs, kind)?;
         let (reply, rx) = oneshot::channel();
-        self.queue(EmbedJob::Texts {
+        self.queue(EmbedJob {
             texts,
             kind,
             ids,
-            reply,
+            then: Box::new(reply),
         })?;
         Ok(rx)
     }
@@ -250,23 +220,27 @@ impl Engine {
 
     /// Finishes a search: its query is embedded by a model worker and ranked over
     /// `search.snapshot` on the rank stage with the batch's other searches; the ticket
-    /// resolves to its hits. `Busy` when the model workers' queue is full.
+    /// resolves to its hits and its timings. `Busy` when the model workers' queue is full.
     /// Its query is tokenized in the calling thread.
-    pub fn search(&self, search: SearchJob) -> Result<Ticket<Vec<SearchHit>>, RuntimeError> {
+    pub fn search(&self, search: SearchJob) -> Result<Ticket<Searched>, RuntimeError> {
         let t = std::time::Instant::now();
         let ids = self.tokenize(&[search.text.as_str()], TextKind::Query)?;
         let clock = SearchClock::new(t.elapsed().as_secs_f64());
         let (reply, rx) = oneshot::channel();
-        self.queue(EmbedJob::Search {
-            search: Box::new(search),
-            ids: ids.and_then(|mut v| v.pop()),
-            clock,
-            reply,
+        self.queue(EmbedJob {
+            texts: vec![search.text.clone()],
+            kind: TextKind::Query,
+            ids,
+            then: Box::new(ToRank {
+                search: Box::new(search),
+                clock,
+                reply,
+            }),
         })?;
         Ok(rx)
     }
 
-    fn queue(&self, job: EmbedJob) -> Result<(), RuntimeError> {
+    fn queue(&self, job: ModelJob) -> Result<(), RuntimeError> {
         let stats = &self.inner.stats;
         send(
             &self.inner.embed_tx,
@@ -347,6 +321,38 @@ impl Engine {
     }
 }
 
+/// The store in `dir` opened for writing (created with `index`'s defaults when there is none),
+/// with the append pipeline and the first snapshot (warming in the background).
+fn open_store(
+    dir: &Path,
+    info: &ModelInfo,
+    opts: &EngineOptions,
+) -> Result<(StoreWriter, AppendPipeline, Arc<Snapshot>), RuntimeError> {
+    let store_err = memdex_pipeline::PipelineError::from;
+    let (granularity, extraction) = match Manifest::load(dir) {
+        Ok(m) => (m.granularity, m.extraction),
+        Err(StoreError::NotAStore { .. }) => {
+            let x = ExtractOptions::default().for_granularity(Granularity::Round);
+            (Granularity::Round, x.extraction())
+        }
+        Err(e) => return Err(RuntimeError::from(store_err(e))),
+    };
+    let source = opts.model_source.clone();
+    let mut writer = StoreWriter::open_or_create_with(dir, info, granularity, source, &extraction)
+        .map_err(store_err)?;
+    let (thoughts, tree) = opts.structures.clone();
+    writer
+        .enable_structures(thoughts, tree)
+        .map_err(store_err)?;
+    // the writer's view: every view of the engine shares what it learns of the files
+    let store = writer.view().map_err(store_err)?.clone();
+    crate::verify::at_start(&store, opts.verify)?;
+    let pipeline = AppendPipeline::new(store.clone(), ItemizeOptions::new(granularity), false)?;
+    let first = Arc::new(Snapshot::new(store, opts.cache_bytes));
+    first.warm_all_in_background();
+    Ok((writer, pipeline, first))
+}
+
 /// One encoder per model worker: `first` and `workers - 1` replicas of it. Refused for 0
 /// workers, and for more than 1 when `first` cannot be replicated.
 fn model_encoders(
@@ -386,7 +392,7 @@ fn model_encoders(
 /// the rank stage through `rank`.
 fn start_model_workers(
     encoders: Vec<Box<dyn Encoder>>,
-    rx: EmbedQueue,
+    rx: EmbedQueue<crate::job::Embedded>,
     budget: usize,
     stats: &Arc<EngineStats>,
     rank: SyncSender<RankWork>,
@@ -397,7 +403,10 @@ fn start_model_workers(
         let (rx, stats, rank) = (rx.clone(), stats.clone(), rank.clone());
         let t = std::thread::Builder::new()
             .name(format!("memdex-model-{i}"))
-            .spawn(move || model_loop(encoder, rx, budget, &stats, rank))
+            .spawn(move || {
+                let forward = |work: RankWork| queue_for_ranking(&rank, work);
+                model_loop(encoder, rx, budget, &stats, &forward)
+            })
             .map_err(|e| internal(format!("cannot start model worker {i}: {e}")))?;
         threads.push(t);
     }

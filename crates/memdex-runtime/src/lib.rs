@@ -4,15 +4,18 @@
 //! * **Model workers** (one by default, [`EngineOptions::model_workers`]) each own an
 //!   [`memdex_embed::Encoder`] (the first the one the engine is started with, the others its
 //!   replicas): callers put embedding jobs on one bounded queue; a worker takes jobs until a
-//!   token budget (TEI's queue), embeds them in one call per text kind and answers each job
-//!   on its own oneshot channel, while another worker collects the next batch. A full queue
-//!   answers [`RuntimeError::Busy`] at once (`model`). With
-//!   [`EngineOptions::measure_model_workers`] the engine times warm-up batches with one worker,
-//!   then two side by side, and keeps a further worker only when it is faster (`calibrate`).
+//!   token budget (TEI's queue), embeds them in one call per text kind and hands each job its
+//!   rows through the job's own continuation (`job`: a texts job answers its caller, a search
+//!   goes on to the rank stage), while another worker collects the next batch; the workers
+//!   know nothing of ranking. A full queue answers [`RuntimeError::Busy`] at once (`model`).
+//!   With [`EngineOptions::measure_model_workers`] the engine times warm-up batches with one
+//!   worker, then two side by side, and keeps a further worker only when it is faster
+//!   (`calibrate`).
 //! * A **rank stage** (workers, one per core by default): the searches of each model batch,
 //!   all tenants together, ranked through the engine's ranker (the CPU's or a device's) while
 //!   the model workers embed the next batches (`rank_stage`). [`Engine::search`] takes a search
-//!   and answers its hits: the engine finishes every search.
+//!   and answers its hits with its timings per stage ([`SearchTimings`], what `/metrics`
+//!   sums): the engine finishes every search.
 //! * A **writer thread** owns the [`memdex_store::StoreWriter`] and the shared
 //!   [`memdex_pipeline::AppendPipeline`]: appends are group-committed (one segment, one
 //!   manifest), deletes commit tombstones, compaction runs on request and in the background
@@ -44,11 +47,11 @@ pub use calibrate::{WorkerMeasure, GAIN as WORKER_GAIN};
 pub use delete::DeleteTarget;
 pub use engine::{Engine, Health, Ticket};
 pub use error::RuntimeError;
-pub use job::{SearchAsk, SearchJob};
+pub use job::{SearchAsk, SearchJob, Searched};
 pub use memdex_rank::{Snapshot, StoreSummary};
 pub use options::EngineOptions;
 pub use rank_stage::default_workers;
-pub use stats::{EngineStats, BATCH_BUCKETS, SEARCH_STAGES, STAGES};
+pub use stats::{EngineStats, SearchTimings, BATCH_BUCKETS, SEARCH_STAGES, STAGES};
 pub use verify::StartVerify;
 pub use writer::{AppendReport, DeleteReport, SessionOutcome};
 

@@ -3,62 +3,68 @@
 //! tokenize with the encoder's shared tokenizer, as TEI's router does) on one queue that every
 //! worker takes batches from: a worker waits for a job, takes more while their tokens fit the
 //! budget (TEI's queue) — holding the queue only while it collects —, embeds each text kind in
-//! one call and answers every job: texts with their rows; a search goes on, with its query's
-//! vector, to the rank stage (`rank_stage`), which ranks it while the worker embeds the next
-//! batch.
+//! one call and hands every job its rows through the job's own continuation (`job`). What the
+//! continuations hand on (`F`: the engine's searches, embedded) goes, one piece per model
+//! call, to `forward` (the engine's: the rank stage's queue). The workers know nothing of
+//! what a job is for.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use memdex_core::TextKind;
 use memdex_embed::{Embeddings, Encoder};
 
-use crate::job::{EmbedJob, Embedded};
-use crate::rank_stage::RankWork;
+use crate::job::{EmbedJob, EmbedSpan};
 use crate::stats::{EngineStats, Stage};
 use crate::RuntimeError;
 
 /// The one embedding queue the model workers share.
-pub(crate) type EmbedQueue = Arc<Mutex<Receiver<EmbedJob>>>;
+pub(crate) type EmbedQueue<F> = Arc<Mutex<Receiver<EmbedJob<F>>>>;
 
-/// A model worker's loop; returns when every sender is gone.
-pub(crate) fn model_loop(
+/// A model worker's loop; returns when every sender is gone. `forward` takes what the
+/// continuations of one model call handed on (never empty).
+pub(crate) fn model_loop<F>(
     encoder: Box<dyn Encoder>,
-    rx: EmbedQueue,
+    rx: EmbedQueue<F>,
     budget: usize,
     stats: &EngineStats,
-    rank: SyncSender<RankWork>,
+    forward: &dyn Fn(Vec<F>),
 ) {
     let max_len = encoder.info().max_length.max(1);
-    let estimate = |j: &EmbedJob| -> usize {
+    let estimate = |j: &EmbedJob<F>| -> usize {
         j.tokens().unwrap_or_else(|| {
-            (j.texts().iter())
+            (j.texts.iter())
                 .map(|t| (t.len() / 4 + 2).min(max_len))
                 .sum()
         })
     };
     while let Some(mut jobs) = next_batch(&rx, budget, &estimate, stats) {
         // a caller that gave up costs nothing
-        jobs.retain(|j| !j.abandoned());
+        jobs.retain(|j| !j.then.abandoned());
         let (queries, passages): (Vec<_>, Vec<_>) =
-            jobs.into_iter().partition(|j| j.kind() == TextKind::Query);
-        embed_group(encoder.as_ref(), queries, TextKind::Query, stats, &rank);
-        embed_group(encoder.as_ref(), passages, TextKind::Passage, stats, &rank);
+            jobs.into_iter().partition(|j| j.kind == TextKind::Query);
+        // queries first: their searches go on while the passages are embedded
+        for (group, kind) in [(queries, TextKind::Query), (passages, TextKind::Passage)] {
+            let onward = embed_group(encoder.as_ref(), group, kind, stats);
+            if !onward.is_empty() {
+                forward(onward);
+            }
+        }
     }
 }
 
 /// The next batch: the first job waiting (blocking) and those behind it while their
 /// `estimate`d tokens fit `budget`. The queue is held only while collecting, so another
 /// worker takes the next batch while this one embeds. None when every sender is gone.
-fn next_batch(
-    rx: &Mutex<Receiver<EmbedJob>>,
+fn next_batch<F>(
+    rx: &Mutex<Receiver<EmbedJob<F>>>,
     budget: usize,
-    estimate: &dyn Fn(&EmbedJob) -> usize,
+    estimate: &dyn Fn(&EmbedJob<F>) -> usize,
     stats: &EngineStats,
-) -> Option<Vec<EmbedJob>> {
+) -> Option<Vec<EmbedJob<F>>> {
     let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
     let first = rx.recv().ok()?;
     stats.embed_queue_depth.fetch_sub(1, Ordering::Relaxed);
@@ -73,43 +79,48 @@ fn next_batch(
     Some(jobs)
 }
 
-fn embed_group(
+/// Embeds `group` in one model call and resumes each job's continuation with its rows (or
+/// the failure); returns what they handed on.
+fn embed_group<F>(
     encoder: &dyn Encoder,
-    mut group: Vec<EmbedJob>,
+    mut group: Vec<EmbedJob<F>>,
     kind: TextKind,
     stats: &EngineStats,
-    rank: &SyncSender<RankWork>,
-) {
+) -> Vec<F> {
     if group.is_empty() {
-        return;
+        return Vec::new();
     }
     let start = Instant::now();
-    let e = match embed_texts(encoder, &mut group, kind, stats) {
-        Ok(e) => e,
-        Err(message) => return fail(group, message),
+    let result = embed_texts(encoder, &mut group, kind, stats);
+    let span = EmbedSpan {
+        start,
+        end: Instant::now(),
     };
-    let work = answer(group, &e, start);
-    if !work.is_empty() {
-        if let Err(back) = rank.send(work) {
-            for s in back.0 {
-                let _ = s.reply.send(Err(RuntimeError::ShuttingDown));
-            }
-        }
+    match result {
+        Ok(e) => answer(group, &e, span),
+        Err(message) => (group.into_iter())
+            .filter_map(|j| {
+                let message = message.clone();
+                j.fail(RuntimeError::Internal { message }, span)
+            })
+            .collect(),
     }
 }
 
 /// One model call for every text of `group`: their token ids when their callers tokenized
 /// them all, else the texts; a failure or a panic as the message to answer them with.
-fn embed_texts(
+fn embed_texts<F>(
     encoder: &dyn Encoder,
-    group: &mut [EmbedJob],
+    group: &mut [EmbedJob<F>],
     kind: TextKind,
     stats: &EngineStats,
 ) -> Result<Embeddings, String> {
-    let ids: Option<Vec<Vec<u32>>> = (group.iter_mut().map(EmbedJob::take_ids))
+    let ids: Option<Vec<Vec<u32>>> = (group.iter_mut().map(|j| j.ids.take()))
         .collect::<Option<Vec<_>>>()
         .map(|v| v.concat());
-    let texts: Vec<&str> = group.iter().flat_map(EmbedJob::texts).collect();
+    let texts: Vec<&str> = (group.iter())
+        .flat_map(|j| j.texts.iter().map(String::as_str))
+        .collect();
     stats.observe_batch(texts.len());
     let result = stats.timed(Stage::Embed, || {
         catch_unwind(AssertUnwindSafe(|| match &ids {
@@ -132,47 +143,20 @@ fn embed_texts(
     }
 }
 
-/// Answers the texts jobs of `group` with their rows of `e`; returns its searches, each with
-/// its query's vector, for the rank stage (`start`: when the model call began).
-fn answer(group: Vec<EmbedJob>, e: &Embeddings, start: Instant) -> RankWork {
-    let embedded = Instant::now();
-    let mut work = Vec::new();
+/// Resumes each job of `group` with its rows of `e`; returns what the continuations handed
+/// on.
+fn answer<F>(group: Vec<EmbedJob<F>>, e: &Embeddings, span: EmbedSpan) -> Vec<F> {
+    let mut onward = Vec::new();
     let mut off = 0;
     for j in group {
-        let n = j.texts().len();
+        let n = j.texts.len();
         let rows = Embeddings {
             dim: e.dim,
             data: e.data[off * e.dim..(off + n) * e.dim].to_vec(),
             tokens: e.tokens[off..off + n].to_vec(),
         };
         off += n;
-        match j {
-            EmbedJob::Texts { reply, .. } => drop(reply.send(Ok(rows))),
-            EmbedJob::Search {
-                search,
-                mut clock,
-                reply,
-                ..
-            } => {
-                clock.embed_start = Some(start);
-                clock.embedded = Some(embedded);
-                work.push(Embedded {
-                    search,
-                    vector: rows,
-                    clock,
-                    reply,
-                })
-            }
-        }
+        onward.extend(j.then.resume(Ok(rows), span));
     }
-    work
-}
-
-/// Answers every job of `group` with an internal error.
-fn fail(group: Vec<EmbedJob>, message: String) {
-    for j in group {
-        j.fail(RuntimeError::Internal {
-            message: message.clone(),
-        });
-    }
+    onward
 }

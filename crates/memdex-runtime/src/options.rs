@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use memdex_rank::SharedRanker;
 use memdex_store::CompactOptions;
 
 use crate::rank_stage::default_workers;
@@ -40,9 +39,6 @@ pub struct EngineOptions {
     /// Bytes the per-tenant ranking caches (BM25 indexes, importance, session groups,
     /// adjacency, structures) hold at most; least recently used tenants are evicted past it.
     pub cache_bytes: usize,
-    /// The ranker every search goes through, on the rank stage (the door builds it: the CPU
-    /// ranker or memdex-kernels' accelerated one). None: the CPU ranker.
-    pub ranker: Option<SharedRanker>,
     /// Rank stage workers (default: one per core).
     pub rank_workers: usize,
     /// Derived structures to keep (TiM thoughts, MemTree): turned on at start for a store
@@ -70,7 +66,6 @@ impl Default for EngineOptions {
             compact: CompactOptions::default(),
             model_source: None,
             cache_bytes: memdex_rank::DEFAULT_CACHE_BYTES,
-            ranker: None,
             rank_workers: default_workers(),
             structures: (None, None),
             verify: crate::verify::StartVerify::default(),

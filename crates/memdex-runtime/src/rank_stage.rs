@@ -2,22 +2,33 @@
 //! ranker (CPU or device) while the model workers embed the next batches (a two-stage
 //! pipeline). Every search is ranked here. A batch's searches are grouped by
 //! (snapshot, k, explain, options) and each group is one ranker call; a failed call answers
-//! its searches with the error.
+//! its searches with the error. Each answer carries its timings (`SearchTimings`), which
+//! `/metrics` sums.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use memdex_rank::{BatchQuery, BatchRanker, Query, RankError, SearchHit};
 
-use crate::job::Embedded;
+use crate::job::{Embedded, Searched};
 use crate::stats::{EngineStats, Stage};
 use crate::RuntimeError;
 
-/// A model batch's searches, embedded.
+/// A model call's searches, embedded.
 pub(crate) type RankWork = Vec<Embedded>;
+
+/// Queues a model call's searches for the rank stage (what the model workers' `forward` is);
+/// answers them `ShuttingDown` when the stage is gone.
+pub(crate) fn queue_for_ranking(rank: &SyncSender<RankWork>, work: RankWork) {
+    if let Err(back) = rank.send(work) {
+        for s in back.0 {
+            let _ = s.reply.send(Err(RuntimeError::ShuttingDown));
+        }
+    }
+}
 
 /// How many rank workers a machine gets: one per core, so that model batches ranked on the
 /// CPU do not queue behind each other (each ranker call spreads its queries over the cores
@@ -57,8 +68,9 @@ pub(crate) fn rank_loop(
         });
         let ranked = Instant::now();
         for (s, h) in work.into_iter().zip(hits) {
-            stats.observe_answer(&s.clock, start, ranked);
-            let _ = s.reply.send(h);
+            let timings = s.clock.timings(start, ranked);
+            stats.observe_answer(&timings);
+            let _ = s.reply.send(h.map(|hits| Searched { hits, timings }));
         }
     }
 }

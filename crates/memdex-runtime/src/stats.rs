@@ -1,9 +1,8 @@
 //! Counters and gauges the engine keeps for `/metrics`.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
 
-use crate::job::SearchClock;
+use serde::Serialize;
 
 /// Counters and gauges for `/metrics`.
 #[derive(Debug, Default)]
@@ -46,6 +45,43 @@ pub const STAGES: [&str; 2] = ["embed", "rank"];
 /// worker, embedded in a model batch, waiting for a rank worker, ranked.
 pub const SEARCH_STAGES: [&str; 5] = ["tokenize", "model_queue", "embed", "rank_queue", "rank"];
 
+/// Microseconds one search spent in each stage of [`SEARCH_STAGES`]: what every answer
+/// carries, and what [`EngineStats::search_stage_micros`] sums over the answered searches.
+/// A stage counts its whole model batch or rank call (a search shares them with the others
+/// of its batch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchTimings {
+    /// Tokenizing the query, in the caller's thread.
+    pub tokenize_us: u64,
+    /// Waiting for a model worker.
+    pub model_queue_us: u64,
+    /// The model call that embedded it (its whole batch).
+    pub embed_us: u64,
+    /// Waiting for a rank worker.
+    pub rank_queue_us: u64,
+    /// The ranker call that ranked it (its whole group).
+    pub rank_us: u64,
+}
+
+impl SearchTimings {
+    /// The microseconds in the order of [`SEARCH_STAGES`].
+    pub fn micros(&self) -> [u64; SEARCH_STAGES.len()] {
+        [
+            self.tokenize_us,
+            self.model_queue_us,
+            self.embed_us,
+            self.rank_queue_us,
+            self.rank_us,
+        ]
+    }
+
+    /// Each stage's name (of [`SEARCH_STAGES`]) and microseconds.
+    pub fn stages(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        SEARCH_STAGES.into_iter().zip(self.micros())
+    }
+}
+
 /// A stage of [`STAGES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stage {
@@ -66,19 +102,10 @@ impl EngineStats {
         out
     }
 
-    /// Adds an answered search's seconds per stage; `rank_start`/`ranked`: its rank call.
-    pub(crate) fn observe_answer(&self, clock: &SearchClock, rank_start: Instant, ranked: Instant) {
-        let embed_start = clock.embed_start.unwrap_or(clock.queued);
-        let embedded = clock.embedded.unwrap_or(embed_start);
-        let spans = [
-            clock.tokenize,
-            (embed_start - clock.queued).as_secs_f64(),
-            (embedded - embed_start).as_secs_f64(),
-            rank_start.saturating_duration_since(embedded).as_secs_f64(),
-            (ranked - rank_start).as_secs_f64(),
-        ];
-        for (counter, s) in self.search_stage_micros.iter().zip(spans) {
-            counter.fetch_add((s * 1e6) as u64, Ordering::Relaxed);
+    /// Adds an answered search's microseconds per stage.
+    pub(crate) fn observe_answer(&self, timings: &SearchTimings) {
+        for (counter, us) in self.search_stage_micros.iter().zip(timings.micros()) {
+            counter.fetch_add(us, Ordering::Relaxed);
         }
         self.searches_answered.fetch_add(1, Ordering::Relaxed);
     }

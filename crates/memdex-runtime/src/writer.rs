@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::delete::DeleteTarget;
-use crate::job::{EmbedJob, Reply};
+use crate::job::{EmbedJob, ModelJob, Reply};
 use crate::options::EngineOptions;
 use crate::stats::EngineStats;
 use crate::RuntimeError;
@@ -101,7 +101,7 @@ pub(crate) struct WriterState {
 /// thread (when the encoder shares its tokenizer) and embedded by a model worker.
 #[derive(Debug)]
 pub(crate) struct ModelQueue {
-    pub tx: SyncSender<EmbedJob>,
+    pub tx: SyncSender<ModelJob>,
     pub tokenizer: Option<TextTokenizer>,
 }
 
@@ -450,11 +450,11 @@ fn embed_passages(
             None => None,
         };
         let (reply, rx) = oneshot::channel();
-        let job = EmbedJob::Texts {
+        let job = EmbedJob {
             texts: part.iter().map(|s| s.to_string()).collect(),
             kind: TextKind::Passage,
             ids,
-            reply,
+            then: Box::new(reply),
         };
         stats.embed_queue_depth.fetch_add(1, Ordering::Relaxed);
         if model.tx.send(job).is_err() {

@@ -46,7 +46,7 @@ fn start_gated(dir: &std::path::Path) -> (Engine, Arc<AtomicUsize>, Gate) {
         ..EngineOptions::default()
     };
     (
-        Engine::start(dir, Box::new(probe), opts).unwrap(),
+        Engine::start(dir, Box::new(probe), cpu(), opts).unwrap(),
         passages,
         gate,
     )
@@ -192,4 +192,9 @@ fn queued_appends_are_group_committed() {
 /// A session of user turns, all on one day.
 fn session(tenant: &str, id: &str, texts: &[&str]) -> Session {
     user_session(tenant, id, 0, texts)
+}
+
+/// The CPU ranker, which ranks these engines' searches.
+fn cpu() -> memdex_rank::SharedRanker {
+    std::sync::Arc::new(memdex_rank::CpuRanker::default())
 }

@@ -87,7 +87,7 @@ fn start(dir: &std::path::Path, encoder: Box<dyn Encoder>, model_workers: usize)
         model_workers,
         ..EngineOptions::default()
     };
-    let e = Engine::start(dir, encoder, opts).unwrap();
+    let e = Engine::start(dir, encoder, cpu(), opts).unwrap();
     for (t, tenant) in TENANTS.iter().enumerate() {
         let sessions = (words(t).iter().enumerate())
             .map(|(i, w)| user_session(tenant, &format!("s{i}"), i as i64, &[w.as_str()]))
@@ -120,7 +120,7 @@ fn job(e: &Engine, tenant: &str, text: &str) -> SearchJob {
 /// The value of `tenant`'s top hit for `word`.
 fn top(e: &Engine, tenant: &str, word: &str) -> String {
     let hits = e.search(job(e, tenant, word)).unwrap();
-    let hits = hits.blocking_recv().unwrap().unwrap();
+    let hits = hits.blocking_recv().unwrap().unwrap().hits;
     assert_eq!(hits.len(), 1, "{tenant} {word}");
     hits[0].value.clone()
 }
@@ -143,8 +143,8 @@ fn two_batches(workers: usize, wait: Duration) -> (usize, BTreeSet<String>) {
         std::thread::sleep(Duration::from_millis(1));
     }
     let second = e.search(job(&e, "ben", "topic7")).unwrap();
-    let value = |t: memdex_runtime::Ticket<_>| {
-        let hits: Vec<memdex_rank::SearchHit> = t.blocking_recv().unwrap().unwrap();
+    let value = |t: memdex_runtime::Ticket<memdex_runtime::Searched>| {
+        let hits: Vec<memdex_rank::SearchHit> = t.blocking_recv().unwrap().unwrap().hits;
         hits[0].value.clone()
     };
     assert!(value(first).contains("topic0"));
@@ -220,12 +220,13 @@ fn workers_the_encoder_cannot_have_are_refused_by_name() {
         Err(RuntimeError::Invalid { message }) => message,
         other => panic!("expected a refusal, got {other:?}"),
     };
-    let m = refused(Engine::start(tmp.path(), single(), opts(2)));
+    let m = refused(Engine::start(tmp.path(), single(), cpu(), opts(2)));
     assert!(m.contains("model_workers = 2"), "{m}");
     assert!(m.contains("single encoder cannot be replicated"), "{m}");
     let m = refused(Engine::start(
         tmp.path(),
         Box::new(HashEncoder::new(32)),
+        cpu(),
         opts(0),
     ));
     assert!(
@@ -233,7 +234,7 @@ fn workers_the_encoder_cannot_have_are_refused_by_name() {
         "{m}"
     );
     let (broken, _) = pairing(Duration::ZERO, Replicas::Fail);
-    match Engine::start(tmp.path(), broken, opts(3)) {
+    match Engine::start(tmp.path(), broken, cpu(), opts(3)) {
         Err(RuntimeError::Internal { message }) => {
             assert!(message.contains("model worker 1's copy"), "{message}");
             assert!(message.contains("no room for another copy"), "{message}");
@@ -241,7 +242,12 @@ fn workers_the_encoder_cannot_have_are_refused_by_name() {
         other => panic!("expected the copy's failure, got {other:?}"),
     }
     // nothing was held: the store opens with one worker of the same encoder
-    let e = Engine::start(tmp.path(), single(), opts(1)).unwrap();
+    let e = Engine::start(tmp.path(), single(), cpu(), opts(1)).unwrap();
     assert_eq!(e.health(), Health::Ok);
     e.shutdown();
+}
+
+/// The CPU ranker, which ranks these engines' searches.
+fn cpu() -> memdex_rank::SharedRanker {
+    std::sync::Arc::new(memdex_rank::CpuRanker::default())
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use memdex_core::TextKind;
 use memdex_core::{Role, Session, Turn};
-use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
+use memdex_kernels::{cpu::Cpu, KernelRanker, Placement, RankKernels};
 use memdex_rank::{BatchQuery, CpuRanker, Query, RankOptions, Retriever, SearchHit, TopK};
 use memdex_runtime::{DeleteTarget, Engine, EngineOptions, SearchAsk, SearchJob};
 use memdex_testkit::HashEncoder;
@@ -46,13 +46,13 @@ fn sessions(tenant: &str, n: usize) -> Vec<Session> {
 fn start(dir: &std::path::Path) -> Engine {
     let opts = EngineOptions {
         compact_every: None,
-        ranker: Some(Arc::new(KernelRanker::new(
-            Arc::new(Cpu) as Arc<dyn Kernels + Send + Sync>,
-            Placement::Device,
-        ))),
         ..EngineOptions::default()
     };
-    let e = Engine::start(dir, Box::new(HashEncoder::new(32)), opts).unwrap();
+    let ranker = Arc::new(KernelRanker::new(
+        Arc::new(Cpu) as Arc<dyn RankKernels + Send + Sync>,
+        Placement::Device,
+    ));
+    let e = Engine::start(dir, Box::new(HashEncoder::new(32)), ranker, opts).unwrap();
     for t in ["ann", "ben", "cid"] {
         e.append(t, sessions(t, 8))
             .unwrap()
@@ -85,7 +85,13 @@ fn both(
             opts,
         },
     };
-    let hits = e.search(job).unwrap().blocking_recv().unwrap().unwrap();
+    let hits = e
+        .search(job)
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap()
+        .hits;
     let v = (e.embed(vec![text.into()], TextKind::Query).unwrap())
         .blocking_recv()
         .unwrap()
@@ -228,10 +234,9 @@ fn the_model_embeds_the_next_batch_while_one_is_ranked() {
     });
     let opts = EngineOptions {
         compact_every: None,
-        ranker: Some(ranker.clone()),
         ..EngineOptions::default()
     };
-    let e = Engine::start(tmp.path(), Box::new(encoder), opts).unwrap();
+    let e = Engine::start(tmp.path(), Box::new(encoder), ranker.clone(), opts).unwrap();
     e.append("ann", sessions("ann", 4))
         .unwrap()
         .blocking_recv()
@@ -258,7 +263,7 @@ fn the_model_embeds_the_next_batch_while_one_is_ranked() {
     std::thread::sleep(std::time::Duration::from_millis(100)); // the first is being ranked
     let second = ask(&e, "my garden");
     for t in [first, second] {
-        let hits = t.blocking_recv().unwrap().unwrap();
+        let hits = t.blocking_recv().unwrap().unwrap().hits;
         assert_eq!(hits.len(), 3, "ranked on the rank stage");
     }
     let calls = ranker.calls.lock().unwrap().clone();

@@ -19,7 +19,7 @@ fn start(dir: &std::path::Path) -> Engine {
         structures: (Some(default_thoughts()), Some(default_tree())),
         ..EngineOptions::default()
     };
-    Engine::start(dir, Box::new(HashEncoder::new(64)), opts).unwrap()
+    Engine::start(dir, Box::new(HashEncoder::new(64)), cpu(), opts).unwrap()
 }
 
 fn append(e: &Engine, s: Session) {
@@ -96,4 +96,9 @@ fn served_appends_think_and_deletes_forget() {
     );
     let (stats, _) = report::tree(&store, "ann", 0).unwrap();
     assert_eq!(stats.leaves, 3, "the deleted item's leaf is gone");
+}
+
+/// The CPU ranker, which ranks these engines' searches.
+fn cpu() -> memdex_rank::SharedRanker {
+    std::sync::Arc::new(memdex_rank::CpuRanker::default())
 }

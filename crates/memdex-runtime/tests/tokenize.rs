@@ -86,7 +86,7 @@ fn callers_tokenize_and_the_model_thread_embeds_ids() {
         compact_every: None,
         ..EngineOptions::default()
     };
-    let e = Engine::start(tmp.path(), Box::new(encoder), opts).unwrap();
+    let e = Engine::start(tmp.path(), Box::new(encoder), cpu(), opts).unwrap();
     let sessions = vec![
         user_session("ann", "s1", 0, &["I adopted a beagle called Luna."]),
         user_session("ann", "s2", 30, &["My sister moved to Porto."]),
@@ -116,13 +116,14 @@ fn callers_tokenize_and_the_model_thread_embeds_ids() {
     assert!(diff < 1e-5, "the encoder's own vectors (max diff {diff})");
 
     let t = std::time::Instant::now();
-    let hits = e
+    let searched = e
         .search(search(&e, asked[0]))
         .unwrap()
         .blocking_recv()
         .unwrap()
         .unwrap();
     let wall = t.elapsed().as_secs_f64();
+    let hits = searched.hits;
     assert!(!hits.is_empty());
     assert_eq!(
         texts.load(Ordering::SeqCst),
@@ -138,10 +139,22 @@ fn callers_tokenize_and_the_model_thread_embeds_ids() {
     let at = |name: &str| secs[SEARCH_STAGES.iter().position(|s| *s == name).unwrap()];
     assert!(at("tokenize") > 0.0, "tokenizing is counted: {secs:?}");
     assert!(at("embed") > 0.0, "embedding is counted: {secs:?}");
+    // the answer carries the very figures /metrics sums (one search answered)
+    let micros: Vec<u64> = (st.search_stage_micros.iter())
+        .map(|m| m.load(Ordering::SeqCst))
+        .collect();
+    assert_eq!(searched.timings.micros().to_vec(), micros);
+    let names: Vec<&str> = searched.timings.stages().map(|(n, _)| n).collect();
+    assert_eq!(names, SEARCH_STAGES);
     let total: f64 = secs.iter().sum();
     assert!(
         total <= wall + 1e-3,
         "a search's stages fit in its wall time ({total} s of {wall} s)"
     );
     e.shutdown();
+}
+
+/// The CPU ranker, which ranks these engines' searches.
+fn cpu() -> memdex_rank::SharedRanker {
+    std::sync::Arc::new(memdex_rank::CpuRanker::default())
 }

@@ -5,6 +5,8 @@
 //! * Importance: a local heuristic in 1..=10 (numbers, dates, names, first-person life events,
 //!   emotions), boosting a score by `1 + weight · log10(importance)`.
 
+use memdex_core::MONTH_NAMES;
+
 /// Multiplier for an item of age fraction `x` (0 newest … 1 oldest): `1 − max · g(x)` with a
 /// Gaussian-shaped `g` rising from 0 to 1 (σ = 0.5). Always in `[1 − max, 1]`, finite: `x`
 /// is clamped to `[0, 1]` (NaN counts as the oldest), `max_penalty` to `[0, 1]` (NaN as 0).
@@ -20,19 +22,8 @@ pub fn recency_factor(x: f64, max_penalty: f64) -> f64 {
     1.0 - max_penalty * g
 }
 
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
+/// Words of time besides the month names ([`memdex_core::MONTH_NAMES`]).
+const TIME_WORDS: &[&str] = &[
     "monday",
     "tuesday",
     "wednesday",
@@ -128,7 +119,8 @@ pub fn importance(text: &str) -> u8 {
     if words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit())) {
         score += 2;
     }
-    if lower.iter().any(|w| MONTHS.contains(&w.as_str())) {
+    if (lower.iter()).any(|w| MONTH_NAMES.contains(&w.as_str()) || TIME_WORDS.contains(&w.as_str()))
+    {
         score += 2;
     }
     let first_person = lower

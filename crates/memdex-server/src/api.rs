@@ -13,7 +13,9 @@ use axum::Json;
 use base64::Engine as _;
 use memdex_ingest::SessionIn;
 use memdex_memory::Health;
-use memdex_memory::{AppendReport, CompactReport, DeleteReport, DeleteTarget, SearchHit, TextKind};
+use memdex_memory::{
+    AppendReport, CompactReport, DeleteReport, DeleteTarget, SearchHit, SearchTimings, TextKind,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -90,6 +92,11 @@ pub struct SearchOut {
     /// The text actually searched (the query, or recent turns + query when ambiguous).
     pub searched: String,
     pub hits: Vec<SearchHit>,
+    /// Microseconds the search spent in each serving stage (the figures `/metrics` sums in
+    /// `memdex_search_stage_seconds`); absent when nothing was ranked (a tenant with no
+    /// memory). The `Server-Timing` header carries the same figures in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<SearchTimings>,
 }
 
 /// The reading stage's JSON: what a search with `context: true` answers.
@@ -117,28 +124,44 @@ pub enum SearchAnswerOut {
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/search",
     params(("tenant" = String, Path, description = "1-128 of A-Z a-z 0-9 . _ - @")),
     request_body = SearchIn,
-    responses((status = 200, body = SearchAnswerOut, description = "hits (SearchOut), or with context: true the reading-stage JSON (ReadingContext)"),
+    responses((status = 200, body = SearchAnswerOut,
+               description = "hits (SearchOut), or with context: true the reading-stage JSON (ReadingContext)",
+               headers(("Server-Timing" = String, description = "the search's milliseconds per serving stage, `tokenize;dur=0.021, model_queue;dur=0.004, embed;dur=1.870, rank_queue;dur=0.012, rank;dur=0.342` (the `timings` of SearchOut)"))),
               (status = 404, body = crate::error::ErrorBody, description = "tenant has no memory")))]
 pub async fn search(
     State(st): State<AppState>,
     tenant: Result<Path<String>, PathRejection>,
     b: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = path(tenant)?;
     let req = crate::bodies::search_request(&body(b)?)?;
     let answer = st.memory.search_async(&tenant, &req).await?;
-    if req.context {
-        return Ok(Json(answer.context()));
-    }
-    let out = SearchOut {
-        tenant,
-        query: answer.query,
-        searched: answer.searched,
-        hits: answer.hits,
+    let timing = answer.timings.as_ref().map(server_timing);
+    let json = if req.context {
+        answer.context()
+    } else {
+        let out = SearchOut {
+            tenant,
+            query: answer.query,
+            searched: answer.searched,
+            hits: answer.hits,
+            timings: answer.timings,
+        };
+        serde_json::to_value(out).map_err(|e| ApiError::Internal(e.to_string()))?
     };
-    serde_json::to_value(out)
-        .map(Json)
-        .map_err(|e| ApiError::Internal(e.to_string()))
+    let mut response = Json(json).into_response();
+    if let Some(v) = timing.and_then(|t| axum::http::HeaderValue::from_str(&t).ok()) {
+        response.headers_mut().insert("server-timing", v);
+    }
+    Ok(response)
+}
+
+/// The `Server-Timing` header of a search's timings: each stage's milliseconds.
+pub fn server_timing(t: &SearchTimings) -> String {
+    let parts: Vec<String> = (t.stages())
+        .map(|(name, us)| format!("{name};dur={:.3}", us as f64 / 1e3))
+        .collect();
+    parts.join(", ")
 }
 
 /// `DELETE /v1/tenants/{tenant}/items/{id}`.

@@ -9,10 +9,8 @@
 mod common;
 
 use common::{session, TestServer};
-use std::sync::Arc;
 
-use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
-use memdex_memory::{EngineOptions, RankChoice};
+use memdex_memory::{EngineOptions, RankChoice, RankDevice};
 use memdex_server::ServerConfig;
 use serde_json::{json, Value};
 
@@ -154,11 +152,6 @@ fn again_ranked(off: &TestServer, opts: EngineOptions, rank: RankChoice) -> Test
     TestServer::start_ranked(dir, ServerConfig::default(), opts, rank)
 }
 
-/// The same store, served again with `opts`.
-fn again(off: &TestServer, opts: EngineOptions) -> TestServer {
-    again_ranked(off, opts, RankChoice::default())
-}
-
 #[test]
 fn device_scan_ranks_like_the_cpu_path() {
     let (off, deleted, plain, plain_mixed) = cpu_answers();
@@ -190,12 +183,12 @@ fn device_scan_ranks_like_the_cpu_path() {
 #[test]
 fn kernel_ranker_serves_like_the_cpu_ranker() {
     let (off, deleted, plain, plain_mixed) = cpu_answers();
-    let kernels: Arc<dyn Kernels + Send + Sync> = Arc::new(Cpu);
-    let opts = EngineOptions {
-        ranker: Some(Arc::new(KernelRanker::new(kernels, Placement::Device))),
-        ..EngineOptions::default()
+    // the kernels on the model's device (the CPU reference here), every batch
+    let kernels = RankChoice {
+        device: RankDevice::Kernels,
+        ..RankChoice::default()
     };
-    let on = again(&off, opts);
+    let on = again_ranked(&off, EngineOptions::default(), kernels);
     assert_eq!(on.memory.ranker().describe(), "kernels on cpu");
     let fused = search_all(&on, false);
     let fused_mixed = search_all(&on, true);

@@ -204,15 +204,29 @@ fn openai_embeddings_metrics_openapi() {
         None,
         &session("s", 1, &["hi there", "ok"]),
     );
-    let (st, _) = s.json(
-        "POST",
-        "/v1/tenants/m/search",
-        None,
-        &json!({"query": "hi"}),
-    );
-    assert_eq!(st, 200);
+    let (st, headers, body) = s.call_headers("POST", "/v1/tenants/m/search", br#"{"query": "hi"}"#);
+    assert_eq!(st, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
     let (st, m) = s.call("GET", "/metrics", None, b"");
     assert_eq!(st, 200);
+    // the answer's timings are the figures /metrics sums (this is the one search answered)
+    let timings = answer["timings"]
+        .as_object()
+        .expect("timings in the answer");
+    for stage in ["tokenize", "model_queue", "embed", "rank_queue", "rank"] {
+        let us = timings[&format!("{stage}_us")].as_u64().expect(stage);
+        let sum = format!(
+            "memdex_search_stage_seconds_sum{{stage=\"{stage}\"}} {:.6}\n",
+            us as f64 / 1e6
+        );
+        assert!(m.contains(&sum), "{sum} missing in\n{m}");
+        let header = format!("{stage};dur={:.3}", us as f64 / 1e3);
+        assert!(headers.contains(&header), "{header} missing in {headers}");
+    }
+    assert!(
+        headers.contains("server-timing: tokenize;dur="),
+        "{headers}"
+    );
     for name in [
         "memdex_http_requests_total{method=\"POST\",route=\"/v1/embeddings\",status=\"200\"} 2",
         "memdex_search_stage_seconds_count{stage=\"tokenize\"} 1",
@@ -246,6 +260,15 @@ fn openai_embeddings_metrics_openapi() {
     assert!(per_answer > 0.0 && per_answer <= embed_secs, "{per_answer}");
     let (st, doc) = s.json("GET", "/openapi.json", None, &Value::Null);
     assert_eq!(st, 200);
+    // the schema's k (a literal there) is the door's: its bound and its default
+    let k = &doc["components"]["schemas"]["SearchIn"]["properties"]["k"];
+    assert_eq!(
+        k["maximum"].as_u64(),
+        Some(memdex_memory::MAX_K as u64),
+        "{k}"
+    );
+    let default = format!("default {}", memdex_memory::DEFAULT_K);
+    assert!(k["description"].as_str().unwrap().contains(&default), "{k}");
     let paths = doc["paths"].as_object().unwrap();
     for p in [
         "/v1/tenants/{tenant}/sessions",

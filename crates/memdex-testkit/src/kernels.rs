@@ -5,12 +5,13 @@ use std::sync::Mutex;
 
 use memdex_kernels::cpu::Cpu;
 use memdex_kernels::{
-    BucketMask, Concatenated, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankPart,
-    RankQueries, RankRows, Timeline, TopKResult,
+    Concatenated, HashKernels, KernelDevice, KernelError, Matrix, RankKernels, RankParams,
+    RankPart, RankQueries, RankRows, TopKResult,
 };
 
-/// The CPU reference kernels ([`Cpu`]), counting the rows `lsh_project` hashed and recording
-/// the parts (key, rows) of every `rank_topk_parts` call.
+/// The CPU reference kernels ([`Cpu`]) for ranking and hashing (what memdex calls; not the
+/// bench side's scans), counting the rows `lsh_project` hashed and recording the parts (key,
+/// rows) of every `rank_topk_parts` call.
 #[derive(Debug, Default)]
 pub struct SpyKernels {
     hashed: AtomicUsize,
@@ -29,11 +30,13 @@ impl SpyKernels {
     }
 }
 
-impl Kernels for SpyKernels {
+impl KernelDevice for SpyKernels {
     fn device(&self) -> String {
         "spy".into()
     }
+}
 
+impl HashKernels for SpyKernels {
     fn lsh_project(
         &self,
         x: &[f32],
@@ -46,31 +49,9 @@ impl Kernels for SpyKernels {
             .fetch_add(x.len().checked_div(dim).unwrap_or(0), Ordering::SeqCst);
         Cpu.lsh_project(x, dim, proj, tables, buckets)
     }
+}
 
-    fn segmented_topk(
-        &self,
-        m: &Matrix<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-    ) -> Result<TopKResult, KernelError> {
-        Cpu.segmented_topk(m, queries, ranges, mask, k)
-    }
-
-    fn fragrel_topk(
-        &self,
-        m: &Matrix<'_>,
-        timeline: &Timeline<'_>,
-        queries: &[f32],
-        ranges: &[[u32; 2]],
-        mask: Option<&BucketMask<'_>>,
-        k: usize,
-        params: FragRelParams,
-    ) -> Result<TopKResult, KernelError> {
-        Cpu.fragrel_topk(m, timeline, queries, ranges, mask, k, params)
-    }
-
+impl RankKernels for SpyKernels {
     fn rank_topk(
         &self,
         m: &Matrix<'_>,

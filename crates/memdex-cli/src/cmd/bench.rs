@@ -54,7 +54,7 @@ pub fn run(a: BenchEmbedArgs) -> Result<()> {
     if texts.is_empty() {
         bail!("{}: no texts", a.input.display());
     }
-    let embedder = super::load_embedder(&a.model, None)?;
+    let embedder = super::common::load_embedder(&a.model, None)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let (budget, max_batch) = embedder.batch_policy();
 

@@ -83,7 +83,7 @@ pub fn run(a: BenchExtractArgs) -> Result<()> {
         bail!("{}: no texts", a.input.display());
     }
     let t = Instant::now();
-    let Some(model) = super::load_extractor(&a.choice)? else {
+    let Some(model) = super::fact_model::load_extractor(&a.choice)? else {
         bail!(NO_MODEL);
     };
     let load_seconds = t.elapsed().as_secs_f64();

@@ -39,7 +39,7 @@ pub fn run(a: BenchRankArgs) -> Result<()> {
         PlacementArg::Auto => Placement::Auto,
     };
     // the kernels run where the model does (`--device`: the CPU reference on the CPU)
-    let ranker = Arc::new(super::checked_ranker(&a.model, placement)?);
+    let ranker = Arc::new(super::common::checked_ranker(&a.model, placement)?);
     let Bench {
         reader,
         tenants,

@@ -133,10 +133,10 @@ impl Bench {
             bail!("{}: the store has no items", store.display());
         }
         let rows = s.rows();
-        let embedder = super::load_embedder(model, s.manifest().model_source.as_deref())?;
+        let embedder = super::common::load_embedder(model, s.manifest().model_source.as_deref())?;
         let ranker = ranker.unwrap_or_else(|| std::sync::Arc::new(CpuRanker::default()));
         let reader = Reader::with_ranker(s, Box::new(embedder), ranker, StageNames::Flags)?;
-        let mut opts = super::rank_options(rank, RankOptions::default())?;
+        let mut opts = super::common::rank_options(rank, RankOptions::default())?;
         fit_to_store(&mut opts, rank.time.is_some(), reader.store());
         Ok(Bench {
             reader,

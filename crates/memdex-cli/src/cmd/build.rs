@@ -1,8 +1,8 @@
 //! The one assembly of a batch build, for `memdex index` and `memdex eval` alike: the store's
 //! spec (granularity, model source, extraction, layout, TiM hashing, structures, extractor
 //! model) and the index options (how the input format's sessions are cut and keyed, where
-//! bucket ids are computed), whatever the input format. The format only picks the session
-//! source and its default key roles.
+//! bucket ids are computed), whatever the input format. The format (memdex-ingest's
+//! registry) only picks the session source and its default itemizing.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use memdex_core::{DeviceChoice, Granularity, OnError};
 use memdex_embed::Embedder;
-use memdex_ingest::ItemizeOptions;
+use memdex_ingest::{Format, ItemizeOptions};
 use memdex_memory::{BuildSpec, Builder, IndexOptions, KernelHandle};
 use memdex_store::{LshMeta, StoreSpec};
 
@@ -21,9 +21,9 @@ use crate::cli::{BuildArgs, LshDevice};
 pub struct BuildTarget<'a> {
     pub store: &'a Path,
     pub granularity: Granularity,
-    /// A benchmark file (LongMemEval, LoCoMo): its corpora key user turns and keep blank
-    /// ones by default.
-    pub benchmark: bool,
+    /// The input's format (memdex-ingest's registry): how its sessions are itemized by
+    /// default.
+    pub format: &'static Format,
     /// Key expansion with extracted facts.
     pub facts: bool,
     /// A new store's key context when `--key-context` is not given.
@@ -45,14 +45,14 @@ pub struct Build {
 
 /// Opens `target.store` for a build with `embedder` as `args` say.
 pub fn open(args: &BuildArgs, target: &BuildTarget<'_>, embedder: Embedder) -> Result<Build> {
-    let at = super::StoreAt {
+    let at = super::common::StoreAt {
         dir: target.store,
         granularity: target.granularity,
         key_context: target.key_context,
     };
-    let extract = super::extract_options(&args.extract, target.facts, &at)?;
-    let model = super::fact_model(&args.extract, target.facts)?;
-    let (thoughts, tree) = super::structure_configs(&args.structures);
+    let extract = super::common::extract_options(&args.extract, target.facts, &at)?;
+    let model = super::fact_model::fact_model(&args.extract, target.facts)?;
+    let (thoughts, tree) = super::common::structure_configs(&args.structures);
     let lsh = match (args.lsh_buckets, args.lsh_tables) {
         (Some(buckets), Some(tables)) => Some(LshMeta {
             seed: args.lsh_seed,
@@ -66,13 +66,13 @@ pub fn open(args: &BuildArgs, target: &BuildTarget<'_>, embedder: Embedder) -> R
         store: StoreSpec {
             granularity: target.granularity,
             model_source: target.model_source.clone(),
-            extraction: super::extraction(&extract, model.as_ref()),
+            extraction: super::fact_model::extraction(&extract, model.as_ref()),
             layout: args.layout,
         },
         lsh,
         thoughts,
         tree,
-        facts: super::as_fact_extractor(&model),
+        facts: super::fact_model::as_fact_extractor(&model),
     };
     let builder = Builder::open(target.store, Box::new(embedder), spec)?;
     let opts = IndexOptions {
@@ -90,11 +90,7 @@ pub fn open(args: &BuildArgs, target: &BuildTarget<'_>, embedder: Embedder) -> R
 
 /// How items are cut and keyed: the format's default, `--key-roles` over it.
 fn itemize(args: &BuildArgs, target: &BuildTarget<'_>) -> ItemizeOptions {
-    let mut itemize = if target.benchmark {
-        ItemizeOptions::benchmark(target.granularity)
-    } else {
-        ItemizeOptions::new(target.granularity)
-    };
+    let mut itemize = (target.format.itemize)(target.granularity);
     if let Some(k) = args.key_roles {
         itemize.key_roles = k;
     }
@@ -112,8 +108,9 @@ fn hashing_kernels(
     if !hashes || !builder.encoder().is_accelerator() || args.lsh_device != LshDevice::Auto {
         return Ok(None);
     }
-    let k = super::load_kernels(target.device, None)?;
-    let accel = (k.device() != "cpu").then(|| KernelHandle(Arc::from(k)));
+    let k = super::common::load_kernels(target.device, None)?;
+    let k: Arc<dyn memdex_kernels::Kernels + Send + Sync> = Arc::from(k);
+    let accel = (k.device() != "cpu").then(|| KernelHandle(k));
     if let Some(k) = &accel {
         tracing::info!("TiM bucket ids computed on {}", k.0.device());
     }

@@ -42,7 +42,7 @@ pub fn read_texts(path: &Path) -> Result<Vec<String>> {
 }
 
 pub fn run(a: EmbedArgs) -> Result<()> {
-    let embedder = super::load_embedder(&a.model, None)?;
+    let embedder = super::common::load_embedder(&a.model, None)?;
     let texts = read_texts(&a.input)?;
     if texts.is_empty() {
         bail!("{}: no texts", a.input.display());

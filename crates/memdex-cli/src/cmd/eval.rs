@@ -12,7 +12,7 @@ use memdex_memory::{Reader, StageNames};
 use memdex_rank::Preset;
 
 use super::build::{self, Build, BuildTarget};
-use crate::cli::{EvalArgs, EvalFormat, EvalGranularity};
+use crate::cli::{EvalArgs, EvalGranularity};
 use crate::output::{print_json, spinner};
 
 struct Progress(indicatif::ProgressBar);
@@ -27,7 +27,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     if a.k.is_empty() || a.k.contains(&0) {
         bail!("--k needs positive cut-offs, e.g. 1,3,5,10");
     }
-    let (dataset, granularity) = dataset_of(&a);
+    let (format, dataset, granularity) = dataset_of(&a)?;
     // without --store: a temporary store, removed when `_tmp` drops (also on errors)
     let (_tmp, store_dir) = match &a.store {
         Some(d) => (None, d.clone()),
@@ -42,9 +42,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
         dataset,
         granularity,
         ks: a.k.clone(),
-        rank: super::rank_options(&a.rank, a.preset.options())?,
+        rank: super::common::rank_options(&a.rank, a.preset.options())?,
     };
-    let (reader, questions, load) = build_and_load(&a, &store_dir, &opts)?;
+    let (reader, questions, load) = build_and_load(&a, format, &store_dir, &opts)?;
     let t = std::time::Instant::now();
     let mut report = evaluate(&a, &reader, &questions, &opts)?;
     let search_s = t.elapsed().as_secs_f64();
@@ -58,17 +58,27 @@ pub fn run(a: EvalArgs) -> Result<()> {
     print_report(&a, &report, &load, search_s)
 }
 
-/// The benchmark and the granularity its items are evaluated at.
-fn dataset_of(a: &EvalArgs) -> (Dataset, Granularity) {
-    let dataset = match a.format {
-        EvalFormat::Longmemeval => Dataset::LongMemEval,
-        EvalFormat::Locomo => Dataset::Locomo,
+/// The benchmark's format (memdex-ingest's registry), its questions' conventions and the
+/// granularity its items are evaluated at.
+fn dataset_of(a: &EvalArgs) -> Result<(&'static memdex_ingest::Format, Dataset, Granularity)> {
+    let format = a.format.of(&a.input)?;
+    let Some(dataset) = Dataset::of(format) else {
+        bail!(
+            "{}: the {} format carries no questions; memdex eval reads a benchmark: {}",
+            a.input.display(),
+            format.name,
+            (memdex_ingest::FORMATS.iter())
+                .filter(|f| Dataset::of(f).is_some())
+                .map(|f| f.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     };
     let granularity = match a.granularity {
         EvalGranularity::Turn => Granularity::Turn,
         EvalGranularity::Session => Granularity::Session,
     };
-    (dataset, granularity)
+    Ok((format, dataset, granularity))
 }
 
 /// Builds (or reuses) the store in `store_dir` from the benchmark file through the one build
@@ -76,15 +86,16 @@ fn dataset_of(a: &EvalArgs) -> (Dataset, Granularity) {
 /// found.
 fn build_and_load(
     a: &EvalArgs,
+    format: &'static memdex_ingest::Format,
     store_dir: &std::path::Path,
     opts: &EvalOptions,
 ) -> Result<(Reader, Vec<EvalQuestion>, LoadReport)> {
-    let embedder = super::load_embedder(&a.model, None)?;
-    let ranker = super::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
+    let embedder = super::common::load_embedder(&a.model, None)?;
+    let ranker = super::common::ranker(a.rank_device, a.device_scan, &a.model, &embedder)?;
     let target = BuildTarget {
         store: store_dir,
         granularity: opts.granularity,
-        benchmark: true,
+        format,
         // `--preset default` evaluates a store as `memdex index` builds it by default (facts
         // on, turns keyed with the message they answer); the reference baselines do neither
         facts: a.facts.unwrap_or(a.preset == Preset::Default),
@@ -100,7 +111,7 @@ fn build_and_load(
     } = build::open(&a.build, &target, embedder)?;
     let pb = spinner("sessions");
     let load_opts = LoadOptions {
-        dataset: opts.dataset,
+        format,
         granularity: opts.granularity,
         on_error: a.on_error,
     };
@@ -113,7 +124,7 @@ fn build_and_load(
     )
     .with_context(|| format!("loading {}", a.input.display()))?;
     pb.finish_and_clear();
-    super::report_fact_model(&model);
+    super::fact_model::report_fact_model(&model);
     let reader = builder.into_reader(ranker, StageNames::Flags)?;
     tracing::info!("ranker: {}", reader.ranker().describe());
     Ok((reader, questions, load))
@@ -145,7 +156,7 @@ fn evaluate(
         w.flush()?;
     }
     if a.rank_check {
-        let ranker = super::checked_ranker(&a.model, Placement::Device)?;
+        let ranker = super::common::checked_ranker(&a.model, Placement::Device)?;
         let agreement = compare_rankers(reader, &ranker, questions, &opts.rank)?;
         if !a.json {
             print_agreement(&agreement);

@@ -2,14 +2,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use memdex_ingest::{
-    locomo_sessions, read_locomo, JsonlOptions, JsonlSessions, LongMemEvalSessions,
-};
+use memdex_ingest::{Format, ReadOptions, Record};
 use memdex_memory::{Builder, ExtractOptions, IndexOptions, IndexProgress, IndexReport};
 use serde::Serialize;
 
 use super::build::{self, Build, BuildTarget};
-use crate::cli::{IndexArgs, InputFormat};
+use crate::cli::IndexArgs;
 use crate::output::print_json;
 
 /// Progress of a build: input bytes behind the committed segments (rate and ETA), sessions
@@ -100,17 +98,18 @@ struct Out<'a> {
 }
 
 pub fn run(a: IndexArgs) -> Result<()> {
-    let embedder = super::load_embedder(&a.model, None)?;
+    let embedder = super::common::load_embedder(&a.model, None)?;
     let source_hint = embedder
         .files()
         .dir
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| embedder.files().source.clone());
+    let format = a.format.of(&a.input)?;
     let target = BuildTarget {
         store: &a.store,
         granularity: a.granularity,
-        benchmark: a.format != InputFormat::Jsonl,
+        format,
         facts: a.facts,
         key_context: ExtractOptions::default().key_context,
         model_source: Some(source_hint),
@@ -123,9 +122,9 @@ pub fn run(a: IndexArgs) -> Result<()> {
         model,
     } = build::open(&a.build, &target, embedder)?;
     let bars = Bars::new();
-    let result = index_input(&a, &mut builder, &opts, &bars);
+    let result = index_input(&a, format, &mut builder, &opts, &bars);
     bars.bar.finish_and_clear();
-    super::report_fact_model(&model);
+    super::fact_model::report_fact_model(&model);
     bars.sample_memory();
     let peak = bars.peak_anon_kb.load(Ordering::Relaxed);
     let peak_rss_anon_mb = (peak > 0).then(|| peak as f64 / 1024.0);
@@ -207,33 +206,29 @@ fn print_skipped(report: &IndexReport) {
     }
 }
 
-/// Indexes `a.input` in its format through `builder`: every format is a session source, and
-/// every one is indexed with the same `opts`.
+/// Indexes `a.input` in its format through `builder`: every format is a session source
+/// (opened by the registry), and every one is indexed with the same `opts`. The first few
+/// warnings of its records (dates that did not parse, …) go to stderr.
 fn index_input(
     a: &IndexArgs,
+    format: &Format,
     builder: &mut Builder,
     opts: &IndexOptions,
     bars: &Bars,
 ) -> Result<IndexReport> {
-    let report = match a.format {
-        InputFormat::Jsonl => {
-            let jsonl = JsonlOptions {
-                on_error: a.on_error,
-                max_line_bytes: a.max_line_bytes,
-            };
-            builder.index(JsonlSessions::open(&a.input, jsonl)?, opts, bars)?
-        }
-        InputFormat::Longmemeval => {
-            let source = LongMemEvalSessions::open(&a.input, a.on_error)?;
-            builder.index(source, opts, bars)?
-        }
-        InputFormat::Locomo => {
-            let convs = read_locomo(&a.input)?;
-            for w in convs.iter().flat_map(|c| &c.warnings).take(5) {
-                eprintln!("warning: {w}");
+    let mut shown = 0;
+    let read = ReadOptions {
+        on_error: a.on_error,
+        max_line_bytes: a.max_line_bytes,
+        on_record: Some(Box::new(move |r: Record<'_>| {
+            for w in r.warnings() {
+                if shown < 5 {
+                    eprintln!("warning: {w}");
+                    shown += 1;
+                }
             }
-            builder.index(locomo_sessions(&convs), opts, bars)?
-        }
+        })),
     };
-    Ok(report)
+    let source = (format.open)(&a.input, read)?;
+    Ok(builder.index(source, opts, bars)?)
 }

@@ -30,7 +30,7 @@ pub fn run(a: McpArgs) -> Result<()> {
         device: a.rank_device.into(),
         ..RankChoice::default()
     };
-    let mut open = super::open_options(&a.model, rank);
+    let mut open = super::common::open_options(&a.model, rank);
     open.engine = EngineOptions {
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         ..EngineOptions::default()

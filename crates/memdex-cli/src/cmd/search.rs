@@ -12,7 +12,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
         device: a.rank_device.into(),
         ..RankChoice::default()
     };
-    let open = super::open_options(&a.model, rank);
+    let open = super::common::open_options(&a.model, rank);
     let reader = Reader::open(&a.store, &open, StageNames::Flags)
         .with_context(|| format!("opening {}", a.store.display()))?;
     let req = SearchRequest {

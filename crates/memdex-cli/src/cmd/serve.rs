@@ -50,14 +50,14 @@ pub fn run(a: ServeArgs) -> Result<()> {
         device_scan: a.device_scan.choice(),
         ..RankChoice::default()
     };
-    let mut open = super::open_options(&a.model, rank);
+    let mut open = super::common::open_options(&a.model, rank);
     open.engine = EngineOptions {
         token_budget: a.queue_tokens,
         model_workers: a.model_workers.engine().0,
         measure_model_workers: a.model_workers.engine().1,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
-        structures: super::structure_configs(&a.structures),
+        structures: super::common::structure_configs(&a.structures),
         cache_bytes: usize::try_from(a.cache_mb << 20).unwrap_or(usize::MAX),
         verify: match a.verify_on_start {
             true => StartVerify::Before,

@@ -10,8 +10,8 @@ use super::{
 };
 use crate::cpu::Cpu;
 use crate::{
-    range_offsets, FragRelParams, KernelError, Kernels, Matrix, RankParams, RankQueries, RankRows,
-    TimeRule, Timeline, TopKResult, NO_ROW,
+    range_offsets, FragRelParams, KernelError, Kernels, Matrix, RankKernels, RankParams,
+    RankQueries, RankRows, TimeRule, Timeline, TopKResult, NO_ROW,
 };
 
 fn min_max(v: &[f64]) -> Vec<f64> {

@@ -7,8 +7,12 @@ use candle_core::cuda_backend::cudarc::driver::{
 };
 
 use super::{launch, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTopK, Gpu, THREADS};
+use crate::scan::ScanKernels;
 use crate::tiles::{dense_tile, scan_tile, QueryTiles, TileSmem, TileWidth, Tiled};
-use crate::{ptx, splits_for, KernelError};
+use crate::types::{check_scan, check_timeline};
+use crate::{
+    ptx, splits_for, BucketMask, FragRelParams, KernelError, Matrix, Timeline, TopKResult,
+};
 
 /// A batch's query tiles on the device (see [`QueryTiles`]).
 #[derive(Debug)]
@@ -211,5 +215,45 @@ impl Gpu {
         // inside its first `stride` floats of scratch (nq × 3 × stride); tiles and shared
         // memory as in segmented_topk_dev (dense_tile).
         unsafe { launch(b, l.config()) }
+    }
+}
+
+/// The bench side's scans on the device: the inputs uploaded per call, then the device-resident
+/// entry points (`segmented_topk_dev`, `fragrel_topk_dev`).
+impl ScanKernels for Gpu {
+    fn segmented_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        check_scan(m, queries, ranges, mask, k)?;
+        let dm = self.upload_matrix(m)?;
+        let dq = self.upload_queries(queries, ranges)?;
+        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
+        let r = self.segmented_topk_dev(&dm, &dq, dmask.as_ref(), k)?;
+        self.to_host(&r)
+    }
+
+    fn fragrel_topk(
+        &self,
+        m: &Matrix<'_>,
+        timeline: &Timeline<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        mask: Option<&BucketMask<'_>>,
+        k: usize,
+        params: FragRelParams,
+    ) -> Result<TopKResult, KernelError> {
+        check_scan(m, queries, ranges, mask, k)?;
+        check_timeline(m, timeline, params)?;
+        let dm = self.upload_matrix(m)?;
+        let dt = self.upload_timeline(timeline)?;
+        let dq = self.upload_queries(queries, ranges)?;
+        let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
+        let r = self.fragrel_topk_dev(&dm, &dt, &dq, dmask.as_ref(), k, params)?;
+        self.to_host(&r)
     }
 }

@@ -18,8 +18,8 @@ use memdex_rank::{
 
 use super::timings::{Part, Timings};
 use crate::{
-    FragRelParams, KernelError, Kernels, PartText, RankParams, RankPart, RankQueries, TextExpand,
-    TextQueries, TimeRule, MAX_TEXT_EXPAND_TERMS,
+    FragRelParams, KernelError, PartText, RankKernels, RankParams, RankPart, RankQueries,
+    TextExpand, TextQueries, TimeRule, MAX_TEXT_EXPAND_TERMS,
 };
 
 /// The batch's per-query inputs, host-side.
@@ -54,7 +54,7 @@ impl From<KernelError> for FusedError {
 /// The top `k` of every query of `b` through `kernels` in one call (the options must be
 /// ones the kernel runs: [`Plan::fused`]).
 pub(crate) fn top(
-    kernels: &dyn Kernels,
+    kernels: &dyn RankKernels,
     b: &Batch<'_, '_>,
     k: usize,
     time: &Timings,
@@ -97,7 +97,7 @@ pub(crate) fn top(
 
 /// Every query's whole ranking through `kernels.rank_scores_parts` (one call).
 pub(crate) fn all<'s>(
-    kernels: &dyn Kernels,
+    kernels: &dyn RankKernels,
     b: &Batch<'_, 's>,
     time: &Timings,
 ) -> Result<BatchRankings<'s>, FusedError> {
@@ -140,7 +140,7 @@ enum Inputs {
     Text { expand: Option<Expand> },
 }
 
-/// The text side of a batch for [`Kernels::rank_topk_text`].
+/// The text side of a batch for [`RankKernels::rank_topk_text`].
 #[derive(Default)]
 struct TextBatch {
     /// Per tenant (in `Prepared::tenants` order).

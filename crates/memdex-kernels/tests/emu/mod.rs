@@ -13,8 +13,8 @@ use memdex_kernels::rank::merge_lists;
 use memdex_kernels::tiles::{dense_tile, scan_tile, QueryTiles, TileSmem, TileWidth, Tiled};
 use memdex_kernels::{
     range_offsets, splits_for, text_inputs_reference, BucketMask, Concatenated, FragRelParams,
-    KernelError, Kernels, Matrix, PartText, RankParams, RankPart, RankQueries, RankRows,
-    TextQueries, TimeRule, Timeline, TopKResult, MAX_K,
+    HashKernels, KernelDevice, KernelError, Matrix, PartText, RankKernels, RankParams, RankPart,
+    RankQueries, RankRows, ScanKernels, TextQueries, TimeRule, Timeline, TopKResult, MAX_K,
 };
 use memdex_rank::TimeWindow;
 
@@ -524,11 +524,13 @@ fn topk_result(out: &[Vec<u8>], k: usize) -> TopKResult {
     }
 }
 
-impl Kernels for Emu {
+impl KernelDevice for Emu {
     fn device(&self) -> String {
         "emu".into()
     }
+}
 
+impl HashKernels for Emu {
     fn lsh_project(
         &self,
         x: &[f32],
@@ -559,7 +561,9 @@ impl Kernels for Emu {
         );
         Ok(as_u32(&self.run(p)[0]))
     }
+}
 
+impl ScanKernels for Emu {
     fn segmented_topk(
         &self,
         m: &Matrix<'_>,
@@ -654,7 +658,9 @@ impl Kernels for Emu {
         p.launch(name, (nq as u32, 1), 0, args);
         Ok(topk_result(&self.run(p), k))
     }
+}
 
+impl RankKernels for Emu {
     fn rank_topk(
         &self,
         m: &Matrix<'_>,

@@ -55,7 +55,17 @@ __all__ = [
     "DiskFull",
     "Closed",
     "STAGES",
+    "MAX_K",
+    "DEFAULT_K",
+    "Hits",
+    "FORMATS",
+    "read_sessions",
+    "build",
 ]
+
+#: The input formats memdex reads (memdex-ingest's registry, read from the native module:
+#: ``memdex index --format``).
+FORMATS: "tuple[str, ...]" = tuple(_memdex.FORMATS)
 
 #: The ranking stages ``search`` takes as keyword arguments (``memdex search``'s flags).
 STAGES = (
@@ -83,8 +93,12 @@ STAGES = (
     "expand_weight",
 )
 
-#: Hits one search returns at most.
-MAX_K = 1000
+#: Hits one search returns at most (memdex's ``MAX_K``, as over HTTP and MCP).
+MAX_K: int = _memdex.MAX_K
+
+#: Hits a search returns when ``k`` is not given (memdex's ``DEFAULT_K``, as over HTTP and
+#: MCP).
+DEFAULT_K: int = _memdex.DEFAULT_K
 
 
 class MemdexError(Exception):
@@ -171,6 +185,19 @@ class Hit:
     def date(self) -> _dt.datetime:
         """The session date (UTC)."""
         return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=_dt.timezone.utc)
+
+
+class Hits(List[Hit]):
+    """``search``'s answer: the hits, best first (a ``list``), and ``timings``: the
+    microseconds the search spent in each serving stage (``tokenize``, ``model_queue``,
+    ``embed``, ``rank_queue``, ``rank``: the figures ``memdex serve``'s ``/metrics`` sums),
+    or None when nothing was ranked (a tenant with no memory)."""
+
+    timings: Optional[Dict[str, int]]
+
+    def __init__(self, hits: Iterable[Hit], timings: Optional[Dict[str, int]] = None) -> None:
+        super().__init__(hits)
+        self.timings = timings
 
 
 DateLike = Union[str, _dt.date, _dt.datetime]
@@ -287,7 +314,7 @@ class Memory:
         self,
         tenant: str,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         date: Optional[DateLike] = None,
         *,
         recent_turns: Sequence[str] = (),
@@ -303,17 +330,23 @@ class Memory:
         stages by the names of ``memdex search``'s flags (see ``STAGES``), e.g.
         ``retriever="dense"``, ``dense_weight=0.7``, ``time="boost"``.
         ``explain=True``: each hit's ``explain`` holds its score after every stage.
-        Returns a list of ``Hit``, or with ``as_table=True`` a ``pyarrow.Table``.
+        Returns ``Hits`` (a list of ``Hit`` with the search's ``timings``), or with
+        ``as_table=True`` a ``pyarrow.Table``.
         """
         answer = self._search(tenant, query, k, date, recent_turns, stages, False, explain)
         hits = [Hit(**{f: h.get(f) for f in _HIT_FIELDS}) for h in answer["hits"]]
-        return hits_table(hits) if as_table else hits
+        if as_table:
+            return hits_table(hits)
+        timings = answer.get("timings")
+        if timings is not None:
+            timings = {name[: -len("_us")]: int(us) for name, us in timings.items()}
+        return Hits(hits, timings)
 
     def context(
         self,
         tenant: str,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         date: Optional[DateLike] = None,
         *,
         recent_turns: Sequence[str] = (),
@@ -402,6 +435,44 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"memdex.Memory({self.store!r}, model={self.model!r}, device={self.device!r})"
+
+
+def read_sessions(source: Any, format: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The sessions of a file (``source`` a path) or of values in memory (a session, a
+    LongMemEval question instance, a LoCoMo conversation, or a list of them), read by memdex's
+    format registry: the readers and checks of ``memdex index --format``. ``format``: one of
+    ``FORMATS`` (None: told from the file's first bytes, or from each value's keys). Each
+    session comes in memdex's shape, ``{tenant, session_id, date, turns: [{role, content}]}``
+    (``date`` RFC 3339, to the millisecond), ready for ``Memory.add`` or ``build``."""
+    if isinstance(source, (str, os.PathLike)):
+        text = _call(_memdex.read_sessions, path=os.fspath(source), format=format)
+    else:
+        value = _json.dumps(source, default=_json_default)
+        text = _call(_memdex.read_sessions, value_json=value, format=format)
+    return _json.loads(text)
+
+
+def build(
+    store: Union[str, "os.PathLike[str]"],
+    sessions: Iterable[Mapping[str, Any]],
+    format: str = "jsonl",
+    model: Optional[str] = None,
+    device: str = "auto",
+    granularity: str = "round",
+) -> Dict[str, Any]:
+    """Builds (or extends) the store in ``store`` from ``sessions`` (memdex's session shape,
+    as ``read_sessions`` gives them) through memdex's batch build, the one ``memdex index``
+    runs (read, embed and write overlapped; a segment per batch), each session cut into
+    ``granularity`` items and keyed as ``format`` does by default (LongMemEval and LoCoMo: the
+    user turns). A new store gets ``memdex index``'s defaults; an existing one keeps its own.
+    Idempotent: sessions already stored are skipped. The store must not be open (a
+    ``Memory`` or ``memdex serve`` holds it). Returns ``{report, tenants}``: the index report
+    and how many tenants the store holds."""
+    if not isinstance(store, (str, os.PathLike)):
+        raise TypeError(f"store must be a path, not {type(store).__name__}")
+    text = _json.dumps(list(sessions), default=_json_default)
+    out = _call(_memdex.build, os.fspath(store), text, format, model, device, granularity)
+    return _json.loads(out)
 
 
 def hits_table(hits: Sequence[Hit]) -> "pyarrow.Table":

@@ -3,6 +3,9 @@
 from typing import List, Optional, Tuple
 
 __version__: str
+MAX_K: int
+DEFAULT_K: int
+FORMATS: List[str]
 
 class NativeError(Exception):
     """A memdex failure: args are (code, message)."""
@@ -14,6 +17,7 @@ class Native:
         model: Optional[str] = None,
         device: str = "auto",
         compact_every: Optional[float] = 30.0,
+        rank_device: str = "auto",
     ) -> "Native": ...
     def add(self, sessions_json: str, tenant: Optional[str] = None) -> str: ...
     def search(
@@ -44,3 +48,15 @@ class Native:
     def device(self) -> str: ...
     @property
     def store(self) -> str: ...
+
+def read_sessions(
+    path: Optional[str] = None, value_json: Optional[str] = None, format: Optional[str] = None
+) -> str: ...
+def build(
+    store: str,
+    sessions_json: str,
+    format: str = "jsonl",
+    model: Optional[str] = None,
+    device: str = "auto",
+    granularity: str = "round",
+) -> str: ...

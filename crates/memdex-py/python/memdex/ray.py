@@ -4,12 +4,13 @@ Sharding: a tenant lives in exactly one shard, ``shard_of(tenant, shards)`` (a s
 the same in every process and on every node); each shard is a normal memdex store
 (``ROOT/shard-0000``, ...), which ``memdex search``/``serve``/``memdex.Memory`` open as is.
 
-* Offline, ``build_shards``: ``ray.data`` reads JSONL (one session a line) or LongMemEval
-  (one question instance a record), ``map_batches`` tags each record with its shard, and
-  ``groupby(shard).map_groups`` hands each shard's records to one ``ShardWriter`` actor (a
-  memdex actor: it loads the model once and writes the shards it is given, one at a time),
-  so each store has exactly one writer, as memdex requires. Actors ask for ``num_gpus`` when
-  the cluster has GPUs.
+* Offline, ``build_shards``: memdex's format registry reads the input (any format ``memdex
+  index`` reads: JSONL, LongMemEval, LoCoMo; ``memdex.read_sessions``) into one record per
+  session, ``ray.data`` holds them, ``map_batches`` tags each record with its shard, and
+  ``groupby(shard).map_groups`` hands each shard's sessions to one ``ShardWriter`` actor (a
+  memdex actor: it builds the shards it is given, one at a time, through memdex's batch build,
+  ``memdex.build``, keyed as the input format does by default), so each store has exactly one
+  writer, as memdex requires. Actors ask for ``num_gpus`` when the cluster has GPUs.
 * Online, ``serve_app``: one Ray Serve deployment per shard (``ShardReplica``: one replica,
   the store's single writer, holding a ``memdex.Memory``) and a ``Router`` deployment that
   sends each tenant's request to the replica holding its shard.
@@ -50,36 +51,24 @@ def shard_dir(root: str, shard: int) -> str:
 
 
 def _records(path: str, fmt: str) -> Iterator[Dict[str, str]]:
-    """``{"tenant", "record"}`` per session (JSONL) or question instance (LongMemEval), the
-    record kept as JSON text so Ray's schema inference never rewrites dates or shapes."""
-    if fmt == "jsonl":
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                v = json.loads(line)
-                tenant = v.get("tenant") if isinstance(v, dict) else None
-                if not isinstance(tenant, str):
-                    raise ValueError(f"{path}:{n}: a session needs a string `tenant`")
-                yield {"tenant": tenant, "record": line}
-    elif fmt == "longmemeval":
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        for i, q in enumerate(data):
-            qid = q.get("question_id") if isinstance(q, dict) else None
-            if not isinstance(qid, str):
-                raise ValueError(f"{path}: question #{i + 1} has no string `question_id`")
-            yield {"tenant": qid, "record": json.dumps(q)}
-    else:
-        raise ValueError(f"format must be jsonl or longmemeval, not {fmt!r}")
+    """``{"tenant", "record"}`` per session of the file, read by memdex's format registry
+    (``memdex.read_sessions``: the readers and checks of ``memdex index --format``), the
+    session kept as JSON text so Ray's schema inference never rewrites dates or shapes."""
+    import memdex
+
+    for s in memdex.read_sessions(path, fmt):
+        yield {"tenant": s["tenant"], "record": json.dumps(s)}
 
 
 class ShardWriter:
-    """A memdex actor: writes whole shards (``map_groups`` gives it one shard's records at a
-    time; it is that store's only writer)."""
+    """A memdex actor: builds whole shards (``map_groups`` gives it one shard's sessions at a
+    time; it is that store's only writer) through memdex's batch build (``memdex.build``, the
+    one ``memdex index`` runs), each session keyed as its input format does by default."""
 
-    def __init__(self, root: str, shards: int, model: Optional[str], device: str) -> None:
+    def __init__(self, root: str, shards: int, model: Optional[str], device: str,
+                 fmt: str = "jsonl") -> None:
         self.root, self.shards, self.model, self.device = root, shards, model, device
+        self.fmt = fmt
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
         import memdex
@@ -88,14 +77,11 @@ class ShardWriter:
         if len(shard_ids) != 1:
             raise RuntimeError(f"one shard per group expected, got {sorted(shard_ids)}")
         shard = shard_ids.pop()
-        records = [json.loads(r) for r in batch["record"]]
-        with memdex.Memory(shard_dir(self.root, shard), model=self.model, device=self.device,
-                           compact_every=None) as mem:
-            reports = mem.add(records)
-            tenants = mem.tenants()
-        written = sum(r["report"]["items_written"] for r in reports)
-        return {"shard": [shard], "records": [len(records)], "items_written": [written],
-                "tenants": [len(tenants)]}
+        sessions = [json.loads(r) for r in batch["record"]]
+        out = memdex.build(shard_dir(self.root, shard), sessions, format=self.fmt,
+                           model=self.model, device=self.device)
+        return {"shard": [shard], "records": [len(sessions)],
+                "items_written": [out["report"]["items_written"]], "tenants": [out["tenants"]]}
 
 
 def _writer_pool(cpus: float, per_writer: float, shards: int,
@@ -163,7 +149,7 @@ def build_shards(
         .groupby("shard")
         .map_groups(
             ShardWriter,
-            fn_constructor_args=(os.path.abspath(root), shards, model, device),
+            fn_constructor_args=(os.path.abspath(root), shards, model, device, fmt),
             concurrency=concurrency,
             num_gpus=num_gpus,
             num_cpus=num_cpus,
@@ -190,9 +176,12 @@ class ShardReplica:
 
         self.mem = memdex.Memory(path, model=model, device=device)
 
-    def search(self, tenant: str, query: str, k: int = 10, date: Optional[str] = None,
+    def search(self, tenant: str, query: str, k: Optional[int] = None, date: Optional[str] = None,
                recent_turns: Optional[List[str]] = None,
                stages: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        import memdex
+
+        k = memdex.DEFAULT_K if k is None else k
         hits = self.mem.search(tenant, query, k, date, recent_turns=recent_turns or (),
                                **(stages or {}))
         return [h.__dict__ for h in hits]

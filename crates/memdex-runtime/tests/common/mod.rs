@@ -24,6 +24,12 @@ pub fn top_values(
             opts: *opts,
         },
     };
-    let hits = e.search(job).unwrap().blocking_recv().unwrap().unwrap();
+    let hits = e
+        .search(job)
+        .unwrap()
+        .blocking_recv()
+        .unwrap()
+        .unwrap()
+        .hits;
     hits.into_iter().map(|h| h.value).collect()
 }

@@ -564,21 +564,6 @@ fn age(words: &[&str]) -> Option<String> {
     }
 }
 
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// The object's words: up to a clause end, a new clause or a time phrase; at most 8.
 fn object(toks: &[Tok]) -> Option<String> {
     let mut out: Vec<&str> = Vec::new();
@@ -586,7 +571,8 @@ fn object(toks: &[Tok]) -> Option<String> {
         let w = t.lower.as_str();
         let time_phrase = matches!(w, "in" | "on" | "since")
             && toks.get(k + 1).is_some_and(|n| {
-                n.lower.chars().all(|c| c.is_ascii_digit()) || MONTHS.contains(&n.lower.as_str())
+                n.lower.chars().all(|c| c.is_ascii_digit())
+                    || memdex_core::MONTH_NAMES.contains(&n.lower.as_str())
             });
         if !out.is_empty() && (OBJECT_STOPS.contains(&w) || time_phrase) {
             break;

@@ -6,13 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::Searcher;
+
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
 use std::sync::Arc;
 
-use memdex_kernels::{cpu::Cpu, KernelRanker, Kernels, Placement};
+use memdex_kernels::{cpu::Cpu, KernelRanker, Placement, RankKernels};
 use memdex_pipeline::{AppendPipeline, PipelineError};
 use memdex_rank::{
     BatchHits, BatchQuery, BatchRanker, Query, RankError, RankOptions, Retriever, TopK,
@@ -76,7 +76,7 @@ fn sessions(t: usize) -> Vec<Session> {
         .collect()
 }
 
-fn store(dir: &std::path::Path) -> Searcher {
+fn store(dir: &std::path::Path) -> memdex_memory::Reader {
     let enc = HashEncoder::new(DIM);
     let x = Extraction {
         events: true,
@@ -96,13 +96,13 @@ fn store(dir: &std::path::Path) -> Searcher {
     let mut embed =
         |keys: &[&str]| -> Result<_, PipelineError> { Ok(enc.embed(keys, TextKind::Passage)?) };
     p.commit(&mut w, &mut embed).unwrap();
-    Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
+    common::reader(dir, DIM)
 }
 
 /// The top `k` of `batch` through the accelerated ranker on `kernels`, every batch on them.
 fn fused(
-    searcher: &Searcher,
-    kernels: Arc<dyn Kernels + Send + Sync>,
+    searcher: &memdex_memory::Reader,
+    kernels: Arc<dyn RankKernels + Send + Sync>,
     batch: &[BatchQuery<'_>],
     k: usize,
     opts: &RankOptions,
@@ -117,7 +117,7 @@ fn fused(
 }
 
 fn fused_with(
-    searcher: &Searcher,
+    searcher: &memdex_memory::Reader,
     ranker: &KernelRanker,
     batch: &[BatchQuery<'_>],
     k: usize,
@@ -269,7 +269,7 @@ fn tenants_reach_the_kernels_as_parts_with_stable_keys() {
         .embed(&QUERIES, TextKind::Query)
         .unwrap();
     let rec = Arc::new(memdex_testkit::SpyKernels::default());
-    let spy = || rec.clone() as Arc<dyn Kernels + Send + Sync>;
+    let spy = || rec.clone() as Arc<dyn RankKernels + Send + Sync>;
     let opts = RankOptions::default();
     let first = batch(&["tenant-0", "tenant-1", "tenant-0", "tenant-2"], &v, None);
     let second = batch(&["tenant-2", "tenant-0"], &v, None);

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::Searcher;
+use common::Ranked;
 use std::path::Path;
 
 use memdex_core::{Granularity, Session, TextKind};
@@ -75,8 +75,8 @@ fn sister_story() -> Vec<Session> {
     ]
 }
 
-fn searcher(dir: &Path) -> Searcher {
-    Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
+fn searcher(dir: &Path) -> memdex_memory::Reader {
+    common::reader(dir, DIM)
 }
 
 fn with_thoughts() -> RankOptions {
@@ -101,13 +101,13 @@ fn knowledge_update_surfaces_the_newer_statement_first() {
     let s = searcher(tmp.path());
     let q = "Where does my sister live?";
     let plain = s
-        .search("alice", q, None, 3, &RankOptions::default())
+        .ranked("alice", q, None, 3, &RankOptions::default())
         .unwrap();
     assert_eq!(
         plain[0].value, "My sister lives in Porto.",
         "without the stage the old statement wins on words"
     );
-    let hits = s.search("alice", q, None, 3, &with_thoughts()).unwrap();
+    let hits = s.ranked("alice", q, None, 3, &with_thoughts()).unwrap();
     assert_eq!(hits[0].value, "She moved to Lisbon last month.");
     assert_eq!(
         hits[1].value, "My sister lives in Porto.",
@@ -219,7 +219,7 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
         .is_none());
     let s = searcher(tmp.path());
     let e = s
-        .search("t", "guitar", None, 3, &with_thoughts())
+        .ranked("t", "guitar", None, 3, &with_thoughts())
         .unwrap_err()
         .to_string();
     assert!(e.contains("memdex index --thoughts"), "{e}");
@@ -257,7 +257,7 @@ fn structures_persist_and_a_store_without_them_catches_up_when_enabled() {
         ..RankOptions::dense()
     };
     let hits = searcher(tmp.path())
-        .search("t", "guitar amplifier", None, 3, &tree)
+        .ranked("t", "guitar amplifier", None, 3, &tree)
         .unwrap();
     assert!(
         hits.iter().any(|h| h.value.contains("amplifier")),
@@ -284,7 +284,7 @@ fn deleted_items_take_their_thoughts_and_leaves_with_them() {
     // readers skip them before the writer records anything
     let s = searcher(tmp.path());
     let hits = s
-        .search(
+        .ranked(
             "t",
             "Where does my sister live?",
             None,

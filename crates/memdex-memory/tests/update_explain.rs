@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::Searcher;
+use common::Ranked;
 use memdex_core::{Granularity, Role, Session, TextKind, Turn};
 use memdex_embed::Encoder;
 use memdex_ingest::ItemizeOptions;
@@ -31,7 +31,7 @@ fn session(id: &str, day: i64, text: &str) -> Session {
     }
 }
 
-fn searcher(dir: &std::path::Path) -> Searcher {
+fn searcher(dir: &std::path::Path) -> memdex_memory::Reader {
     let enc = HashEncoder::new(DIM);
     let mut w = StoreWriter::open_or_create_with(
         dir,
@@ -70,12 +70,12 @@ fn searcher(dir: &std::path::Path) -> Searcher {
     ])
     .unwrap();
     p.commit(&mut w, &mut embed).unwrap();
-    Searcher::new(Store::open(dir).unwrap(), Box::new(HashEncoder::new(DIM))).unwrap()
+    common::reader(dir, DIM)
 }
 
-fn top(s: &Searcher, q: &str, opts: &RankOptions) -> Vec<String> {
+fn top(s: &memdex_memory::Reader, q: &str, opts: &RankOptions) -> Vec<String> {
     let hits = s
-        .search_with(
+        .ranked_with(
             "ann",
             q,
             None,
@@ -118,9 +118,9 @@ fn explained_hits_agree_with_the_ranking_they_explain() {
     let s = searcher(tmp.path());
     let opts = RankOptions::default();
     let q = "my sister lives in porto by the river, where does she live";
-    let plain = s.search("ann", q, None, 5, &opts).unwrap();
+    let plain = s.ranked("ann", q, None, 5, &opts).unwrap();
     let explained = s
-        .search_with(
+        .ranked_with(
             "ann",
             q,
             None,
