@@ -61,19 +61,20 @@ stage_fused() {
 }
 
 # Per-batch embed time for a batch of 32 queries (item 4: <= 0.5 ms with the fused encoder;
-# 3.22 ms with candle on the H200 while serving): LoCoMo dev's questions (the first 1,024),
+# 3.22 ms with candle on the H200 while serving): LoCoMo dev's questions (the first
+# EMBED_BATCH_QUERIES, default 1,024; a CPU smoke run of the fused reference wants ~32),
 # `memdex bench embed --max-batch 32` per encoder (EMBED_BATCH_ENCODERS, default candle fused
 # fused-eager; -eager: MEMDEX_CUDA_GRAPHS=0), EMBED_BATCH_RUNS invocations each (default 3),
 # each the median of 5 passes. gpu-report.py embed-batch: per batch = (pass - tokenize) /
 # batches; the median of the invocations; ok when fused <= 0.5 ms, MISS above.
 stage_embed_batch() {
-  "$PY" - "$WORK/data/locomo-dev.json" "$WORK/queries.jsonl" <<'PY'
+  "$PY" - "$WORK/data/locomo-dev.json" "$WORK/queries.jsonl" "${EMBED_BATCH_QUERIES:-1024}" <<'PY'
 import json, sys
 data = json.load(open(sys.argv[1]))
 qs = [q["question"] for c in (data if isinstance(data, list) else [data]) for q in c.get("qa", [])
       if q.get("question")]
 with open(sys.argv[2], "w") as f:
-    for q in qs[:1024]:
+    for q in qs[:int(sys.argv[3])]:
         f.write(json.dumps({"text": q}) + "\n")
 PY
   local enc r
