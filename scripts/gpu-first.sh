@@ -15,12 +15,13 @@
 # issue's targets, every invocation and raw file) also come back alone, with the chart of this
 # device kind ($OUT/gpu-h100.png/.svg, scripts/gpu-run-chart.py).
 #
-# The model path's call (the fused encoder, per-batch embed time, serving with both encoders
-# and the serving default, bulk embedding, eval; ~8 minutes on an H200,
-# bench/results/gpu-model-path-2026-11-28/README.md):
-#   OUT=$OUT BUDGET=500 PLAN="env:15 fused:75 embed-batch:60 load:200 embed:90 eval:60" \
-#     LOAD_CONFIGS="cuda:cuda:8:1:fused:256 cuda:auto:8:auto:fused:256 cuda:auto:8:auto:candle cpu:cpu:14" \
-#     LOAD_SECONDS=8 OPEN_SECONDS=8 LOAD_WARMUP=10 LOAD_RANK_RUNS=1 LOAD_NCU=0 \
+# The model path's call (#58: the fused encoder, per-batch embed time, serving with both
+# encoders and the serving default, eval, bulk embedding; stage times estimated, ~9 minutes;
+# bench/results/gpu-model-path-2026-11-28/README.md says what each stage measures and why 128
+# connections: at 25,000/s a closed loop of 256 waits 10.2 ms on average, over the p99 goal):
+#   OUT=$OUT BUDGET=520 PLAN="env:15 fused:60 embed-batch:50 load:240 eval:60 embed:90" \
+#     LOAD_CONFIGS="cuda:cuda:8:1:fused:128 cuda:auto:8:auto:fused:128 cuda:auto:8:auto:candle cpu:cpu:14" \
+#     LOAD_SECONDS=8 OPEN_SECONDS=8 LOAD_WARMUP=6 LOAD_RANK_RUNS=1 LOAD_NCU=0 \
 #     TOKEN_BUDGETS="16384 65536" ST_REPEATS=3 ST_BATCHES=128,512,2048 TEXT_REPEAT=5 \
 #     EVAL_ENCODERS="candle fused" bash scripts/gpu-first.sh
 #
