@@ -143,19 +143,70 @@ mod tests {
 
     use super::*;
 
-    /// Two copies of an encoder whose batch takes 4 ms; `serialised`: the copies share one
-    /// lock while they work (as streams serialised on a device would).
+    /// A batch's device time: long beside the host work around it (hashing 32 texts, a
+    /// thread's wake-up on a loaded machine), so the rates compare the devices.
+    const BUSY: Duration = Duration::from_millis(30);
+
+    /// An encoder on a pretend accelerator whose every batch takes [`BUSY`]; with `lock`, its
+    /// copies hold that lock over the whole call (as batches serialised on one device stream
+    /// would), so two of them can never beat one but by noise.
+    #[derive(Debug)]
+    struct Device {
+        inner: Box<dyn Encoder>,
+        lock: Option<Arc<Mutex<()>>>,
+    }
+
+    impl Encoder for Device {
+        fn info(&self) -> &memdex_core::ModelInfo {
+            self.inner.info()
+        }
+        fn device(&self) -> String {
+            "cuda:0".into()
+        }
+        fn is_accelerator(&self) -> bool {
+            true
+        }
+        fn backend(&self) -> &'static str {
+            self.inner.backend()
+        }
+        fn max_batch_tokens(&self) -> usize {
+            self.inner.max_batch_tokens()
+        }
+        fn embed_with_progress(
+            &self,
+            texts: &[&str],
+            kind: TextKind,
+            progress: &mut dyn FnMut(usize),
+        ) -> Result<memdex_embed::Embeddings, EmbedError> {
+            let _held = self
+                .lock
+                .as_ref()
+                .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+            std::thread::sleep(BUSY);
+            self.inner.embed_with_progress(texts, kind, progress)
+        }
+        fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
+            let lock = self.lock.clone();
+            let r = self.inner.replica()?;
+            Some(r.map(|inner| Box::new(Device { inner, lock }) as Box<dyn Encoder>))
+        }
+    }
+
+    /// A device encoder whose copies load (`Replicas::Clones`) or fail to (`Replicas::Fail`).
+    fn device(serialised: bool, replicas: Replicas) -> Box<dyn Encoder> {
+        let mut inner = HookedEncoder::new(8, "hooked", |_: &[&str], _: TextKind| Ok(()));
+        inner.replicas = replicas;
+        let lock = serialised.then(|| Arc::new(Mutex::new(())));
+        Box::new(Device {
+            inner: Box::new(inner),
+            lock,
+        })
+    }
+
     fn pair(serialised: bool) -> Vec<Box<dyn Encoder>> {
-        let lock = Arc::new(Mutex::new(()));
-        let hook = move |_: &[&str], _: TextKind| -> Result<(), EmbedError> {
-            let _held = serialised.then(|| lock.lock().unwrap_or_else(|p| p.into_inner()));
-            std::thread::sleep(Duration::from_millis(4));
-            Ok(())
-        };
-        let mut first = HookedEncoder::new(8, "hooked", hook);
-        first.replicas = Replicas::Clones;
+        let first = device(serialised, Replicas::Clones);
         let replica = first.replica().expect("clones").expect("loads");
-        vec![Box::new(first), replica]
+        vec![first, replica]
     }
 
     #[test]
@@ -168,45 +219,10 @@ mod tests {
         assert!(m.rates[1] < GAIN * m.rates[0], "{m:?}");
     }
 
-    /// An encoder that says it runs on an accelerator (the measurement's case).
-    #[derive(Debug)]
-    struct Accelerated(Box<dyn Encoder>);
-
-    impl Encoder for Accelerated {
-        fn info(&self) -> &memdex_core::ModelInfo {
-            self.0.info()
-        }
-        fn device(&self) -> String {
-            "cuda:0".into()
-        }
-        fn is_accelerator(&self) -> bool {
-            true
-        }
-        fn backend(&self) -> &'static str {
-            self.0.backend()
-        }
-        fn max_batch_tokens(&self) -> usize {
-            self.0.max_batch_tokens()
-        }
-        fn embed_with_progress(
-            &self,
-            texts: &[&str],
-            kind: TextKind,
-            progress: &mut dyn FnMut(usize),
-        ) -> Result<memdex_embed::Embeddings, EmbedError> {
-            self.0.embed_with_progress(texts, kind, progress)
-        }
-        fn replica(&self) -> Option<Result<Box<dyn Encoder>, EmbedError>> {
-            let r = self.0.replica()?;
-            Some(r.map(|e| Box::new(Accelerated(e)) as Box<dyn Encoder>))
-        }
-    }
-
     #[test]
     fn an_accelerator_keeps_the_measured_count() {
         for (serialised, want) in [(false, 2), (true, 1)] {
-            let first = pair(serialised).swap_remove(0);
-            let (kept, m) = measured_encoders(Box::new(Accelerated(first)), 2);
+            let (kept, m) = measured_encoders(device(serialised, Replicas::Clones), 2);
             let m = m.expect("measured");
             assert_eq!(
                 (kept.len(), m.kept, m.rates.len()),
@@ -215,9 +231,7 @@ mod tests {
             );
         }
         // a copy that does not load leaves one worker, unmeasured against a second
-        let mut failing = HookedEncoder::new(8, "hooked", |_: &[&str], _: TextKind| Ok(()));
-        failing.replicas = Replicas::Fail;
-        let (kept, m) = measured_encoders(Box::new(Accelerated(Box::new(failing))), 2);
+        let (kept, m) = measured_encoders(device(false, Replicas::Fail), 2);
         assert_eq!((kept.len(), m.map(|m| m.rates.len())), (1, Some(1)));
     }
 
