@@ -119,7 +119,7 @@ def embed(out, device):
     line = "; ".join(f"memdex {enc} ({e['best']['backend']}) {e['best']['tokens_per_s']:.0f} tok/s "
                      f"(budget {e['best']['token_budget']}) = {e['ratio']:.2f}x"
                      for enc, e in sorted(encs.items()))
-    line += (f"; st fp16 best of batches {[x['batch_size'] for x in st['runs']]} "
+    line += (f"; st {st.get('dtype', 'fp16')} best of batches {[x['batch_size'] for x in st['runs']]} "
              f"{st['tokens_per_s']:.0f} tok/s (batch {st['best']['batch_size']}); goal >= "
              f"{BULK_GOAL}x (fused)")
     if "fused" in encs and encs["fused"]["best"]["backend"] != FUSED_BACKEND.get(device):
