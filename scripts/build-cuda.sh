@@ -183,6 +183,14 @@ for line in sys.stdin:
     echo "dist/gpu is over the 64 MiB carry limit" >&2
     exit 1
   fi
+  # the device tool's 64 MiB counts the working tree's files too (tracked and untracked, not
+  # ignored), not only the carried pack: say when the two together are over it
+  local tree
+  tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) \
+    | xargs -0 stat -c%s 2> /dev/null | awk '{t += $1} END {print t + 0}')
+  if ((tree + TOTAL >= LIMIT)); then
+    echo "warning: the working tree's files ($((tree / 1024 / 1024)) MiB) and dist/gpu together are $(((tree + TOTAL) / 1024 / 1024)) MiB, over the device tool's 64 MiB: set large files of bench/results aside for the call (bench/results/gpu-model-path-2026-11-28/README.md)" >&2
+  fi
 }
 main "$@"
 exit
