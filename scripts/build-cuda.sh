@@ -17,6 +17,19 @@
 # alone), MODEL (default models/all-MiniLM-L6-v2), SHARED (default ../shared, for the golden
 # texts and dataset fixtures), DIST (default dist/gpu).
 set -euo pipefail
+# provenance DIR: COMMIT (HEAD), DIRTY (clean, or dirty and the changed or untracked files)
+# and SOURCES (sha256 over every file git does not ignore under crates/ and kernels/ and the
+# workspace manifests, as they are on disk: a dirty tree hashes its edits) of the tree built.
+provenance() {
+  git rev-parse HEAD > "$1/COMMIT" 2> /dev/null || echo unknown > "$1/COMMIT"
+  local dirty
+  dirty=$(git status --porcelain -- crates kernels Cargo.toml Cargo.lock 2> /dev/null)
+  { if [[ -z $dirty ]]; then echo clean; else echo dirty; echo "$dirty"; fi; } > "$1/DIRTY"
+  # (a tracked file deleted on disk hashes as sha256sum's error line for it)
+  (set +o pipefail
+    git ls-files -z --cached --others --exclude-standard -- crates kernels Cargo.toml Cargo.lock \
+      | sort -z | xargs -0 sha256sum 2>&1 | sha256sum | cut -d' ' -f1) > "$1/SOURCES"
+}
 # (all in one function: bash parses it whole, so editing this file mid-run is harmless)
 main() {
   ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,17 +54,25 @@ main() {
     # `-p memdex-kernels` build resolves features differently and rebuilds them all).
     nice -n 19 cargo build --release -p memdex-cli -p memdex-kernels \
       --features memdex-cli/cuda,memdex-kernels/cuda
-    # the kernels crate's tests (test_device!), run on the box with MEMDEX_REQUIRE_CUDA=1: same
-    # packages and features as above, so nothing else recompiles
-    nice -n 19 cargo test --release --no-run -p memdex-cli -p memdex-kernels \
-      --features memdex-cli/cuda,memdex-kernels/cuda --test kernels --message-format json \
-      | python3 -c 'import json, sys
+    # the device tests, run on the box with MEMDEX_REQUIRE_CUDA=1: the kernels crate's
+    # (test_device!), the fused encoder's executor against its CPU reference (memdex-fused-bert
+    # cuda_executor) and against candle's BERT (memdex-embed fused). The same features as
+    # above (memdex-cli/cuda turns on memdex-embed/cuda and memdex-fused-bert/cuda), so nothing
+    # else recompiles. NAME.path: each test binary's path.
+    nice -n 19 cargo test --release --no-run -p memdex-cli -p memdex-kernels -p memdex-embed \
+      -p memdex-fused-bert --features memdex-cli/cuda,memdex-kernels/cuda \
+      --test kernels --test fused --test cuda_executor --message-format json \
+      | python3 -c 'import json, sys, os
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "kernels" and m.get("executable"):
-        print(m["executable"])' > "$CARGO_TARGET_DIR/kernels-tests.path"
-    [[ -s "$CARGO_TARGET_DIR/kernels-tests.path" ]] || { echo "kernels test binary not built" >&2; exit 1; }
-    echo "== build done ($(date -u +%H:%M:%S))" >&2
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        with open(os.path.join(sys.argv[1], m["target"]["name"] + "-tests.path"), "w") as f:
+            f.write(m["executable"] + "\n")' "$CARGO_TARGET_DIR"
+    for t in kernels fused cuda_executor; do
+      [[ -s "$CARGO_TARGET_DIR/$t-tests.path" ]] || { echo "$t test binary not built" >&2; exit 1; }
+    done
+    mkdir -p "$CARGO_TARGET_DIR/provenance" && provenance "$CARGO_TARGET_DIR/provenance"
+    echo "== build done ($(date -u +%H:%M:%S)): $(cat "$CARGO_TARGET_DIR/provenance/COMMIT"), $(head -1 "$CARGO_TARGET_DIR/provenance/DIRTY")" >&2
   fi
 
   if [[ "$STAGE" == pack-extract ]]; then
@@ -89,6 +110,8 @@ for line in sys.stdin:
     strip -o "$STAGE_BIN/$b" "$CARGO_TARGET_DIR/release/$b"
   done
   strip -o "$STAGE_BIN/memdex-kernels-tests" "$(cat "$CARGO_TARGET_DIR/kernels-tests.path")"
+  strip -o "$STAGE_BIN/memdex-embed-fused-tests" "$(cat "$CARGO_TARGET_DIR/fused-tests.path")"
+  strip -o "$STAGE_BIN/memdex-fused-bert-cuda-tests" "$(cat "$CARGO_TARGET_DIR/cuda_executor-tests.path")"
   tar -C "$STAGE_BIN" -cf - . | xz -T1 --lzma2=preset=9e,dict=256MiB > "$DIST/bin/bin.tar.xz"
   rm -rf "$STAGE_BIN"
 
@@ -116,8 +139,9 @@ for line in sys.stdin:
     xz -T2 -9 -f "$DIST/data/golden-cpu-f32.jsonl"
   fi
 
-  cp scripts/gpu-check.sh scripts/gpu-libs.sh scripts/gpu-bench-torch.py scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py \
-    scripts/make-bench-texts.py scripts/gpu-report.py scripts/eval-diff.py "$DIST/scripts/"
+  cp scripts/gpu-check.sh scripts/gpu-libs.sh scripts/gpu-model-stages.sh scripts/gpu-bench-torch.py \
+    scripts/gpu-st-embed.py scripts/gpu-serve-check.py scripts/parity.py scripts/make-bench-texts.py \
+    scripts/gpu-report.py scripts/gpu_report_model.py scripts/eval-diff.py "$DIST/scripts/"
   # the load stage: wrk and its LuaJIT from this machine (Debian), the Lua scenarios
   mkdir -p "$DIST/scripts/load" "$DIST/tools"
   cp scripts/load/*.lua scripts/load/make-history.py scripts/load/planted.py "$DIST/scripts/load/"
@@ -129,14 +153,26 @@ for line in sys.stdin:
   fi
   # Register use of every kernel, for sm_90a (the target) and sm_80 (not Hopper-only by accident).
   for arch in sm_90a sm_80; do
-    for cu in kernels/cuda/*.cu; do
+    for cu in kernels/cuda/*.cu kernels/cuda/encoder/*.cu; do
       nvcc -cubin -O3 -std=c++17 -arch=$arch --resource-usage -o /dev/null "$cu" 2>&1 \
         | sed "s|^|$arch $(basename "$cu"): |"
     done
   done > "$DIST/kernels-resource-usage.txt"
-  git rev-parse HEAD > "$DIST/COMMIT" 2>/dev/null || true
+  # provenance, as the build stage recorded it (COMMIT, DIRTY, SOURCES); a tree whose sources
+  # changed since says so in DIRTY
+  local prov=$CARGO_TARGET_DIR/provenance
+  if [[ -s $prov/SOURCES ]]; then
+    cp "$prov/COMMIT" "$prov/DIRTY" "$prov/SOURCES" "$DIST/"
+    local now; now=$(mktemp -d); provenance "$now"
+    cmp -s "$now/SOURCES" "$prov/SOURCES" || echo "sources changed between build and pack (now $(cat "$now/SOURCES"))" >> "$DIST/DIRTY"
+    rm -rf "$now"
+  else
+    provenance "$DIST"
+    echo "recorded at pack time: the build stage recorded none" >> "$DIST/DIRTY"
+  fi
   {
     echo "built $(date -u +%FT%TZ) sm_${CUDA_COMPUTE_CAP} nvcc $(nvcc --version | tail -1)"
+    echo "commit $(cat "$DIST/COMMIT"), tree $(head -1 "$DIST/DIRTY"), sources sha256 $(cat "$DIST/SOURCES")"
     (cd "$DIST" && find . -type f -printf '%s %p\n' | sort -k2)
   } > "$DIST/MANIFEST"
 
@@ -146,6 +182,14 @@ for line in sys.stdin:
   if ((TOTAL >= LIMIT)); then
     echo "dist/gpu is over the 64 MiB carry limit" >&2
     exit 1
+  fi
+  # the device tool's 64 MiB counts the working tree's files too (tracked and untracked, not
+  # ignored), not only the carried pack: say when the two together are over it
+  local tree
+  tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) \
+    | xargs -0 stat -c%s 2> /dev/null | awk '{t += $1} END {print t + 0}')
+  if ((tree + TOTAL >= LIMIT)); then
+    echo "warning: the working tree's files ($((tree / 1024 / 1024)) MiB) and dist/gpu together are $(((tree + TOTAL) / 1024 / 1024)) MiB, over the device tool's 64 MiB: set large files of bench/results aside for the call (bench/results/gpu-model-path-2026-11-28/README.md)" >&2
   fi
 }
 main "$@"

@@ -2,8 +2,9 @@
 # Runs ON the GPU box, from the pack that scripts/build-cuda.sh wrote (dist/gpu, carried to the
 # box): parity, kernel tests and benchmarks of memdex's CUDA build, reports under $OUT.
 #
-#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity kernels sanitize embed
-#                                                    scan ncu rank eval e2e serve load
+#   bash dist/gpu/scripts/gpu-check.sh STAGE...      stages: env parity fused embed-batch
+#                                                    kernels sanitize embed scan ncu rank eval
+#                                                    e2e serve load
 #                                                    (all = every stage; default all)
 # Each stage fits one 10-minute device call; run them in separate calls if needed (each call
 # unpacks again into $WORK, a fresh temp dir unless set). Every stage writes $OUT/STAGE.log
@@ -21,7 +22,7 @@ mkdir -p "$OUT"
 WORK=${WORK:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 STAGES=("$@")
-[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity kernels sanitize embed scan ncu eval load e2e serve)
+[[ ${#STAGES[@]} -eq 0 || "${STAGES[0]}" == all ]] && STAGES=(env parity fused embed-batch kernels sanitize embed scan ncu eval load e2e serve)
 SUMMARY=$OUT/summary.txt
 FAILED=0 MISSED=0
 # verdict STAGE STATUS DETAIL...
@@ -60,6 +61,8 @@ GOLDEN=$WORK/data/minilm-reference.jsonl
 
 # CUDA user-space libraries: the ones PyTorch ships (same sonames the build linked against).
 . "$PACK/scripts/gpu-libs.sh"
+# the model path's stages (fused, embed-batch) and the load stage's configurations; inv
+. "$PACK/scripts/gpu-model-stages.sh"
 
 # One e2e build: index $1 (s|m) with the model on $2, then rank every question on the store.
 # On the CPU the index runs under E2E_CPU_TIMEOUT seconds (default: none): a capped build
@@ -154,15 +157,20 @@ run_stage() {
   echo "== $s ($(date -u +%H:%M:%S))" >&2
   case $s in
   env)
+    # the pack's provenance (commit, whether the tree was dirty, a hash of the sources it was
+    # built from: build-cuda.sh) and the box: GPU, driver, CPU model, cores, clock governor
     {
       nvidia-smi || true
       echo "cuda libs: ${CU13:-NOT FOUND}"
-      cat "$PACK/MANIFEST" "$PACK/COMMIT" 2>/dev/null
+      cat "$PACK/MANIFEST" "$PACK/COMMIT" "$PACK/DIRTY" "$PACK/SOURCES" 2>/dev/null
+      lscpu || cat /proc/cpuinfo | head -30
+      echo "nproc $(nproc); governor $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || echo unknown)"
       ldd "$MEMDEX"
       "$MEMDEX" --version
     } > "$OUT/env.log" 2>&1
+    cp "$PACK/COMMIT" "$PACK/DIRTY" "$PACK/SOURCES" "$OUT/" 2>/dev/null
     if ldd "$MEMDEX" | grep -q "not found"; then verdict env FAIL "(unresolved libraries, see env.log)"
-    else verdict env ok "$(head -c 200 "$PACK/COMMIT" 2>/dev/null)"; fi
+    else verdict env ok "$(head -c 60 "$PACK/COMMIT" 2>/dev/null) $(head -1 "$PACK/DIRTY" 2>/dev/null) sources $(head -c 16 "$PACK/SOURCES" 2>/dev/null); $(lscpu 2>/dev/null | grep -m1 'Model name' | sed 's/  */ /g'), $(nproc) cpus"; fi
     ;;
   parity)
     # memdex on cuda (f16) vs: sentence-transformers fp32 on CPU (the golden file), memdex's
@@ -192,6 +200,8 @@ run_stage() {
     if ((ok)); then verdict parity ok "(memdex cuda f16 vs 4 references, min cosine >= 0.999)"
     else verdict parity FAIL "(see parity*.json)"; fi
     ;;
+  fused) stage_fused ;;
+  embed-batch) stage_embed_batch ;;
   kernels)
     # every check of memdex_kernels::checks on the CPU reference and on cuda:0 (JSON lines,
     # counted per device), then the crate's own test binary (test_device!) with
@@ -265,45 +275,27 @@ PLAN
     if [[ -n "$BENCH_LIMIT" ]]; then
       head -n "$BENCH_LIMIT" "$WORK/texts.jsonl" > "$WORK/t" && mv "$WORK/t" "$WORK/texts.jsonl"
     fi
-    # memdex at its default token budget and two others (best reported, like ST's batch sizes)
-    : > "$OUT/embed-memdex-runs.json"
-    for tb in ${TOKEN_BUDGETS:-16384 65536 262144}; do
-      "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" --input "$WORK/texts.jsonl" \
-        --token-budget "$tb" --max-batch 4096 --repeats 5 --json \
-        >> "$OUT/embed-memdex-runs.json" 2>> "$OUT/embed.log"
+    # memdex per CUDA encoder (EMBED_ENCODERS, default candle fused) at each token budget, the
+    # best budget reported (like ST's batch sizes); each invocation the median of 5 passes
+    local enc tb
+    rm -f "$OUT"/embed-memdex-runs*.json
+    for enc in ${EMBED_ENCODERS:-candle fused}; do
+      for tb in ${TOKEN_BUDGETS:-16384 65536 262144}; do
+        # shellcheck disable=SC2046 # enc_env (gpu-model-stages.sh): the encoder's variables
+        inv env $(enc_env "$enc") "$MEMDEX" bench embed --model "$MODEL" --device "$DEVICE" \
+          --input "$WORK/texts.jsonl" --token-budget "$tb" --max-batch 4096 --repeats 5 --json \
+          >> "$OUT/embed-memdex-runs-$enc.json" 2>> "$OUT/embed.log"
+      done
     done
-    "$PY" - "$OUT/embed-memdex-runs.json" > "$OUT/embed-memdex.json" <<'PY'
-import json, sys
-text, dec, runs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
-while True:  # the reports are pretty-printed JSON objects, one after another
-    while i < len(text) and text[i].isspace():
-        i += 1
-    if i >= len(text):
-        break
-    obj, i = dec.raw_decode(text, i)
-    runs.append(obj)
-print(json.dumps(max(runs, key=lambda r: r["tokens_per_s"])))
-PY
-    "$PY" "$PACK/scripts/gpu-st-embed.py" --model "$MODEL" --device "$DEVICE" --dtype "$ST_DTYPE" \
+    inv "$PY" "$PACK/scripts/gpu-st-embed.py" --model "$MODEL" --device "$DEVICE" --dtype "$ST_DTYPE" \
       --bench "$WORK/texts.jsonl" --repeats "${ST_REPEATS:-3}" \
       --batch-sizes "${ST_BATCHES:-64,128,256,512,1024,2048,4096}" > "$OUT/embed-st.json" 2>> "$OUT/embed.log"
-    "$PY" - "$OUT" <<'PY' | tee -a "$OUT/embed.log"
-import json, sys, os
-d = sys.argv[1]
-m = json.load(open(os.path.join(d, "embed-memdex.json")))
-s = json.load(open(os.path.join(d, "embed-st.json")))
-r = m["tokens_per_s"] / s["tokens_per_s"]
-print(f"tokens: memdex {m['tokens']} st {s['tokens']}")
-print(f"memdex cuda f16 {m['tokens_per_s']:.0f} tok/s (token budget {m['token_budget']}), "
-      f"st fp16 best of batches {[x['batch_size'] for x in s['runs']]} {s['tokens_per_s']:.0f} tok/s "
-      f"(batch {s['best']['batch_size']}, attention {s.get('attn_implementation')}): "
-      f"ratio {r:.2f}x (goal >= 1.2x)")
-json.dump({"ratio": r, "memdex": m, "st": s}, open(os.path.join(d, "embed.json"), "w"))
-PY
-    if [[ ! -s "$OUT/embed.json" ]]; then verdict embed FAIL "(see embed.log)"
-    elif "$PY" -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["ratio"] < 1.2)' "$OUT/embed.json"
-    then verdict embed ok "$(tail -1 "$OUT/embed.log")"
-    else verdict embed MISS "$(tail -1 "$OUT/embed.log")"; fi
+    # embed.json: each encoder's best run against ST's best (goal: the fused encoder >= 3x)
+    local line rc
+    line=$("$PY" "$PACK/scripts/gpu-report.py" embed "$OUT" "$DEVICE"); rc=$?
+    echo "$line" >> "$OUT/embed.log"
+    case $rc in 0) verdict embed ok "$line" ;; 3) verdict embed MISS "$line" ;;
+      *) verdict embed FAIL "${line:-no report} (see embed.log)" ;; esac
     ;;
   scan)
     # kernels vs their ceilings and vs PyTorch, same shapes: 1,000 tenants × 5,000 rows × 384
@@ -442,20 +434,30 @@ PY
     # LoCoMo dev, default preset, the same binary on this box's CPU (all cores) and on the
     # device: both reports and per-question logs kept, every metric diffed (overall <= 0.002,
     # per type <= one question's worth), each question whose top-10 differs listed with its
-    # score margin (scripts/eval-diff.py)
-    local d
-    for d in cpu "$DEVICE"; do
-      "$MEMDEX" eval --model "$MODEL" --device "$d" --input "$WORK/data/locomo-dev.json" \
-        --format locomo --preset default --json --log "$OUT/eval-$d.log.jsonl" \
-        > "$OUT/eval-$d.json" 2>> "$OUT/eval.log"
-    done
-    if line=$("$PY" "$PACK/scripts/eval-diff.py" "$OUT/eval-cpu.json" "$OUT/eval-$DEVICE.json" \
-      --log-a "$OUT/eval-cpu.log.jsonl" --log-b "$OUT/eval-$DEVICE.log.jsonl" \
-      --out "$OUT/eval-diff.json" 2>> "$OUT/eval.log"); then
+    # score margin (scripts/eval-diff.py). The device once per CUDA encoder (EVAL_ENCODERS,
+    # default candle; eval-$DEVICE.json is the first, eval-$DEVICE-ENC.json the others), each
+    # diffed against the CPU (eval-diff.json, eval-diff-ENC.json): every one must pass.
+    local d enc first="" tag ok=1 lines=()
+    inv env MEMDEX_CUDA_ENCODER=candle "$MEMDEX" eval --model "$MODEL" --device cpu \
+      --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
+      --log "$OUT/eval-cpu.log.jsonl" > "$OUT/eval-cpu.json" 2>> "$OUT/eval.log"
+    for enc in ${EVAL_ENCODERS:-candle}; do
+      # (in a DEVICE=cpu smoke run every device run is eval-cpu-ENC: eval-cpu is the baseline)
+      tag=$DEVICE; [[ -n $first || $DEVICE == cpu ]] && tag=$DEVICE-$enc; first=${first:-$enc}
+      # shellcheck disable=SC2046
+      inv env $(enc_env "$enc") "$MEMDEX" eval --model "$MODEL" --device "$DEVICE" \
+        --input "$WORK/data/locomo-dev.json" --format locomo --preset default --json \
+        --log "$OUT/eval-$tag.log.jsonl" > "$OUT/eval-$tag.json" 2>> "$OUT/eval.log"
+      local diff=eval-diff.json; [[ $tag != "$DEVICE" ]] && diff=eval-diff-$enc.json
+      if line=$("$PY" "$PACK/scripts/eval-diff.py" "$OUT/eval-cpu.json" "$OUT/eval-$tag.json" \
+        --log-a "$OUT/eval-cpu.log.jsonl" --log-b "$OUT/eval-$tag.log.jsonl" \
+        --out "$OUT/$diff" 2>> "$OUT/eval.log"); then :; else ok=0; fi
       # eval-diff's last line: the verdict, identical / near ties / different over every
-      # question, the largest metric differences (the questions it lists are in eval-diff.json)
-      verdict eval ok "$(echo "$line" | tail -1)"
-    else verdict eval FAIL "$(echo "$line" | tail -1) (see eval-diff.json)"; fi
+      # question, the largest metric differences (the questions it lists are in the diff)
+      lines+=("$enc: $(echo "$line" | tail -1)")
+    done
+    if ((ok)); then verdict eval ok "${lines[*]}"
+    else verdict eval FAIL "${lines[*]} (see eval-diff*.json)"; fi
     # kept: each question's top 100 (the logs hold whole rankings, ~30 MB each)
     for d in "$OUT"/eval-*.log.jsonl; do
       "$PY" -c 'import json, sys
@@ -481,31 +483,33 @@ for line in open(sys.argv[1]):
   load)
     # the serving target: 100 tenants x 5,000 rounds (scripts/load/make-history.py, built
     # offline with the model on $DEVICE; 4 rounds of each tenant are its planted facts),
-    # `memdex serve` per configuration (LOAD_CONFIGS,
-    # device:rank-device:http-threads, rank-device cpu|cuda|auto|kernels; default the kernels
-    # on $DEVICE and the CPU ranker on the CPU, from the same binary; add $DEVICE:auto:8 for
-    # the cost model's placement), each: a warm-up, LOAD_RUNS closed-loop
-    # wrk runs of LOAD_SECONDS at 64 connections whose Lua checks every body (a 200 with k hits
-    # of the tenant asked for; for a planted question, one search in 4, the planted round
-    # first), then one open-loop run (`memdex bench load --rate --planted 4`) at 80 % of
-    # the median closed-loop rate, latency from when each request was due; then /metrics: a
-    # configuration ranking on the kernels fails unless memdex_rank_queries_total counts its
-    # searches on their device (cuda:0, or kernels:cpu). Before serving: the kernels against
-    # the CPU ranker on all cores (bench rank) and one ncu profile of them.
-    local wrk=$PACK/tools/wrk dur=${LOAD_SECONDS:-30} runs=${LOAD_RUNS:-3}
+    # `memdex serve` per configuration (LOAD_CONFIGS, device:rank-device:http-threads
+    # [:model-workers[:encoder[:connections]]], rank-device cpu|cuda|auto|kernels, model
+    # workers auto|N, encoder candle|fused, connections default LOAD_CONNECTIONS or 64; default
+    # the kernels on $DEVICE and the CPU ranker on the CPU, from the same binary), each: a
+    # warm-up of LOAD_WARMUP s (default 10), LOAD_RUNS closed-loop wrk runs of LOAD_SECONDS at
+    # its connections (one per wrk thread) whose Lua checks every body (a 200 with k hits of
+    # the tenant asked for; for a planted question, one search in 4, the planted round first),
+    # then one open-loop run (`memdex bench load --rate --planted 4`) at 80 % of the median
+    # closed-loop rate, latency from when each request was due; per run /metrics before and
+    # after and the CPU sampled; then /metrics: a configuration ranking on the kernels fails
+    # unless memdex_rank_queries_total counts its searches on their device (cuda:0, or
+    # kernels:cpu). Before serving: the kernels against the CPU ranker on all cores (bench
+    # rank) and one ncu profile of them.
+    local wrk=$PACK/tools/wrk
     [[ -x "$wrk" ]] || { verdict load FAIL "(no $wrk in the pack)"; return; }
     export LD_LIBRARY_PATH=$PACK/tools:$LD_LIBRARY_PATH
     "$PY" "$PACK/scripts/load/make-history.py" "$WORK/full.jsonl" 100 5000 2>> "$OUT/load.log"
     rm -rf "$WORK/fullstore"
     local t0; t0=$(date +%s.%N)
-    "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/full.jsonl" \
+    inv "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/full.jsonl" \
       --store "$WORK/fullstore" >> "$OUT/load.log" 2>&1 || { verdict load FAIL "(index, see load.log)"; return; }
     echo "index 500,000 rounds on $DEVICE: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" >> "$OUT/load.log"
     # the kernels against the CPU ranker on all cores: LOAD_RANK_RUNS invocations (default 3),
     # rank-load.json the one with the median ratio, every run's ratio beside it
     local rr
     for rr in $(seq 1 "${LOAD_RANK_RUNS:-3}"); do
-      "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/fullstore" \
+      inv "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/fullstore" \
         --queries "${LOAD_RANK_QUERIES:-2048}" --batch 256 --json > "$OUT/rank-load-run$rr.json" 2>> "$OUT/load.log"
     done
     "$PY" "$PACK/scripts/gpu-report.py" rank-median "$OUT" >> "$OUT/load.log" 2>&1
@@ -525,43 +529,22 @@ for line in open(sys.argv[1]):
       [[ -s $OUT/scan.json ]] && "$PY" "$PACK/scripts/gpu-report.py" ncu "$OUT" > /dev/null
       "$PY" "$PACK/scripts/gpu-report.py" ncu-rank "$OUT" >> "$OUT/load.log" 2>&1
     fi
+    # configurations (gpu-model-stages.sh load_config): device:rank-device:http-threads
+    # [:model-workers[:encoder[:connections]]]. Per run: wrk's report, /metrics before and after
+    # (the model's seconds and batches of that run), the CPU's clock, steal and load sampled
+    # (sample-NAME-runR.txt): gpu-report.py load says what moved with the rate.
     local configs=${LOAD_CONFIGS:-"$DEVICE:$RANK_KERNELS:8 cpu:cpu:14"} misplaced=()
     for cfg in $configs; do
-      local d=${cfg%%:*} rest=${cfg#*:}; local rd=${rest%%:*} th=${rest##*:}
-      local name="$d-$rd-$th"
-      # MODEL_WORKERS: --model-workers for every configuration (default: serve's own)
-      "$MEMDEX" serve --store "$WORK/fullstore" --model "$MODEL" --device "$d" --rank-device "$rd" \
-        --http-threads "$th" --addr 127.0.0.1:7811 --compact-every 0 \
-        ${MODEL_WORKERS:+--model-workers "$MODEL_WORKERS"} >> "$OUT/load.log" 2>&1 &
-      local pid=$!
-      for _ in $(seq 300); do http_get /healthz > /dev/null 2>&1 && break; sleep 0.2; done
-      # one connection per wrk thread (-t64 -c64): each thread pairs an answer with the request
-      # it has in flight, so the Lua checks the tenant asked for and, for one search in 4 (a
-      # planted question), the right first hit (scripts/load/common.lua)
-      (cd "$PACK" && timeout 30 "$wrk" -t64 -c64 -d3s --timeout 10s -s scripts/load/search.lua \
-        http://127.0.0.1:7811 > /dev/null 2>&1)   # warm-up: caches, pages, device uploads
-      local r
-      for r in $(seq 1 "$runs"); do
-        { echo "== device $d, rank-device $rd, http threads $th, run $r: wrk -t64 -c64 -d${dur}s search.lua"
-          (cd "$PACK" && timeout $((dur + 30)) "$wrk" -t64 -c64 -d"${dur}s" --timeout 10s \
-            -s scripts/load/search.lua --latency http://127.0.0.1:7811)
-        } > "$OUT/load-$name-run$r.txt" 2>&1
-      done
-      local rate; rate=$("$PY" "$PACK/scripts/gpu-report.py" open-rate "$OUT" "$name" 2>/dev/null)
-      if [[ -n $rate && $rate -gt 0 ]]; then
-        "$MEMDEX" bench load --addr 127.0.0.1:7811 --connections 64 --seconds "${OPEN_SECONDS:-20}" \
-          --rate "$rate" --k 10 --planted 4 --json > "$OUT/open-$name.json" 2>> "$OUT/load.log"
-      fi
-      http_get /metrics | grep -E '^memdex_rank_(stage_|batches_total|queries_total)|^memdex_ranker_info|^memdex_embed_batch_size_(sum|count)|^memdex_stage_seconds|^memdex_search_stage_seconds|^memdex_model_workers' \
-        > "$OUT/metrics-$name.txt" 2>&1
+      local rd; rd=$(cut -d: -f2 <<< "$cfg")
+      load_config "$cfg" "$wrk"
+      local name=$LOAD_NAME
       # the kernels' configurations: their searches ranked on the kernels' device
       if [[ $rd == cuda || $rd == kernels ]] \
         && ! grep -qE '^memdex_rank_queries_total\{device="(cuda:[0-9]+|kernels:cpu)"\} [1-9]' "$OUT/metrics-$name.txt"; then
         misplaced+=("$name")
       fi
-      kill -TERM $pid; wait $pid 2>/dev/null
-      if [[ ${LOAD_TIMELINE:-0} == 1 && $d == cuda && ! -e $OUT/overlap.json ]]; then
-        serve_timeline "$d" "$rd" "$th"
+      if [[ ${LOAD_TIMELINE:-0} == 1 && ${cfg%%:*} == cuda && ! -e $OUT/overlap.json ]]; then
+        serve_timeline cuda "$rd" "$(cut -d: -f3 <<< "$cfg")"
       fi
     done
     rm -rf "$WORK/fullstore" "$WORK/full.jsonl"

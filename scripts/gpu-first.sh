@@ -9,9 +9,21 @@
 # Each stage of PLAN (stage:timeout-seconds, in order) runs `dist/gpu/scripts/gpu-check.sh
 # STAGE` under its own timeout, cut to what is left of BUDGET; a stage with under 20 s left is
 # skipped and counted as a failure. The reports (gpu-check.sh's files), summary.json (a verdict
-# per target, the figures each stage measured) and summary.txt are tarred into $OUT/run.tgz;
-# verdicts.jsonl and summary.json also come back alone, with the chart of this device kind
-# ($OUT/gpu-h100.png/.svg, scripts/gpu-run-chart.py).
+# per target, the figures each stage measured), targets.json and summary.txt are tarred into
+# $OUT/run.tgz; verdicts.jsonl, summary.json and README.md (gpu-report.py readme: the pack's
+# commit, dirty flag and source hash, every verdict with FAIL and MISS in capitals, the
+# issue's targets, every invocation and raw file) also come back alone, with the chart of this
+# device kind ($OUT/gpu-h100.png/.svg, scripts/gpu-run-chart.py).
+#
+# The model path's call (#58: the fused encoder, per-batch embed time, serving with both
+# encoders and the serving default, eval, bulk embedding; stage times estimated, ~9 minutes;
+# bench/results/gpu-model-path-2026-11-28/README.md says what each stage measures and why 128
+# connections: at 25,000/s a closed loop of 256 waits 10.2 ms on average, over the p99 goal):
+#   OUT=$OUT BUDGET=520 PLAN="env:15 fused:60 embed-batch:50 load:240 eval:60 embed:90" \
+#     LOAD_CONFIGS="cuda:cuda:8:1:fused:128 cuda:auto:8:auto:fused:128 cuda:auto:8:auto:candle cpu:cpu:14" \
+#     LOAD_SECONDS=8 OPEN_SECONDS=8 LOAD_WARMUP=6 LOAD_RANK_RUNS=1 LOAD_NCU=0 \
+#     TOKEN_BUDGETS="16384 65536" ST_REPEATS=3 ST_BATCHES=128,512,2048 TEXT_REPEAT=5 \
+#     EVAL_ENCODERS="candle fused" bash scripts/gpu-first.sh
 #
 # Exit status: 1 if any stage failed, timed out or was skipped, 3 if every check passed but a
 # performance goal was missed, 0 only when everything passed.
@@ -23,7 +35,7 @@ OUT=${OUT:?set OUT}
 mkdir -p "$OUT"
 CHECK=dist/gpu/scripts/gpu-check.sh
 [[ -f $CHECK ]] || { echo "no $CHECK: carry dist/gpu (scripts/build-cuda.sh)" >&2; exit 1; }
-R=/tmp/rep-run
+R=${REPORT_DIR:-/tmp/rep-run}
 rm -rf "$R" && mkdir -p "$R"
 BUDGET=${BUDGET:-540}
 t0=$SECONDS
@@ -40,7 +52,8 @@ export SCAN_REPEATS=${SCAN_REPEATS:-5} LOAD_SECONDS=${LOAD_SECONDS:-30} OPEN_SEC
 plan=${PLAN:-env:30 kernels:40 scan:60 ncu:60 embed:100 eval:60 load:290 sanitize:200}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,memory.total \
   --format=csv > "$R/smi.csv" 2>&1
-cp dist/gpu/COMMIT "$R/COMMIT" 2>/dev/null
+# the pack's provenance (scripts/build-cuda.sh): commit, dirty flag, source hash
+cp dist/gpu/COMMIT dist/gpu/DIRTY dist/gpu/SOURCES "$R/" 2>/dev/null
 # fail STAGE DETAIL: a stage this driver stopped or never started, as gpu-check.sh's verdicts
 fail() {
   echo "$1: FAIL $2" >> "$R/summary.txt"
@@ -56,12 +69,14 @@ for spec in $plan; do
   # STAGE_SECONDS: the stage's own time, for a stage that plans its parts within it (sanitize)
   OUT=$R STAGE_SECONDS=$t timeout -k 5 "$t" bash $CHECK "$st" > "$R/stage-$st.out" 2>&1
   rc=$?
+  echo "$(date -u +%H:%M:%S) rc=$rc stage $st (timeout ${t}s, $((SECONDS - t0)) s in)" >> "$R/invocations.log"
   ((rc == 124 || rc == 137)) && fail "$st" "timed out after ${t}s"
 done
 echo "== done in $((SECONDS - t0)) s" >&2
 python3 dist/gpu/scripts/gpu-report.py summary "$R"
+python3 dist/gpu/scripts/gpu-report.py readme "$R"
 tar -C "$R" -cJf "$OUT/run.tar.xz" . 2>/dev/null || tar -C "$R" -czf "$OUT/run.tgz" .
-cp "$R/summary.json" "$R/verdicts.jsonl" "$OUT/" 2>/dev/null
+cp "$R/summary.json" "$R/verdicts.jsonl" "$R/README.md" "$R/targets.json" "$OUT/" 2>/dev/null
 # the chart of this device kind (the box's python3 has matplotlib): gpu-h100, gpu-h200, ...
 kind=$(sed -n 2p "$R/smi.csv" | grep -oiE 'H100|H200|A100|L40S|B200' | head -1 | tr 'A-Z' 'a-z')
 python3 scripts/gpu-run-chart.py "$R" --out "$OUT/gpu-${kind:-device}" > /dev/null 2>&1 \

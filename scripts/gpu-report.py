@@ -27,7 +27,16 @@ summaries. Standard library only (it runs on the GPU box).
                               lsh-index-{DEV,cpu}.json, lsh-info-*.json and WORK/lsh-*.ids ->
                               lsh.json: the two builds' bucket ids compared id by id; exit 0
                               identical, 3 under 0.5 % different, 1 otherwise
-  gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json
+  gpu-report.py embed-batch OUT DEV
+                              embed-batch-ENC-runR.json -> embed-batch.json: the model's time
+                              per batch of 32 queries per CUDA encoder (exit 0 fused <= 0.5 ms,
+                              3 above, 1 broken or fell back to candle)
+  gpu-report.py embed OUT DEV embed-memdex-runs-ENC.json + embed-st.json -> embed.json: each
+                              encoder's best against sentence-transformers fp16 (exit 0 fused
+                              >= 3x, 3 below, 1 broken)
+  gpu-report.py summary OUT   verdicts.jsonl + the JSONs above -> summary.json, targets.json
+  gpu-report.py readme OUT    README.md: provenance, every verdict (FAIL / MISS), the targets,
+                              every invocation and raw file (gpu_report_model.py)
   gpu-report.py self-test     each reader on small synthetic reports, good and bad
 
 Each prints one line for gpu-check.sh's verdict and exits 1 when its input shows a failure.
@@ -39,6 +48,9 @@ import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_report_model as model  # noqa: E402  (the model path's readers)
 
 
 def jl(path):
@@ -320,6 +332,7 @@ def load(out):
                      f"first hits right{f', {unplanted} runs without' if unplanted else ''}); open "
                      f"{o.get('target_rate') or 0:.0f}/s -> p99 {o.get('latency_ms', {}).get('p99')} ms, "
                      f"{ow} wrong, {oplanted} planted first hits right")
+    model.load_details(out, rep)
     dump(out, "load.json", rep)
     print("; ".join(lines) or "no load runs")
     return ok and bool(rep)
@@ -435,8 +448,9 @@ def summary(out):
     s = {"device": smi[1].split(",")[0].strip() if len(smi) > 1 else None,
          "commit": open(os.path.join(out, "COMMIT")).read().strip() if os.path.exists(os.path.join(out, "COMMIT")) else None,
          "verdicts": verdicts}
+    s["targets"] = model.targets(out)
     for name in ("kernels", "sanitize", "scan", "ncu", "load", "overlap", "lsh", "eval-diff", "embed",
-                 "rank-load"):
+                 "rank-load", "embed-batch"):
         p = os.path.join(out, name + ".json")
         if os.path.exists(p):
             try:
@@ -621,6 +635,9 @@ def self_test():
             results.append((f"lsh with {flips} of 1000 ids different", got == want, True))
         w(d, "verdicts.jsonl", json.dumps({"stage": "x", "status": "FAIL", "detail": ""}))
         results.append(("summary with a FAIL", run(summary, d), False))
+    with tempfile.TemporaryDirectory() as d:
+        # the model path's readers (gpu_report_model.py): exit codes and values
+        results += [(n, got == want, True) for n, got, want in model.self_test(d)]
     bad = [(n, got, want) for n, got, want in results if bool(got) != want]
     for n, got, want in results:
         print(f"{'ok  ' if bool(got) == want else 'FAIL'} {n}: {bool(got)} (want {want})")
@@ -638,6 +655,18 @@ if __name__ == "__main__":
             sys.exit(1)
     if len(sys.argv) == 4 and sys.argv[1] == "open-rate":
         sys.exit(0 if open_rate(sys.argv[2], sys.argv[3]) else 1)
+    readers = {"embed-batch": model.embed_batch, "embed": model.embed}
+    if len(sys.argv) == 4 and sys.argv[1] in readers:
+        try:
+            rc, line = readers[sys.argv[1]](sys.argv[2], sys.argv[3])
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+            rc, line = 1, f"{sys.argv[1]}: unreadable report ({type(e).__name__}: {e})"
+        print(line)
+        sys.exit(rc)
+    if sys.argv[1:2] == ["readme"] and len(sys.argv) == 3:
+        rc, line = model.readme(sys.argv[2])
+        print(line)
+        sys.exit(rc)
     cmds = {"kernels": kernels, "sanitize": sanitize, "scan": scan, "ncu": ncu, "load": load,
             "ncu-rank": ncu_rank, "rank-median": rank_median, "overlap": overlap,
             "summary": summary}

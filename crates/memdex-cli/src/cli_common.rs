@@ -3,7 +3,9 @@
 
 use clap::Args;
 use memdex_core::DeviceChoice;
-use memdex_embed::{CpuBackend, LargeBatchGemm, Precision, SmallBatchWeights, WeightFormat};
+use memdex_embed::{
+    CpuBackend, CudaEncoder, LargeBatchGemm, Precision, SmallBatchWeights, WeightFormat,
+};
 
 /// The derived memory structures a store keeps (fixed once built; `index` and `eval` build
 /// them, `serve` maintains them).
@@ -69,9 +71,16 @@ pub struct ModelArgs {
     /// Override the passage prefix of the model profile (E5: "passage: ").
     #[arg(long, env = "MEMDEX_PASSAGE_PREFIX")]
     pub passage_prefix: Option<String>,
-    /// CPU encoder: fast (memdex's fused kernels) or candle (the reference implementation).
+    /// CPU encoder: fast (memdex's fused kernels), candle (the reference implementation), or
+    /// fused (the CUDA fused encoder's plan on its CPU reference: slow, a correctness check).
     #[arg(long, env = "MEMDEX_CPU_BACKEND", value_enum, default_value = "fast")]
     pub cpu_backend: CpuBackend,
+    /// CUDA encoder: candle (candle's BERT, one kernel per op: the reference) or fused
+    /// (memdex's fused forward pass, f16: ~50 operations a batch replayed as a CUDA graph per
+    /// batch shape; a model it does not run falls back to candle with a warning).
+    /// Default: MEMDEX_CUDA_ENCODER, else candle.
+    #[arg(long, value_enum)]
+    pub cuda_encoder: Option<CudaEncoder>,
     /// Weights and activations: f32, f16 or bf16 (default: f32 on CPU, f16 on CUDA; the fast
     /// CPU encoder is f32 only, other precisions run candle's encoder).
     #[arg(long, env = "MEMDEX_PRECISION", value_enum)]

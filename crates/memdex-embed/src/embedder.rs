@@ -9,6 +9,7 @@ use tokenizers::{TruncationDirection, TruncationParams, TruncationStrategy};
 use crate::config::{read_bert_config, BertConfig};
 use crate::fast_bert::{FastBert, Layout};
 use crate::files::{ModelFiles, WeightFiles};
+use crate::fused::CudaEncoder;
 use crate::isa::{Isa, LargeBatchGemm};
 #[cfg(feature = "candle")]
 use crate::masked_bert::MaskedBert;
@@ -46,6 +47,9 @@ pub enum CpuBackend {
     /// candle-transformers' BERT layers (`masked_bert`: its encoder with a mask that stays
     /// finite in f16/bf16): the reference implementation.
     Candle,
+    /// The fused CUDA encoder's plans (`memdex-fused-bert`) on their CPU reference, f16
+    /// weights: slow, a correctness check of the CUDA path's plan without a GPU.
+    Fused,
 }
 
 /// Weights the fast CPU encoder reads for batches of ≤ 32 tokens (a search query): the f32
@@ -82,6 +86,11 @@ enum Backend {
     /// GGUF blocks through candle's quantized matmul (feature `candle`).
     #[cfg(feature = "candle")]
     Quantized(QuantBert),
+    /// The fused encoder's plans on their CPU reference (`--cpu-backend fused`).
+    FusedReference(memdex_fused_bert::CpuBert),
+    /// The fused encoder on a CUDA device (`--cuda-encoder fused`).
+    #[cfg(feature = "cuda")]
+    FusedCuda(memdex_fused_bert::cuda::CudaBert),
 }
 
 /// Embedder settings. `None` fields take the model's or the device's default.
@@ -116,6 +125,9 @@ pub struct EmbedOptions {
     pub cpu_split: Option<CpuSplit>,
     /// Which weight files to run (default: the dense ones).
     pub weights: WeightFormat,
+    /// On CUDA: candle's BERT or memdex's fused encoder. Default: `MEMDEX_CUDA_ENCODER`, else
+    /// candle.
+    pub cuda_encoder: Option<CudaEncoder>,
 }
 
 /// Vectors for a list of texts, in input order.
@@ -234,7 +246,9 @@ impl Embedder {
             });
         }
 
-        let (backend, dtype) = load_backend(&files, &config, &device, opts)?;
+        let (backend, dtype) = load_backend(&files, &config, &device, opts, pad_id)?;
+        // the weights' copies are done before another thread (a model worker) uses them
+        device.synchronize()?;
         let info = ModelInfo {
             name: files.name.clone(),
             fingerprint: files.fingerprint(max_length)?,
@@ -317,10 +331,13 @@ impl Embedder {
         self.info.dim
     }
 
-    /// `fast-cpu`, `candle` or `candle-gguf`.
+    /// `fast-cpu`, `candle`, `candle-gguf`, `fused-cuda` or `fused-reference`.
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Fast(_) => "fast-cpu",
+            Backend::FusedReference(_) => "fused-reference",
+            #[cfg(feature = "cuda")]
+            Backend::FusedCuda(_) => "fused-cuda",
             #[cfg(feature = "candle")]
             Backend::Candle(_) => "candle",
             #[cfg(feature = "candle")]
@@ -363,6 +380,16 @@ impl Embedder {
             Backend::Candle(_) => format!("candle ({})", crate::device_name(self.device())),
             #[cfg(feature = "candle")]
             Backend::Quantized(_) => "candle (quantized vec-dot kernels)".to_string(),
+            Backend::FusedReference(_) => "fused plan on its CPU reference".into(),
+            #[cfg(feature = "cuda")]
+            Backend::FusedCuda(m) => format!(
+                "fused (bert.cu + cuBLAS, {})",
+                if m.uses_graphs() {
+                    "CUDA graphs"
+                } else {
+                    "launched one by one"
+                }
+            ),
         }
     }
 
@@ -370,8 +397,7 @@ impl Embedder {
     pub fn cpu_isa(&self) -> Option<Isa> {
         match &self.backend {
             Backend::Fast(f) => Some(f.isa()),
-            #[cfg(feature = "candle")]
-            Backend::Candle(_) | Backend::Quantized(_) => None,
+            _ => None,
         }
     }
 
@@ -472,6 +498,9 @@ impl Embedder {
         small: bool,
     ) -> Result<Vec<f32>, EmbedError> {
         let indices = &plan.indices;
+        if let Some(rows) = self.forward_fused(indices, ids)? {
+            return Ok(rows);
+        }
         let mut pooled = match &self.backend {
             #[cfg(feature = "candle")]
             Backend::Candle(model) => self.forward_padded(
@@ -497,6 +526,7 @@ impl Embedder {
                     })
                 })
             }
+            _ => unreachable!("the fused backends pool on their own"),
         };
         if self.info.normalize {
             for row in pooled.chunks_exact_mut(self.dim()) {
@@ -505,6 +535,26 @@ impl Embedder {
             }
         }
         Ok(pooled)
+    }
+
+    /// The fused encoder's pooled and normalised rows of a batch (None: another backend).
+    fn forward_fused(
+        &self,
+        indices: &[usize],
+        ids: &[Vec<u32>],
+    ) -> Result<Option<Vec<f32>>, EmbedError> {
+        let seqs = || {
+            indices
+                .iter()
+                .map(|&i| ids[i].as_slice())
+                .collect::<Vec<_>>()
+        };
+        match &self.backend {
+            Backend::FusedReference(m) => Ok(Some(m.forward(&seqs(), self.pad_id, false)?)),
+            #[cfg(feature = "cuda")]
+            Backend::FusedCuda(m) => Ok(Some(m.forward(&seqs())?)),
+            _ => Ok(None),
+        }
     }
 
     /// The candle paths (reference BERT, quantized BERT): `model` maps `(ids, type ids,
@@ -558,6 +608,7 @@ fn load_backend(
     config: &BertConfig,
     device: &Device,
     opts: &EmbedOptions,
+    pad_id: u32,
 ) -> Result<(Backend, DType), EmbedError> {
     let weights_path = files.weights.first().to_path_buf();
     let weights_err = |e: candle_core::Error| EmbedError::Weights {
@@ -567,6 +618,9 @@ fn load_backend(
     };
     let is_cuda = device.is_cuda();
     let fast = !is_cuda && opts.cpu_backend == CpuBackend::Fast;
+    if let Some(fused) = load_fused(files, config, device, opts, pad_id)? {
+        return Ok((fused, DType::F16));
+    }
     if let WeightFiles::Gguf(p) = &files.weights {
         if let Some(other) = opts.precision.filter(|&p| p != Precision::F32) {
             return Err(EmbedError::Config {
@@ -634,6 +688,61 @@ fn load_backend(
             ),
         ))
     }
+}
+
+/// The fused encoder when the options ask for it and it runs this model: on the CPU
+/// (`--cpu-backend fused`) its reference, or an error naming why not; on CUDA
+/// (`--cuda-encoder fused`) the device executor, or None after a warning naming why not (candle
+/// runs the model then).
+fn load_fused(
+    files: &ModelFiles,
+    config: &BertConfig,
+    device: &Device,
+    opts: &EmbedOptions,
+    pad_id: u32,
+) -> Result<Option<Backend>, EmbedError> {
+    let dense = !matches!(files.weights, WeightFiles::Gguf(_));
+    let asked_precision = opts.precision.unwrap_or(Precision::F16);
+    if device.is_cpu() {
+        if opts.cpu_backend != CpuBackend::Fused {
+            return Ok(None);
+        }
+        if !dense || asked_precision != Precision::F16 {
+            return Err(EmbedError::Config {
+                path: files.config.clone(),
+                message: "--cpu-backend fused runs dense weights in f16 (--precision f16)".into(),
+            });
+        }
+        let model =
+            crate::fused::load_reference(files, config).map_err(|e| EmbedError::Weights {
+                path: files.weights.first().to_path_buf(),
+                config: files.config.clone(),
+                message: clip_message(&crate::device::plain_message(&e)),
+            })?;
+        return Ok(Some(Backend::FusedReference(model)));
+    }
+    let asked = opts.cuda_encoder.map_or_else(CudaEncoder::from_env, Ok)?;
+    if !device.is_cuda() || asked != CudaEncoder::Fused {
+        return Ok(None);
+    }
+    let why = if !dense {
+        "it runs dense weights, not GGUF".to_string()
+    } else if asked_precision != Precision::F16 {
+        format!("it runs f16, not {asked_precision:?}")
+    } else {
+        #[cfg(feature = "cuda")]
+        match crate::fused::load_cuda(files, config, device, pad_id) {
+            Ok(m) => return Ok(Some(Backend::FusedCuda(m))),
+            Err(e) => e,
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (config, pad_id);
+            "this build has no CUDA".to_string()
+        }
+    };
+    tracing::warn!("--cuda-encoder fused: {why}; running candle's BERT instead");
+    Ok(None)
 }
 
 /// What a build without the `candle` feature answers where only candle's encoders run.

@@ -36,4 +36,6 @@ pub enum EmbedError {
     CpuIsa(#[from] crate::isa::IsaError),
     #[error("model forward pass failed: {0}")]
     Forward(#[from] candle_core::Error),
+    #[error("fused encoder: {0}")]
+    Fused(#[from] memdex_fused_bert::FusedError),
 }

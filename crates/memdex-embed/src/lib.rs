@@ -24,6 +24,7 @@ mod encoder;
 mod error;
 mod fast_bert;
 mod files;
+mod fused;
 mod gguf;
 mod isa;
 mod linear;
@@ -54,6 +55,7 @@ pub use embedder::{
 pub use encoder::{load_encoder, Encoder};
 pub use error::EmbedError;
 pub use files::{ModelFiles, WeightFiles, GGUF_FILE};
+pub use fused::{CudaEncoder, CUDA_ENCODER_ENV};
 pub use isa::{cpu_isa, has_avx512_vnni, Isa, IsaError, LargeBatchGemm, LargeBatchKernel, ISA_ENV};
 pub use profile::{load_tokenizer, Family, Profile, BGE_EN_QUERY, BGE_ZH_QUERY};
 pub use scorer::CandleScorer;

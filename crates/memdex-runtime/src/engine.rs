@@ -84,7 +84,11 @@ impl Engine {
         let info = encoder.info().clone();
         let device = encoder.device();
         let tokenizer = encoder.tokenizer();
-        let encoders = model_encoders(encoder, opts.model_workers)?;
+        let encoders = if opts.measure_model_workers {
+            crate::calibrate::measured_encoders(encoder, opts.model_workers.max(1)).0
+        } else {
+            model_encoders(encoder, opts.model_workers)?
+        };
         let (writer, pipeline, first) = open_store(dir, &info, &opts)?;
         let view = Arc::new(RwLock::new(first));
         let stats = Arc::new(EngineStats::default());

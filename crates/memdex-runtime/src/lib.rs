@@ -8,6 +8,9 @@
 //!   rows through the job's own continuation (`job`: a texts job answers its caller, a search
 //!   goes on to the rank stage), while another worker collects the next batch; the workers
 //!   know nothing of ranking. A full queue answers [`RuntimeError::Busy`] at once (`model`).
+//!   With [`EngineOptions::measure_model_workers`] the engine times warm-up batches with one
+//!   worker, then two side by side, and keeps a further worker only when it is faster
+//!   (`calibrate`).
 //! * A **rank stage** (workers, one per core by default): the searches of each model batch,
 //!   all tenants together, ranked through the engine's ranker (the CPU's or a device's) while
 //!   the model workers embed the next batches (`rank_stage`). [`Engine::search`] takes a search
@@ -24,9 +27,11 @@
 //!   snapshot after each commit, before it answers, so readers never wait and a deleted item
 //!   is never ranked once its delete returned.
 //!
-//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer`; they share
+//! Dependencies point one way: `engine` starts `model`, `rank_stage` and `writer` (and asks
+//! `calibrate` how many model workers to keep); they share
 //! `options`, `stats` and the job types, and neither knows `engine`.
 
+mod calibrate;
 mod delete;
 mod engine;
 mod error;
@@ -38,6 +43,7 @@ mod stats;
 mod verify;
 mod writer;
 
+pub use calibrate::{WorkerMeasure, GAIN as WORKER_GAIN};
 pub use delete::DeleteTarget;
 pub use engine::{Engine, Health, Ticket};
 pub use error::RuntimeError;

@@ -18,6 +18,11 @@ pub struct EngineOptions {
     /// At least 1; more than 1 is refused for an encoder that cannot be replicated.
     /// Default: 1.
     pub model_workers: usize,
+    /// Measure at start how many of `model_workers` to keep (`memdex serve --model-workers
+    /// auto`): on an accelerator, a further worker only while it raises the batch rate of
+    /// query-sized warm-up batches by 10 % (`calibrate`); elsewhere one. A copy that cannot be
+    /// made leaves fewer. Default: false (exactly `model_workers`).
+    pub measure_model_workers: bool,
     /// Embedding jobs waiting at most; one more is refused with `Busy`.
     pub embed_queue: usize,
     /// Write jobs (appends, deletes) waiting at most.
@@ -52,6 +57,7 @@ impl Default for EngineOptions {
         Self {
             token_budget: 8192,
             model_workers: 1,
+            measure_model_workers: false,
             embed_queue: 1024,
             write_queue: 1024,
             append_chunk: 64,

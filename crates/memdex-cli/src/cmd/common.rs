@@ -104,8 +104,9 @@ fn embed_options(args: &ModelArgs) -> EmbedOptions {
         small_batch_weights: args.small_batch_weights,
         large_batch_gemm: args.large_batch_gemm,
         weights: args.weights,
-        cpu_isa: None,   // MEMDEX_CPU_ISA, else the CPU's best
-        cpu_split: None, // MEMDEX_CPU_SPLIT, else batches side by side
+        cuda_encoder: args.cuda_encoder, // None: MEMDEX_CUDA_ENCODER, else candle
+        cpu_isa: None,                   // MEMDEX_CPU_ISA, else the CPU's best
+        cpu_split: None,                 // MEMDEX_CPU_SPLIT, else batches side by side
     }
 }
 

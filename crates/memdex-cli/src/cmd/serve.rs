@@ -53,7 +53,8 @@ pub fn run(a: ServeArgs) -> Result<()> {
     let mut open = super::common::open_options(&a.model, rank);
     open.engine = EngineOptions {
         token_budget: a.queue_tokens,
-        model_workers: a.model_workers,
+        model_workers: a.model_workers.engine().0,
+        measure_model_workers: a.model_workers.engine().1,
         embed_queue: a.queue_jobs,
         compact_every: (a.compact_every > 0).then(|| Duration::from_secs(a.compact_every)),
         structures: super::common::structure_configs(&a.structures),
