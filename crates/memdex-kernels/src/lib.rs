@@ -256,6 +256,7 @@ mod tests {
             }
             assert!(super::ptx::QUERY_INPUTS.contains(".entry memdex_query_inputs"));
             assert!(super::ptx::GATHER_PARTS.contains(".entry memdex_gather_parts"));
+            assert!(super::ptx::TENSOR_TOPK.contains(".entry memdex_tensor_topk("));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }
