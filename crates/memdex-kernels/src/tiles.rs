@@ -154,7 +154,7 @@ pub fn dense_tile(dim: usize) -> TileSmem {
 /// answers): `dim` not a multiple of 16 or above 1,024, `k + TENSOR_EXTRA` above 128, or not
 /// one query fitting the default 48 KiB.
 pub fn tensor_tile(dim: usize, k: usize) -> Option<TileSmem> {
-    if dim == 0 || dim % 16 != 0 || dim > 1024 || k == 0 || k + TENSOR_EXTRA > 128 {
+    if dim == 0 || !dim.is_multiple_of(16) || dim > 1024 || k == 0 || k + TENSOR_EXTRA > 128 {
         return None;
     }
     let fixed = 32 * (dim + 8) + WARPS * (256 + 16) * 4 + 16 * 4;
