@@ -107,6 +107,40 @@ def kernels(out):
     return ok
 
 
+def sanitize_run(out, run, planned_as):
+    """One sanitizer run's entry in sanitize.json (see sanitize); planned_as: (tool, filters)
+    from the plan, or None."""
+    log = os.path.join(out, f"sanitize-{run}.log")
+    text = open(log, errors="replace").read() if os.path.exists(log) else ""
+    m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
+        re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
+    warn = re.findall(r"RACECHECK SUMMARY: .*?(\d+) warning", text)
+    results = os.path.join(out, f"sanitize-{run}.jsonl")
+    rows = jl(results) if os.path.exists(results) else \
+        [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+    planned, ran, tally = device_results(rows)
+    rc_file = os.path.join(out, f"sanitize-{run}.rc")
+    rc = open(rc_file).read().strip() if os.path.exists(rc_file) else None
+    bench = planned_as is not None and planned_as[1] == ["@bench"]
+    passed = rc == "0" and device.bench_complete(rows) if bench else device_passed(rows)
+    r = {"errors": int(m[-1]) if m else None, "device_checks": len(ran),
+         "planned": len(planned) if planned is not None else None,
+         "device_tally": tally, "all_checks_passed": passed,
+         "failed_on_cuda": sorted(c for c, good in ran.items() if not good), "exit": rc}
+    if warn:
+        r["warnings"] = int(warn[-1])
+    if rc == "124":
+        r["cut_short"] = True
+    if text.startswith("not started"):
+        r["not_started"] = True
+    if bench:
+        r["bench"] = True
+    r["verdict"] = "PASS" if bool(m) and int(m[-1]) == 0 and passed else "FAIL"
+    if planned_as is not None:
+        r["tool"], r["groups"] = planned_as
+    return r
+
+
 def sanitize(out):
     """One entry per sanitizer run of the stage (sanitize-plan.txt: `NAME TOOL FILTER... SIZE`,
     one line per run; without it, every sanitize-*.log): the sanitizer's own summary from
@@ -130,39 +164,8 @@ def sanitize(out):
     else:
         runs = [os.path.basename(p)[len("sanitize-"):-4]
                 for p in sorted(glob.glob(os.path.join(out, "sanitize-*.log")))]
-    rep, ok = {}, True
-    for run in runs:
-        log = os.path.join(out, f"sanitize-{run}.log")
-        text = open(log, errors="replace").read() if os.path.exists(log) else ""
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", text) or \
-            re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
-        warn = re.findall(r"RACECHECK SUMMARY: .*?(\d+) warning", text)
-        results = os.path.join(out, f"sanitize-{run}.jsonl")
-        rows = jl(results) if os.path.exists(results) else \
-            [json.loads(x) for x in text.splitlines() if x.startswith("{")]
-        planned, ran, tally = device_results(rows)
-        rc_file = os.path.join(out, f"sanitize-{run}.rc")
-        rc = open(rc_file).read().strip() if os.path.exists(rc_file) else None
-        bench = plan.get(run, ("", []))[1] == ["@bench"]
-        passed = rc == "0" and device.bench_complete(rows) if bench else device_passed(rows)
-        rep[run] = {"errors": int(m[-1]) if m else None, "device_checks": len(ran),
-                    "planned": len(planned) if planned is not None else None,
-                    "device_tally": tally, "all_checks_passed": passed,
-                    "failed_on_cuda": sorted(c for c, good in ran.items() if not good),
-                    "exit": rc}
-        if warn:
-            rep[run]["warnings"] = int(warn[-1])
-        if rc == "124":
-            rep[run]["cut_short"] = True
-        if text.startswith("not started"):
-            rep[run]["not_started"] = True
-        if bench:
-            rep[run]["bench"] = True
-        good = bool(m) and int(m[-1]) == 0 and passed
-        rep[run]["verdict"] = "PASS" if good else "FAIL"
-        if run in plan:
-            rep[run]["tool"], rep[run]["groups"] = plan[run][0], plan[run][1]
-        ok &= good
+    rep = {run: sanitize_run(out, run, plan.get(run)) for run in runs}
+    ok = all(r["verdict"] == "PASS" for r in rep.values())
     missing = device.sanitize_coverage(plan, {r: x["verdict"] == "PASS" for r, x in rep.items()}) \
         if plan else []
     ok &= not missing

@@ -363,13 +363,7 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
     let t0 = Instant::now();
     let tiles = QueryTiles::new(&probe.host_ranges, MAX_TILE);
     let group_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let (kernel, splits) = match variant {
-        Variant::CudaCores => ("memdex_segmented_topk", gpu.splits(&probe, a.dim, a.k)?),
-        Variant::TensorCores => match gpu.tensor_splits(&probe, a.dim, a.k)? {
-            Some(n) => ("memdex_tensor_topk", n),
-            None => ("memdex_segmented_topk", gpu.splits(&probe, a.dim, a.k)?),
-        },
-    };
+    let (kernel, splits) = scan_kernel(gpu, &probe, a, variant)?;
     drop(probe);
     let (ms, all) = time_ms(
         gpu,
@@ -412,6 +406,22 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
         "fraction_of_theoretical_bw": c.theoretical_gbs.map(|t| gbs / t)}),
     );
     Ok(())
+}
+
+/// The kernel `variant` launches for queries like `q` (the tensor-core scan takes the CUDA-core
+/// one where it does not apply) and the parts it cuts each range into.
+fn scan_kernel(
+    gpu: &Gpu,
+    q: &DeviceQueries,
+    a: &Args,
+    variant: Variant,
+) -> Result<(&'static str, usize)> {
+    if variant == Variant::TensorCores {
+        if let Some(n) = gpu.tensor_splits(q, a.dim, a.k)? {
+            return Ok(("memdex_tensor_topk", n));
+        }
+    }
+    Ok(("memdex_segmented_topk", gpu.splits(q, a.dim, a.k)?))
 }
 
 /// Bucketed top-k: 1 probe per table (b 64, L 4), masks from the projections on the host.
