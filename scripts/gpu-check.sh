@@ -478,8 +478,10 @@ PY
     # on all cores, goal >= 12x (median); each invocation's host split (kernel_batches: host
     # prepare, kernel call, host finish per batch). Then one invocation under nsys (CUDA trace):
     # per batch, between consecutive memdex_rank_topk launches after the first, the device's
-    # copies (count, bytes' time, each direction) and memdex's kernels; gpu-report.py batch
-    # writes batch.json with the split host prepare / transfers / kernels / host finish.
+    # copies (count, bytes' time, each direction) and memdex's kernels; and under ncu the
+    # kernels' device time per batch (kernel call - kernels = uploads, launches, downloads and
+    # the synchronisation). gpu-report.py batch writes batch.json with the split host prepare /
+    # transfers / kernels / host finish.
     "$PY" "$PACK/scripts/load/make-history.py" "$WORK/batch.jsonl" 100 5000 2>> "$OUT/batch.log"
     rm -rf "$WORK/batchstore"
     "$MEMDEX" index --model "$MODEL" --device "$DEVICE" --input "$WORK/batch.jsonl" \
@@ -496,7 +498,16 @@ PY
         --queries 1280 --batch 256 --json > "$OUT/batch-nsys-bench.json" 2>> "$OUT/batch.log"
       timeout 60 "$nsys_b" stats --report cuda_gpu_trace --format csv --force-export=true \
         --output "$OUT/batch-nsys" "$WORK/batch-nsys.nsys-rep" >> "$OUT/batch.log" 2>&1
-    else echo "batch: no nsys (or DEVICE=cpu): no device split" >> "$OUT/batch.log"; fi
+    else echo "batch: no nsys (or DEVICE=cpu): no copy counts" >> "$OUT/batch.log"; fi
+    # the kernels' device time per batch from ncu as well (the lent boxes' nsys may write no
+    # report): the four kernels of two batches after the warm-up batch
+    local ncu_b; ncu_b=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+    if [[ -n $ncu_b && $DEVICE == cuda ]]; then
+      timeout 90 "$ncu_b" --clock-control none -k regex:'memdex_(gather_parts|query_inputs|rank_dense|rank_topk)' \
+        --launch-skip 4 --launch-count 8 --csv --page raw --print-units base --metrics gpu__time_duration.sum \
+        "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/batchstore" \
+        --queries 768 --batch 256 --json > "$OUT/batch-ncu.csv" 2>> "$OUT/batch.log"
+    fi
     rm -rf "$WORK/batchstore" "$WORK/batch.jsonl" "$WORK"/batch-nsys.*
     local bline brc
     bline=$("$PY" "$PACK/scripts/gpu-report.py" batch "$OUT"); brc=$?

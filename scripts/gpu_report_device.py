@@ -1,7 +1,8 @@
 """The device-run readers of the ranking batch and the sanitizers' coverage, for
 scripts/gpu-report.py (which imports this module; standard library only: it runs on the GPU box).
 
-  batch(OUT)          rank-batch-run*.json + batch-nsys*cuda_gpu_trace*.csv -> batch.json
+  batch(OUT)          rank-batch-run*.json + batch-nsys*cuda_gpu_trace*.csv + batch-ncu.csv
+                      -> batch.json
   sanitize_coverage   the (kernel group, tool) pairs no passing sanitizer run covers
   self_test(DIR)      the batch reader on canned reports: [(name, got, want)]
 """
@@ -91,6 +92,25 @@ def device_batches(rows):
         "batches": len(batches)}
 
 
+def ncu_batches(path):
+    """memdex's kernels per batch from an ncu raw CSV (gpu__time_duration.sum per launch):
+    each kernel's mean time per batch (batches = memdex_rank_topk launches), their sum."""
+    lines = [x for x in open(path, errors="replace") if x.startswith('"')]
+    per, batches = {}, 0
+    for r in csv.DictReader(lines):
+        ns = (r.get("gpu__time_duration.sum") or "").replace(",", "")
+        if not (r.get("ID") or "").strip().isdigit() or not ns.replace(".", "").isdigit():
+            continue
+        name = r.get("Kernel Name", "").split("(")[0].strip()
+        name = name.split("_d512")[0].split("_t1")[0].split("_t4")[0]
+        per[name] = per.get(name, 0.0) + float(ns) / 1e6
+        batches += name == "memdex_rank_topk"
+    if not batches:
+        return None
+    per = {k: v / batches for k, v in per.items()}
+    return {"batches": batches, "per_kernel_ms": per, "kernels_ms": sum(per.values())}
+
+
 def batch(out):
     runs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "rank-batch-run*.json")))]
     if not runs:
@@ -110,8 +130,16 @@ def batch(out):
     if traces:
         with open(traces[0], newline="") as f:
             rep["device"] = device_batches(list(csv.DictReader(f)))
+    ncu_csv = os.path.join(out, "batch-ncu.csv")
+    rep["ncu"] = ncu_batches(ncu_csv) if os.path.exists(ncu_csv) else None
+    if rep["ncu"]:
+        # the kernel call's time the kernels do not take: uploads, launches, downloads, syncs
+        rep["ncu"]["call_minus_kernels_ms"] = rep["kernel_call_ms"] - rep["ncu"]["kernels_ms"]
     dump(out, "batch.json", rep)
-    d = rep["device"]
+    d, k = rep["device"], rep["ncu"]
+    kern = (f"; ncu: kernels {k['kernels_ms']:.3f} ms per batch, the call's other "
+            f"{k['call_minus_kernels_ms']:.3f} ms uploads, launches, downloads and syncs"
+            if k else "")
     split = (f"; device per batch (median of {d['batches']}): {d['h2d_copies']:.0f} uploads "
              f"{d['h2d_ms']:.3f} ms, {d['d2h_copies']:.0f} downloads {d['d2h_ms']:.3f} ms, "
              f"{d['memsets']:.0f} memsets, {d['kernels']:.0f} kernels {d['kernels_ms']:.3f} ms"
@@ -122,7 +150,7 @@ def batch(out):
           f"{BATCH_GOAL:.0f}x {'met' if met else 'MISSED'}; each: "
           f"{', '.join(f'{x:.2f}x' for x in ratios)}); per batch {rep['ranker_ms_per_batch']:.2f} ms: "
           f"host prepare {rep['host_prepare_ms']:.2f}, kernel call {rep['kernel_call_ms']:.2f}, "
-          f"host finish {rep['host_finish_ms']:.2f} ms{split}")
+          f"host finish {rep['host_finish_ms']:.2f} ms{split}{kern}")
     return 0 if met else 3
 
 
@@ -164,5 +192,20 @@ def self_test(d):
                     and abs(bj["device"]["kernels_ms"] - 0.4) < 1e-9, True))
     w(d, "rank-batch-run2.json", json.dumps({"speedup_vs_parallel": 8.0, "agreement": {
         "ranker_ms_per_batch": 2.0, "cpu_parallel_ms_per_batch": 16.0}}))
+    # ncu's raw page: two batches of four kernels (the units row skipped)
+    ncu = ['"ID","Kernel Name","gpu__time_duration.sum"', '"","","nsecond"']
+    for b in range(2):
+        for i, (name, ns) in enumerate((("memdex_gather_parts", "50,000"),
+                                        ("memdex_query_inputs", "100,000"),
+                                        ("memdex_rank_dense_d512_t16", "150,000"),
+                                        ("memdex_rank_topk", "200,000"))):
+            ncu.append(f'"{4 * b + i}","{name}(...)","{ns}"')
+    w(d, "batch-ncu.csv", "==PROF== done\n" + "\n".join(ncu) + "\n")
+    run(batch, d)
+    k = json.load(open(os.path.join(d, "batch.json")))["ncu"]
+    results.append(("batch: ncu's kernels per batch", k["batches"] == 2
+                    and abs(k["kernels_ms"] - 0.5) < 1e-9
+                    and abs(k["per_kernel_ms"]["memdex_rank_dense"] - 0.15) < 1e-9
+                    and abs(k["call_minus_kernels_ms"] - 0.5) < 1e-9, True))
     results.append(("batch: goal missed", run(batch, d) == 3, True))
     return results
