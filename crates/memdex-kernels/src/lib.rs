@@ -18,6 +18,7 @@ pub mod rank;
 mod ranker;
 pub mod scan;
 mod scoring;
+pub mod staging;
 pub mod text;
 mod text_inputs;
 pub mod tiles;
