@@ -6,7 +6,7 @@ use candle_core::cuda_backend::cudarc::driver::{
     CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
 };
 
-use super::{launch, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTopK, Gpu, THREADS};
+use super::{launch, DeviceBuf, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTopK, Gpu, THREADS};
 use crate::scan::ScanKernels;
 use crate::tiles::{dense_tile, scan_tile, tensor_tile, QueryTiles, TileSmem, TileWidth, Tiled};
 use crate::types::{check_scan, check_timeline};
@@ -19,8 +19,8 @@ use crate::{
 pub struct DeviceTiles {
     pub n: usize,
     pub longest: usize,
-    pub queries: CudaSlice<u32>,
-    pub offsets: CudaSlice<u32>,
+    pub queries: DeviceBuf<u32>,
+    pub offsets: DeviceBuf<u32>,
 }
 
 /// A tiled launch, decided once: its kernel, tiles, dynamic shared memory and parts per range.
@@ -47,8 +47,8 @@ impl Gpu {
         Ok(DeviceTiles {
             n: t.len(),
             longest: t.longest,
-            queries: self.upload(&super::nonempty(&t.queries))?,
-            offsets: self.upload(&t.offsets)?,
+            queries: DeviceBuf::Own(self.upload(&super::nonempty(&t.queries))?),
+            offsets: DeviceBuf::Own(self.upload(&t.offsets)?),
         })
     }
 
@@ -145,9 +145,11 @@ impl Gpu {
         let cap = l.tiles.longest as u32;
         let (tables, words) = mask.map_or((0u32, 0u32), |mk| (mk.tables as u32, mk.words as u32));
         let stream = self.cuda.cuda_stream();
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
         let mut b = stream.launch_builder(&l.f);
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
-        b.arg(&l.tiles.queries).arg(&l.tiles.offsets).arg(&cap);
+        b.arg(&m.data).arg(&dim).arg(&vectors).arg(&ranges);
+        b.arg(&tq).arg(&to).arg(&cap);
         match mask {
             Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
             None => b.arg(&null).arg(&null),
@@ -195,13 +197,15 @@ impl Gpu {
         let mut part_r = self.cuda.alloc_zeros::<u32>(q.n * splits * k)?;
         let (dim, rows, cap) = (m.dim as u32, m.rows as u32, l.tiles.longest as u32);
         let (k32, s32) = (k as u32, splits as u32);
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
         let mut b = stream.launch_builder(&l.f);
         b.arg(&m.data)
             .arg(&dim)
             .arg(&rows)
-            .arg(&q.vectors)
-            .arg(&q.ranges);
-        b.arg(&l.tiles.queries).arg(&l.tiles.offsets).arg(&cap);
+            .arg(&vectors)
+            .arg(&ranges);
+        b.arg(&tq).arg(&to).arg(&cap);
         b.arg(&k32).arg(&s32).arg(&mut part_s).arg(&mut part_r);
         // SAFETY: argument order and types match memdex_tensor_topk; ranges were checked
         // against the matrix's `rows` rows (the kernel reads whole 16-row blocks directly only
@@ -273,9 +277,11 @@ impl Gpu {
         let (dim, cap) = (m.dim as u32, l.tiles.longest as u32);
         let (s32, st) = (l.splits as u32, stride as u32);
         let stream = self.cuda.cuda_stream();
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
         let mut b = stream.launch_builder(&l.f);
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
-        b.arg(&l.tiles.queries).arg(&l.tiles.offsets);
+        b.arg(&m.data).arg(&dim).arg(&vectors).arg(&ranges);
+        b.arg(&tq).arg(&to);
         b.arg(&cap).arg(&s32).arg(scratch).arg(&st);
         // SAFETY: argument order and types match memdex_rank_dense_*; ranges were checked
         // against the matrix's rows and stride ≥ every range's length, so each query writes
