@@ -30,7 +30,6 @@ use crate::{
     RankKernels, RankParams, RankPart, RankQueries, RankRows, Timeline, TopKResult,
 };
 pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
-pub use scan::DeviceTiles;
 pub use staged::DeviceBuf;
 use staged::{QueryTickets, RankTickets, Stager};
 use text::TextTickets;
@@ -55,7 +54,7 @@ pub struct Gpu {
     /// Fused-ranking parts kept on the device by key ([`RankKernels::rank_topk_parts`]).
     resident: Arc<resident::Resident>,
     /// Whether a ranking batch's small inputs go in one staging copy and its top k come back
-    /// after one wait ([`staged`]; off: one upload and one wait per input, as before).
+    /// after one wait ([`staged`]; off: one upload per input and two downloads, as before).
     staging: bool,
     /// The page-locked buffers of the staging copies and downloads.
     pinned: Arc<staged::Pinned>,
@@ -91,6 +90,15 @@ pub struct DeviceQueries {
     pub tiles: DeviceTiles,
     /// The ranges on the host (tiles of a smaller cap are built from them).
     pub host_ranges: Vec<[u32; 2]>,
+}
+
+/// A batch's query tiles on the device (see [`crate::tiles::QueryTiles`]).
+#[derive(Debug)]
+pub struct DeviceTiles {
+    pub n: usize,
+    pub longest: usize,
+    pub queries: DeviceBuf<u32>,
+    pub offsets: DeviceBuf<u32>,
 }
 
 /// A timeline on the device (see [`Timeline`]).
@@ -415,12 +423,9 @@ impl Gpu {
         self.rank_dense(m, &q.queries, &mut scratch, stride)?;
         let (k32, st) = (k as u32, stride as u32);
         let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
-        let (use_fr, use_imp) = (
-            u32::from(p.fragrel.is_some()),
-            u32::from(p.importance.is_some()),
-        );
-        let w_imp = p.importance.unwrap_or(0.0);
-        let sparse_fused = u32::from(p.sparse_fused);
+        let (use_fr, w_imp) = (u32::from(p.fragrel.is_some()), p.importance.unwrap_or(0.0));
+        let (use_imp, sparse_fused) =
+            (u32::from(p.importance.is_some()), u32::from(p.sparse_fused));
         let null = 0u64;
         let cfg = LaunchConfig {
             grid_dim: (nq as u32, 1, 1),
@@ -434,14 +439,13 @@ impl Gpu {
         b.arg(&ranges);
         b.arg(&rows.timeline.positions).arg(&rows.timeline.groups);
         b.arg(&rows.importance);
-        b.arg(&sparse).arg(&flags).arg(&offsets);
-        b.arg(&mode).arg(&factor);
-        b.arg(&p.w_dense)
-            .arg(&p.w_sparse)
-            .arg(&sparse_fused)
-            .arg(&use_fr)
-            .arg(&fr.alpha)
-            .arg(&fr.w);
+        b.arg(&sparse)
+            .arg(&flags)
+            .arg(&offsets)
+            .arg(&mode)
+            .arg(&factor);
+        b.arg(&p.w_dense).arg(&p.w_sparse).arg(&sparse_fused);
+        b.arg(&use_fr).arg(&fr.alpha).arg(&fr.w);
         b.arg(&use_imp).arg(&w_imp).arg(&k32);
         b.arg(&mut scratch).arg(&st);
         match out {

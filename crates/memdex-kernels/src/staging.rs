@@ -20,8 +20,8 @@ pub const ALIGN: usize = 256;
 pub trait Plain: Copy + Default + 'static {
     /// Bytes of one value (its `size_of`).
     const SIZE: usize;
-    /// Appends the value's native-order bytes.
-    fn put(self, out: &mut Vec<u8>);
+    /// Writes the value's native-order bytes into `out` (exactly [`Plain::SIZE`] bytes).
+    fn put(self, out: &mut [u8]);
     /// The value in `b` (exactly [`Plain::SIZE`] bytes).
     fn get(b: &[u8]) -> Self;
 }
@@ -30,8 +30,8 @@ macro_rules! plain {
     ($($t:ty),*) => {$(
         impl Plain for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_ne_bytes());
+            fn put(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_ne_bytes());
             }
             fn get(b: &[u8]) -> Self {
                 let mut a = [0u8; std::mem::size_of::<$t>()];
@@ -45,7 +45,7 @@ plain!(u8, u16, u32, u64, i64, f32);
 
 impl Plain for f16 {
     const SIZE: usize = 2;
-    fn put(self, out: &mut Vec<u8>) {
+    fn put(self, out: &mut [u8]) {
         self.to_bits().put(out);
     }
     fn get(b: &[u8]) -> Self {
@@ -97,22 +97,23 @@ impl Staging {
         }
     }
 
-    /// Appends `v` at the next multiple of [`ALIGN`]; an empty `v` reserves one default value
+    /// Appends `v` at the next multiple of [`ALIGN`]; an empty `v` reserves one zero value
     /// (never read: the kernels read no empty input), as separate uploads did.
     pub fn push<T: Plain>(&mut self, v: &[T]) -> Part<T> {
         let offset = self.bytes.len().next_multiple_of(ALIGN);
-        self.bytes.resize(offset, 0);
-        if v.is_empty() {
-            T::default().put(&mut self.bytes);
-        }
-        for &x in v {
-            x.put(&mut self.bytes);
+        let slots = v.len().max(1);
+        // zeros first (the padding, and an empty part's one default value), then the values
+        // written in place (a loop without capacity checks, which the compiler vectorises)
+        self.bytes.resize(offset + slots * T::SIZE, 0);
+        let out = &mut self.bytes[offset..];
+        for (b, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
+            x.put(b);
         }
         self.parts += 1;
         Part {
             offset,
             len: v.len(),
-            slots: v.len().max(1),
+            slots,
             _t: PhantomData,
         }
     }

@@ -6,22 +6,16 @@ use candle_core::cuda_backend::cudarc::driver::{
     CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
 };
 
-use super::{launch, DeviceBuf, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTopK, Gpu, THREADS};
+use super::{
+    launch, DeviceBuf, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTiles, DeviceTopK, Gpu,
+    THREADS,
+};
 use crate::scan::ScanKernels;
 use crate::tiles::{dense_tile, scan_tile, tensor_tile, QueryTiles, TileSmem, TileWidth, Tiled};
 use crate::types::{check_scan, check_timeline};
 use crate::{
     ptx, splits_for, BucketMask, FragRelParams, KernelError, Matrix, Timeline, TopKResult,
 };
-
-/// A batch's query tiles on the device (see [`QueryTiles`]).
-#[derive(Debug)]
-pub struct DeviceTiles {
-    pub n: usize,
-    pub longest: usize,
-    pub queries: DeviceBuf<u32>,
-    pub offsets: DeviceBuf<u32>,
-}
 
 /// A tiled launch, decided once: its kernel, tiles, dynamic shared memory and parts per range.
 struct TiledLaunch<'a> {

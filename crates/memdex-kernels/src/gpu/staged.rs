@@ -1,12 +1,14 @@
 //! A ranking batch's small inputs in ONE host→device copy ([`crate::staging`]): each input is
 //! pushed to a [`Stager`] and comes back as a [`Ticket`]; [`Stager::finish`] copies the packed
-//! buffer once (through a page-locked buffer kept by the device, so the copy is asynchronous
-//! and the host does not wait for the device's queue), and each ticket becomes a
+//! buffer once (from a page-locked buffer kept by the device, so the copy is asynchronous:
+//! the host neither stages it nor waits for the device's queue), and each ticket becomes a
 //! [`DeviceBuf`]: a view at its part's offset into that one device buffer.
 //!
 //! With staging off (`MEMDEX_GPU_STAGING=0`, [`Gpu::with_staging`]) every push is its own
-//! upload (`clone_htod` from pageable memory, which waits for the stream each time): the path
-//! the batch took before, kept to compare and to fall back on.
+//! upload (`clone_htod` from pageable memory: the driver stages each on the host before the
+//! call returns, and may wait for the stream to do so), and the top k come back in two
+//! downloads (each returns once its copy is done): the path the batch took before, kept to
+//! compare and to fall back on.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -178,18 +178,7 @@ impl Gpu {
         dim: usize,
         params: &RankParams,
     ) -> Result<(), KernelError> {
-        let DeviceRankQueries {
-            queries,
-            sparse: DeviceBuf::Own(sparse),
-            flags: DeviceBuf::Own(flags),
-            offsets,
-            ..
-        } = rq
-        else {
-            return Err(KernelError::Invalid(
-                "the text inputs' outputs are staged".into(),
-            ));
-        };
+        let (queries, sparse, flags, offsets) = outputs(rq)?;
         let nq = queries.n;
         if nq == 0 {
             return Ok(());
@@ -240,6 +229,30 @@ impl Gpu {
         unsafe { launch(b, cfg)? };
         drop(expansion);
         Ok(())
+    }
+}
+
+/// `rq`'s queries, its BM25 scores and flags (the text kernel's outputs: buffers of their
+/// own) and its offsets.
+type Outputs<'a> = (
+    &'a super::DeviceQueries,
+    &'a mut CudaSlice<f32>,
+    &'a mut CudaSlice<u8>,
+    &'a DeviceBuf<u32>,
+);
+
+fn outputs(rq: &mut DeviceRankQueries) -> Result<Outputs<'_>, KernelError> {
+    match rq {
+        DeviceRankQueries {
+            queries,
+            sparse: DeviceBuf::Own(sparse),
+            flags: DeviceBuf::Own(flags),
+            offsets,
+            ..
+        } => Ok((queries, sparse, flags, offsets)),
+        _ => Err(KernelError::Invalid(
+            "the text inputs' outputs are staged".into(),
+        )),
     }
 }
 
