@@ -493,8 +493,11 @@ PY
     done
     # once more with the batch's inputs uploaded one by one and two waits for its top k (the
     # path before the staging copy, MEMDEX_GPU_STAGING=0): what the one copy and one wait gained
-    MEMDEX_GPU_STAGING=0 "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/batchstore" \
-      --queries "${BATCH_QUERIES:-2048}" --batch 256 --json > "$OUT/rank-batch-unstaged.json" 2>> "$OUT/batch.log" || true
+    # (BATCH_UNSTAGED=0 skips it)
+    if [[ ${BATCH_UNSTAGED:-1} != 0 ]]; then
+      MEMDEX_GPU_STAGING=0 "$MEMDEX" bench rank --model "$MODEL" --device "$DEVICE" --store "$WORK/batchstore" \
+        --queries "${BATCH_QUERIES:-2048}" --batch 256 --json > "$OUT/rank-batch-unstaged.json" 2>> "$OUT/batch.log" || true
+    fi
     local nsys_b; nsys_b=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
     if [[ -n $nsys_b && $DEVICE == cuda ]]; then
       timeout 90 "$nsys_b" profile -t cuda -o "$WORK/batch-nsys" --force-overwrite true \
