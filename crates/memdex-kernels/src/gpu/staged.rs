@@ -10,6 +10,8 @@
 //! downloads (each returns once its copy is done): the path the batch took before, kept to
 //! compare and to fall back on.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use candle_core::cuda_backend::cudarc::driver::{
@@ -111,17 +113,24 @@ impl<'g> Stager<'g> {
     }
 }
 
-/// Page-locked host buffers kept by a device between batches: the staging upload's and the
-/// top-k download's (grown to the largest batch seen, never shrunk).
+/// Page-locked host buffers kept by a device between batches: the staging uploads', one per
+/// size class (a power of two, at least 64 KiB: cudarc copies a page-locked buffer whole, so
+/// a batch copies less than twice its bytes), and the top-k downloads' (grown to the largest
+/// batch seen, never shrunk).
 #[derive(Debug, Default)]
 pub(crate) struct Pinned {
-    up: Mutex<Option<PinnedHostSlice<u8>>>,
+    up: Mutex<HashMap<usize, PinnedHostSlice<u8>>>,
     scores: Mutex<Option<PinnedHostSlice<f32>>>,
     rows: Mutex<Option<PinnedHostSlice<u32>>>,
 }
 
-/// `slot`'s buffer, replaced by one of at least `len` values (a power of two, at least 64 Ki
-/// values) when it is smaller; `flags` as `cuMemHostAlloc` takes them.
+/// The size class of `len` values: a power of two, at least 64 Ki.
+fn class(len: usize) -> usize {
+    len.next_power_of_two().max(1 << 16)
+}
+
+/// `slot`'s buffer, replaced by one of at least `len` values ([`class`]) when it is smaller;
+/// `flags` as `cuMemHostAlloc` takes them.
 fn pinned<'a, T: DeviceRepr>(
     gpu: &Gpu,
     slot: &'a Mutex<Option<PinnedHostSlice<T>>>,
@@ -131,13 +140,21 @@ fn pinned<'a, T: DeviceRepr>(
     let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
     if g.as_ref().is_none_or(|p| p.len() < len) {
         *g = None; // the old buffer waits for its last copy when it is dropped
-        let n = len.next_power_of_two().max(1 << 16);
-        let ctx = gpu.cuda.cuda_stream().context().clone();
-        // SAFETY: the buffer's bytes are written (upload) or copied into (download) before
-        // they are read.
-        *g = Some(unsafe { ctx.alloc_pinned_with_flags::<T>(n, flags) }.map_err(wrap)?);
+        *g = Some(alloc_pinned(gpu, class(len), flags)?);
     }
     Ok(g)
+}
+
+/// `n` values of page-locked host memory (`flags` as `cuMemHostAlloc` takes them).
+fn alloc_pinned<T: DeviceRepr>(
+    gpu: &Gpu,
+    n: usize,
+    flags: u32,
+) -> Result<PinnedHostSlice<T>, KernelError> {
+    let ctx = gpu.cuda.cuda_stream().context().clone();
+    // SAFETY: the buffer's bytes are written (upload) or copied into (download) before they
+    // are read.
+    unsafe { ctx.alloc_pinned_with_flags::<T>(n, flags) }.map_err(wrap)
 }
 
 /// A part that is not inside its staging buffer, or a ticket without one: a bug here, never
@@ -158,11 +175,15 @@ impl Gpu {
     /// only for the previous batch's copy out of it) and copied asynchronously, whole.
     fn copy_staging(&self, s: &Staging) -> Result<CudaSlice<u8>, KernelError> {
         let stream = self.cuda.cuda_stream();
-        let mut g = pinned(self, &self.pinned.up, s.len(), WRITE_COMBINED)?;
-        let host = g.as_mut().ok_or_else(broken)?;
+        let n = class(s.len());
+        let mut up = self.pinned.up.lock().unwrap_or_else(|p| p.into_inner());
+        let host = match up.entry(n) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(alloc_pinned(self, n, WRITE_COMBINED)?),
+        };
         host.as_mut_slice().map_err(wrap)?[..s.len()].copy_from_slice(s.bytes());
-        // the copy sends the pinned buffer whole (cudarc copies a pinned slice whole): the
-        // device buffer is as long, its tail past s.len() never read
+        // the copy sends the buffer whole (under twice s.len()): the device buffer is as
+        // long, its tail past s.len() never read
         // SAFETY: every byte the kernels read (the parts, inside s.len()) is written by the
         // copy below before any launch on this stream reads it.
         let mut dev = unsafe { stream.alloc::<u8>(host.len()) }.map_err(wrap)?;
