@@ -161,8 +161,9 @@ impl Gpu {
         })
     }
 
-    /// This device with a ranking batch's inputs staged in one copy (`true`, the default
-    /// unless `MEMDEX_GPU_STAGING=0`) or uploaded one by one, as before (`false`).
+    /// This device with a ranking batch's inputs staged in one copy (`true`; from the
+    /// environment with `MEMDEX_GPU_STAGING=1`) or uploaded one by one, as before (`false`, the
+    /// default until a device run has measured and checked the staged path).
     pub fn with_staging(mut self, on: bool) -> Self {
         self.staging = on;
         self

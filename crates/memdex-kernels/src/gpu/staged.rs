@@ -4,7 +4,8 @@
 //! the host neither stages it nor waits for the device's queue), and each ticket becomes a
 //! [`DeviceBuf`]: a view at its part's offset into that one device buffer.
 //!
-//! With staging off (`MEMDEX_GPU_STAGING=0`, [`Gpu::with_staging`]) every push is its own
+//! With staging off (the default until measured on a device; `MEMDEX_GPU_STAGING=1` or
+//! [`Gpu::with_staging`] turns it on) every push is its own
 //! upload (`clone_htod` from pageable memory: the driver stages each on the host before the
 //! call returns, and may wait for the stream to do so), and the top k come back in two
 //! downloads (each returns once its copy is done): the path the batch took before, kept to
@@ -219,11 +220,13 @@ impl Gpu {
     }
 }
 
-/// Whether the environment turns staging off (`MEMDEX_GPU_STAGING` = `0`, `off` or `false`).
+/// Whether the environment turns staging on (`MEMDEX_GPU_STAGING` = `1`, `on` or `true`). Off
+/// by default until a device run has checked it against the separate uploads (the device
+/// plan, `scripts/gpu-first.sh`, turns it on for every stage).
 pub(super) fn staging_from_env() -> bool {
-    !matches!(
+    matches!(
         std::env::var("MEMDEX_GPU_STAGING").as_deref(),
-        Ok("0" | "off" | "false")
+        Ok("1" | "on" | "true")
     )
 }
 
