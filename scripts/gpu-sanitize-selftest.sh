@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Self-test of scripts/gpu-check.sh's sanitize stage without a GPU: a fake compute-sanitizer
 # (runs the program, writes its summary with 0 errors or, for FAKE_ERRORS=TOOL, 3; hangs after
-# a run whose arguments contain FAKE_HANG) and a fake memdex-kernels-check (the plan, one line
-# per check on cuda:0, the tally; FAKE_FAIL=NAME fails the checks whose name contains it), in
-# a WORK that the stage does not unpack. Asserts the stage's verdict (gpu-report.py sanitize)
-# for a clean run, a sanitizer error, a check that fails on the device while the sanitizer
-# finds nothing, a run cut by its cap, and a stage whose time is spent.
+# a run whose arguments contain FAKE_HANG), a fake memdex-kernels-check (the plan, one line
+# per check on cuda:0, the tally; FAKE_FAIL=NAME fails the checks whose name contains it) and
+# a fake memdex-gpu-bench (its lines, both scans; FAKE_BENCH_FAIL=1: cut after the first case,
+# exit 1), in a WORK that the stage does not unpack. Asserts the stage's verdict (gpu-report.py
+# sanitize) for a clean run covering every kernel group under memcheck, racecheck and
+# synccheck (sanitize.json: PASS for each), a sanitizer error, a check that fails on the
+# device while the sanitizer finds nothing, a bench that fails under the sanitizer, a run cut
+# by its cap, and a stage whose time is spent.
 #
 # usage: scripts/gpu-sanitize-selftest.sh        (run by scripts/test.sh; ~15 s)
 set -uo pipefail
@@ -42,12 +45,12 @@ cat > "$tmp/gc/bin/memdex-kernels-check" <<'EOF'
 #!/usr/bin/env python3
 import json, os, sys
 ALL = ["selection_is_exact_with_ties", "masked_selection_is_exact", "scores_within_tolerance",
-       "fragrel_matches_reference", "fragrel_without_environment_is_the_plain_top_k",
+       "tensor_scan_matches_the_scan", "fragrel_matches_reference", "fragrel_without_environment_is_the_plain_top_k",
        "lsh_buckets_agree_and_keep_recall", "invalid_inputs_are_errors", "rank_matches_reference",
        "rank_invalid_inputs_are_errors", "rank_parts_match_one_matrix",
        "rank_text_matches_host_inputs"]
 args = sys.argv[1:]
-assert "--cuda" in args and "--small" in args, args
+assert "--cuda" in args, args
 filters = [a for a in args if not a.startswith("--")]
 plan = [n for n in ALL if not filters or any(f in n for f in filters)]
 print(json.dumps({"plan": plan, "cuda_only": True}))
@@ -60,7 +63,19 @@ for n in plan:
 print(json.dumps({"by_device": {"cuda:0": tally}, "cuda": True, **tally}))
 sys.exit(1 if tally["failed"] else 0)
 EOF
-chmod +x "$tmp/bin/compute-sanitizer" "$tmp/gc/bin/memdex-kernels-check"
+cat > "$tmp/gc/bin/memdex-gpu-bench" <<'EOF'
+#!/usr/bin/env python3
+import json, os, sys
+assert "--scan" in sys.argv and "both" in sys.argv, sys.argv
+print(json.dumps({"bench": "device", "name": "fake"}))
+for case in ("per_tenant_1x", "per_tenant_10x", "single_query_all_rows"):
+    for variant in ("cuda_cores", "tensor_cores"):
+        print(json.dumps({"bench": "segmented_topk", "case": case, "variant": variant}))
+    if os.environ.get("FAKE_BENCH_FAIL"):
+        sys.exit(1)
+print(json.dumps({"bench": "fragrel_topk"}))
+EOF
+chmod +x "$tmp/bin/compute-sanitizer" "$tmp/gc/bin/memdex-kernels-check" "$tmp/gc/bin/memdex-gpu-bench"
 
 fails=0
 # case NAME WANT(ok|FAIL) PATTERN [VAR=VALUE...]: the verdict line must say PATTERN
@@ -80,7 +95,21 @@ case_() {
   fi
 }
 case_ "clean" ok "racecheck-rank_matches: 0 errors over 1 device checks"
-case_ "memcheck errors" FAIL "memcheck: 3 errors over 11 device checks" FAKE_ERRORS=memcheck
+case_ "clean: every kernel group under each tool" ok \
+  "racecheck-bench: 0 errors, bench complete; every kernel group under memcheck, racecheck, synccheck"
+if python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+groups = {g for x in r["runs"].values() for g in x["groups"]}
+sys.exit(not (r["verdict"] == "PASS" and not r["not_covered"] and len(r["runs"]) == 14
+              and {"tensor_scan", "scores", "fragrel", "lsh", "@bench"} <= groups))' "$tmp/out/sanitize.json"; then
+  echo "ok   sanitize.json: PASS for each of 14 runs, every group"
+else
+  echo "FAIL sanitize.json: $(head -c 400 "$tmp/out/sanitize.json")"
+  fails=$((fails + 1))
+fi
+case_ "memcheck errors" FAIL "memcheck: 3 errors over 12 device checks" FAKE_ERRORS=memcheck
+case_ "the bench fails under the sanitizer" FAIL "memcheck-bench: 0 errors, bench INCOMPLETE (exit 1)" \
+  FAKE_BENCH_FAIL=1
 case_ "racecheck hazards" FAIL "racecheck-selection: 3 errors" FAKE_ERRORS=racecheck
 case_ "the sanitizer clean, a check failed on cuda:0" FAIL \
   "racecheck-rank_text: 0 errors over 1 device checks, FAILED on cuda:0: rank_text_matches_host_inputs" \
@@ -88,7 +117,7 @@ case_ "the sanitizer clean, a check failed on cuda:0" FAIL \
 case_ "a run cut by its cap, the others complete" FAIL \
   "racecheck-rank_matches: cut short (1 device checks ran); racecheck-rank_invalid: 0 errors" \
   FAKE_HANG=rank_matches SANITIZE_RACECHECK_S=2
-case_ "the stage's time spent" FAIL "racecheck-selection: not started" \
+case_ "the stage's time spent" FAIL "racecheck-bench: not started" \
   FAKE_HANG=rank_matches STAGE_SECONDS=16
 echo "gpu-sanitize self-test: $([[ $fails == 0 ]] && echo "all passed" || echo "$fails FAILED")"
 ((fails == 0))

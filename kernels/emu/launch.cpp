@@ -21,6 +21,7 @@
 #include "../cuda/query_inputs.cu"
 #include "../cuda/rank.cu"
 #include "../cuda/segmented_topk.cu"
+#include "../cuda/tensor_topk.cu"
 
 #include <cstdio>
 #include <map>
@@ -90,6 +91,13 @@ const std::map<std::string, Kernel> kKernels = {
     SEG(memdex_segmented_topk_d512_t1),
     SEG(memdex_segmented_topk_d512_t4),
     SEG(memdex_segmented_topk_d512_t16),
+    {"memdex_tensor_topk",
+     [](const Args& a) {
+         memdex_tensor_topk(a.p<const __half>(0), a.u(1), a.u(2), a.p<const float>(3),
+                            a.p<const uint32_t>(4), a.p<const uint32_t>(5),
+                            a.p<const uint32_t>(6), a.u(7), a.u(8), a.u(9), a.p<float>(10),
+                            a.p<uint32_t>(11));
+     }},
     {"memdex_topk_merge",
      [](const Args& a) {
          memdex_topk_merge(a.p<const float>(0), a.p<const uint32_t>(1), a.u(2), a.u(3),
@@ -130,10 +138,10 @@ const std::map<std::string, Kernel> kKernels = {
      }},
 };
 
-// A buffer, 16-byte aligned (rows are read 16 bytes at a time), one slot more than asked (a
-// device buffer is never empty).
+// A buffer, 64-byte aligned (rows are read 16 bytes at a time, wmma tiles need 32), one slot
+// more than asked (a device buffer is never empty).
 struct Buffer {
-    std::vector<float4> data;
+    std::vector<MemdexEmuLine> data;
     uint64_t bytes;
     bool out;
     char* ptr() { return reinterpret_cast<char*>(data.data()); }
@@ -145,9 +153,10 @@ int run(In& in, FILE* out) {
         const uint8_t kind = in.one<uint8_t>();
         b.bytes = in.one<uint64_t>();
         b.out = kind == 3;
-        b.data.assign(b.bytes / 16 + 1, {0.f, 0.f, 0.f, 0.f});
+        b.data.assign(b.bytes / 64 + 1, MemdexEmuLine{});
         if (kind == 2)
-            for (auto& x : b.data) x = {NAN, NAN, NAN, NAN};
+            for (auto& l : b.data)
+                for (auto& x : l.v) x = {NAN, NAN, NAN, NAN};
         if (kind == 1 && b.bytes && std::fread(b.ptr(), 1, b.bytes, in.f) != b.bytes)
             throw std::runtime_error("short buffer");
     }

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 using std::isnan;
@@ -86,6 +87,13 @@ inline float2 __half22float2(__half2 h) {
     return {memdex_emu_half_to_float(h.x.bits), memdex_emu_half_to_float(h.y.bits)};
 }
 inline float __half2float(__half h) { return memdex_emu_half_to_float(h.bits); }
+// Round to nearest even, as a device's __float2half (the compiler's _Float16 conversion).
+inline __half __float2half(float f) {
+    const _Float16 h = (_Float16)f;
+    __half out;
+    std::memcpy(&out.bits, &h, 2);
+    return out;
+}
 inline uint4 __ldcs(const uint4* p) { return *p; }
 template <class T>
 inline T __ldg(const T* p) {
@@ -111,6 +119,14 @@ struct MemdexEmuBarrier {
 struct MemdexEmuWarp {
     MemdexEmuBarrier bar;
     uint32_t buf[32];
+    float mma[256];  // a wmma product, computed once for the warp (include/mma.h)
+};
+
+// 64 bytes of memory, 64-byte aligned: buffers and shared memory are made of them, so that
+// what a device aligns (allocations to 256 bytes, shared memory to 128) is at least as aligned
+// here as wmma's 32-byte rule asks.
+struct alignas(64) MemdexEmuLine {
+    float4 v[4];
 };
 
 struct MemdexEmuBlock {
@@ -118,7 +134,7 @@ struct MemdexEmuBlock {
     std::vector<MemdexEmuWarp> warps;
     MemdexEmuBarrier bar;
     std::vector<int> flags;
-    std::vector<float4> dynamic;
+    std::vector<MemdexEmuLine> dynamic;
     const std::function<void()>* kernel = nullptr;
     MemdexEmuFiber* current = nullptr;
     jmp_buf scheduler;
@@ -126,7 +142,7 @@ struct MemdexEmuBlock {
 };
 inline MemdexEmuBlock* memdex_emu_block;
 
-inline float4* memdex_dynamic_smem() { return memdex_emu_block->dynamic.data(); }
+inline float4* memdex_dynamic_smem() { return memdex_emu_block->dynamic.data()->v; }
 
 // Back to the scheduler; it resumes this fiber in its next round.
 inline void memdex_emu_yield() {
@@ -242,7 +258,8 @@ inline void memdex_emu_launch(dim3 grid, uint32_t threads, size_t smem,
     for (uint32_t by = 0; by < grid.y; ++by) {
         for (uint32_t bx = 0; bx < grid.x; ++bx) {
             blockIdx = {bx, by, 0};
-            block.dynamic.assign(smem / 16 + 1, {NAN, NAN, NAN, NAN});
+            const float4 nan4 = {NAN, NAN, NAN, NAN};
+            block.dynamic.assign(smem / 64 + 1, MemdexEmuLine{{nan4, nan4, nan4, nan4}});
             for (uint32_t t = 0; t < threads; ++t) {
                 MemdexEmuFiber& f = block.fibers[t];
                 f.tid = t;

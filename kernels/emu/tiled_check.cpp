@@ -10,6 +10,7 @@
 
 #include "../cuda/rank.cu"
 #include "../cuda/segmented_topk.cu"
+#include "../cuda/tensor_topk.cu"
 
 #include <cstdio>
 #include <random>
@@ -55,12 +56,18 @@ struct Inputs {
     std::vector<uint16_t> row_buckets;
     std::vector<uint32_t> query_masks;
 
-    Inputs(uint32_t dim, uint32_t rows, std::vector<uint32_t> ranges, uint32_t seed)
+    // near: every row a copy of one of 3 vectors plus noise 1e-3 of its size (cosines within
+    // ~1e-3 of each other: the tensor-core scan's certificate fails, its exact rescan runs)
+    Inputs(uint32_t dim, uint32_t rows, std::vector<uint32_t> ranges, uint32_t seed, bool near = false)
         : dim(dim), rows(rows), ranges(std::move(ranges)) {
         std::mt19937 rng(seed);
         std::normal_distribution<float> nd;
+        std::vector<float> centers(3 * dim);
+        for (float& c : centers) c = nd(rng) * 0.3f;
         for (uint32_t i = 0; i < rows * dim; ++i) {
-            emb.push_back({memdex_emu_float_to_half(nd(rng) * 0.3f)});
+            const float x = near ? centers[(i / dim) % 3 * dim + i % dim] * (1.f + 1e-3f * nd(rng))
+                                 : nd(rng) * 0.3f;
+            emb.push_back({memdex_emu_float_to_half(x)});
             embf.push_back(memdex_emu_half_to_float(emb.back().bits));
         }
         for (uint32_t i = 0; i < nq() * dim; ++i) queries.push_back(nd(rng));
@@ -94,6 +101,12 @@ void report(const char* what, int bad, const Inputs& in, const Tiles& t, const c
     failures += bad != 0;
 }
 
+void merge_parts(uint32_t nq, uint32_t k, uint32_t splits, const std::vector<float>& part_s,
+                 const std::vector<uint32_t>& part_r, std::vector<float>& out_s,
+                 std::vector<uint32_t>& out_r);
+int verify(const Inputs& in, uint32_t k, bool masked, const std::vector<float>& out_s,
+           const std::vector<uint32_t>& out_r);
+
 // segmented_topk (+ memdex_topk_merge when splits > 1) against the sorted brute force: scores
 // within 1e-5, rows equal except between near ties, empty slots past the range's rows.
 template <int C>
@@ -110,6 +123,17 @@ void check_scan(const char* what, void (*kernel)(SEG_PARAMS), const Inputs& in, 
                masked ? in.query_masks.data() : nullptr, in.tables, in.words, k, splits,
                part_s.data(), part_r.data());
     });
+    merge_parts(nq, k, splits, part_s, part_r, out_s, out_r);
+    char more[96];
+    std::snprintf(more, sizeof more, ", k %u, cap %u, %u splits%s", k, cap, splits,
+                  masked ? ", masked" : "");
+    report(what, verify(in, k, masked, out_s, out_r), in, t, more);
+}
+
+// The parts' lists reduced by memdex_topk_merge (or taken as they are: one part).
+void merge_parts(uint32_t nq, uint32_t k, uint32_t splits, const std::vector<float>& part_s,
+                 const std::vector<uint32_t>& part_r, std::vector<float>& out_s,
+                 std::vector<uint32_t>& out_r) {
     if (splits > 1) {
         memdex_emu_launch({nq, 1, 1}, 32, 0, [&] {
             memdex_topk_merge(part_s.data(), part_r.data(), splits, k, out_s.data(), out_r.data());
@@ -118,8 +142,14 @@ void check_scan(const char* what, void (*kernel)(SEG_PARAMS), const Inputs& in, 
         out_s = part_s;
         out_r = part_r;
     }
+}
+
+// Each query's k slots against the sorted brute force: scores within 1e-5, rows equal except
+// between near ties, empty slots past the range's rows. Returns the mismatches.
+int verify(const Inputs& in, uint32_t k, bool masked, const std::vector<float>& out_s,
+           const std::vector<uint32_t>& out_r) {
     int bad = 0;
-    for (uint32_t q = 0; q < nq; ++q) {
+    for (uint32_t q = 0; q < in.nq(); ++q) {
         std::vector<std::pair<double, uint32_t>> want;
         for (uint32_t r = in.ranges[2 * q]; r < in.ranges[2 * q + 1]; ++r)
             if (!masked || in.selects(q, r)) want.push_back({in.cosine(q, r), r});
@@ -145,10 +175,35 @@ void check_scan(const char* what, void (*kernel)(SEG_PARAMS), const Inputs& in, 
                             j < want.size() ? want[j].second : MEMDEX_NO_ROW);
         }
     }
+    return bad;
+}
+
+// tensor_topk (+ memdex_topk_merge) against the brute force, as segmented_topk: the rows copied
+// to a 64-byte aligned buffer (wmma loads them in 32-byte aligned tiles), shared memory as
+// crates/memdex-kernels/src/tiles.rs sizes it (tensor_tile).
+// `rescans`: whether the certificate must fail somewhere (near-duplicate rows) or nowhere.
+void check_tensor(const Inputs& in, uint32_t k, uint32_t cap, uint32_t splits, bool rescans = false) {
+    const Tiles t = make_tiles(in.ranges, cap);
+    const uint32_t nq = in.nq(), longest = std::max(t.longest, 1u), kk = k + MEMDEX_TC_EXTRA;
+    const size_t smem = 32 * (in.dim + 8) + MEMDEX_WARPS * (256 + 16) * 4 + 64 +
+                        MEMDEX_WARPS * kk * 8 * longest;
+    std::vector<MemdexEmuLine> rows(in.emb.size() * 2 / 64 + 1);
+    std::memcpy(rows.data(), in.emb.data(), in.emb.size() * 2);
+    std::vector<float> part_s(nq * splits * k), out_s(nq * k);
+    std::vector<uint32_t> part_r(nq * splits * k), out_r(nq * k);
+    const uint64_t before = memdex_tc_rescans;
+    memdex_emu_launch({(uint32_t)t.offsets.size() - 1, splits, 1}, 256, smem, [&] {
+        memdex_tensor_topk(reinterpret_cast<const __half*>(rows.data()), in.dim, in.rows,
+                           in.queries.data(), in.ranges.data(), t.queries.data(),
+                           t.offsets.data(), longest, k, splits, part_s.data(), part_r.data());
+    });
+    const uint64_t rescanned = memdex_tc_rescans - before;
+    merge_parts(nq, k, splits, part_s, part_r, out_s, out_r);
     char more[96];
-    std::snprintf(more, sizeof more, ", k %u, cap %u, %u splits%s", k, cap, splits,
-                  masked ? ", masked" : "");
-    report(what, bad, in, t, more);
+    std::snprintf(more, sizeof more, ", k %u, cap %u, %u splits, %llu exact rescans", k, cap,
+                  splits, (unsigned long long)rescanned);
+    const int bad = verify(in, k, false, out_s, out_r) + ((rescanned > 0) != rescans);
+    report("tensor_topk", bad, in, t, more);
 }
 
 // The fused ranking's dense step: every query's cosines in its scratch, within 1e-5; the
@@ -214,6 +269,18 @@ int main() {
             check_scan<8>("segmented_topk_t16", memdex_segmented_topk_t16, d640, 10, 11, splits, masked);
             check_scan<8>("segmented_topk_t4", memdex_segmented_topk_t4, d1024, 3, 4, splits, masked);
         }
+    }
+    // the tensor-core scan: dims a multiple of 16, a ragged end at the matrix's last rows (300
+    // is not a multiple of 16), tiles of 1 to 16, near-duplicate rows (its exact rescan)
+    const Inputs near(384, rows, many, 8, true);
+    for (const uint32_t splits : {1u, 3u}) {
+        check_tensor(d384_1, 10, 16, splits);
+        check_tensor(d384_3, 10, 16, splits);
+        check_tensor(d384_16, 10, 16, splits);
+        check_tensor(d512, 64, 5, splits);
+        check_tensor(d640, 10, 11, splits);
+        check_tensor(d1024, 3, 4, splits);
+        check_tensor(near, 10, 16, splits, true);
     }
     for (const uint32_t splits : {1u, 2u}) {
         check_dense<4>("rank_dense_d512_t1", memdex_rank_dense_d512_t1, d384_1, 16, splits);

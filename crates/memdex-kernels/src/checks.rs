@@ -49,6 +49,7 @@ pub const ALL: &[(&str, Check)] = &[
     ("selection_is_exact_with_ties", selection_is_exact_with_ties),
     ("masked_selection_is_exact", masked_selection_is_exact),
     ("scores_within_tolerance", scores_within_tolerance),
+    ("tensor_scan_matches_the_scan", tensor_scan_matches_the_scan),
     ("fragrel_matches_reference", fragrel_matches_reference),
     (
         "fragrel_without_environment_is_the_plain_top_k",
@@ -475,6 +476,61 @@ pub fn scores_within_tolerance(k: &dyn Kernels) {
         let got = k.segmented_topk(&m, &queries, &ranges, None, 20).unwrap();
         let want = brute_topk(&m, &queries, &ranges, None, 20);
         assert_close(&got, &want, 1e-5, &format!("segmented_topk dim {dim}"));
+        check_properties(&got, &ranges, |_, _| true);
+    }
+}
+
+/// A check (see the module docs): the tensor-core scan ([`ScanKernels::tensor_topk`]) against
+/// the brute force on random unit rows (dims 384 and 1024: tiles of 1 to 16 queries, k 10 and
+/// 64), on near-duplicate rows (cosines within its certificate's margin: the exact rescan), at
+/// a dim it does not take (40: the CUDA-core scan answers), and equal to the device's own
+/// CUDA-core scan on small-integer rows (exact arithmetic, with ties).
+pub fn tensor_scan_matches_the_scan(k: &dyn Kernels) {
+    let small = sanitizer_size();
+    let sizes = [
+        (if small { 1500 } else { 4000 }, 384),
+        (if small { 1100 } else { 3000 }, 1024),
+        (1500, 40),
+    ];
+    for (rows, dim) in sizes {
+        let data = to_f16(&random_unit(rows, dim, 21));
+        tensor_scan_on(k, &Matrix { dim, data: &data }, &format!("dim {dim}"));
+    }
+    // three directions, every row one of them plus noise of 1e-3 of its size
+    let (rows, dim) = (1500usize, 384usize);
+    let (base, noise) = (random_unit(3, dim, 23), random_unit(rows, dim, 24));
+    let near: Vec<f32> = (0..rows * dim)
+        .map(|i| base[(i / dim) % 3 * dim + i % dim] + 1e-3 * noise[i])
+        .collect();
+    let data = to_f16(&near);
+    tensor_scan_on(k, &Matrix { dim, data: &data }, "near duplicates");
+    let (rows, dim) = (3000usize, 16usize);
+    let data = integer_data(rows, dim, 25);
+    let m = Matrix { dim, data: &data };
+    let ranges = ranges_for(rows as u32);
+    let queries = integer_queries(ranges.len(), dim, 26);
+    for topk in [1, 10, 64] {
+        let got = k.tensor_topk(&m, &queries, &ranges, topk).unwrap();
+        let scan = k.segmented_topk(&m, &queries, &ranges, None, topk).unwrap();
+        assert_eq!(got, scan, "{} integer rows, k={topk}", k.device());
+        let brute = brute_topk(&m, &queries, &ranges, None, topk);
+        assert_close(
+            &got,
+            &brute,
+            1e-6,
+            "tensor_topk integer rows vs brute force",
+        );
+    }
+}
+
+fn tensor_scan_on(k: &dyn Kernels, m: &Matrix<'_>, what: &str) {
+    let ranges = ranges_for(m.rows() as u32);
+    let queries = random_unit(ranges.len(), m.dim, 22);
+    for topk in [10, 64] {
+        let got = k.tensor_topk(m, &queries, &ranges, topk).unwrap();
+        let want = brute_topk(m, &queries, &ranges, None, topk);
+        let what = format!("{} tensor_topk {what}, k {topk}", k.device());
+        assert_close(&got, &want, 1e-5, &what);
         check_properties(&got, &ranges, |_, _| true);
     }
 }

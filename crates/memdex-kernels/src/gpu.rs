@@ -9,6 +9,7 @@
 mod assemble;
 mod resident;
 mod scan;
+mod staged;
 mod text;
 
 use std::sync::Arc;
@@ -23,14 +24,15 @@ use candle_core::Device;
 use crate::parts::check_parts;
 use crate::rank::{check_rank, check_rank_queries, merge_lists, range_offsets};
 use crate::text::{check_text, PartText, PartTexts, TextQueries};
-use crate::tiles::{dense_tile, QueryTiles};
 use crate::types::check_lsh;
 use crate::{
     f16, ptx, BucketMask, FragRelParams, HashKernels, KernelDevice, KernelError, Matrix,
-    RankKernels, RankParams, RankPart, RankQueries, RankRows, TimeRule, Timeline, TopKResult,
+    RankKernels, RankParams, RankPart, RankQueries, RankRows, Timeline, TopKResult,
 };
 pub use resident::{ResidentStats, DEFAULT_RESIDENT_BYTES};
-pub use scan::DeviceTiles;
+pub use staged::DeviceBuf;
+use staged::{QueryTickets, RankTickets, Stager};
+use text::TextTickets;
 
 const THREADS: u32 = 256;
 
@@ -51,6 +53,11 @@ pub struct Gpu {
     sms: usize,
     /// Fused-ranking parts kept on the device by key ([`RankKernels::rank_topk_parts`]).
     resident: Arc<resident::Resident>,
+    /// Whether a ranking batch's small inputs go in one staging copy and its top k come back
+    /// after one wait ([`staged`]; off: one upload per input and two downloads, as before).
+    staging: bool,
+    /// The page-locked buffers of the staging copies and downloads.
+    pinned: Arc<staged::Pinned>,
 }
 
 /// The embedding matrix on the device.
@@ -74,8 +81,8 @@ pub struct DeviceMask {
 #[derive(Debug)]
 pub struct DeviceQueries {
     pub n: usize,
-    pub vectors: CudaSlice<f32>,
-    pub ranges: CudaSlice<u32>,
+    pub vectors: DeviceBuf<f32>,
+    pub ranges: DeviceBuf<u32>,
     /// Longest range (sizes the splits and FragRel's scratch).
     pub max_len: usize,
     /// The queries grouped by range in tiles, for the tiled scans (grouped on the host at
@@ -83,6 +90,15 @@ pub struct DeviceQueries {
     pub tiles: DeviceTiles,
     /// The ranges on the host (tiles of a smaller cap are built from them).
     pub host_ranges: Vec<[u32; 2]>,
+}
+
+/// A batch's query tiles on the device (see [`crate::tiles::QueryTiles`]).
+#[derive(Debug)]
+pub struct DeviceTiles {
+    pub n: usize,
+    pub longest: usize,
+    pub queries: DeviceBuf<u32>,
+    pub offsets: DeviceBuf<u32>,
 }
 
 /// A timeline on the device (see [`Timeline`]).
@@ -103,11 +119,11 @@ pub struct DeviceRankRows {
 #[derive(Debug)]
 pub struct DeviceRankQueries {
     pub queries: DeviceQueries,
-    pub sparse: CudaSlice<f32>,
-    pub flags: CudaSlice<u8>,
-    pub offsets: CudaSlice<u32>,
-    pub time_mode: CudaSlice<u32>,
-    pub time_factor: CudaSlice<f32>,
+    pub sparse: DeviceBuf<f32>,
+    pub flags: DeviceBuf<u8>,
+    pub offsets: DeviceBuf<u32>,
+    pub time_mode: DeviceBuf<u32>,
+    pub time_factor: DeviceBuf<f32>,
 }
 
 /// Top-k results still on the device.
@@ -140,7 +156,22 @@ impl Gpu {
             ordinal,
             sms,
             resident: Arc::new(resident::Resident::new(default_resident_bytes(total))),
+            staging: staged::staging_from_env(),
+            pinned: Arc::default(),
         })
+    }
+
+    /// This device with a ranking batch's inputs staged in one copy (`true`; from the
+    /// environment with `MEMDEX_GPU_STAGING=1`) or uploaded one by one, as before (`false`, the
+    /// default until a device run has measured and checked the staged path).
+    pub fn with_staging(mut self, on: bool) -> Self {
+        self.staging = on;
+        self
+    }
+
+    /// Whether ranking batches stage their inputs ([`Gpu::with_staging`]).
+    pub fn staging(&self) -> bool {
+        self.staging
     }
 
     /// This device with at most `bytes` of fused-ranking parts resident (default: a quarter
@@ -189,27 +220,16 @@ impl Gpu {
         })
     }
 
+    /// The queries on the device, each input its own upload (the batch path stages them:
+    /// [`QueryTickets`]).
     pub fn upload_queries(
         &self,
         vectors: &[f32],
         ranges: &[[u32; 2]],
     ) -> Result<DeviceQueries, KernelError> {
-        let flat: Vec<u32> = ranges.iter().flatten().copied().collect();
-        // tiles as the fused ranking's dense step takes them (the serving path); a scan whose
-        // shared memory holds fewer queries builds its own
-        let dim = vectors.len() / ranges.len().max(1);
-        Ok(DeviceQueries {
-            n: ranges.len(),
-            vectors: self.upload(&nonempty(vectors))?,
-            ranges: self.upload(&nonempty(&flat))?,
-            tiles: self.upload_tiles(&QueryTiles::new(ranges, dense_tile(dim).cap))?,
-            host_ranges: ranges.to_vec(),
-            max_len: ranges
-                .iter()
-                .map(|[a, b]| b.saturating_sub(*a) as usize)
-                .max()
-                .unwrap_or(0),
-        })
+        let mut st = Stager::new(self).unstaged();
+        let t = QueryTickets::push(&mut st, vectors, ranges)?;
+        t.on(&st.finish()?)
     }
 
     pub fn upload_mask(&self, m: &BucketMask<'_>) -> Result<DeviceMask, KernelError> {
@@ -235,42 +255,18 @@ impl Gpu {
         })
     }
 
+    /// A batch's per-query inputs on the device: in one staging copy unless staging is off.
     pub fn upload_rank_queries(
         &self,
         q: &RankQueries<'_>,
     ) -> Result<DeviceRankQueries, KernelError> {
-        let sparse = self.upload(&nonempty(q.sparse))?;
-        let flags = self.upload(&nonempty(q.flags))?;
-        let queries = self.upload_queries(q.vectors, q.ranges)?;
-        self.rank_queries_with(queries, q, sparse, flags)
-    }
-
-    /// `q` on the device with its vectors, BM25 scores and flags already there.
-    fn rank_queries_with(
-        &self,
-        queries: DeviceQueries,
-        q: &RankQueries<'_>,
-        sparse: CudaSlice<f32>,
-        flags: CudaSlice<u8>,
-    ) -> Result<DeviceRankQueries, KernelError> {
-        let (offsets, _) = range_offsets(q.ranges);
-        let (mode, factor): (Vec<u32>, Vec<f32>) = q
-            .time
-            .iter()
-            .map(|t| match t {
-                TimeRule::None => (0, 0.0),
-                TimeRule::Front => (1, 0.0),
-                TimeRule::Boost(b) => (2, *b),
-            })
-            .unzip();
-        Ok(DeviceRankQueries {
-            queries,
-            sparse,
-            flags,
-            offsets: self.upload(&nonempty(&offsets))?,
-            time_mode: self.upload(&nonempty(&mode))?,
-            time_factor: self.upload(&nonempty(&factor))?,
-        })
+        let mut st = Stager::new(self);
+        let sparse = st.push(q.sparse)?;
+        let flags = st.push(q.flags)?;
+        let t = RankTickets::push(&mut st, q)?;
+        let staged = st.finish()?;
+        let (sparse, flags) = (staged.get(sparse)?, staged.get(flags)?);
+        t.on(&staged, sparse, flags)
     }
 
     pub fn sms(&self) -> usize {
@@ -346,8 +342,9 @@ impl Gpu {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
         let mut b = f.builder();
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
+        b.arg(&m.data).arg(&dim).arg(&vectors).arg(&ranges);
         b.arg(&t.positions).arg(&t.groups).arg(&p.alpha).arg(&p.w);
         match mask {
             Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
@@ -427,30 +424,29 @@ impl Gpu {
         self.rank_dense(m, &q.queries, &mut scratch, stride)?;
         let (k32, st) = (k as u32, stride as u32);
         let fr = p.fragrel.unwrap_or(FragRelParams { alpha: 0.0, w: 1.0 });
-        let (use_fr, use_imp) = (
-            u32::from(p.fragrel.is_some()),
-            u32::from(p.importance.is_some()),
-        );
-        let w_imp = p.importance.unwrap_or(0.0);
-        let sparse_fused = u32::from(p.sparse_fused);
+        let (use_fr, w_imp) = (u32::from(p.fragrel.is_some()), p.importance.unwrap_or(0.0));
+        let (use_imp, sparse_fused) =
+            (u32::from(p.importance.is_some()), u32::from(p.sparse_fused));
         let null = 0u64;
         let cfg = LaunchConfig {
             grid_dim: (nq as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        let ranges = q.queries.ranges.view()?;
+        let (sparse, flags, offsets) = (q.sparse.view()?, q.flags.view()?, q.offsets.view()?);
+        let (mode, factor) = (q.time_mode.view()?, q.time_factor.view()?);
         let mut b = f.builder();
-        b.arg(&q.queries.ranges);
+        b.arg(&ranges);
         b.arg(&rows.timeline.positions).arg(&rows.timeline.groups);
         b.arg(&rows.importance);
-        b.arg(&q.sparse).arg(&q.flags).arg(&q.offsets);
-        b.arg(&q.time_mode).arg(&q.time_factor);
-        b.arg(&p.w_dense)
-            .arg(&p.w_sparse)
-            .arg(&sparse_fused)
-            .arg(&use_fr)
-            .arg(&fr.alpha)
-            .arg(&fr.w);
+        b.arg(&sparse)
+            .arg(&flags)
+            .arg(&offsets)
+            .arg(&mode)
+            .arg(&factor);
+        b.arg(&p.w_dense).arg(&p.w_sparse).arg(&sparse_fused);
+        b.arg(&use_fr).arg(&fr.alpha).arg(&fr.w);
         b.arg(&use_imp).arg(&w_imp).arg(&k32);
         b.arg(&mut scratch).arg(&st);
         match out {
@@ -507,11 +503,13 @@ impl Gpu {
         Ok(all)
     }
 
+    /// `r` on the host, after one wait for the device (two with staging off).
     fn to_host(&self, r: &DeviceTopK) -> Result<TopKResult, KernelError> {
+        let (scores, rows) = self.download_topk(&r.scores, &r.rows)?;
         Ok(TopKResult {
             k: r.k,
-            scores: self.download(&r.scores)?,
-            rows: self.download(&r.rows)?,
+            scores,
+            rows,
         })
     }
 }
@@ -626,16 +624,22 @@ impl RankKernels for Gpu {
         check_text(dim, parts, &starts, texts, text, queries, params, once)?;
         check_rank_queries(dim, total, queries, params, k, false)?;
         let (dm, dr) = self.resident.assemble(self, dim, parts, &starts, total)?;
-        let dqs = self.upload_queries(queries.vectors, queries.ranges)?;
-        let (sparse, flags) = self.text_inputs_dev(
-            (parts, texts),
-            &starts,
-            text,
-            queries.ranges,
-            (&dqs.vectors, dim),
-            params,
-        )?;
-        let dq = self.rank_queries_with(dqs, queries, sparse, flags)?;
+        let on = self.resident_texts((parts, texts), dim)?;
+        let stream = self.cuda.cuda_stream();
+        // the host's whole preparation first, then one copy, then the launches back to back
+        let (table, guards) = text::pointer_table(&on, &stream);
+        let mut st = Stager::new(self);
+        let rq = RankTickets::push(&mut st, queries)?;
+        let tt = TextTickets::push(&mut st, (&table, &on), &starts, text)?;
+        let staged = st.finish()?;
+        let t = tt.on(&staged)?;
+        let (sparse, flags) = (
+            self.cuda.alloc_zeros::<f32>(total.max(1))?,
+            self.cuda.alloc_zeros::<u8>(total.max(1))?,
+        );
+        let mut dq = rq.on(&staged, DeviceBuf::Own(sparse), DeviceBuf::Own(flags))?;
+        self.text_launch(&t, text, &mut dq, dim, params)?;
+        drop(guards);
         self.rank_topk_on(&(dm, dr, dq), params, k)
     }
 

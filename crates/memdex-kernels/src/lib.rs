@@ -18,6 +18,7 @@ pub mod rank;
 mod ranker;
 pub mod scan;
 mod scoring;
+pub mod staging;
 pub mod text;
 mod text_inputs;
 pub mod tiles;
@@ -256,6 +257,7 @@ mod tests {
             }
             assert!(super::ptx::QUERY_INPUTS.contains(".entry memdex_query_inputs"));
             assert!(super::ptx::GATHER_PARTS.contains(".entry memdex_gather_parts"));
+            assert!(super::ptx::TENSOR_TOPK.contains(".entry memdex_tensor_topk("));
         } else {
             assert!(all.iter().all(|p| p.is_empty()));
         }

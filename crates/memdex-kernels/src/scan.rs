@@ -28,6 +28,20 @@ pub trait ScanKernels: KernelDevice {
         k: usize,
     ) -> Result<TopKResult, KernelError>;
 
+    /// [`ScanKernels::segmented_topk`] without a mask through the device's tensor-core scan
+    /// where it has one (f16 products with f32 accumulation to pick candidates, then the kept
+    /// ones re-scored exactly in f32: the same answer within the scan's tolerance). The CPU
+    /// reference has none: it answers as `segmented_topk`.
+    fn tensor_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        self.segmented_topk(m, queries, ranges, None, k)
+    }
+
     /// As [`ScanKernels::segmented_topk`], ranking `s + α·env` (FragRel's environment along
     /// the range's timeline; the environment uses every row of the range, the mask only limits
     /// which rows are returned).

@@ -12,6 +12,10 @@ const TILE_SMEM_BYTES: usize = 48 * 1024;
 /// Warps per block of the scanning kernels (`MEMDEX_WARPS`).
 const WARPS: usize = 8;
 
+/// Candidates the tensor-core scan keeps per warp and query beyond `k` (`MEMDEX_TC_EXTRA` in
+/// `tensor_topk.cu`).
+pub const TENSOR_EXTRA: usize = 16;
+
 /// A batch's queries in tiles: tile `b` is `queries[offsets[b]..offsets[b + 1]]`, 1 to `cap`
 /// queries with the same range. Tiles follow the ranges' order (start, then end), and queries
 /// keep the batch's order within a range.
@@ -87,6 +91,9 @@ pub enum Tiled {
     Scan,
     /// `memdex_rank_dense_*`, the fused ranking's dense step (`rank.cu`).
     Dense,
+    /// `memdex_tensor_topk` (`tensor_topk.cu`): the scan on tensor cores, one instantiation
+    /// (a tile's B operand always has 16 columns).
+    Tensor,
 }
 
 impl Tiled {
@@ -95,6 +102,7 @@ impl Tiled {
     pub fn name(self, dim: usize, w: TileWidth) -> &'static str {
         use TileWidth::{Four, One, Sixteen};
         match (self, dim <= 512, w) {
+            (Self::Tensor, _, _) => "memdex_tensor_topk",
             (Self::Scan, true, One) => "memdex_segmented_topk_d512_t1",
             (Self::Scan, true, Four) => "memdex_segmented_topk_d512_t4",
             (Self::Scan, true, Sixteen) => "memdex_segmented_topk_d512_t16",
@@ -139,9 +147,31 @@ pub fn dense_tile(dim: usize) -> TileSmem {
     TileSmem::new(per_query_bytes(dim, 0))
 }
 
-/// A tiled kernel's shared memory: bytes per query of a tile and the tile cap they allow.
+/// The tensor-core scan's shared memory for rows of `dim` and top `k` (`tensor_topk.cu`): the
+/// tile's 16 unit queries as f16 (`dim + 8` halves each), per warp a 16 × 16 f32 tile and 16
+/// row norms, 16 query norms, then per warp and query of the tile a list of
+/// `k + TENSOR_EXTRA` candidates. None where the kernel does not apply (the CUDA-core scan
+/// answers): `dim` not a multiple of 16 or above 1,024, `k + TENSOR_EXTRA` above 128, or not
+/// one query fitting the default 48 KiB.
+pub fn tensor_tile(dim: usize, k: usize) -> Option<TileSmem> {
+    if dim == 0 || !dim.is_multiple_of(16) || dim > 1024 || k == 0 || k + TENSOR_EXTRA > 128 {
+        return None;
+    }
+    let fixed = 32 * (dim + 8) + WARPS * (256 + 16) * 4 + 16 * 4;
+    let per_query = WARPS * (k + TENSOR_EXTRA) * 8;
+    let fits = TILE_SMEM_BYTES.checked_sub(fixed)? / per_query;
+    (fits >= 1).then_some(TileSmem {
+        fixed,
+        per_query,
+        cap: fits.min(MAX_TILE),
+    })
+}
+
+/// A tiled kernel's shared memory: bytes per query of a tile (plus `fixed` per block) and the
+/// tile cap they allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TileSmem {
+    pub fixed: usize,
     pub per_query: usize,
     pub cap: usize,
 }
@@ -149,6 +179,7 @@ pub struct TileSmem {
 impl TileSmem {
     fn new(per_query: usize) -> Self {
         Self {
+            fixed: 0,
             per_query,
             cap: (TILE_SMEM_BYTES / per_query).clamp(1, MAX_TILE),
         }
@@ -156,7 +187,7 @@ impl TileSmem {
 
     /// Dynamic shared memory of a launch whose longest tile has `longest` queries.
     pub fn bytes(&self, longest: usize) -> usize {
-        self.per_query * longest.max(1)
+        self.fixed + self.per_query * longest.max(1)
     }
 }
 
@@ -235,5 +266,26 @@ mod tests {
         assert_eq!(TileWidth::for_longest(4), TileWidth::Four);
         assert_eq!(TileWidth::for_longest(5), TileWidth::Sixteen);
         assert_eq!(TileWidth::for_longest(MAX_TILE), TileWidth::Sixteen);
+    }
+
+    #[test]
+    fn the_tensor_scan_takes_dims_of_16_and_fits_its_tiles() {
+        // the scan benchmark's case: tiles of 16 at dim 384, k 10
+        assert_eq!(tensor_tile(384, 10).map(|t| t.cap), Some(MAX_TILE));
+        for dim in [16, 384, 512, 768, 1024] {
+            for k in [1, 10, 64, 112] {
+                if let Some(t) = tensor_tile(dim, k) {
+                    assert!(t.cap >= 1 && t.bytes(t.cap) <= TILE_SMEM_BYTES, "{dim} {k}");
+                }
+            }
+        }
+        assert!(tensor_tile(1024, 10).is_some_and(|t| t.cap >= 4));
+        for (dim, k) in [(40, 10), (8, 10), (1040, 10), (384, 113), (384, 0), (0, 10)] {
+            assert_eq!(tensor_tile(dim, k), None, "dim {dim} k {k}");
+        }
+        assert_eq!(
+            Tiled::Tensor.name(384, TileWidth::One),
+            "memdex_tensor_topk"
+        );
     }
 }

@@ -9,8 +9,10 @@
 //!   sizes (every kernel variant stays). The two checks of invalid inputs test the CUDA
 //!   backend's host validation, which the emulated device does not mirror: they are not run.
 //! - `kernels/emu/tiled_check.cpp`: every tiled instantiation of `segmented_topk` and
-//!   `rank_dense` against a brute force, with edge cases of its own (idle lanes at dim 40, a
-//!   tile cap below a range's run).
+//!   `rank_dense`, and the tensor-core scan `tensor_topk` (wmma under `emu/include/mma.h`),
+//!   against a brute force, with edge cases of its own (idle lanes at dim 40, a tile cap below
+//!   a range's run, a ragged end at the matrix's last rows, near-duplicate rows that fail the
+//!   tensor scan's certificate and take its exact rescan — counted: none elsewhere).
 
 mod emu;
 
@@ -45,6 +47,7 @@ emulated!(
     selection_is_exact_with_ties,
     masked_selection_is_exact,
     scores_within_tolerance,
+    tensor_scan_matches_the_scan,
     fragrel_matches_reference,
     fragrel_without_environment_is_the_plain_top_k,
     lsh_buckets_agree_and_keep_recall,
@@ -63,7 +66,7 @@ fn every_kernel_check_runs_emulated() {
     let names: Vec<&str> = checks::ALL.iter().map(|(n, _)| *n).collect();
     assert_eq!(
         names.len(),
-        9 + skipped.len(),
+        10 + skipped.len(),
         "a new check: add it to emulated!(...)"
     );
     assert!(skipped.iter().all(|s| names.contains(s)));
@@ -79,5 +82,10 @@ fn tiled_kernels_match_brute_force_under_the_simt_emulator() {
     eprintln!("{report}");
     assert!(run.status.success(), "emulated kernels disagree:\n{report}");
     assert!(report.contains("0 failing"), "{report}");
-    assert!(report.lines().filter(|l| l.starts_with("ok ")).count() >= 40);
+    assert!(report.lines().filter(|l| l.starts_with("ok ")).count() >= 54);
+    assert_eq!(
+        report.lines().filter(|l| l.contains("tensor_topk")).count(),
+        14,
+        "{report}"
+    );
 }

@@ -6,6 +6,7 @@ use memdex_kernels::test_device;
 test_device!(selection_is_exact_with_ties, selection_is_exact_with_ties);
 test_device!(masked_selection_is_exact, masked_selection_is_exact);
 test_device!(scores_within_tolerance, scores_within_tolerance);
+test_device!(tensor_scan_matches_the_scan, tensor_scan_matches_the_scan);
 test_device!(fragrel_matches_reference, fragrel_matches_reference);
 test_device!(
     fragrel_without_environment_is_the_plain_top_k,

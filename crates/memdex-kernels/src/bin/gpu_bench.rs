@@ -5,7 +5,12 @@
 //! (queries and their tenants are redrawn: each tenant exactly once, or exactly 10 times, in a
 //! fresh shuffled order; the matrix is random normal, never zeros).
 //!
+//! The segmented top-k runs as `--scan` says: `cuda` (the CUDA-core tiled scan), `tensor` (the
+//! tensor-core scan, `tensor_topk.cu`) or `both` (default: each case on both, the CUDA-core
+//! scan first; each line says its `variant` and `kernel`).
+//!
 //! usage: memdex-gpu-bench [--tenants 1000] [--items 5000] [--dim 384] [--k 10] [--repeats 10]
+//!                         [--scan both|cuda|tensor]
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -23,6 +28,25 @@ struct Args {
     dim: usize,
     k: usize,
     repeats: usize,
+    scan: Vec<Variant>,
+}
+
+/// Which scan a segmented top-k case runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    /// `segmented_topk_dev`: the tiled scan on CUDA cores.
+    CudaCores,
+    /// `tensor_topk_dev`: the tiled scan on tensor cores, candidates re-scored in f32.
+    TensorCores,
+}
+
+impl Variant {
+    fn label(self) -> &'static str {
+        match self {
+            Variant::CudaCores => "cuda_cores",
+            Variant::TensorCores => "tensor_cores",
+        }
+    }
 }
 
 fn parse() -> Result<Args> {
@@ -32,13 +56,23 @@ fn parse() -> Result<Args> {
         dim: 384,
         k: 10,
         repeats: 10,
+        scan: vec![Variant::CudaCores, Variant::TensorCores],
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let v: usize = it
-            .next()
-            .with_context(|| format!("{flag} needs a value"))?
-            .parse()?;
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        if flag == "--scan" {
+            a.scan = match value.as_str() {
+                "both" => vec![Variant::CudaCores, Variant::TensorCores],
+                "cuda" => vec![Variant::CudaCores],
+                "tensor" => vec![Variant::TensorCores],
+                v => bail!("--scan {v}: both, cuda or tensor"),
+            };
+            continue;
+        }
+        let v: usize = value
+            .parse()
+            .with_context(|| format!("{flag} {value}: not a number"))?;
         match flag.as_str() {
             "--tenants" => a.tenants = v,
             "--items" => a.items = v,
@@ -153,7 +187,15 @@ fn main() -> Result<()> {
         ("per_tenant_10x", 10, false),
         ("single_query_all_rows", 1, true),
     ] {
-        segmented_topk(&store, &mut rng, &ceilings, Case { label, per, whole })?;
+        for &variant in &a.scan {
+            let case = Case {
+                label,
+                per,
+                whole,
+                variant,
+            };
+            segmented_topk(&store, &mut rng, &ceilings, case)?;
+        }
     }
     segmented_topk_lsh(&store, &mut rng)?;
     fragrel_topk(&store, &mut rng, &ceilings)
@@ -296,17 +338,24 @@ fn fill_rows(
     Ok(ms)
 }
 
-/// One segmented top-k case: `per` queries per tenant, or one query over every row.
+/// One segmented top-k case: `per` queries per tenant, or one query over every row, on one
+/// scan.
 struct Case {
     label: &'static str,
     per: usize,
     whole: bool,
+    variant: Variant,
 }
 
 /// segmented_topk on fresh queries of `case`, reported against the ceilings.
 fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) -> Result<()> {
     let (a, gpu) = (s.a, s.gpu);
-    let Case { label, per, whole } = case;
+    let Case {
+        label,
+        per,
+        whole,
+        variant,
+    } = case;
     let nq = if whole { 1 } else { a.tenants * per };
     // the tiles (queries grouped by range) are built on the host when the queries are
     // uploaded, outside the timed launches: their host time is reported beside
@@ -314,13 +363,18 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
     let t0 = Instant::now();
     let tiles = QueryTiles::new(&probe.host_ranges, MAX_TILE);
     let group_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let splits = gpu.splits(&probe, a.dim, a.k)?;
+    let (kernel, splits) = scan_kernel(gpu, &probe, a, variant)?;
     drop(probe);
     let (ms, all) = time_ms(
         gpu,
         a.repeats,
         |_| s.queries(rng, per, whole),
-        |(q, _)| Ok(gpu.segmented_topk_dev(&s.matrix, q, None, a.k)?),
+        |(q, _)| {
+            Ok(match variant {
+                Variant::CudaCores => gpu.segmented_topk_dev(&s.matrix, q, None, a.k)?,
+                Variant::TensorCores => gpu.tensor_topk_dev(&s.matrix, q, a.k)?,
+            })
+        },
     )?;
     let rows_per_query = if whole { s.rows } else { a.items };
     // logical bytes: what the queries read (rows per query × row bytes); distinct bytes:
@@ -337,6 +391,7 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
     let ceiling_flops_ms = c.fp32_tflops.map(|tf| flops / (tf * 1e12) * 1e3);
     emit(
         serde_json::json!({"bench": "segmented_topk", "case": label, "queries": nq,
+        "variant": variant.label(), "kernel": kernel,
         "tenant_draw": if whole { "all rows" } else { "each tenant exactly per_tenant times, shuffled" },
         "per_tenant": if whole { 0 } else { per },
         "rows_per_query": rows_per_query, "dim": a.dim, "k": a.k,
@@ -351,6 +406,22 @@ fn segmented_topk(s: &DeviceStore<'_>, rng: &mut Rng, c: &Ceilings, case: Case) 
         "fraction_of_theoretical_bw": c.theoretical_gbs.map(|t| gbs / t)}),
     );
     Ok(())
+}
+
+/// The kernel `variant` launches for queries like `q` (the tensor-core scan takes the CUDA-core
+/// one where it does not apply) and the parts it cuts each range into.
+fn scan_kernel(
+    gpu: &Gpu,
+    q: &DeviceQueries,
+    a: &Args,
+    variant: Variant,
+) -> Result<(&'static str, usize)> {
+    if variant == Variant::TensorCores {
+        if let Some(n) = gpu.tensor_splits(q, a.dim, a.k)? {
+            return Ok(("memdex_tensor_topk", n));
+        }
+    }
+    Ok(("memdex_segmented_topk", gpu.splits(q, a.dim, a.k)?))
 }
 
 /// Bucketed top-k: 1 probe per table (b 64, L 4), masks from the projections on the host.

@@ -1,27 +1,21 @@
 //! The tiled dense scans (`kernels/cuda/tile.cuh`): `segmented_topk` and the fused ranking's
 //! dense step, each reading a range's rows once per tile of the queries that share it
-//! ([`QueryTiles`]).
+//! ([`QueryTiles`]), and the same scan on tensor cores (`tensor_topk.cu`).
 
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaSlice, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
 };
 
-use super::{launch, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTopK, Gpu, THREADS};
+use super::{
+    launch, DeviceBuf, DeviceMask, DeviceMatrix, DeviceQueries, DeviceTiles, DeviceTopK, Gpu,
+    THREADS,
+};
 use crate::scan::ScanKernels;
-use crate::tiles::{dense_tile, scan_tile, QueryTiles, TileSmem, TileWidth, Tiled};
+use crate::tiles::{dense_tile, scan_tile, tensor_tile, QueryTiles, TileSmem, TileWidth, Tiled};
 use crate::types::{check_scan, check_timeline};
 use crate::{
     ptx, splits_for, BucketMask, FragRelParams, KernelError, Matrix, Timeline, TopKResult,
 };
-
-/// A batch's query tiles on the device (see [`QueryTiles`]).
-#[derive(Debug)]
-pub struct DeviceTiles {
-    pub n: usize,
-    pub longest: usize,
-    pub queries: CudaSlice<u32>,
-    pub offsets: CudaSlice<u32>,
-}
 
 /// A tiled launch, decided once: its kernel, tiles, dynamic shared memory and parts per range.
 struct TiledLaunch<'a> {
@@ -47,8 +41,8 @@ impl Gpu {
         Ok(DeviceTiles {
             n: t.len(),
             longest: t.longest,
-            queries: self.upload(&super::nonempty(&t.queries))?,
-            offsets: self.upload(&t.offsets)?,
+            queries: DeviceBuf::Own(self.upload(&super::nonempty(&t.queries))?),
+            offsets: DeviceBuf::Own(self.upload(&t.offsets)?),
         })
     }
 
@@ -82,6 +76,7 @@ impl Gpu {
         let (module, ptx) = match kernel {
             Tiled::Scan => ("memdex_segmented_topk", ptx::SEGMENTED_TOPK),
             Tiled::Dense => ("memdex_rank", ptx::RANK),
+            Tiled::Tensor => ("memdex_tensor_topk", ptx::TENSOR_TOPK),
         };
         let name = kernel.name(dim, TileWidth::for_longest(tiles.longest));
         let f = self.cuda.get_or_load_custom_func(name, module, ptx)?;
@@ -100,6 +95,23 @@ impl Gpu {
         Ok(self
             .tiled(Tiled::Scan, dim, q, scan_tile(dim, k), &mut owned)?
             .splits)
+    }
+
+    /// The number of parts `tensor_topk_dev` cuts each range of `q` into for top `k`, None
+    /// where it scans on CUDA cores ([`tensor_tile`]).
+    pub fn tensor_splits(
+        &self,
+        q: &DeviceQueries,
+        dim: usize,
+        k: usize,
+    ) -> Result<Option<usize>, KernelError> {
+        let Some(smem) = tensor_tile(dim, k) else {
+            return Ok(None);
+        };
+        let mut owned = None;
+        Ok(Some(
+            self.tiled(Tiled::Tensor, dim, q, smem, &mut owned)?.splits,
+        ))
     }
 
     /// Per-query top-k over device-resident rows (see `kernels/cuda/segmented_topk.cu`).
@@ -127,9 +139,11 @@ impl Gpu {
         let cap = l.tiles.longest as u32;
         let (tables, words) = mask.map_or((0u32, 0u32), |mk| (mk.tables as u32, mk.words as u32));
         let stream = self.cuda.cuda_stream();
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
         let mut b = stream.launch_builder(&l.f);
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
-        b.arg(&l.tiles.queries).arg(&l.tiles.offsets).arg(&cap);
+        b.arg(&m.data).arg(&dim).arg(&vectors).arg(&ranges);
+        b.arg(&tq).arg(&to).arg(&cap);
         match mask {
             Some(mk) => b.arg(&mk.row_buckets).arg(&mk.query_masks),
             None => b.arg(&null).arg(&null),
@@ -142,6 +156,57 @@ impl Gpu {
         // instantiation's width is at least cap; shared memory is sized for cap queries as
         // the kernel lays it out (scan_tile); the outputs hold nq × splits × k entries,
         // splits ≤ MAX_SPLITS (the merge kernel's bound), k ≤ MAX_K.
+        unsafe { launch(b, l.config())? };
+        if splits == 1 {
+            return Ok(DeviceTopK {
+                k,
+                scores: part_s,
+                rows: part_r,
+            });
+        }
+        self.merge_splits(&part_s, &part_r, q.n, splits, k)
+    }
+
+    /// Per-query top-k over device-resident rows on the tensor cores
+    /// (`kernels/cuda/tensor_topk.cu`: f16 products, f32 accumulation, the kept candidates
+    /// re-scored exactly in f32, a certified top k, else an exact rescan): the answer of
+    /// [`Gpu::segmented_topk_dev`] within its tolerance. Where the kernel does not apply
+    /// ([`tensor_tile`]: dim not a multiple of 16 or above 1,024, k above 112, rows not
+    /// 32-byte aligned) this is `segmented_topk_dev` itself.
+    pub fn tensor_topk_dev(
+        &self,
+        m: &DeviceMatrix,
+        q: &DeviceQueries,
+        k: usize,
+    ) -> Result<DeviceTopK, KernelError> {
+        let stream = self.cuda.cuda_stream();
+        let aligned = m.data.device_ptr(&stream).0 % 32 == 0;
+        let Some(smem) = tensor_tile(m.dim, k).filter(|_| aligned && q.n > 0) else {
+            return self.segmented_topk_dev(m, q, None, k);
+        };
+        let mut owned = None;
+        let l = self.tiled(Tiled::Tensor, m.dim, q, smem, &mut owned)?;
+        let splits = l.splits;
+        let mut part_s = self.cuda.alloc_zeros::<f32>(q.n * splits * k)?;
+        let mut part_r = self.cuda.alloc_zeros::<u32>(q.n * splits * k)?;
+        let (dim, rows, cap) = (m.dim as u32, m.rows as u32, l.tiles.longest as u32);
+        let (k32, s32) = (k as u32, splits as u32);
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
+        let mut b = stream.launch_builder(&l.f);
+        b.arg(&m.data)
+            .arg(&dim)
+            .arg(&rows)
+            .arg(&vectors)
+            .arg(&ranges);
+        b.arg(&tq).arg(&to).arg(&cap);
+        b.arg(&k32).arg(&s32).arg(&mut part_s).arg(&mut part_r);
+        // SAFETY: argument order and types match memdex_tensor_topk; ranges were checked
+        // against the matrix's `rows` rows (the kernel reads whole 16-row blocks directly only
+        // below `rows`, and stages the last ones), the rows are 32-byte aligned and dim a
+        // multiple of 16 up to 1,024 (wmma's tiles; tensor_tile); tiles as in
+        // segmented_topk_dev; shared memory is sized for cap queries as the kernel carves it
+        // (tensor_tile); the outputs hold nq × splits × k entries, k + 16 <= MAX_K.
         unsafe { launch(b, l.config())? };
         if splits == 1 {
             return Ok(DeviceTopK {
@@ -206,9 +271,11 @@ impl Gpu {
         let (dim, cap) = (m.dim as u32, l.tiles.longest as u32);
         let (s32, st) = (l.splits as u32, stride as u32);
         let stream = self.cuda.cuda_stream();
+        let (vectors, ranges) = (q.vectors.view()?, q.ranges.view()?);
+        let (tq, to) = (l.tiles.queries.view()?, l.tiles.offsets.view()?);
         let mut b = stream.launch_builder(&l.f);
-        b.arg(&m.data).arg(&dim).arg(&q.vectors).arg(&q.ranges);
-        b.arg(&l.tiles.queries).arg(&l.tiles.offsets);
+        b.arg(&m.data).arg(&dim).arg(&vectors).arg(&ranges);
+        b.arg(&tq).arg(&to);
         b.arg(&cap).arg(&s32).arg(scratch).arg(&st);
         // SAFETY: argument order and types match memdex_rank_dense_*; ranges were checked
         // against the matrix's rows and stride ≥ every range's length, so each query writes
@@ -234,6 +301,20 @@ impl ScanKernels for Gpu {
         let dq = self.upload_queries(queries, ranges)?;
         let dmask = mask.map(|mk| self.upload_mask(mk)).transpose()?;
         let r = self.segmented_topk_dev(&dm, &dq, dmask.as_ref(), k)?;
+        self.to_host(&r)
+    }
+
+    fn tensor_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        check_scan(m, queries, ranges, None, k)?;
+        let dm = self.upload_matrix(m)?;
+        let dq = self.upload_queries(queries, ranges)?;
+        let r = self.tensor_topk_dev(&dm, &dq, k)?;
         self.to_host(&r)
     }
 

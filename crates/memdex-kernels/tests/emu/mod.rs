@@ -10,7 +10,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memdex_kernels::rank::merge_lists;
-use memdex_kernels::tiles::{dense_tile, scan_tile, QueryTiles, TileSmem, TileWidth, Tiled};
+use memdex_kernels::tiles::{
+    dense_tile, scan_tile, tensor_tile, QueryTiles, TileSmem, TileWidth, Tiled,
+};
 use memdex_kernels::{
     range_offsets, splits_for, text_inputs_reference, BucketMask, Concatenated, FragRelParams,
     HashKernels, KernelDevice, KernelError, Matrix, PartText, RankKernels, RankParams, RankPart,
@@ -603,6 +605,55 @@ impl ScanKernels for Emu {
             smem.bytes(t.longest),
             args,
         );
+        if splits > 1 {
+            let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
+            let args = vec![
+                B(part_s),
+                B(part_r),
+                U(splits as u32),
+                U(k as u32),
+                B(s),
+                B(r),
+            ];
+            p.launch_with("memdex_topk_merge", (nq as u32, 1), 32, 0, args);
+        }
+        Ok(topk_result(&self.run(p), k))
+    }
+
+    /// `memdex_tensor_topk` as `src/gpu/scan.rs` launches it (the wmma fragments emulated by
+    /// `kernels/emu/include/mma.h`), or the CUDA-core scan where the kernel does not apply.
+    fn tensor_topk(
+        &self,
+        m: &Matrix<'_>,
+        queries: &[f32],
+        ranges: &[[u32; 2]],
+        k: usize,
+    ) -> Result<TopKResult, KernelError> {
+        let Some(smem) = tensor_tile(m.dim, k).filter(|_| !ranges.is_empty()) else {
+            return self.segmented_topk(m, queries, ranges, None, k);
+        };
+        let (nq, mut p) = (ranges.len(), Plan::default());
+        let (t, tq, toff) = tiles(&mut p, ranges, smem);
+        let splits = splits_for(t.len(), max_len(ranges), SLOTS);
+        let emb = p.input(&f16s(m.data));
+        let (qv, rb) = (p.input(&f32s(queries)), p.input(&u32s(&ranges.concat())));
+        let (part_s, part_r) = match splits {
+            1 => (p.output(4 * nq * k), p.output(4 * nq * k)),
+            _ => (p.zeros(4 * nq * splits * k), p.zeros(4 * nq * splits * k)),
+        };
+        use Arg::*;
+        let args = vec![B(emb), U(m.dim as u32), U(m.rows() as u32), B(qv), B(rb)];
+        let rest = vec![
+            B(tq),
+            B(toff),
+            U(t.longest as u32),
+            U(k as u32),
+            U(splits as u32),
+        ];
+        let args = [args, rest, vec![B(part_s), B(part_r)]].concat();
+        let name = Tiled::Tensor.name(m.dim, TileWidth::for_longest(t.longest));
+        let grid = (t.len() as u32, splits as u32);
+        p.launch(name, grid, smem.bytes(t.longest), args);
         if splits > 1 {
             let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
             let args = vec![
