@@ -151,8 +151,8 @@ for line in sys.stdin:
   else
     echo "warning: wrk missing (apt-get install wrk); the load stage will be skipped" >&2
   fi
-  # gpu-report.py's module of the batch split and the sanitizers' coverage (#59)
-  cp scripts/gpu_report_device.py "$DIST/scripts/"
+  # gpu-report.py's modules: the batch split and the sanitizers' coverage (#59), its self-tests
+  cp scripts/gpu_report_device.py scripts/gpu_report_selftest.py "$DIST/scripts/"
   # Register use of every kernel, for sm_90a (the target) and sm_80 (not Hopper-only by accident).
   for arch in sm_90a sm_80; do
     for cu in kernels/cuda/*.cu kernels/cuda/encoder/*.cu; do
