@@ -24,7 +24,8 @@ fn dir() -> PathBuf {
 
 fn exe() -> Option<&'static Path> {
     static EXE: OnceLock<Option<PathBuf>> = OnceLock::new();
-    EXE.get_or_init(|| emu::compile(&dir())).as_deref()
+    EXE.get_or_init(|| emu::compile("bert_launch", &dir()))
+        .as_deref()
 }
 
 /// f16 outputs agree within a few of their rounding steps.

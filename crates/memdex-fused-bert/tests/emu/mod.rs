@@ -3,44 +3,16 @@
 //! and every buffer read back.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use half::f16;
 use memdex_fused_bert::{Arg, Buf, Op};
 
-/// `kernels/emu/bert_launch.cpp` compiled into `dir`; None (skipped, said on stderr) without a
-/// C++ compiler, unless `MEMDEX_REQUIRE_CXX=1` (scripts/test.sh, CI).
-pub fn compile(dir: &Path) -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
-    let exe = dir.join("bert_launch");
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let built = Command::new(&cxx)
-        .args(["-std=c++20", "-O1", "-DMEMDEX_EMULATED", "-I"])
-        .arg(root.join("emu/include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root.join("emu/bert_launch.cpp"))
-        .output();
-    let built = match built {
-        Ok(out) => out,
-        Err(e) => {
-            let required = std::env::var("MEMDEX_REQUIRE_CXX").as_deref() == Ok("1");
-            assert!(!required, "no C++ compiler `{cxx}`: {e}");
-            eprintln!(
-                "SKIPPED: no C++ compiler `{cxx}` ({e}); set CXX to run the emulated kernels"
-            );
-            return None;
-        }
-    };
-    assert!(
-        built.status.success(),
-        "{cxx} failed on kernels/emu/bert_launch.cpp:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    Some(exe)
-}
+#[path = "../../../../kernels/emu/compile.rs"]
+mod compile;
+pub use compile::compile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
