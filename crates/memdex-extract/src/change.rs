@@ -25,6 +25,7 @@
 
 use crate::lexicon::{tokens, Token};
 use crate::sentences::sentences;
+use crate::whose::{clauses, Clause, Who};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +111,16 @@ const SYNONYMS: &[&[&str]] = &[
 /// counts when it replaces something earlier ("we booked Iceland instead"), not as `instead
 /// of` (a choice within the sentence); `used to` when the sentence contrasts it with now
 /// (`but`, `now`, `anymore`, …), not in a memory ("I used to ride with my dad as a kid").
+///
+/// The verbs are classes, not phrases: Levin's (1993) English verb classes of exchange
+/// (13.6: `switch`, `swap`, `trade`, `exchange`, `substitute`, `replace`), of stopping
+/// (55.1–55.2: `stop`, `quit`, `cease`, `discontinue`, `end`, `give up`), of leaving
+/// (51.2: `withdraw`, `drop out`; `leave` is left out, as it is as often a direction or a
+/// remainder), of calibratable change of state (45.6: `increase`, `decrease`, `rise`,
+/// `fall`, `go up`, `go down`, `raise`, `lower`, `reduce`), and `move`, `relocate`,
+/// `transfer`, `sell`, `retire`, `divorce`, `break up`, each in its finite and past
+/// participle forms (an `-ing` form is as often an adjective or a noun: "a moving
+/// experience", "trading cards").
 const CUES: &[&str] = &[
     "no longer",
     "anymore",
@@ -148,6 +159,23 @@ const CUES: &[&str] = &[
     "went up",
     "goes down",
     "went down",
+    "swap",
+    "swapped",
+    "traded",
+    "exchanged",
+    "substituted",
+    "ceased",
+    "discontinued",
+    "given up",
+    "withdrew",
+    "withdrawn",
+    "dropped out",
+    "broken up",
+    "rose",
+    "risen",
+    "fell",
+    "lowered",
+    "reduced",
 ];
 
 /// Cues that only mark a present or beginning state (`now`, `new`, `started`, `lately`):
@@ -173,9 +201,71 @@ const CONTRAST: &[&str] = &[
     "but", "now", "anymore", "since", "until", "instead", "no", "longer",
 ];
 
-/// Words before a cue that deny or only suppose it (`won't quit`, `might switch`).
+/// Words before a cue that deny or only suppose it (`won't quit`, `might switch`, `I'll
+/// probably switch`): negation, the modal auxiliaries, and the adverbs and verbs of hedging,
+/// planning and wishing.
 const NOT_STATED: &[&str] = &[
-    "not", "never", "t", "will", "would", "might", "may", "could", "should", "if", "to",
+    "not",
+    "never",
+    "t",
+    "will",
+    "ll",
+    "would",
+    "d",
+    "might",
+    "may",
+    "could",
+    "should",
+    "if",
+    "to",
+    "probably",
+    "maybe",
+    "perhaps",
+    "possibly",
+    "gonna",
+    "wanna",
+    "planning",
+    "plan",
+    "thinking",
+    "considering",
+    "hoping",
+    "hope",
+    "want",
+    "wants",
+    "wish",
+];
+
+/// Words that make a whole clause a plan, wish, condition or denial rather than a statement
+/// of how things are (for the value test, which has no cue to look two words before).
+const NOT_A_STATEMENT: &[&str] = &[
+    "not",
+    "never",
+    "t",
+    "will",
+    "ll",
+    "would",
+    "d",
+    "might",
+    "may",
+    "could",
+    "should",
+    "if",
+    "probably",
+    "maybe",
+    "perhaps",
+    "possibly",
+    "gonna",
+    "wanna",
+    "planning",
+    "plan",
+    "thinking",
+    "considering",
+    "hoping",
+    "hope",
+    "want",
+    "wants",
+    "wish",
+    "used",
 ];
 
 const FIRST_PERSON: &[&str] = &["i", "me", "we", "us", "our", "my", "mine"];
@@ -186,7 +276,7 @@ const AUX: &[&str] = &[
     "would", "should",
 ];
 
-fn is_kin(word: &str) -> bool {
+pub(crate) fn is_kin(word: &str) -> bool {
     KIN.contains(&word)
 }
 
@@ -305,6 +395,10 @@ pub struct ChangeTest {
     pub counted: Option<Vec<String>>,
     /// The question asks for the state now (`now`, `currently`, `still`): weak cues count.
     pub asks_now: bool,
+    /// The question asks who fills a slot of a person's or pet's ("Who walks our dog?",
+    /// "Who coaches my son's team?"): a change of whoever fills it counts when its sentence
+    /// names the subject.
+    pub slot: bool,
 }
 
 /// Whether `question` asks for the state now (`now`, `currently`, `still`): then weak cues
@@ -321,59 +415,147 @@ pub fn asks_now(question: &str) -> bool {
 /// question's, for the weak cues). Cheap: no session text, no subject.
 pub fn carries_cue(item: &str, asks_now: bool) -> bool {
     (item.lines().filter_map(speaker_line))
-        .any(|(_, body)| sentences(body).any(|s| cue_in(&words_of(s), asks_now).is_some()))
+        .any(|(_, body)| sentences(body).any(|s| !cues_in(&words_of(s), asks_now).is_empty()))
 }
 
 impl ChangeTest {
     /// The test for `question`, with the names `texts` give its subject.
     pub fn new<'t>(question: &str, texts: impl IntoIterator<Item = &'t str>) -> ChangeTest {
         let asks_now = asks_now(question);
+        let subject = question_subject(question).with_aliases(texts);
+        let who = (tokens(question).first()).is_some_and(|t| t.lower.as_str() == "who");
         ChangeTest {
-            subject: question_subject(question).with_aliases(texts),
+            slot: who && subject != Subject::User,
+            subject,
             counted: counted(question),
             asks_now,
         }
     }
 
     /// Where `item` (an item's text; `Name: ` line prefixes mark speakers, `assistant: `
-    /// lines are skipped) states a change of the subject: the first cue in a sentence about
-    /// it (naming what a count question counts). A pronoun refers to the subject when
-    /// `session` (the text of the item's whole session) names it.
+    /// lines are skipped) states a change of the subject: the first cue in a sentence whose
+    /// clause holding the cue is about it ([`crate::whose`]), naming what a count question
+    /// counts. A pronoun refers to the subject when `session` (the text of the item's whole
+    /// session) names it.
     pub fn stated_in(&self, item: &str, session: &str) -> Option<Change> {
-        let subject = &self.subject;
-        let session_names = session
-            .lines()
-            .filter_map(speaker_line)
-            .any(|(speaker, body)| {
-                sentences(body).any(|s| about(subject, speaker.as_deref(), &words_of(s)))
-            });
+        let session_names = self.session_names(session);
         for (speaker, body) in item.lines().filter_map(speaker_line) {
             for sentence in sentences(body) {
                 let words = words_of(sentence);
-                let Some(cue) = cue_in(&words, self.asks_now) else {
-                    continue;
-                };
-                if self
-                    .counted
-                    .as_ref()
-                    .is_some_and(|c| !words.iter().any(|w| c.contains(w)))
-                {
+                let found = cues_in(&words, self.asks_now);
+                let uncounted =
+                    (self.counted.as_ref()).is_some_and(|c| !words.iter().any(|w| c.contains(w)));
+                if found.is_empty() || uncounted {
                     continue;
                 }
-                // in a conversation between named speakers, a pronoun may mean either
-                let refers =
-                    speaker.is_none() && session_names && words.iter().any(|w| has(PRONOUNS, w));
-                let direct = about(subject, speaker.as_deref(), &words);
-                if direct || (refers && subject != &Subject::User) {
-                    return Some(Change {
-                        cue,
-                        sentence: sentence.to_string(),
-                    });
+                let parts = clauses(sentence);
+                for (cue, at) in found {
+                    let Some(clause) = parts.iter().rev().find(|c| c.first <= at) else {
+                        continue;
+                    };
+                    // the object of a verb of change is what changed: "she switched me to …"
+                    let object = self.subject == Subject::User
+                        && speaker.is_none()
+                        && words
+                            .get(at + 1)
+                            .is_some_and(|w| matches!(w.as_str(), "me" | "us"));
+                    let r = Reading {
+                        speaker: speaker.as_deref(),
+                        words: &words,
+                        session_names,
+                        slot: self.slot,
+                    };
+                    if object || about(&self.subject, clause, &r) {
+                        return Some(Change {
+                            cue,
+                            sentence: sentence.to_string(),
+                        });
+                    }
                 }
             }
         }
         None
     }
+
+    /// The statements of `item` (read as [`ChangeTest::stated_in`] reads it) about the
+    /// subject: the clauses about it of sentences that do not ask, and that neither plan,
+    /// wish, suppose nor deny ([`Fact`]), each up to where someone else's verb starts
+    /// ("I went to hear | Hilary Hahn play …").
+    pub fn facts_in(&self, item: &str, session: &str) -> Vec<Fact> {
+        let session_names = self.session_names(session);
+        let mut out = Vec::new();
+        for (speaker, body) in item.lines().filter_map(speaker_line) {
+            for sentence in sentences(body).filter(|s| !s.ends_with('?')) {
+                let words = words_of(sentence);
+                let r = Reading {
+                    speaker: speaker.as_deref(),
+                    words: &words,
+                    session_names,
+                    slot: false,
+                };
+                out.extend(self.sentence_facts(sentence, &r));
+            }
+        }
+        out
+    }
+
+    /// The facts of one sentence; each gives the values of all of them (a value may sit in
+    /// a clause of its own: "The pool at the Better leisure centre, where I have my
+    /// membership, …").
+    fn sentence_facts(&self, sentence: &str, r: &Reading<'_>) -> Vec<Fact> {
+        let names = match &self.subject {
+            Subject::User => &[][..],
+            Subject::Other(n) => &n[..],
+        };
+        let mut facts: Vec<Fact> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for c in clauses(sentence) {
+            let planned = c.words.iter().any(|w| has(NOT_A_STATEMENT, w));
+            let own = crate::whose::own_words(&c, names);
+            if planned || own == 0 || !about(&self.subject, &c, r) {
+                continue;
+            }
+            for v in crate::whose::values(&c, own, names) {
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            facts.push(Fact {
+                clause: sentence[c.span.0..c.spans[own - 1].1].to_string(),
+                sentence: sentence.to_string(),
+                values: Vec::new(),
+                kin_name: c.kin_name,
+            });
+        }
+        for f in &mut facts {
+            f.values.clone_from(&values);
+        }
+        facts
+    }
+
+    /// Whether some line of `session` names the subject (so a pronoun may refer to it).
+    fn session_names(&self, session: &str) -> bool {
+        let Subject::Other(names) = &self.subject else {
+            return false;
+        };
+        (session.lines().filter_map(speaker_line)).any(|(speaker, body)| {
+            let spoken = speaker
+                .as_deref()
+                .is_some_and(|s| names.iter().any(|n| n == s));
+            spoken || sentences(body).any(|s| words_of(s).iter().any(|w| names.contains(w)))
+        })
+    }
+}
+
+/// A statement of the question's subject: one clause, the sentence it is in, the specific
+/// values it gives (names and numbers, lower case: `glasgow`, `23`, `five`), and the name it
+/// gives a kin noun (`my girlfriend Chloe` → `chloe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    pub clause: String,
+    pub sentence: String,
+    pub values: Vec<String>,
+    pub kin_name: Option<String>,
 }
 
 /// A line's speaker (lower case) and body; None for an assistant's line.
@@ -397,11 +579,12 @@ fn plausible_speaker(name: &str) -> bool {
         && name.chars().next().is_some_and(char::is_alphabetic)
 }
 
-/// A sentence's words, lower case.
+/// A sentence's words, lower case, without its punctuation (as [`crate::whose`] counts them).
 fn words_of(sentence: &str) -> Vec<String> {
     tokens(sentence)
         .into_iter()
         .map(|t| t.lower.to_string())
+        .filter(|w| !matches!(w.as_str(), "." | "!" | "?" | ";"))
         .collect()
 }
 
@@ -409,22 +592,59 @@ fn has(list: &[&str], word: &str) -> bool {
     list.contains(&word)
 }
 
-/// Whether a sentence (its `words`, said by `speaker`) is about `subject`.
-fn about(subject: &Subject, speaker: Option<&str>, words: &[String]) -> bool {
+/// How a clause is read: who said its line, its sentence's words, and what else bears on
+/// whom it is about.
+struct Reading<'a> {
+    speaker: Option<&'a str>,
+    /// The words of the clause's sentence (as [`words_of`] gives them).
+    words: &'a [String],
+    /// The item's session names the subject, so a pronoun may refer to it.
+    session_names: bool,
+    /// The question asks who fills a slot of the subject's ("Who walks our dog?"): a change
+    /// of whoever fills it is one of the subject's when the sentence names the subject.
+    slot: bool,
+}
+
+/// Whether `clause` is about `subject` ([`crate::whose`]).
+fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
+    let words = &clause.words;
     match subject {
-        Subject::User => speaker.is_none() && (first_person_self(words) || !third_party(words)),
+        Subject::User => {
+            r.speaker.is_none()
+                && match &clause.who {
+                    Who::Me => true,
+                    Who::Unknown => first_person_self(words) || !third_party(words),
+                    // someone else's clause, unless the user's own thing is in it
+                    // ("she raised my rent")
+                    Who::Person { .. } | Who::Pronoun | Who::Named(_) => first_person_self(words),
+                }
+        }
         Subject::Other(names) => {
             let named = |w: &str| names.iter().any(|n| n == w);
-            let first_person = words.iter().any(|w| has(FIRST_PERSON, w));
-            speaker.is_some_and(named) && first_person || words.iter().any(|w| named(w))
+            let holds = names
+                .iter()
+                .any(|n| crate::whose::names(clause, r.words, n))
+                || r.slot && r.words.iter().any(|w| named(w));
+            let refers =
+                r.speaker.is_none() && r.session_names && words.iter().any(|w| has(PRONOUNS, w));
+            // a named speaker's own first-person clause ("Caroline: my new job …")
+            let speaks = r.speaker.is_some_and(named) && words.iter().any(|w| has(FIRST_PERSON, w));
+            match &clause.who {
+                Who::Person { head, kin } => named(head) || holds || (speaks && !kin),
+                Who::Named(w) => named(w) || holds,
+                Who::Me | Who::Unknown => speaks || holds || refers,
+                Who::Pronoun => holds || refers,
+            }
         }
     }
 }
 
-/// The sentence speaks of the user: `I`, `we`, or `my` + something not kin (`my rent`).
+/// The clause speaks of the user: `I` or `we`, or `my` + something not a person of the
+/// user's (`my rent`, `my manager`); `me` and `us` are objects, so someone else's clause
+/// ("my colleague told me she's on …") is not the user's for them.
 fn first_person_self(words: &[String]) -> bool {
     words.iter().enumerate().any(|(i, w)| match w.as_str() {
-        "i" | "me" | "we" | "us" => true,
+        "i" | "we" => true,
         "my" | "our" => words.get(i + 1).is_some_and(|n| !is_kin(n)),
         _ => false,
     })
@@ -437,10 +657,10 @@ fn third_party(words: &[String]) -> bool {
         .any(|w| has(POSSESSIVES, &w[0]) && is_kin(&w[1]))
 }
 
-/// The first cue of change among `words` (a weak one only as `my new …`, or when the
-/// question `asks_now`).
-fn cue_in(words: &[String], asks_now: bool) -> Option<&'static str> {
-    let strong = CUES.iter().copied().find_map(|cue| {
+/// The cues of change among `words` and where each is, strong ones first in the list's
+/// order (a weak one only as `my new …`, or when the question `asks_now`).
+fn cues_in(words: &[String], asks_now: bool) -> Vec<(&'static str, usize)> {
+    let strong = CUES.iter().copied().filter_map(|cue| {
         let at = find(words, cue)?;
         let ok = match cue {
             // negations themselves
@@ -450,17 +670,14 @@ fn cue_in(words: &[String], asks_now: bool) -> Option<&'static str> {
             "raised" => stated(words, at) && !fundraising(words, at),
             _ => stated(words, at),
         };
-        ok.then_some(cue)
+        ok.then_some((cue, at))
     });
-    strong.or_else(|| {
-        WEAK_CUES.iter().copied().find(|cue| {
-            find(words, cue).is_some_and(|at| {
-                let possessed =
-                    *cue == "new" && at > 0 && matches!(words[at - 1].as_str(), "my" | "our");
-                stated(words, at) && (asks_now || possessed)
-            })
-        })
-    })
+    let weak = WEAK_CUES.iter().copied().filter_map(|cue| {
+        let at = find(words, cue)?;
+        let possessed = cue == "new" && at > 0 && matches!(words[at - 1].as_str(), "my" | "our");
+        (stated(words, at) && (asks_now || possessed)).then_some((cue, at))
+    });
+    strong.chain(weak).collect()
 }
 
 /// `raised` at `at` collects money (`raised almost $3,000`, `raised funds`) rather than

@@ -252,3 +252,95 @@ fn a_change_needs_a_cue_whoever_it_is_about() {
     }
     assert!(asks_now("Where do I live now?") && !asks_now("Where did I live?"));
 }
+
+#[test]
+fn whose_fact_the_changed_clause_is() {
+    // a possessive chain: the cousin's flatmate moved, not the cousin
+    let q = "Where does my cousin live?";
+    let t = "My cousin Hattie lives in Bristol.\nMy cousin's flatmate moved to Leeds last month, so Hattie is looking for someone.";
+    assert_eq!(change(t, q), None);
+    assert_eq!(change("My cousin Hattie moved to Leeds.", q), Some("moved"));
+    // a pronoun is the person its sentence or the one before named, not the user
+    let q = "Where do I work?";
+    let t =
+        "Caught up with my aunt Maureen. She switched jobs and she's at the hospital pharmacy now.";
+    assert_eq!(change(t, q), None);
+    let q = "What diet do I follow?";
+    assert_eq!(
+        change("My stepdad surprised us. He's gone vegan and quit meat.", q),
+        None
+    );
+    // ... but what someone changes of the user's is the user's ("she switched me to …")
+    let q = "What blood pressure medication do I take?";
+    let t = "Saw the doctor, and she switched me to amlodipine.";
+    assert_eq!(change(t, q), Some("switched"));
+    // a clause without a subject of its own has its sentence's
+    let q = "What does my partner do for a living?";
+    let t = "My partner Sam works nights.\nSam passed his exam, and officially started as a PA.";
+    assert_eq!(change(t, q), Some("officially"));
+    // a compound subject is one subject
+    let q = "When is my sister's wedding?";
+    let t = "My sister Jess is getting married.\nThe venue double-booked, so she and Aaron moved everything to October.";
+    assert_eq!(change(t, q), Some("moved"));
+}
+
+#[test]
+fn a_question_about_who_fills_a_slot_counts_a_change_of_whoever_fills_it() {
+    let q = "Who walks our dog in the morning now?";
+    let t = "Our dog Rocket pulls.\nSince his surgery, Omar no longer does the walks, so we hired Zoe to take Rocket out.";
+    assert_eq!(change(t, q), Some("no longer"));
+    // a question about the person's own state does not
+    let q = "Where does my dog sleep?";
+    let t =
+        "Our dog Rocket sleeps in the hall.\nOmar no longer sleeps well, so Rocket stays with us.";
+    assert_eq!(change(t, q), None);
+}
+
+#[test]
+fn plans_hedges_and_wishes_are_no_change() {
+    let q = "Which shift do I work?";
+    assert_eq!(
+        change("I'll probably switch to nights in the spring.", q),
+        None
+    );
+    assert_eq!(change("I'm thinking about switching to nights.", q), None);
+    assert_eq!(change("Maybe switch to nights?", q), None);
+    assert_eq!(
+        change("I switched to nights in the spring.", q),
+        Some("switched")
+    );
+}
+
+#[test]
+fn verbs_of_change_are_classes_in_their_forms() {
+    let q = "What do I ride to work?";
+    assert_eq!(
+        change("I traded in the Vespa for an e-bike.", q),
+        Some("traded")
+    );
+    let q = "What do I drink after dinner?";
+    assert_eq!(
+        change("I've given up black tea in the evenings.", q),
+        Some("given up")
+    );
+    // an -ing form is as often an adjective
+    let q = "What does John appreciate about the visit?";
+    assert_eq!(
+        change("John: It was a moving experience for all of us.", q),
+        None
+    );
+}
+
+#[test]
+fn facts_are_the_subjects_stated_clauses_with_their_values() {
+    let q = "Where do I live?";
+    let test = ChangeTest::new(q, [""]);
+    let t = "I live in Glasgow, in a flat in the West End. My sister lives in York. Is it cold?";
+    let facts = test.facts_in(t, t);
+    let clauses: Vec<&str> = facts.iter().map(|f| f.clause.as_str()).collect();
+    assert_eq!(clauses, ["I live in Glasgow", "in a flat in the West End"]);
+    assert_eq!(facts[0].values, ["glasgow", "west", "end"]);
+    // plans and wishes state nothing
+    assert!(test.facts_in("I want to live in Leeds.", "").is_empty());
+    assert!(test.facts_in("I'll move to Leeds.", "").is_empty());
+}

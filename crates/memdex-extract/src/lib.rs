@@ -17,6 +17,7 @@ pub mod facts;
 mod lexicon;
 mod sentences;
 pub mod time;
+mod whose;
 
 pub use facts::{expand_key, FactExtractor, HeuristicFacts};
 pub use sentences::sentences;

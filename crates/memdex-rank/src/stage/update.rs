@@ -7,17 +7,25 @@
 //! needs: the subject it asks about, and which items answer it.
 //!
 //! Among the top `window` items, an older item and a newer one (different session dates) are
-//! **linked** when all three hold:
-//! 1. **both answer the question**: each scores at least `relevance` × the best score in
-//!    the window (so an item that is in the window only because the tenant is small, or
-//!    because its session lifted it, is never moved);
-//! 2. **the newer session states a change of the question's subject**: one of its user
-//!    sentences carries a cue of change (`no longer`, `moved`, `switched`, `new`, …) and is
+//! **linked** when the older one answers the question (it scores at least `relevance` × the
+//! best score in the window, so an item that is in the window only because the tenant is
+//! small, or because its session lifted it, is never moved) and one of these holds:
+//! 1. **a change of the question's subject**: one of the newer session's user sentences
+//!    carries a cue of change (`no longer`, `moved`, `swapped`, `given up`, …) in a clause
 //!    about the subject the question names: the user, a person or pet of theirs (with the
-//!    names the history gives it), or someone named ([`memdex_extract::change`]);
-//! 3. nothing else: the test is absolute (it reads the two statements and the question, not
-//!    how alike the rest of the tenant is), so it means the same on a 3-item tenant as on a
-//!    30,000-item one.
+//!    names the history gives it), or someone named ([`memdex_extract::change`]: possessive
+//!    chains, pronouns, plans and hedges are read), and the newer item answers the question
+//!    too, or the sentence names a value the older statement gave ("Kieran swapped **the
+//!    Audi** …"): then the pair decides, whatever the newer one's score;
+//! 2. **the same attribute with a new value** ([`super::update_value`]): both items answer
+//!    the question, each with a cosine of at least [`VALUE_COSINE`] with it, and a statement
+//!    of the subject's in the newer one gives the attribute an older statement gave, with a
+//!    name or number the older one does not ("I live in Bristol" … "I live in Glasgow"),
+//!    whether or not it says that anything changed.
+//!
+//! Both tests are absolute (they read the two statements and the question, and cosines of
+//! the embedder's unit vectors, never how alike the rest of the tenant is), so they mean the
+//! same on a 3-item tenant as on a 30,000-item one.
 //!
 //! Linked items form groups only as cliques: an item joins a group when it is linked to every
 //! member, so no chain carries in an item that is not itself linked to the others. Each group
@@ -30,11 +38,12 @@
 use std::collections::HashMap;
 
 use memdex_core::Role;
-use memdex_extract::change::{asks_now, carries_cue, Change, ChangeTest};
+use memdex_extract::change::{asks_now, carries_cue, question_subject, Change, ChangeTest, Fact};
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_store::ItemRef;
 use serde::Serialize;
 
+use super::update_value::ValueTest;
 use super::FusedParams;
 use super::{At, Fused, Note, Stage};
 use crate::options::{RankOptions, UpdateStage};
@@ -140,23 +149,22 @@ pub fn update_order<'s>(
             index: i,
             time: rows.item(i).timestamp_ms,
             score: score(i),
+            cosine: cosine(rows.item(i).embedding, query.vector),
         })
         .collect();
-    let changes = item_changes(&window, rows, query.text);
-    let links = link(&window, &changes, stage.relevance);
-    let new = reorder(&window, &links, dir);
+    let read = read_window(&window, rows, query.text);
+    let links = link(&window, &read, stage.relevance);
+    let linked: Vec<Vec<bool>> = (links.iter())
+        .map(|row| row.iter().map(Option::is_some).collect())
+        .collect();
+    let new = reorder(&window, &linked, dir);
     let mut moves = Vec::new();
     for (rank, (&was, &now)) in order[..w].iter().zip(&new).enumerate() {
         if was == now {
             continue;
         }
         let from = window.iter().position(|e| e.index == now).unwrap_or(rank);
-        let newer = if window[from].time > window[rank].time {
-            from
-        } else {
-            rank
-        };
-        if let Some(change) = changes[newer].clone() {
+        if let Some(change) = links[from][rank].clone() {
             moves.push(UpdateMove {
                 item: now,
                 linked: was,
@@ -187,42 +195,72 @@ struct Entry {
     index: usize,
     time: i64,
     score: f64,
+    /// The cosine of its key vector and the question's (None without vectors).
+    cosine: Option<f32>,
 }
+
+/// The cosine of two unit vectors, None when either is missing.
+fn cosine(a: &[f32], b: &[f32]) -> Option<f32> {
+    (!a.is_empty() && a.len() == b.len()).then(|| memdex_score::dot(a, b))
+}
+
+/// The cosine with the question both items of a value link need: a statement that only
+/// shares a word with the question (MiniLM puts unrelated chat at 0–0.15 of a question) does
+/// not say what the question asks. A link on a cue of change does not need it; the relevance
+/// bar holds for both.
+pub const VALUE_COSINE: f32 = 0.2;
 
 /// Most items of one session the stage reads on each side of a window item.
 const SESSION_SPAN: usize = 64;
 
-/// For each window entry, the change it states about the question's subject (pronouns
-/// resolved within its session; the subject's names gathered from every window session).
-fn item_changes<'s>(
-    window: &[Entry],
-    rows: &impl UpdateRows<'s>,
-    question: &str,
-) -> Vec<Option<Change>> {
-    // only an item with a cue of change can state one: without any, no session is read
+/// What the stage read of the window: for each entry, the change it states about the
+/// question's subject (a cue of change in a clause about it) and its statements about the
+/// subject (for the value test), with pronouns resolved within its session and the
+/// subject's names gathered from every window session.
+struct Read {
+    cues: Vec<Option<Change>>,
+    facts: Vec<Vec<Fact>>,
+    value: ValueTest,
+}
+
+fn read_window<'s>(window: &[Entry], rows: &impl UpdateRows<'s>, question: &str) -> Read {
+    let value = ValueTest::new(question, &question_subject(question));
     let now = asks_now(question);
+    let user = |e: &Entry| rows.item(e.index).role != Role::Assistant;
+    // cheap tests first: most questions meet no cue and no second statement of what they
+    // ask, and then no session is read
     let cued: Vec<bool> = (window.iter())
-        .map(|e| rows.item(e.index))
-        .map(|it| it.role != Role::Assistant && carries_cue(it.value, now))
+        .map(|e| user(e) && carries_cue(rows.item(e.index).value, now))
         .collect();
-    if !cued.contains(&true) {
-        return vec![None; window.len()];
+    let any_cue = cued.contains(&true);
+    let valued: Vec<bool> = (window.iter())
+        .map(|e| user(e) && (any_cue || value.mentions(rows.item(e.index).value)))
+        .collect();
+    let mut read = Read {
+        cues: vec![None; window.len()],
+        facts: vec![Vec::new(); window.len()],
+        value,
+    };
+    if !any_cue && valued.iter().filter(|&&v| v).count() < 2 {
+        return read;
     }
     let mut sessions: HashMap<(&'s str, i64), String> = HashMap::new();
-    for e in window {
+    for (e, _) in window.iter().zip(&valued).filter(|(_, &v)| v) {
         let it = rows.item(e.index);
         sessions
             .entry((it.session_id, it.timestamp_ms))
             .or_insert_with(|| session_text(e.index, rows));
     }
     let test = ChangeTest::new(question, sessions.values().map(String::as_str));
-    (window.iter().zip(&cued))
-        .map(|(e, &cued)| {
-            let it = rows.item(e.index);
-            let session = &sessions[&(it.session_id, it.timestamp_ms)];
-            cued.then(|| test.stated_in(it.value, session)).flatten()
-        })
-        .collect()
+    for (k, e) in window.iter().enumerate().filter(|&(k, _)| valued[k]) {
+        let it = rows.item(e.index);
+        let session = &sessions[&(it.session_id, it.timestamp_ms)];
+        if cued[k] {
+            read.cues[k] = test.stated_in(it.value, session);
+        }
+        read.facts[k] = test.facts_in(it.value, session);
+    }
+    read
 }
 
 /// The user-side text of the session holding timeline index `i` (its items are adjacent in
@@ -252,23 +290,47 @@ fn session_text<'s>(i: usize, rows: &impl UpdateRows<'s>) -> String {
     text
 }
 
-/// Which window ranks are linked (symmetric).
-fn link(window: &[Entry], changes: &[Option<Change>], relevance: f32) -> Vec<Vec<bool>> {
+/// The value test's evidence, as a [`Change`] names it.
+pub const VALUE_CUE: &str = "same attribute, new value";
+
+/// Which window ranks are linked (symmetric), each link with the newer one's evidence: its
+/// cue of change, or a statement of the same attribute with another value.
+fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>>> {
     let w = window.len();
     let best = window.iter().map(|e| e.score).fold(f64::MIN, f64::max);
     let answers = |e: &Entry| best > 0.0 && e.score >= f64::from(relevance) * best;
-    let mut links = vec![vec![false; w]; w];
+    let mut links = vec![vec![None; w]; w];
     for a in 0..w {
         for b in a + 1..w {
             let (x, y) = (&window[a], &window[b]);
-            if x.time == y.time || !answers(x) || !answers(y) {
+            if x.time == y.time {
                 continue;
             }
-            let newer = if x.time > y.time { a } else { b };
-            if changes[newer].is_some() {
-                links[a][b] = true;
-                links[b][a] = true;
+            let (older, newer) = if x.time > y.time { (b, a) } else { (a, b) };
+            // a cue of change that names the older statement's value links the pair
+            // whatever the newer one's score; otherwise both must answer the question
+            let cue = read.cues[newer].as_ref();
+            let named =
+                cue.is_some_and(|c| ValueTest::names_value(&read.facts[older], &c.sentence));
+            let (o, n) = (&window[older], &window[newer]);
+            if !answers(o) || !(answers(n) || named) {
+                continue;
             }
+            let clear = |e: &Entry| e.cosine.is_none_or(|c| c >= VALUE_COSINE);
+            let value = || {
+                if !clear(x) || !clear(y) {
+                    return None;
+                }
+                let fact = read.value.changed(&read.facts[older], &read.facts[newer])?;
+                Some(Change {
+                    cue: VALUE_CUE,
+                    sentence: fact.clause.clone(),
+                })
+            };
+            let value = || (answers(n)).then(value).flatten();
+            let evidence = cue.cloned().or_else(value);
+            links[a][b].clone_from(&evidence);
+            links[b][a] = evidence;
         }
     }
     links

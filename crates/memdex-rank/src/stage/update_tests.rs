@@ -156,3 +156,105 @@ fn a_named_range_is_left_to_the_time_stage() {
         None
     );
 }
+
+#[test]
+fn the_same_attribute_with_a_new_value_links_without_a_cue() {
+    let items = Items(vec![
+        ("a", 0, "user: I live in Bristol, by the harbourside."),
+        ("b", 90, "user: I live in Glasgow, in a top-floor flat."),
+        ("c", 120, "user: My sister lives in Leeds."),
+    ]);
+    let q = "Where do I live?";
+    let (order, moves) = run(&items, &[0, 1, 2], &[1.0, 0.9, 0.8], q);
+    assert_eq!(order, [1, 0, 2], "the sister's home is not the user's");
+    assert_eq!(moves[0].change.cue, VALUE_CUE);
+    assert_eq!(moves[0].change.sentence, "I live in Glasgow");
+    // the same value again is a repeated fact, not a change
+    let again = Items(vec![
+        ("a", 0, "user: I live in Bristol, by the harbourside."),
+        ("b", 90, "user: I live in Bristol and love it."),
+    ]);
+    let (order, moves) = run(&again, &[0, 1], &[1.0, 0.9], q);
+    assert_eq!((order, moves.len()), (vec![0, 1], 0));
+}
+
+#[test]
+fn a_cue_that_names_the_older_value_links_whatever_the_newer_rank() {
+    let items = Items(vec![
+        ("a", 0, "user: My brother Kieran drives an old Audi A4."),
+        (
+            "b",
+            90,
+            "user: Kieran swapped the Audi for a secondhand Nissan Leaf.",
+        ),
+        ("c", 95, "user: Kieran swapped shifts with a colleague."),
+    ]);
+    let q = "What car does my brother drive?";
+    // both newer ones score under a third of the best: only the one naming the Audi moves
+    let (order, moves) = run(&items, &[0, 1, 2], &[1.0, 0.2, 0.2], q);
+    assert_eq!(order, [1, 0, 2]);
+    assert_eq!(moves[0].change.cue, "swapped");
+}
+
+/// Rows with key vectors, for the value test's cosine bar.
+struct Vectors(Vec<(&'static str, i64, &'static str, [f32; 2])>);
+
+impl<'s> UpdateRows<'s> for &'s Vectors {
+    fn rows(&self) -> usize {
+        self.0.len()
+    }
+    fn item(&self, i: usize) -> ItemRef<'s> {
+        let (session, day, text, ref v) = self.0[i];
+        ItemRef {
+            item_id: i as u64,
+            tenant: "t",
+            session_id: session,
+            turn: i as u32,
+            position: i as u64,
+            timestamp_ms: T0 + day * DAY,
+            role: Role::User,
+            value: text,
+            key: text,
+            content_hash: 0,
+            embedding: v,
+        }
+    }
+}
+
+#[test]
+fn a_value_link_needs_both_items_to_answer_the_question_clearly() {
+    let q_vec = [1.0, 0.0];
+    let rows = |far: [f32; 2]| {
+        Vectors(vec![
+            (
+                "a",
+                0,
+                "user: I live in Bristol, by the harbour.",
+                [0.8, 0.6],
+            ),
+            ("b", 90, "user: I live in Glasgow, in a flat.", far),
+        ])
+    };
+    let run_with = |rows: &Vectors| {
+        let mut order = vec![0, 1];
+        let query = Query {
+            text: "Where do I live?",
+            vector: &q_vec,
+            date_ms: Some(T0 + 400 * DAY),
+        };
+        update_order(
+            &mut order,
+            &rows,
+            |i| [1.0, 0.9][i],
+            &query,
+            UpdateStage::default(),
+        );
+        order
+    };
+    assert_eq!(run_with(&rows([0.6, 0.8])), [1, 0], "cosine 0.6 ≥ the bar");
+    assert_eq!(
+        run_with(&rows([0.1, 0.995])),
+        [0, 1],
+        "cosine 0.1 < the bar"
+    );
+}

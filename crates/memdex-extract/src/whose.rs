@@ -1,0 +1,380 @@
+//! Whose fact a clause gives: the update stage's reading of who a statement is about.
+//!
+//! A sentence is cut into **clauses** at punctuation inside it (`,` `;` `:` `(` `)` dashes)
+//! and before a conjunction (`and`, `but`, `so`, `because`, `while`, `although`, `though`,
+//! `whereas`). A clause's **subject** is the first of these it holds, after the words that
+//! only link it to the one before (`so`, `where`, `then`, `finally`, …):
+//! * the first person (`I`, `we`): [`Who::Me`];
+//! * a person noun phrase: `my sister`, `Aunt Rosa`, `Mum's …`. A possessive chain is read to
+//!   its end: `my cousin's flatmate` is the flatmate, a person of the cousin's ([`Who::Person`]
+//!   with the head noun and whether a kin noun is on the chain);
+//! * a third-person pronoun (`she`, `he`: [`Who::Pronoun`]; `they` is left unread, as it is
+//!   as often a company or "people" as a relative);
+//! * a capitalised name that does not open the sentence ([`Who::Named`]).
+//!
+//! A clause with none of them (`ended up keeping both`, `the landlord bumped it to $2,100`)
+//! takes the subject of the clause before it in the sentence.
+//!
+//! Person nouns are a closed class: the kin nouns of [`crate::change`] and the roles people
+//! fill in someone's life (`flatmate`, `boss`, `landlord`, `coach`, …).
+
+use crate::change::is_kin;
+use crate::lexicon::{tokens, Token};
+
+/// Who a clause is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// The speaker: `I`, `we`.
+    Me,
+    /// A person noun phrase: its head noun (lower case), and whether any noun of its
+    /// possessive chain is kin (`my cousin's flatmate`: head `flatmate`, kin).
+    Person { head: String, kin: bool },
+    /// `she` or `he`.
+    Pronoun,
+    /// A capitalised word inside the sentence (lower case).
+    Named(String),
+    /// None of these (and none before it in the sentence).
+    Unknown,
+}
+
+/// One clause: its words (lower case) and where it lies in its sentence.
+#[derive(Debug, Clone)]
+pub(crate) struct Clause {
+    pub words: Vec<String>,
+    /// Whether each word is capitalised.
+    pub capital: Vec<bool>,
+    /// Each word's byte span in the sentence.
+    pub spans: Vec<(usize, usize)>,
+    /// Index of its first word among the sentence's words.
+    pub first: usize,
+    /// Index of the first word of the clause whose subject it has (its own `first`, or an
+    /// earlier clause's when it names none): a name there is this clause's subject too.
+    pub from: usize,
+    /// Byte span in the sentence.
+    pub span: (usize, usize),
+    /// Its subject, or the one before it when it names none.
+    pub who: Who,
+    /// The name it gives a kin noun (`my girlfriend Chloe` → `chloe`).
+    pub kin_name: Option<String>,
+}
+
+/// Roles a person fills in someone's life, besides kin: a possessive chain ends on one
+/// (`my sister's boss`).
+const ROLES: &[&str] = &[
+    "flatmate",
+    "flatmates",
+    "roommate",
+    "roommates",
+    "housemate",
+    "housemates",
+    "boss",
+    "manager",
+    "landlord",
+    "landlady",
+    "teacher",
+    "coach",
+    "doctor",
+    "dentist",
+    "therapist",
+    "tutor",
+    "mate",
+    "mates",
+    "buddy",
+    "classmate",
+    "teammate",
+    "fiance",
+    "ex",
+    "vet",
+    "gp",
+    "nanny",
+    "babysitter",
+    "lawyer",
+    "mentor",
+    "client",
+    "patient",
+    "student",
+    "students",
+];
+
+/// Conjunctions a clause starts at (`and` only before a subject pronoun: "she and Aaron
+/// moved" is one subject).
+const CONJUNCTIONS: &[&str] = &[
+    "but", "so", "because", "while", "although", "though", "whereas",
+];
+
+/// Pronouns that open a clause after `and` (a possessive does not: "my sister and her
+/// husband moved" is one subject).
+const SUBJECT_PRONOUNS: &[&str] = &["i", "we", "she", "he", "they"];
+
+/// Words that only link a clause to the one before, skipped when looking for its subject.
+const LINKS: &[&str] = &[
+    "and", "but", "so", "because", "while", "although", "though", "whereas", "then", "now", "also",
+    "just", "finally", "still", "actually", "anyway", "well", "oh", "yes", "yeah", "ok", "okay",
+    "plus", "where", "which", "who", "that",
+];
+
+pub(crate) fn is_person(word: &str) -> bool {
+    is_kin(word) || ROLES.contains(&word)
+}
+
+/// The clauses of `sentence`, each with its subject (see the module docs).
+pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
+    let toks: Vec<Token<'_>> = tokens(sentence)
+        .into_iter()
+        .filter(|t| !matches!(t.lower.as_str(), "." | "!" | "?" | ";"))
+        .collect();
+    let mut out: Vec<Clause> = Vec::new();
+    let mut start = 0;
+    for i in 1..=toks.len() {
+        let cut = i == toks.len() || boundary(sentence, &toks[i - 1], &toks[i], toks.get(i + 1));
+        if !cut {
+            continue;
+        }
+        let part = &toks[start..i];
+        let own = subject(part, start == 0);
+        let (who, from) = match (own, out.last()) {
+            (Some(who), _) => (who, start),
+            (None, Some(c)) => (c.who.clone(), c.from),
+            (None, None) => (Who::Unknown, start),
+        };
+        out.push(Clause {
+            words: part.iter().map(|t| t.lower.to_string()).collect(),
+            capital: part.iter().map(|t| t.capital).collect(),
+            spans: part.iter().map(|t| (t.start, t.end)).collect(),
+            first: start,
+            from,
+            span: (part[0].start, part[part.len() - 1].end),
+            who,
+            kin_name: kin_name(part),
+        });
+        start = i;
+    }
+    out
+}
+
+/// Words after which a capitalised word is an object, a place or a title's name, not the
+/// subject of a verb of its own.
+const BEFORE_OBJECT: &[&str] = &[
+    "the", "a", "an", "my", "our", "your", "his", "her", "their", "at", "in", "on", "to", "from",
+    "for", "with", "of", "by", "near", "into", "about", "called", "named", "and", "dr", "mr",
+    "mrs", "ms",
+];
+
+/// Whether a clause ends between `a` and `b` (`next` after `b`): punctuation between them,
+/// `b` a conjunction, or `b` a pronoun subject inside the sentence ("my colleague told me |
+/// she's on …").
+fn boundary(sentence: &str, a: &Token<'_>, b: &Token<'_>, next: Option<&Token<'_>>) -> bool {
+    let gap = sentence.get(a.end..b.start).unwrap_or("");
+    let pronoun = matches!(b.lower.as_str(), "she" | "he") && !LINKS.contains(&a.lower.as_str());
+    let and = b.lower.as_str() == "and";
+    let and_clause = and && next.is_some_and(|n| SUBJECT_PRONOUNS.contains(&n.lower.as_str()));
+    let digits = |t: &Token<'_>| t.lower.chars().all(|c| c.is_ascii_digit());
+    let thousands = gap == "," && digits(a) && digits(b);
+    !thousands && gap.contains([',', ';', ':', '(', ')', '–', '—'])
+        || gap.contains(" - ")
+        || CONJUNCTIONS.contains(&b.lower.as_str())
+        || and_clause
+        || pronoun
+}
+
+/// Where the part of `clause` that is its subject's own ends (a word index into
+/// `clause.words`): before the name of someone else that follows a verb and is followed by
+/// one of its own ("I went to hear | Hilary Hahn play the violin"), or the whole clause.
+/// `names`: the subject's own names.
+pub(crate) fn own_words(clause: &Clause, names: &[String]) -> usize {
+    let (w, capital) = (&clause.words, &clause.capital);
+    let verb_after = |k: usize| {
+        let end = (k..w.len()).find(|&j| !capital[j]);
+        end.is_some_and(|j| {
+            !BEFORE_OBJECT.contains(&w[j].as_str()) && !LINKS.contains(&w[j].as_str())
+        })
+    };
+    (1..w.len())
+        .find(|&k| {
+            capital[k]
+                && !capital[k - 1]
+                && w[k].len() > 1
+                && !BEFORE_OBJECT.contains(&w[k - 1].as_str())
+                && !w[k - 1].chars().all(|c| c.is_ascii_digit())
+                && !is_person(&w[k - 1])
+                && !names.contains(&w[k])
+                && verb_after(k)
+        })
+        .unwrap_or(w.len())
+}
+
+/// The subject a clause names, if any (`opens`: the clause opens the sentence, so its first
+/// word is capitalised by position, not as a name).
+fn subject(part: &[Token<'_>], opens: bool) -> Option<Who> {
+    let skip = part
+        .iter()
+        .take_while(|t| LINKS.contains(&t.lower.as_str()))
+        .count();
+    for (k, t) in part.iter().enumerate().skip(skip) {
+        let w = t.lower.as_str();
+        match w {
+            "i" | "we" => return Some(Who::Me),
+            "she" | "he" => return Some(Who::Pronoun),
+            "my" | "our" if part.get(k + 1).is_some_and(|n| is_person(&n.lower)) => {
+                return Some(chain(&part[k + 1..]));
+            }
+            // a bare kin noun or a name only as the clause's first word ("Aunt Rosa has …",
+            // "then Kieran swapped …"), never as an object ("… moved to Austin")
+            _ if k == skip && is_kin(w) => return Some(chain(&part[k..])),
+            _ if k == skip && t.capital && !(opens && k == 0) && w.len() > 1 => {
+                return Some(Who::Named(w.to_string()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The person a possessive chain starting at a person noun ends on: `cousin 's flatmate`.
+fn chain(part: &[Token<'_>]) -> Who {
+    let mut head = part[0].lower.to_string();
+    let mut kin = is_kin(&head);
+    let mut k = 0;
+    while part.get(k + 1).is_some_and(|t| t.lower.as_str() == "s")
+        && part.get(k + 2).is_some_and(|t| is_person(&t.lower))
+    {
+        head = part[k + 2].lower.to_string();
+        kin |= is_kin(&head);
+        k += 2;
+    }
+    Who::Person { head, kin }
+}
+
+/// The specific values the first `own` words of `clause` give: names (capitalised words that
+/// do not open the sentence, other than `I` and the subject's own `names`) and numbers
+/// (digits or number words; not `a`, `a couple`, `a few`, nor a part: `one of my trips`),
+/// lower case.
+pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<String> {
+    let vague = ["a", "an", "couple", "few", "several"];
+    let mut out: Vec<String> = Vec::new();
+    for (k, w) in clause.words.iter().enumerate().take(own) {
+        let named = clause.capital[k] && clause.first + k > 0 && w.len() > 1 && !names.contains(w);
+        // "one of my trips" is a part, not a count
+        let partitive = clause.words.get(k + 1).is_some_and(|n| n == "of");
+        let number = !partitive
+            && (w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || (crate::lexicon::number(w).is_some() && !vague.contains(&w.as_str())));
+        if (named || number) && !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+/// The name a clause gives a kin noun: `my girlfriend Chloe`, `Aunt Rosa`.
+fn kin_name(part: &[Token<'_>]) -> Option<String> {
+    part.windows(2)
+        .find(|w| is_kin(&w[0].lower) && w[1].capital && w[1].lower.len() > 1)
+        .map(|w| w[1].lower.to_string())
+}
+
+/// Whether the clause, or the clauses it takes its subject from (`words`: the sentence's),
+/// holds `name` other than as the possessor of a person (`Hattie's flatmate` does not hold
+/// Hattie as a subject).
+pub(crate) fn names(clause: &Clause, words: &[String], name: &str) -> bool {
+    let w =
+        &words[clause.from.min(words.len())..(clause.first + clause.words.len()).min(words.len())];
+    (0..w.len()).any(|i| {
+        w[i] == name
+            && !(w.get(i + 1).is_some_and(|s| s == "s")
+                && w.get(i + 2).is_some_and(|p| is_person(p)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whos(s: &str) -> Vec<Who> {
+        clauses(s).into_iter().map(|c| c.who).collect()
+    }
+
+    fn person(head: &str, kin: bool) -> Who {
+        Who::Person {
+            head: head.into(),
+            kin,
+        }
+    }
+
+    #[test]
+    fn clauses_split_at_punctuation_and_conjunctions_and_inherit_the_subject() {
+        assert_eq!(whos("she and Aaron moved it"), [Who::Pronoun]);
+        let c = clauses("My brother Luis, after years in Denver, finally moved to Austin.");
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[2].words, ["finally", "moved", "to", "austin"]);
+        assert_eq!(c[2].who, person("brother", true));
+        assert_eq!(c[0].kin_name.as_deref(), Some("luis"));
+        assert_eq!(
+            whos("We fostered two lurchers and ended up keeping both, so it's three dogs."),
+            [Who::Me, Who::Me]
+        );
+    }
+
+    #[test]
+    fn a_possessive_chain_is_its_last_person() {
+        let c = clauses("My cousin's flatmate moved to Leeds last month, so Hattie is looking.");
+        assert_eq!(c[0].who, person("flatmate", true));
+        assert_eq!(c[1].who, Who::Named("hattie".into()));
+        let words = |s: &str| {
+            clauses(s)
+                .into_iter()
+                .flat_map(|c| c.words)
+                .collect::<Vec<_>>()
+        };
+        let s = "My cousin's flatmate moved to Leeds last month, so Hattie is looking.";
+        assert!(!names(&c[0], &words(s), "cousin"));
+        let s = "I'm staying with my cousin.";
+        assert!(names(&clauses(s)[0], &words(s), "cousin"));
+        // a clause without a subject takes its clause's names
+        let s = "Sam passed his exam, and officially started as a PA.";
+        assert!(names(&clauses(s)[1], &words(s), "sam"));
+        // a thing of a person's is that person's fact
+        assert_eq!(
+            whos("Mum's bungalow in Galway has a garden")[0],
+            person("mum", true)
+        );
+        // a role of the user's is the user's slot, not kin
+        assert_eq!(
+            whos("My manager, Gwen, is lovely")[0],
+            person("manager", false)
+        );
+    }
+
+    #[test]
+    fn pronouns_names_and_the_first_person() {
+        assert_eq!(
+            whos("She switched jobs and she's at the pharmacy in Derby now."),
+            [Who::Pronoun, Who::Pronoun]
+        );
+        assert_eq!(whos("At $23 an hour I can afford a studio.")[0], Who::Me);
+        assert_eq!(
+            whos("Kieran swapped the Audi")[0],
+            Who::Unknown,
+            "a sentence's first word is capitalised by position"
+        );
+        assert_eq!(
+            whos("Then Kieran swapped the Audi")[0],
+            Who::Named("kieran".into())
+        );
+        assert_eq!(whos("The landlord bumped it to $2,100.")[0], Who::Unknown);
+        // a name right after a verb is the subject of a verb of its own
+        let c = &clauses("I went to hear Hilary Hahn play the violin")[0];
+        assert_eq!(own_words(c, &[]), 4);
+        let c = &clauses("I'm a member at PureGym on Holloway Road")[0];
+        assert_eq!(own_words(c, &[]), c.words.len());
+        let c = &clauses("My brother drives an old Audi A4 and it's slow")[0];
+        assert_eq!(own_words(c, &[]), c.words.len());
+        assert_eq!(values(c, c.words.len(), &[]), ["audi", "a4"]);
+        let c = &clauses("I run five mornings a week, 8 km each")[0];
+        assert_eq!(values(c, c.words.len(), &[]), ["five"]);
+        assert_eq!(
+            whos("My colleague told me she's on 48,000 pounds"),
+            [person("colleague", true), Who::Pronoun]
+        );
+    }
+}
