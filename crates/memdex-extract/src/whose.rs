@@ -259,11 +259,30 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
         let number = !partitive
             && (w.chars().next().is_some_and(|c| c.is_ascii_digit())
                 || (crate::lexicon::number(w).is_some() && !vague.contains(&w.as_str())));
-        if (named || number) && !out.contains(w) {
+        if (named || number) && !out.contains(w) && !in_a_date(&clause.words, k) {
             out.push(w.clone());
         }
     }
     out
+}
+
+/// Whether word `k` of `words` is part of a date or a time span rather than a value: a
+/// weekday, a month, a year, an ordinal day (`14th`), or a number of calendar units (`two
+/// days ago`, `3 weeks`; `7 years old` is an age): when something happened is the time
+/// stage's, not a value.
+fn in_a_date(words: &[String], k: usize) -> bool {
+    use crate::lexicon::{unit, weekday, year};
+    let w = words[k].as_str();
+    let ordinal = w.starts_with(|c: char| c.is_ascii_digit())
+        && ["st", "nd", "rd", "th"].iter().any(|s| w.ends_with(s));
+    // "7 years old" is an age, a value
+    let old = words.get(k + 2).is_some_and(|n| n == "old");
+    let span = (words.get(k + 1)).is_some_and(|n| unit(n).is_some() && !old || n == "ago");
+    weekday(w).is_some()
+        || memdex_core::month_number(w).is_some()
+        || year(w).is_some()
+        || ordinal
+        || span
 }
 
 /// The name a clause gives a kin noun: `my girlfriend Chloe`, `Aunt Rosa`.
@@ -372,6 +391,9 @@ mod tests {
         assert_eq!(values(c, c.words.len(), &[]), ["audi", "a4"]);
         let c = &clauses("I run five mornings a week, 8 km each")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["five"]);
+        // dates are not values
+        let c = &clauses("I went to an LGBTQ conference two days ago on Friday 14th May 2023")[0];
+        assert_eq!(values(c, c.words.len(), &[]), ["lgbtq"]);
         assert_eq!(
             whos("My colleague told me she's on 48,000 pounds"),
             [person("colleague", true), Who::Pronoun]
