@@ -509,6 +509,7 @@ impl ChangeTest {
         };
         let mut facts: Vec<Fact> = Vec::new();
         let mut values: Vec<String> = Vec::new();
+        let mut places: Vec<String> = Vec::new();
         for c in clauses(sentence) {
             let planned = c.words.iter().any(|w| has(NOT_A_STATEMENT, w));
             let own = crate::whose::own_words(&c, names);
@@ -520,15 +521,18 @@ impl ChangeTest {
                     values.push(v);
                 }
             }
+            places.extend(crate::whose::places(&c, own, names));
             facts.push(Fact {
                 clause: sentence[c.span.0..c.spans[own - 1].1].to_string(),
                 sentence: sentence.to_string(),
                 values: Vec::new(),
+                places: Vec::new(),
                 kin_name: c.kin_name,
             });
         }
         for f in &mut facts {
             f.values.clone_from(&values);
+            f.places.clone_from(&places);
         }
         facts
     }
@@ -548,13 +552,15 @@ impl ChangeTest {
 }
 
 /// A statement of the question's subject: one clause, the sentence it is in, the specific
-/// values it gives (names and numbers, lower case: `glasgow`, `23`, `five`), and the name it
-/// gives a kin noun (`my girlfriend Chloe` → `chloe`).
+/// values its sentence gives the subject (names and numbers, lower case: `glasgow`, `23`,
+/// `five`), the places among them (`in Cork`), and the name it gives a kin noun (`my
+/// girlfriend Chloe` → `chloe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
     pub clause: String,
     pub sentence: String,
     pub values: Vec<String>,
+    pub places: Vec<String>,
     pub kin_name: Option<String>,
 }
 

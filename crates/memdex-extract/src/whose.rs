@@ -266,6 +266,17 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
     out
 }
 
+/// The places among the first `own` words of `clause`: a name (as [`values`] reads one)
+/// right after `in`, `at` or `near` ("lives in Cork", "a bungalow in Galway"), lower case.
+pub(crate) fn places(clause: &Clause, own: usize, names: &[String]) -> Vec<String> {
+    let all = values(clause, own, names);
+    (1..own.min(clause.words.len()))
+        .filter(|&k| matches!(clause.words[k - 1].as_str(), "in" | "at" | "near"))
+        .map(|k| clause.words[k].clone())
+        .filter(|w| all.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit()))
+        .collect()
+}
+
 /// Whether word `k` of `words` is part of a date or a time span rather than a value: a
 /// weekday, a month, a year, an ordinal day (`14th`), or a number of calendar units (`two
 /// days ago`, `3 weeks`; `7 years old` is an age): when something happened is the time
@@ -391,6 +402,8 @@ mod tests {
         assert_eq!(values(c, c.words.len(), &[]), ["audi", "a4"]);
         let c = &clauses("I run five mornings a week, 8 km each")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["five"]);
+        let c = &clauses("Mum's bungalow in Galway has a garden at 14 Shore Road")[0];
+        assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
         // dates are not values
         let c = &clauses("I went to an LGBTQ conference two days ago on Friday 14th May 2023")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["lgbtq"]);

@@ -29,6 +29,8 @@ pub(crate) struct ValueTest {
     attributes: Vec<String>,
     /// The question asks a name (`name`, `called`).
     asks_name: bool,
+    /// The question asks a place (`Where …?`).
+    asks_place: bool,
     analyzer: Analyzer,
 }
 
@@ -52,19 +54,22 @@ impl ValueTest {
         attributes.dedup();
         let asks_name = (question.split(|c: char| !c.is_alphanumeric()))
             .any(|w| w.eq_ignore_ascii_case("name") || w.eq_ignore_ascii_case("called"));
+        let asks_place =
+            (question.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case("where"));
         ValueTest {
             attributes,
             asks_name,
+            asks_place,
             analyzer,
         }
     }
 
     /// Whether `text` may hold a statement the test reads: a cheap filter before any
     /// session is read (it may pass a text the test then finds nothing in, never the other
-    /// way): for a name question any text, otherwise one holding the start of one of the
+    /// way): for a name or place question any text, otherwise one holding the start of one of the
     /// question's terms (a stem without its last letter, as `studi` is of "study").
     pub(crate) fn mentions(&self, text: &str) -> bool {
-        if self.asks_name {
+        if self.asks_name || self.asks_place {
             return true;
         }
         let lower = text.to_lowercase();
@@ -100,10 +105,13 @@ impl ValueTest {
     }
 
     /// The newer clause holds every term of the question's that the older one holds (at
-    /// least one), both give a specific value, and the newer one a value the older lacks.
+    /// least one), or, for a place question, both give a place; both give a specific value,
+    /// and the newer one a value the older lacks.
     fn revalued(&self, older: &Fact, newer: &Fact) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
-        let attribute = !o.is_empty() && o.iter().all(|a| n.contains(a));
+        // a place question is answered by where the subject is: a place each gives
+        let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
+        let attribute = placed || !o.is_empty() && o.iter().all(|a| n.contains(a));
         let new_value = newer.values.iter().any(|v| !older.values.contains(v));
         attribute && !older.values.is_empty() && new_value
     }
@@ -152,6 +160,7 @@ mod tests {
             clause: clause.into(),
             sentence: sentence.into(),
             values,
+            places: Vec::new(),
             kin_name: None,
         }
     }
