@@ -25,7 +25,7 @@
 
 use crate::lexicon::{tokens, Token};
 use crate::sentences::sentences;
-use crate::whose::{clauses, Clause, Who};
+use crate::whose::{clauses, is_kin, Clause, Who};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,54 +45,6 @@ pub struct Change {
     /// The sentence that carries it.
     pub sentence: String,
 }
-
-/// People and animals of the user's that questions ask about. Roles the user fills with a
-/// person (`manager`, `dentist`, `landlord`, `roommate`) are not here: "Who is my manager?"
-/// asks about the user's slot.
-const KIN: &[&str] = &[
-    "sister",
-    "brother",
-    "son",
-    "daughter",
-    "wife",
-    "husband",
-    "partner",
-    "mom",
-    "mother",
-    "mum",
-    "dad",
-    "father",
-    "parents",
-    "grandmother",
-    "grandma",
-    "grandfather",
-    "grandpa",
-    "friend",
-    "boyfriend",
-    "girlfriend",
-    "fiance",
-    "fiancee",
-    "cousin",
-    "aunt",
-    "uncle",
-    "niece",
-    "nephew",
-    "kids",
-    "kid",
-    "children",
-    "child",
-    "baby",
-    "dog",
-    "cat",
-    "pet",
-    "puppy",
-    "kitten",
-    "rabbit",
-    "neighbor",
-    "neighbour",
-    "coworker",
-    "colleague",
-];
 
 /// Words that name the same kin.
 const SYNONYMS: &[&[&str]] = &[
@@ -275,10 +227,6 @@ const AUX: &[&str] = &[
     "is", "are", "am", "was", "were", "do", "does", "did", "has", "have", "had", "can", "will",
     "would", "should",
 ];
-
-pub(crate) fn is_kin(word: &str) -> bool {
-    KIN.contains(&word)
-}
 
 /// The subject of `question` (see the module docs).
 pub fn question_subject(question: &str) -> Subject {

@@ -15,10 +15,10 @@
 //! A clause with none of them (`ended up keeping both`, `the landlord bumped it to $2,100`)
 //! takes the subject of the clause before it in the sentence.
 //!
-//! Person nouns are a closed class: the kin nouns of [`crate::change`] and the roles people
-//! fill in someone's life (`flatmate`, `boss`, `landlord`, `coach`, …).
+//! Person nouns are a closed class: kin nouns (people and animals of the user's that questions
+//! ask about, [`is_kin`]) and the roles people fill in someone's life (`flatmate`, `boss`,
+//! `landlord`, `coach`, …).
 
-use crate::change::is_kin;
 use crate::lexicon::{tokens, Token};
 
 /// Who a clause is about.
@@ -56,6 +56,58 @@ pub(crate) struct Clause {
     pub who: Who,
     /// The name it gives a kin noun (`my girlfriend Chloe` → `chloe`).
     pub kin_name: Option<String>,
+}
+
+/// People and animals of the user's that questions ask about. Roles the user fills with a
+/// person (`manager`, `dentist`, `landlord`, `roommate`) are not here: "Who is my manager?"
+/// asks about the user's slot.
+const KIN: &[&str] = &[
+    "sister",
+    "brother",
+    "son",
+    "daughter",
+    "wife",
+    "husband",
+    "partner",
+    "mom",
+    "mother",
+    "mum",
+    "dad",
+    "father",
+    "parents",
+    "grandmother",
+    "grandma",
+    "grandfather",
+    "grandpa",
+    "friend",
+    "boyfriend",
+    "girlfriend",
+    "fiance",
+    "fiancee",
+    "cousin",
+    "aunt",
+    "uncle",
+    "niece",
+    "nephew",
+    "kids",
+    "kid",
+    "children",
+    "child",
+    "baby",
+    "dog",
+    "cat",
+    "pet",
+    "puppy",
+    "kitten",
+    "rabbit",
+    "neighbor",
+    "neighbour",
+    "coworker",
+    "colleague",
+];
+
+pub(crate) fn is_kin(word: &str) -> bool {
+    KIN.contains(&word)
 }
 
 /// Roles a person fills in someone's life, besides kin: a possessive chain ends on one
