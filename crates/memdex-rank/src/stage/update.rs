@@ -316,9 +316,10 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
             if !answers(o) || !(answers(n) || named) {
                 continue;
             }
+            // the value test: both answer, both clear the cosine bar
             let clear = |e: &Entry| e.cosine.is_none_or(|c| c >= VALUE_COSINE);
             let value = || {
-                if !clear(x) || !clear(y) {
+                if !answers(n) || !clear(o) || !clear(n) {
                     return None;
                 }
                 let fact = read.value.changed(&read.facts[older], &read.facts[newer])?;
@@ -327,7 +328,6 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
                     sentence: fact.clause.clone(),
                 })
             };
-            let value = || (answers(n)).then(value).flatten();
             let evidence = cue.cloned().or_else(value);
             links[a][b].clone_from(&evidence);
             links[b][a] = evidence;
