@@ -18,7 +18,6 @@ mod signals;
 mod supersede;
 pub(crate) mod time;
 pub(crate) mod update;
-pub(crate) mod update_value;
 
 use std::cell::OnceCell;
 

@@ -17,7 +17,7 @@
 //!    chains, pronouns, plans and hedges are read), and the newer item answers the question
 //!    too, or the sentence names a value the older statement gave ("Kieran swapped **the
 //!    Audi** …"): then the pair decides, whatever the newer one's score;
-//! 2. **the same attribute with a new value** ([`super::update_value`]): both items answer
+//! 2. **the same attribute with a new value** ([`ValueTest`]): both items answer
 //!    the question, each with a cosine of at least [`VALUE_COSINE`] with it, and a statement
 //!    of the subject's in the newer one gives the attribute an older statement gave, with a
 //!    name or number the older one does not ("I live in Bristol" … "I live in Glasgow"),
@@ -38,12 +38,14 @@
 use std::collections::HashMap;
 
 use memdex_core::Role;
-use memdex_extract::change::{asks_now, carries_cue, question_subject, Change, ChangeTest, Fact};
+use memdex_extract::change::{
+    asks_now, carries_cue, question_subject, Change, ChangeTest, Fact, Subject,
+};
 use memdex_extract::time::{ms_day, parse_query};
+use memdex_score::text::Analyzer;
 use memdex_store::ItemRef;
 use serde::Serialize;
 
-use super::update_value::ValueTest;
 use super::FusedParams;
 use super::{At, Fused, Note, Stage};
 use crate::options::{RankOptions, UpdateStage};
@@ -373,6 +375,148 @@ fn reorder(window: &[Entry], links: &[Vec<bool>], dir: UpdateDirection) -> Vec<u
         }
     }
     out
+}
+
+/// The update stage's value test: two statements give the same attribute of the question's
+/// subject, and the newer one gives it another value, whether or not it says that anything
+/// changed ("I live in Bristol" … "I live in Glasgow, in a top-floor flat").
+///
+/// The statements are the clauses [`memdex_extract::change::ChangeTest::facts_in`] reads as
+/// the subject's own (whose fact), stated (not asked, planned, wished or denied). The newer
+/// one gives the **same attribute** as the older one when it holds every term of the
+/// question's that the older one holds, and at least one (the question's analysed terms,
+/// stemmed, without the subject's names: `live`, `size`, `sertraline`; "a four-bedroom
+/// cabin" does not give the `bedroom`s of "our two-bedroom apartment", nor "a debit card"
+/// the "credit card"); a term right after `to` does not count ("asked me to sing"), and two
+/// terms are the same when equal or when one is a prefix of the other of at least five
+/// letters (`member` / `membership`). For a `Where …?` question, two statements that each
+/// give a place ([`Fact::places`]) give the same attribute whatever their words. The newer
+/// one gives **another value** when both give a specific value (a name or a number:
+/// `Glasgow`, `$23`, `five`; [`Fact::values`]) and the newer one gives one the older does
+/// not: "I love living by the sea" gives none to compare, and chat about likes and doings
+/// rarely does. A question asking a name ("What is my girlfriend's name?") is answered by
+/// the names the statements give their kin noun (`my girlfriend Chloe` / `my girlfriend
+/// Aisha`).
+///
+/// The test reads the two statements and the question only, so it means the same on a
+/// five-item tenant as on a 30,000-item one. This is the question's side of it.
+pub(crate) struct ValueTest {
+    /// The question's terms, without its subject's names.
+    attributes: Vec<String>,
+    /// The question asks a name (`name`, `called`).
+    asks_name: bool,
+    /// The question asks a place (`Where …?`).
+    asks_place: bool,
+    analyzer: Analyzer,
+}
+
+/// Shortest term that matches a longer one as its prefix.
+const PREFIX_LETTERS: usize = 5;
+
+fn same_term(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long || (short.len() >= PREFIX_LETTERS && long.starts_with(short))
+}
+
+impl ValueTest {
+    pub(crate) fn new(question: &str, subject: &Subject) -> ValueTest {
+        let analyzer = Analyzer::english();
+        let names: Vec<String> = match subject {
+            Subject::User => Vec::new(),
+            Subject::Other(n) => n.iter().flat_map(|w| analyzer.terms(w)).collect(),
+        };
+        let mut attributes = analyzer.terms(question);
+        attributes.retain(|t| !names.contains(t));
+        attributes.dedup();
+        let asks_name = (question.split(|c: char| !c.is_alphanumeric()))
+            .any(|w| w.eq_ignore_ascii_case("name") || w.eq_ignore_ascii_case("called"));
+        let asks_place =
+            (question.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case("where"));
+        ValueTest {
+            attributes,
+            asks_name,
+            asks_place,
+            analyzer,
+        }
+    }
+
+    /// Whether `text` may hold a statement the test reads: a cheap filter before any
+    /// session is read (it may pass a text the test then finds nothing in, never the other
+    /// way): for a name or place question any text, otherwise one holding the start of one of the
+    /// question's terms (a stem without its last letter, as `studi` is of "study").
+    pub(crate) fn mentions(&self, text: &str) -> bool {
+        if self.asks_name || self.asks_place {
+            return true;
+        }
+        let lower = text.to_lowercase();
+        (self.attributes.iter()).any(|a| {
+            let n = a.chars().count();
+            let start: String = a.chars().take(n.saturating_sub(1).max(n.min(3))).collect();
+            lower.contains(&start)
+        })
+    }
+
+    /// The newer statement that gives an older one's attribute with another value, if any.
+    pub(crate) fn changed<'f>(&self, older: &[Fact], newer: &'f [Fact]) -> Option<&'f Fact> {
+        newer.iter().find(|n| {
+            older
+                .iter()
+                .any(|o| self.renamed(o, n) || self.revalued(o, n))
+        })
+    }
+
+    /// Whether `sentence` (a newer statement of a change) names a value an older statement
+    /// gave ([`Fact::values`]: "Kieran swapped **the Audi** for a Leaf" after "my brother
+    /// Kieran drives an old Audi"). Then the pair decides, whatever the newer one's rank.
+    pub(crate) fn names_value(older: &[Fact], sentence: &str) -> bool {
+        let words: Vec<String> = (sentence.split(|c: char| !c.is_alphanumeric()))
+            .map(str::to_lowercase)
+            .collect();
+        (older.iter().flat_map(|o| &o.values)).any(|v| words.contains(v))
+    }
+
+    /// A name question, and the two statements give their kin noun different names.
+    fn renamed(&self, older: &Fact, newer: &Fact) -> bool {
+        self.asks_name && matches!((&older.kin_name, &newer.kin_name), (Some(a), Some(b)) if a != b)
+    }
+
+    /// The newer clause holds every term of the question's that the older one holds (at
+    /// least one), or, for a place question, both give a place; both give a specific value,
+    /// and the newer one a value the older lacks.
+    fn revalued(&self, older: &Fact, newer: &Fact) -> bool {
+        let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
+        // a place question is answered by where the subject is: a place each gives
+        let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
+        let attribute = placed || !o.is_empty() && o.iter().all(|a| n.contains(a));
+        let new_value = newer.values.iter().any(|v| !older.values.contains(v));
+        attribute && !older.values.is_empty() && new_value
+    }
+
+    /// The question's terms `clause` holds, each as the question has it; a word right after
+    /// `to` does not count (an infinitive is not a statement: "asked me to sing").
+    fn asked(&self, clause: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        let mut prev = String::new();
+        for raw in clause.split_whitespace() {
+            let word = raw
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            if prev != "to" {
+                for t in self.terms(&word) {
+                    let hit = self.attributes.iter().find(|a| same_term(a, &t));
+                    if let Some(a) = hit.filter(|a| !out.contains(&a.as_str())) {
+                        out.push(a);
+                    }
+                }
+            }
+            prev = word;
+        }
+        out
+    }
+
+    fn terms(&self, text: &str) -> Vec<String> {
+        self.analyzer.terms(text)
+    }
 }
 
 #[cfg(test)]

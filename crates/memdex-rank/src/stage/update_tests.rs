@@ -258,3 +258,102 @@ fn a_value_link_needs_both_items_to_answer_the_question_clearly() {
         "cosine 0.1 < the bar"
     );
 }
+
+// the value test
+/// A fact with the values its capitalised words and digits give (as `facts_in` reads
+/// them, near enough for these tests).
+fn fact(clause: &str, sentence: &str) -> Fact {
+    let values = (clause.split_whitespace().skip(1))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()))
+        .filter(|w| *w != "I")
+        .map(str::to_lowercase)
+        .collect();
+    Fact {
+        clause: clause.into(),
+        sentence: sentence.into(),
+        values,
+        places: Vec::new(),
+        kin_name: None,
+    }
+}
+
+#[test]
+fn the_same_attribute_with_another_value_is_a_change() {
+    let t = ValueTest::new("Where do I live?", &Subject::User);
+    let old = [fact(
+        "I live in Bristol",
+        "I live in Bristol, by the harbour.",
+    )];
+    let new = [fact("I live in Glasgow", "I live in Glasgow, in a flat.")];
+    assert!(t.changed(&old, &new).is_some());
+    // the same value again is no change
+    let same = [fact("I live in Bristol", "I live in Bristol.")];
+    assert!(t.changed(&old, &same).is_none());
+    // another attribute is no change
+    let other = [fact("I work in Leeds", "I work in Leeds.")];
+    assert!(t.changed(&old, &other).is_none());
+    // an infinitive states nothing
+    let wish = [fact(
+        "I'd love to live in Glasgow",
+        "I'd love to live in Glasgow.",
+    )];
+    assert!(t.changed(&old, &wish).is_none());
+    // no specific value to compare
+    let vague = [fact("I love where I live now", "I love where I live now.")];
+    assert!(t.changed(&old, &vague).is_none());
+}
+
+#[test]
+fn the_newer_statement_gives_every_question_term_the_older_one_gave() {
+    let t = ValueTest::new("Which credit card do I use?", &Subject::User);
+    let old = [fact(
+        "I put it all on my Sapphire credit card",
+        "… credit card.",
+    )];
+    let debit = [fact(
+        "I'm setting up a debit card",
+        "I'm setting up a debit card.",
+    )];
+    assert!(t.changed(&old, &debit).is_none());
+    let new = [fact(
+        "now my credit card is an Amex",
+        "now my credit card is an Amex.",
+    )];
+    assert!(t.changed(&old, &new).is_some());
+}
+
+#[test]
+fn the_cheap_filter_passes_every_text_the_test_may_read() {
+    let t = ValueTest::new("What am I studying these days?", &Subject::User);
+    assert!(t.mentions("I'm doing a study of Birkbeck's history MA"));
+    assert!(t.mentions("My Studies are going well"));
+    assert!(!t.mentions("What's a good lasagna recipe?"));
+    let name = ValueTest::new("What is my dog called?", &Subject::User);
+    assert!(name.mentions("anything at all"));
+}
+
+#[test]
+fn terms_share_a_stem_or_a_long_prefix() {
+    assert!(same_term("member", "membership"));
+    assert!(!same_term("car", "cardio"));
+    let t = ValueTest::new("Which gym am I a member of?", &Subject::User);
+    let old = [fact("I'm a member at PureGym", "I'm a member at PureGym.")];
+    let new = [fact(
+        "I have my membership at Better",
+        "I have my membership at Better, by the pool.",
+    )];
+    assert!(t.changed(&old, &new).is_some());
+}
+
+#[test]
+fn a_name_question_compares_the_names_given() {
+    let subject = Subject::Other(vec!["girlfriend".into()]);
+    let t = ValueTest::new("What is my girlfriend's name?", &subject);
+    let named = |n: &str| Fact {
+        kin_name: Some(n.into()),
+        ..fact("my girlfriend", "my girlfriend")
+    };
+    assert!(t.changed(&[named("chloe")], &[named("aisha")]).is_some());
+    assert!(t.changed(&[named("chloe")], &[named("chloe")]).is_none());
+}
