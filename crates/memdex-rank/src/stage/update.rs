@@ -17,11 +17,12 @@
 //!    chains, pronouns, plans and hedges are read), and the newer item answers the question
 //!    too, or the sentence names a value the older statement gave ("Kieran swapped **the
 //!    Audi** …"): then the pair decides, whatever the newer one's score;
-//! 2. **the same attribute with a new value** ([`ValueTest`]): both items answer
-//!    the question, each with a cosine of at least [`VALUE_COSINE`] with it, and a statement
-//!    of the subject's in the newer one gives the attribute an older statement gave, with a
-//!    name or number the older one does not ("I live in Bristol" … "I live in Glasgow"),
-//!    whether or not it says that anything changed.
+//! 2. **the same attribute with a new value** ([`ValueTest`]): both items have a cosine of
+//!    at least [`VALUE_COSINE`] with the question (without vectors: both answer it), and a
+//!    statement of the subject's in the newer one gives the attribute an older statement
+//!    gave, with a name, number or place the older one does not ("I live in Bristol" … "I
+//!    live in Glasgow"), whether or not it says that anything changed; the pair decides,
+//!    whatever the newer one's score.
 //!
 //! Both tests are absolute (they read the two statements and the question, and cosines of
 //! the embedder's unit vectors, never how alike the rest of the tenant is), so they mean the
@@ -209,7 +210,8 @@ fn cosine(a: &[f32], b: &[f32]) -> Option<f32> {
 /// The cosine with the question both items of a value link need: a statement that only
 /// shares a word with the question (MiniLM puts unrelated chat at 0–0.15 of a question) does
 /// not say what the question asks. A link on a cue of change does not need it; the relevance
-/// bar holds for both.
+/// bar holds for the older item of every link, for the newer one of a cue's link unless its
+/// sentence names the older value, and for both of a value link when there are no vectors.
 pub const VALUE_COSINE: f32 = 0.2;
 
 /// Most items of one session the stage reads on each side of a window item.
@@ -315,13 +317,14 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
             let named =
                 cue.is_some_and(|c| ValueTest::names_value(&read.facts[older], &c.sentence));
             let (o, n) = (&window[older], &window[newer]);
-            if !answers(o) || !(answers(n) || named) {
+            if !answers(o) {
                 continue;
             }
-            // the value test: both answer, both clear the cosine bar
-            let clear = |e: &Entry| e.cosine.is_none_or(|c| c >= VALUE_COSINE);
+            let cue = cue.filter(|_| answers(n) || named);
+            // the value test: the pair decides, both clearing the cosine bar
+            let clear = |e: &Entry| e.cosine.map_or(answers(e), |c| c >= VALUE_COSINE);
             let value = || {
-                if !answers(n) || !clear(o) || !clear(n) {
+                if !clear(o) || !clear(n) {
                     return None;
                 }
                 let fact = read.value.changed(&read.facts[older], &read.facts[newer])?;

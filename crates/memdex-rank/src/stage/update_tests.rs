@@ -235,7 +235,7 @@ fn a_value_link_needs_both_items_to_answer_the_question_clearly() {
             ("b", 90, "user: I live in Glasgow, in a flat.", far),
         ])
     };
-    let run_with = |rows: &Vectors| {
+    let run_with = |rows: &Vectors, newer: f64| {
         let mut order = vec![0, 1];
         let query = Query {
             text: "Where do I live?",
@@ -245,18 +245,21 @@ fn a_value_link_needs_both_items_to_answer_the_question_clearly() {
         update_order(
             &mut order,
             &rows,
-            |i| [1.0, 0.9][i],
+            |i| [1.0, newer][i],
             &query,
             UpdateStage::default(),
         );
         order
     };
-    assert_eq!(run_with(&rows([0.6, 0.8])), [1, 0], "cosine 0.6 ≥ the bar");
     assert_eq!(
-        run_with(&rows([0.1, 0.995])),
-        [0, 1],
-        "cosine 0.1 < the bar"
+        run_with(&rows([0.6, 0.8]), 0.9),
+        [1, 0],
+        "cosine 0.6 ≥ the bar"
     );
+    let below = run_with(&rows([0.1, 0.995]), 0.9);
+    assert_eq!(below, [0, 1], "cosine 0.1 < the bar");
+    // the pair decides, not the newer one's score: under a third of the best, still linked
+    assert_eq!(run_with(&rows([0.6, 0.8]), 0.2), [1, 0]);
 }
 
 // the value test
