@@ -331,16 +331,20 @@ pub(crate) fn places(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
 
 /// Whether word `k` of `words` is part of a date or a time span rather than a value: a
 /// weekday, a month, a year, an ordinal day (`14th`), or a number of calendar units (`two
-/// days ago`, `3 weeks`; `7 years old` is an age): when something happened is the time
-/// stage's, not a value.
+/// days ago`, `3 weeks`; `7 years old` is an age and `five days a week` a rate): when
+/// something happened is the time stage's, not a value.
 fn in_a_date(words: &[String], k: usize) -> bool {
     use crate::lexicon::{unit, weekday, year};
     let w = words[k].as_str();
     let ordinal = w.starts_with(|c: char| c.is_ascii_digit())
         && ["st", "nd", "rd", "th"].iter().any(|s| w.ends_with(s));
-    // "7 years old" is an age, a value
+    // "7 years old" is an age and "five days a week" a rate: values
     let old = words.get(k + 2).is_some_and(|n| n == "old");
-    let span = (words.get(k + 1)).is_some_and(|n| unit(n).is_some() && !old || n == "ago");
+    let rate = words
+        .get(k + 2)
+        .is_some_and(|n| matches!(n.as_str(), "a" | "per" | "each" | "every"))
+        && words.get(k + 3).is_some_and(|n| unit(n).is_some());
+    let span = (words.get(k + 1)).is_some_and(|n| unit(n).is_some() && !old && !rate || n == "ago");
     weekday(w).is_some()
         || memdex_core::month_number(w).is_some()
         || year(w).is_some()
@@ -456,6 +460,8 @@ mod tests {
         assert_eq!(values(c, c.words.len(), &[]), ["five"]);
         let c = &clauses("Mum's bungalow in Galway has a garden at 14 Shore Road")[0];
         assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
+        let c = &clauses("I work five days a week and my son is 7 years old")[0];
+        assert_eq!(values(c, c.words.len(), &[]), ["five", "7"]);
         // dates are not values
         let c = &clauses("I went to an LGBTQ conference two days ago on Friday 14th May 2023")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["lgbtq"]);

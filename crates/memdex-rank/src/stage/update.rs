@@ -410,7 +410,19 @@ pub(crate) struct ValueTest {
     asks_name: bool,
     /// The question asks a place (`Where …?`).
     asks_place: bool,
+    /// The question's terms it has right after `to` ("get to work").
+    after_to: Vec<String>,
     analyzer: Analyzer,
+}
+
+/// The words of `text`, lower case, without their punctuation.
+fn words(text: &str) -> Vec<String> {
+    (text.split_whitespace())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect()
 }
 
 /// Shortest term that matches a longer one as its prefix.
@@ -435,8 +447,13 @@ impl ValueTest {
             .any(|w| w.eq_ignore_ascii_case("name") || w.eq_ignore_ascii_case("called"));
         let asks_place =
             (question.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case("where"));
+        let after_to = (words(question).windows(2))
+            .filter(|w| w[0] == "to")
+            .flat_map(|w| analyzer.terms(&w[1]))
+            .collect();
         ValueTest {
             attributes,
+            after_to,
             asks_name,
             asks_place,
             analyzer,
@@ -496,20 +513,17 @@ impl ValueTest {
     }
 
     /// The question's terms `clause` holds, each as the question has it; a word right after
-    /// `to` does not count (an infinitive is not a statement: "asked me to sing").
+    /// `to` does not count (an infinitive is not a statement: "asked me to sing") unless the
+    /// question has it after `to` too ("How do I get to work?": "I cycle to work").
     fn asked(&self, clause: &str) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         let mut prev = String::new();
-        for raw in clause.split_whitespace() {
-            let word = raw
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            if prev != "to" {
-                for t in self.terms(&word) {
-                    let hit = self.attributes.iter().find(|a| same_term(a, &t));
-                    if let Some(a) = hit.filter(|a| !out.contains(&a.as_str())) {
-                        out.push(a);
-                    }
+        for word in words(clause) {
+            for t in self.terms(&word) {
+                let hit = self.attributes.iter().find(|a| same_term(a, &t));
+                let hit = hit.filter(|a| prev != "to" || self.after_to.contains(a));
+                if let Some(a) = hit.filter(|a| !out.contains(&a.as_str())) {
+                    out.push(a);
                 }
             }
             prev = word;

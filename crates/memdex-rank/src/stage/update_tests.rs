@@ -296,6 +296,17 @@ fn the_same_attribute_with_another_value_is_a_change() {
     // another attribute is no change
     let other = [fact("I work in Leeds", "I work in Leeds.")];
     assert!(t.changed(&old, &other).is_none());
+    // "to" + the question's term is a place phrase when the question has it so
+    let t2 = ValueTest::new("How do I get to work?", &Subject::User);
+    let bike = [fact(
+        "I cycle to work, 20 minutes",
+        "I cycle to work, 20 minutes.",
+    )];
+    let bus = [fact(
+        "I take the 42 bus to work",
+        "I take the 42 bus to work.",
+    )];
+    assert!(t2.changed(&bike, &bus).is_some());
     // an infinitive states nothing
     let wish = [fact(
         "I'd love to live in Glasgow",
