@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memdex_testkit::{
-    controls_everyday, knowledge_updates, minilm, ok, split_half, update_controls,
-    updates_everyday, Half,
+    controls_everyday, controls_fresh, knowledge_updates, minilm, ok, split_half, update_controls,
+    updates_everyday, updates_fresh, Half,
 };
 use serde_json::{json, Value};
 
@@ -80,7 +80,7 @@ impl Set {
     }
 }
 
-fn update_sets() -> [Set; 2] {
+fn update_sets() -> [Set; 3] {
     [
         Set {
             name: "public updates",
@@ -92,10 +92,15 @@ fn update_sets() -> [Set; 2] {
             prefix: "ue",
             json: updates_everyday(),
         },
+        Set {
+            name: "fresh updates",
+            prefix: "uf",
+            json: updates_fresh(),
+        },
     ]
 }
 
-fn control_sets() -> [Set; 2] {
+fn control_sets() -> [Set; 3] {
     [
         Set {
             name: "public controls",
@@ -106,6 +111,11 @@ fn control_sets() -> [Set; 2] {
             name: "everyday controls",
             prefix: "ce",
             json: controls_everyday(),
+        },
+        Set {
+            name: "fresh controls",
+            prefix: "cf",
+            json: controls_fresh(),
         },
     ]
 }

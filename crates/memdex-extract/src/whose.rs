@@ -273,6 +273,10 @@ fn subject(part: &[Token<'_>], opens: bool) -> Option<Who> {
             // a bare kin noun or a name only as the clause's first word ("Aunt Rosa has …",
             // "then Kieran swapped …"), never as an object ("… moved to Austin")
             _ if k == skip && is_kin(w) => return Some(chain(&part[k..])),
+            // a name's person ("Ollie's girlfriend has moved"), even opening the sentence
+            _ if k == skip && t.capital && possessor(&part[k..]) => {
+                return Some(chain(&part[k..]));
+            }
             _ if k == skip && t.capital && !(opens && k == 0) && w.len() > 1 => {
                 return Some(Who::Named(w.to_string()));
             }
@@ -282,7 +286,14 @@ fn subject(part: &[Token<'_>], opens: bool) -> Option<Who> {
     None
 }
 
-/// The person a possessive chain starting at a person noun ends on: `cousin 's flatmate`.
+/// Whether `part` opens with a possessor of a person: `Ollie 's girlfriend`.
+fn possessor(part: &[Token<'_>]) -> bool {
+    part.get(1).is_some_and(|t| t.lower.as_str() == "s")
+        && part.get(2).is_some_and(|t| is_person(&t.lower))
+}
+
+/// The person a possessive chain starting at a person noun or a name ends on: `cousin 's
+/// flatmate`, `Ollie 's girlfriend`.
 fn chain(part: &[Token<'_>]) -> Who {
     let mut head = part[0].lower.to_string();
     let mut kin = is_kin(&head);
@@ -306,8 +317,15 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
     let mut out: Vec<String> = Vec::new();
     for (k, w) in clause.words.iter().enumerate().take(own) {
         let named = clause.capital[k] && clause.first + k > 0 && w.len() > 1 && !names.contains(w);
-        // "one of my trips" is a part, not a count
+        // "one of my trips" is a part, not a count; "the one upstairs" a pronoun
         let partitive = clause.words.get(k + 1).is_some_and(|n| n == "of");
+        let pronoun = w == "one"
+            && k > 0
+            && matches!(
+                clause.words[k - 1].as_str(),
+                "the" | "this" | "that" | "which" | "new" | "old" | "a"
+            );
+        let partitive = partitive || pronoun;
         let number = !partitive
             && (w.chars().next().is_some_and(|c| c.is_ascii_digit())
                 || (crate::lexicon::number(w).is_some() && !vague.contains(&w.as_str())));
@@ -406,6 +424,9 @@ mod tests {
         let c = clauses("My cousin's flatmate moved to Leeds last month, so Hattie is looking.");
         assert_eq!(c[0].who, person("flatmate", true));
         assert_eq!(c[1].who, Who::Named("hattie".into()));
+        // a name's person, even opening the sentence
+        let c = clauses("Ollie's girlfriend has just moved to Dundee for her PhD.");
+        assert_eq!(c[0].who, person("girlfriend", true));
         let words = |s: &str| {
             clauses(s)
                 .into_iter()
@@ -462,6 +483,8 @@ mod tests {
         assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
         let c = &clauses("I work five days a week and my son is 7 years old")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["five", "7"]);
+        let c = &clauses("My flat in Brighton got flooded from the one upstairs")[0];
+        assert_eq!(values(c, c.words.len(), &[]), ["brighton"]);
         // dates are not values
         let c = &clauses("I went to an LGBTQ conference two days ago on Friday 14th May 2023")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["lgbtq"]);

@@ -468,6 +468,19 @@ pub fn controls_everyday() -> serde_json::Value {
     fixture("controls-everyday.json")
 }
 
+/// The fresh knowledge-update set (`fixtures/updates-fresh.json`): 30 scenarios written by a
+/// helper session that read no rule, benchmark or fixture of the update stage, after its
+/// clause and value rules were written: held out from every rule (`fixtures/README.md`).
+pub fn updates_fresh() -> serde_json::Value {
+    fixture("updates-fresh.json")
+}
+
+/// The fresh control set (`fixtures/controls-fresh.json`): 30 controls written with
+/// [`updates_fresh`]; tiers from the stage-off ranking.
+pub fn controls_fresh() -> serde_json::Value {
+    fixture("controls-fresh.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
@@ -531,7 +544,7 @@ mod tests {
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
     }
 
-    /// Every scenario of the four update-stage sets: a unique id, its named sessions present,
+    /// Every scenario of the six update-stage sets: a unique id, its named sessions present,
     /// dates in order, the fields its kind needs; and both halves of every set non-empty.
     #[test]
     fn the_update_stage_sets_are_well_formed_and_split() {
@@ -540,6 +553,8 @@ mod tests {
             ("controls", update_controls()),
             ("updates", updates_everyday()),
             ("controls", controls_everyday()),
+            ("updates", updates_fresh()),
+            ("controls", controls_fresh()),
         ];
         let mut ids = std::collections::HashSet::new();
         for (kind, set) in &sets {

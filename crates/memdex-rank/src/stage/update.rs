@@ -502,14 +502,18 @@ impl ValueTest {
 
     /// The newer clause holds every term of the question's that the older one holds (at
     /// least one), or, for a place question, both give a place; both give a specific value,
-    /// and the newer one a value the older lacks.
+    /// and the newer one a value the older lacks (for a place question, a place).
     fn revalued(&self, older: &Fact, newer: &Fact) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
         let attribute = placed || !o.is_empty() && o.iter().all(|a| n.contains(a));
-        let new_value = newer.values.iter().any(|v| !older.values.contains(v));
-        attribute && !older.values.is_empty() && new_value
+        // a place question's new value is a new place
+        let (was, now) = match placed {
+            true => (&older.places, &newer.places),
+            false => (&older.values, &newer.values),
+        };
+        attribute && !was.is_empty() && now.iter().any(|v| !was.contains(v))
     }
 
     /// The question's terms `clause` holds, each as the question has it; a word right after
