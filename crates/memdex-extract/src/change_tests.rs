@@ -344,3 +344,22 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     assert!(test.facts_in("I want to live in Leeds.", "").is_empty());
     assert!(test.facts_in("I'll move to Leeds.", "").is_empty());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// Any text, any question: the reader answers without panicking, and every fact's clause
+    /// is a piece of the item.
+    #[test]
+    fn the_reader_takes_any_text(
+        item in "[a-zA-Z0-9'’.,;:!?() \n-]{0,80}|(My|my|I|She|he|Ollie|the|and|so|'s|s|one|to|in|at|5|days|a|week|moved|swapped|sister|cousin|flatmate|Glasgow|,|\\.| |\n|user: |Caroline: ){0,40}",
+        q in "(Where|What|Who|How many|When) (do|does|did|is) (I|my sister|my dog|Caroline) (live|work|walk|have|called)\\??"
+    ) {
+        let test = ChangeTest::new(&q, [item.as_str()]);
+        let _ = test.stated_in(&item, &item);
+        for f in test.facts_in(&item, &item) {
+            proptest::prop_assert!(f.sentence.contains(f.clause.as_str()));
+            proptest::prop_assert!(item.contains(f.sentence.as_str()));
+        }
+    }
+}
