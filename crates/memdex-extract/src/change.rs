@@ -458,6 +458,7 @@ impl ChangeTest {
         let mut facts: Vec<Fact> = Vec::new();
         let mut values: Vec<String> = Vec::new();
         let mut places: Vec<String> = Vec::new();
+        let mut times: Vec<String> = Vec::new();
         for c in clauses(sentence) {
             let planned = c.words.iter().any(|w| has(NOT_A_STATEMENT, w));
             let own = crate::whose::own_words(&c, names);
@@ -470,17 +471,20 @@ impl ChangeTest {
                 }
             }
             places.extend(crate::whose::places(&c, own, names));
+            times.extend(crate::whose::times(&c, own));
             facts.push(Fact {
                 clause: sentence[c.span.0..c.spans[own - 1].1].to_string(),
                 sentence: sentence.to_string(),
                 values: Vec::new(),
                 places: Vec::new(),
+                times: Vec::new(),
                 kin_name: c.kin_name,
             });
         }
         for f in &mut facts {
             f.values.clone_from(&values);
             f.places.clone_from(&places);
+            f.times.clone_from(&times);
         }
         facts
     }
@@ -509,6 +513,9 @@ pub struct Fact {
     pub sentence: String,
     pub values: Vec<String>,
     pub places: Vec<String>,
+    /// The days and times it gives (`monday`, `6am`): values only for a question that asks
+    /// which day or what time.
+    pub times: Vec<String>,
     pub kin_name: Option<String>,
 }
 

@@ -250,6 +250,7 @@ pub(crate) fn own_words(clause: &Clause, names: &[String]) -> usize {
                 && !w[k - 1].chars().all(|c| c.is_ascii_digit())
                 && !is_person(&w[k - 1])
                 && !names.contains(&w[k])
+                && !calendar(&w[k])
                 && verb_after(k)
         })
         .unwrap_or(w.len())
@@ -277,13 +278,18 @@ fn subject(part: &[Token<'_>], opens: bool) -> Option<Who> {
             _ if k == skip && t.capital && possessor(&part[k..]) => {
                 return Some(chain(&part[k..]));
             }
-            _ if k == skip && t.capital && !(opens && k == 0) && w.len() > 1 => {
+            _ if k == skip && t.capital && !(opens && k == 0) && w.len() > 1 && !calendar(w) => {
                 return Some(Who::Named(w.to_string()));
             }
             _ => {}
         }
     }
     None
+}
+
+/// A weekday or a month: capitalised, but no one.
+fn calendar(word: &str) -> bool {
+    crate::lexicon::weekday(word).is_some() || memdex_core::month_number(word).is_some()
 }
 
 /// Whether `part` opens with a possessor of a person: `Ollie 's girlfriend`.
@@ -317,8 +323,10 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
     let mut out: Vec<String> = Vec::new();
     for (k, w) in clause.words.iter().enumerate().take(own) {
         let named = clause.capital[k] && clause.first + k > 0 && w.len() > 1 && !names.contains(w);
-        // "one of my trips" is a part, not a count; "the one upstairs" a pronoun
-        let partitive = clause.words.get(k + 1).is_some_and(|n| n == "of");
+        // "one of my trips" is a part, not a count ("50mg of sertraline" is a measure); "the
+        // one upstairs" a pronoun
+        let bare = w.chars().all(|c| c.is_ascii_digit()) || crate::lexicon::number(w).is_some();
+        let partitive = bare && clause.words.get(k + 1).is_some_and(|n| n == "of");
         let pronoun = w == "one"
             && k > 0
             && matches!(
@@ -345,6 +353,24 @@ pub(crate) fn places(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
         .map(|k| clause.words[k].clone())
         .filter(|w| all.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit()))
         .collect()
+}
+
+/// The days and times among the first `own` words of `clause` (weekdays, months, clock times
+/// such as `6am`): no value in general (when something happened is the time stage's), but the
+/// answer to a question that asks which day or what time.
+pub(crate) fn times(clause: &Clause, own: usize) -> Vec<String> {
+    use crate::lexicon::weekday;
+    let clock = |w: &str| {
+        w.starts_with(|c: char| c.is_ascii_digit()) && (w.ends_with("am") || w.ends_with("pm"))
+    };
+    let mut out: Vec<String> = Vec::new();
+    for w in clause.words.iter().take(own) {
+        let time = weekday(w).is_some() || memdex_core::month_number(w).is_some() || clock(w);
+        if time && !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    out
 }
 
 /// Whether word `k` of `words` is part of a date or a time span rather than a value: a
@@ -469,6 +495,10 @@ mod tests {
             Who::Named("kieran".into())
         );
         assert_eq!(whos("The landlord bumped it to $2,100.")[0], Who::Unknown);
+        assert_eq!(
+            whos("I go twice a week, Tuesday and Thursday"),
+            [Who::Me, Who::Me]
+        );
         // a name right after a verb is the subject of a verb of its own
         let c = &clauses("I went to hear Hilary Hahn play the violin")[0];
         assert_eq!(own_words(c, &[]), 4);
@@ -483,6 +513,10 @@ mod tests {
         assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
         let c = &clauses("I work five days a week and my son is 7 years old")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["five", "7"]);
+        let c = &clauses("I go to the gym on Monday and Friday at 6am")[0];
+        assert_eq!(times(c, c.words.len()), ["monday", "friday", "6am"]);
+        let c = &clauses("I'm on 50mg of sertraline, one of my pills")[0];
+        assert_eq!(values(c, c.words.len(), &[]), ["50mg"]);
         let c = &clauses("My flat in Brighton got flooded from the one upstairs")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["brighton"]);
         // dates are not values

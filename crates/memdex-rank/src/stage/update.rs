@@ -388,7 +388,7 @@ fn reorder(window: &[Entry], links: &[Vec<bool>], dir: UpdateDirection) -> Vec<u
 /// the subject's own (whose fact), stated (not asked, planned, wished or denied). The newer
 /// one gives the **same attribute** as the older one when it holds every term of the
 /// question's that the older one holds, and at least one (the question's analysed terms,
-/// stemmed, without the subject's names: `live`, `size`, `sertraline`; "a four-bedroom
+/// stemmed, without the subject's names and light verbs: `live`, `size`, `sertraline`; "a four-bedroom
 /// cabin" does not give the `bedroom`s of "our two-bedroom apartment", nor "a debit card"
 /// the "credit card"); a term right after `to` does not count ("asked me to sing"), and two
 /// terms are the same when equal or when one is a prefix of the other of at least five
@@ -410,6 +410,8 @@ pub(crate) struct ValueTest {
     asks_name: bool,
     /// The question asks a place (`Where …?`).
     asks_place: bool,
+    /// The question asks which day or what time (`Which days …?`, `What time …?`).
+    asks_time: bool,
     /// The question's terms it has right after `to` ("get to work").
     after_to: Vec<String>,
     analyzer: Analyzer,
@@ -424,6 +426,12 @@ fn words(text: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Light verbs (analysed): they carry little of an attribute's meaning ("I go to the gym" /
+/// "I hit the gym"), so a statement need not repeat them.
+const LIGHT_VERBS: &[&str] = &[
+    "go", "get", "have", "do", "make", "take", "give", "put", "keep",
+];
 
 /// Shortest term that matches a longer one as its prefix.
 const PREFIX_LETTERS: usize = 5;
@@ -441,7 +449,7 @@ impl ValueTest {
             Subject::Other(n) => n.iter().flat_map(|w| analyzer.terms(w)).collect(),
         };
         let mut attributes = analyzer.terms(question);
-        attributes.retain(|t| !names.contains(t));
+        attributes.retain(|t| !names.contains(t) && !LIGHT_VERBS.contains(&t.as_str()));
         attributes.dedup();
         let asks_name = (question.split(|c: char| !c.is_alphanumeric()))
             .any(|w| w.eq_ignore_ascii_case("name") || w.eq_ignore_ascii_case("called"));
@@ -451,9 +459,31 @@ impl ValueTest {
             .filter(|w| w[0] == "to")
             .flat_map(|w| analyzer.terms(&w[1]))
             .collect();
+        let lower = words(question);
+        let asks_time = lower.windows(2).any(|w| {
+            matches!(w[0].as_str(), "which" | "what")
+                && matches!(
+                    w[1].as_str(),
+                    "day"
+                        | "days"
+                        | "time"
+                        | "times"
+                        | "night"
+                        | "nights"
+                        | "evening"
+                        | "evenings"
+                        | "morning"
+                        | "mornings"
+                        | "month"
+                        | "months"
+                        | "weekday"
+                        | "weekdays"
+                )
+        });
         ValueTest {
             attributes,
             after_to,
+            asks_time,
             asks_name,
             asks_place,
             analyzer,
@@ -502,17 +532,21 @@ impl ValueTest {
 
     /// The newer clause holds every term of the question's that the older one holds (at
     /// least one), or, for a place question, both give a place; both give a specific value,
-    /// and the newer one a value the older lacks (for a place question, a place).
+    /// and the newer one a value the older lacks (for a place question, a place; for a
+    /// question asking which day or what time, days and times count).
     fn revalued(&self, older: &Fact, newer: &Fact) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
         let attribute = placed || !o.is_empty() && o.iter().all(|a| n.contains(a));
-        // a place question's new value is a new place
-        let (was, now) = match placed {
-            true => (&older.places, &newer.places),
-            false => (&older.values, &newer.values),
+        // a place question's new value is a new place; a time question's values include
+        // the days and times
+        let values = |f: &Fact| match (placed, self.asks_time) {
+            (true, _) => f.places.clone(),
+            (false, true) => [&f.values[..], &f.times[..]].concat(),
+            (false, false) => f.values.clone(),
         };
+        let (was, now) = (values(older), values(newer));
         attribute && !was.is_empty() && now.iter().any(|v| !was.contains(v))
     }
 

@@ -277,6 +277,7 @@ fn fact(clause: &str, sentence: &str) -> Fact {
         sentence: sentence.into(),
         values,
         places: Vec::new(),
+        times: Vec::new(),
         kin_name: None,
     }
 }
@@ -296,6 +297,14 @@ fn the_same_attribute_with_another_value_is_a_change() {
     // another attribute is no change
     let other = [fact("I work in Leeds", "I work in Leeds.")];
     assert!(t.changed(&old, &other).is_none());
+    // a light verb is no attribute: "I go to the gym" / "I hit the gym"
+    let gym = ValueTest::new("Which days do I go to the gym?", &Subject::User);
+    let mon = [fact(
+        "I go to the gym on Monday",
+        "I go to the gym on Monday.",
+    )];
+    let tue = [fact("I hit the gym on 2 days", "I hit the gym on 2 days.")];
+    assert!(gym.changed(&mon, &tue).is_some());
     // "to" + the question's term is a place phrase when the question has it so
     let t2 = ValueTest::new("How do I get to work?", &Subject::User);
     let bike = [fact(
