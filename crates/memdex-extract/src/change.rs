@@ -153,43 +153,12 @@ const CONTRAST: &[&str] = &[
     "but", "now", "anymore", "since", "until", "instead", "no", "longer",
 ];
 
-/// Words before a cue that deny or only suppose it (`won't quit`, `might switch`, `I'll
-/// probably switch`): negation, the modal auxiliaries, and the adverbs and verbs of hedging,
-/// planning and wishing.
-const NOT_STATED: &[&str] = &[
-    "not",
-    "never",
-    "t",
-    "will",
-    "ll",
-    "would",
-    "d",
-    "might",
-    "may",
-    "could",
-    "should",
-    "if",
-    "to",
-    "probably",
-    "maybe",
-    "perhaps",
-    "possibly",
-    "gonna",
-    "wanna",
-    "planning",
-    "plan",
-    "thinking",
-    "considering",
-    "hoping",
-    "hope",
-    "want",
-    "wants",
-    "wish",
-];
-
-/// Words that make a whole clause a plan, wish, condition or denial rather than a statement
-/// of how things are (for the value test, which has no cue to look two words before).
-const NOT_A_STATEMENT: &[&str] = &[
+/// Words that deny, suppose, plan or wish rather than state (`won't quit`, `might switch`,
+/// `I'll probably switch`, `thinking about`): negation, the modal auxiliaries, and the adverbs
+/// and verbs of hedging, planning and wishing. One of them in the two words before a cue
+/// denies the cue (and so does `to`: "want to switch"); one anywhere in a clause makes it no
+/// statement of how things are (and so does `used`: "I used to live in Leeds").
+const HEDGES: &[&str] = &[
     "not",
     "never",
     "t",
@@ -217,7 +186,6 @@ const NOT_A_STATEMENT: &[&str] = &[
     "want",
     "wants",
     "wish",
-    "used",
 ];
 
 const FIRST_PERSON: &[&str] = &["i", "me", "we", "us", "our", "my", "mine"];
@@ -460,7 +428,7 @@ impl ChangeTest {
         let mut places: Vec<String> = Vec::new();
         let mut times: Vec<String> = Vec::new();
         for c in clauses(sentence) {
-            let planned = c.words.iter().any(|w| has(NOT_A_STATEMENT, w));
+            let planned = (c.words.iter()).any(|w| has(HEDGES, w) || w == "used");
             let own = crate::whose::own_words(&c, names);
             if planned || own == 0 || !about(&self.subject, &c, r) {
                 continue;
@@ -666,7 +634,7 @@ fn find(words: &[String], cue: &str) -> Option<usize> {
 fn stated(words: &[String], at: usize) -> bool {
     words[at.saturating_sub(2)..at]
         .iter()
-        .all(|w| !has(NOT_STATED, w))
+        .all(|w| !has(HEDGES, w) && w != "to")
 }
 
 #[cfg(test)]
