@@ -353,8 +353,8 @@ impl ChangeTest {
     /// clause holding the cue is about it ([`crate::whose`]), naming what a count question
     /// counts. A pronoun refers to the subject when `session` (the text of the item's whole
     /// session) names it.
-    pub fn stated_in(&self, item: &str, session: &str) -> Option<Change> {
-        let session_names = self.session_names(session);
+    pub fn stated_in(&self, item: &str, session: Session) -> Option<Change> {
+        let session_names = session.names;
         for (speaker, body) in item.lines().filter_map(speaker_line) {
             for sentence in sentences(body) {
                 let words = words_of(sentence);
@@ -397,8 +397,8 @@ impl ChangeTest {
     /// subject: the clauses about it of sentences that do not ask, and that neither plan,
     /// wish, suppose nor deny ([`Fact`]), each up to where someone else's verb starts
     /// ("I went to hear | Hilary Hahn play …").
-    pub fn facts_in(&self, item: &str, session: &str) -> Vec<Fact> {
-        let session_names = self.session_names(session);
+    pub fn facts_in(&self, item: &str, session: Session) -> Vec<Fact> {
+        let session_names = session.names;
         let mut out = Vec::new();
         for (speaker, body) in item.lines().filter_map(speaker_line) {
             for sentence in sentences(body).filter(|s| !s.ends_with('?')) {
@@ -442,7 +442,6 @@ impl ChangeTest {
             times.extend(crate::whose::times(&c, own));
             facts.push(Fact {
                 clause: sentence[c.span.0..c.spans[own - 1].1].to_string(),
-                sentence: sentence.to_string(),
                 values: Vec::new(),
                 places: Vec::new(),
                 times: Vec::new(),
@@ -457,28 +456,37 @@ impl ChangeTest {
         facts
     }
 
-    /// Whether some line of `session` names the subject (so a pronoun may refer to it).
-    fn session_names(&self, session: &str) -> bool {
+    /// What the tests need of an item's session (`text`: its whole text): whether some line
+    /// names the subject, so that a pronoun may refer to it. Read once per session.
+    pub fn session(&self, text: &str) -> Session {
         let Subject::Other(names) = &self.subject else {
-            return false;
+            return Session { names: false };
         };
-        (session.lines().filter_map(speaker_line)).any(|(speaker, body)| {
+        let names = (text.lines().filter_map(speaker_line)).any(|(speaker, body)| {
             let spoken = speaker
                 .as_deref()
                 .is_some_and(|s| names.iter().any(|n| n == s));
             spoken || sentences(body).any(|s| words_of(s).iter().any(|w| names.contains(w)))
-        })
+        });
+        Session { names }
     }
 }
 
-/// A statement of the question's subject: one clause, the sentence it is in, the specific
-/// values its sentence gives the subject (names and numbers, lower case: `glasgow`, `23`,
+/// An item's session as [`ChangeTest::stated_in`] and [`ChangeTest::facts_in`] read it
+/// ([`ChangeTest::session`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Session {
+    /// Some line names the subject.
+    names: bool,
+}
+
+/// A statement of the question's subject: one clause, the specific values its sentence gives
+/// the subject (names and numbers, lower case: `glasgow`, `23`,
 /// `five`), the places among them (`in Cork`), and the name it gives a kin noun (`my
 /// girlfriend Chloe` → `chloe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
     pub clause: String,
-    pub sentence: String,
     pub values: Vec<String>,
     pub places: Vec<String>,
     /// The days and times it gives (`monday`, `6am`): values only for a question that asks

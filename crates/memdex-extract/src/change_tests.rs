@@ -52,9 +52,8 @@ fn names_the_history_gives_a_kin_are_its_aliases() {
 }
 
 fn change(text: &str, q: &str) -> Option<&'static str> {
-    ChangeTest::new(q, [text])
-        .stated_in(text, text)
-        .map(|c| c.cue)
+    let test = ChangeTest::new(q, [text]);
+    test.stated_in(text, test.session(text)).map(|c| c.cue)
 }
 
 #[test]
@@ -84,14 +83,20 @@ fn the_change_is_stated_in_the_item_a_pronoun_may_refer_to_its_session() {
     let session = "user: My sister called.\nuser: She moved to Lisbon!";
     let test = ChangeTest::new(q, [session]);
     assert_eq!(
-        test.stated_in("user: She moved to Lisbon!", session)
+        test.stated_in("user: She moved to Lisbon!", test.session(session))
             .map(|c| c.cue),
         Some("moved")
     );
-    assert_eq!(test.stated_in("user: My sister called.", session), None);
+    assert_eq!(
+        test.stated_in("user: My sister called.", test.session(session)),
+        None
+    );
     // a pronoun in a session that never names the subject refers to someone else
     let other = "user: My friend called.\nuser: She moved to Lisbon!";
-    assert_eq!(test.stated_in("user: She moved to Lisbon!", other), None);
+    assert_eq!(
+        test.stated_in("user: She moved to Lisbon!", test.session(other)),
+        None
+    );
 }
 
 #[test]
@@ -238,7 +243,10 @@ fn a_change_needs_a_cue_whoever_it_is_about() {
     ];
     for (text, q) in items {
         let test = ChangeTest::new(q, [text]);
-        assert!(test.stated_in(text, text).is_some(), "{text} / {q}");
+        assert!(
+            test.stated_in(text, test.session(text)).is_some(),
+            "{text} / {q}"
+        );
         assert!(carries_cue(text, asks_now(q)), "{text} / {q}");
     }
     // no cue; a weak cue neither possessed nor asked for now; an assistant's line
@@ -248,7 +256,8 @@ fn a_change_needs_a_cue_whoever_it_is_about() {
         ("assistant: You moved to Lisbon.", "Where do I live?"),
     ] {
         assert!(!carries_cue(text, asks_now(q)), "{text} / {q}");
-        assert!(ChangeTest::new(q, [text]).stated_in(text, text).is_none());
+        let test = ChangeTest::new(q, [text]);
+        assert!(test.stated_in(text, test.session(text)).is_none());
     }
     assert!(asks_now("Where do I live now?") && !asks_now("Where did I live?"));
 }
@@ -336,13 +345,14 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     let q = "Where do I live?";
     let test = ChangeTest::new(q, [""]);
     let t = "I live in Glasgow, in a flat in the West End. My sister lives in York. Is it cold?";
-    let facts = test.facts_in(t, t);
+    let facts = test.facts_in(t, test.session(t));
     let clauses: Vec<&str> = facts.iter().map(|f| f.clause.as_str()).collect();
     assert_eq!(clauses, ["I live in Glasgow", "in a flat in the West End"]);
     assert_eq!(facts[0].values, ["glasgow", "west", "end"]);
     // plans and wishes state nothing
-    assert!(test.facts_in("I want to live in Leeds.", "").is_empty());
-    assert!(test.facts_in("I'll move to Leeds.", "").is_empty());
+    let none = test.session("");
+    assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
+    assert!(test.facts_in("I'll move to Leeds.", none).is_empty());
 }
 
 proptest::proptest! {
@@ -356,10 +366,10 @@ proptest::proptest! {
         q in "(Where|What|Who|How many|When) (do|does|did|is) (I|my sister|my dog|Caroline) (live|work|walk|have|called)\\??"
     ) {
         let test = ChangeTest::new(&q, [item.as_str()]);
-        let _ = test.stated_in(&item, &item);
-        for f in test.facts_in(&item, &item) {
-            proptest::prop_assert!(f.sentence.contains(f.clause.as_str()));
-            proptest::prop_assert!(item.contains(f.sentence.as_str()));
+        let session = test.session(&item);
+        let _ = test.stated_in(&item, session);
+        for f in test.facts_in(&item, session) {
+            proptest::prop_assert!(item.contains(f.clause.as_str()));
         }
     }
 }

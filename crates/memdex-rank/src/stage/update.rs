@@ -40,7 +40,7 @@ use std::collections::HashMap;
 
 use memdex_core::Role;
 use memdex_extract::change::{
-    asks_now, carries_cue, question_subject, Change, ChangeTest, Fact, Subject,
+    asks_now, carries_cue, question_subject, Change, ChangeTest, Fact, Session, Subject,
 };
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_score::text::Analyzer;
@@ -256,9 +256,13 @@ fn read_window<'s>(window: &[Entry], rows: &impl UpdateRows<'s>, question: &str)
             .or_insert_with(|| session_text(e.index, rows));
     }
     let test = ChangeTest::new(question, sessions.values().map(String::as_str));
+    // each session read once, however many window items it holds
+    let read_sessions: HashMap<_, Session> = (sessions.iter())
+        .map(|(key, text)| (*key, test.session(text)))
+        .collect();
     for (k, e) in window.iter().enumerate().filter(|&(k, _)| valued[k]) {
         let it = rows.item(e.index);
-        let session = &sessions[&(it.session_id, it.timestamp_ms)];
+        let session = read_sessions[&(it.session_id, it.timestamp_ms)];
         if cued[k] {
             read.cues[k] = test.stated_in(it.value, session);
         }
