@@ -359,13 +359,12 @@ pub(crate) fn places(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
 /// such as `6am`): no value in general (when something happened is the time stage's), but the
 /// answer to a question that asks which day or what time.
 pub(crate) fn times(clause: &Clause, own: usize) -> Vec<String> {
-    use crate::lexicon::weekday;
     let clock = |w: &str| {
         w.starts_with(|c: char| c.is_ascii_digit()) && (w.ends_with("am") || w.ends_with("pm"))
     };
     let mut out: Vec<String> = Vec::new();
     for w in clause.words.iter().take(own) {
-        let time = weekday(w).is_some() || memdex_core::month_number(w).is_some() || clock(w);
+        let time = calendar(w) || clock(w);
         if time && !out.contains(w) {
             out.push(w.clone());
         }
@@ -378,7 +377,7 @@ pub(crate) fn times(clause: &Clause, own: usize) -> Vec<String> {
 /// days ago`, `3 weeks`; `7 years old` is an age and `five days a week` a rate): when
 /// something happened is the time stage's, not a value.
 fn in_a_date(words: &[String], k: usize) -> bool {
-    use crate::lexicon::{unit, weekday, year};
+    use crate::lexicon::{unit, year};
     let w = words[k].as_str();
     let ordinal = w.starts_with(|c: char| c.is_ascii_digit())
         && ["st", "nd", "rd", "th"].iter().any(|s| w.ends_with(s));
@@ -389,11 +388,7 @@ fn in_a_date(words: &[String], k: usize) -> bool {
         .is_some_and(|n| matches!(n.as_str(), "a" | "per" | "each" | "every"))
         && words.get(k + 3).is_some_and(|n| unit(n).is_some());
     let span = (words.get(k + 1)).is_some_and(|n| unit(n).is_some() && !old && !rate || n == "ago");
-    weekday(w).is_some()
-        || memdex_core::month_number(w).is_some()
-        || year(w).is_some()
-        || ordinal
-        || span
+    calendar(w) || year(w).is_some() || ordinal || span
 }
 
 /// The name a clause gives a kin noun: `my girlfriend Chloe`, `Aunt Rosa`.

@@ -455,15 +455,14 @@ impl ValueTest {
         let mut attributes = analyzer.terms(question);
         attributes.retain(|t| !names.contains(t) && !LIGHT_VERBS.contains(&t.as_str()));
         attributes.dedup();
-        let asks_name = (question.split(|c: char| !c.is_alphanumeric()))
-            .any(|w| w.eq_ignore_ascii_case("name") || w.eq_ignore_ascii_case("called"));
+        let lower = words(question);
+        let asks_name = (lower.iter()).any(|w| w == "name" || w == "called");
         let asks_place =
             (question.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case("where"));
-        let after_to = (words(question).windows(2))
+        let after_to = (lower.windows(2))
             .filter(|w| w[0] == "to")
             .flat_map(|w| analyzer.terms(&w[1]))
             .collect();
-        let lower = words(question);
         let asks_time = lower.windows(2).any(|w| {
             matches!(w[0].as_str(), "which" | "what")
                 && matches!(
