@@ -441,7 +441,7 @@ impl ChangeTest {
             places.extend(crate::whose::places(&c, own, names));
             times.extend(crate::whose::times(&c, own));
             facts.push(Fact {
-                clause: sentence[c.span.0..c.spans[own - 1].1].to_string(),
+                clause: sentence[c.spans[0].0..c.spans[own - 1].1].to_string(),
                 values: Vec::new(),
                 places: Vec::new(),
                 times: Vec::new(),

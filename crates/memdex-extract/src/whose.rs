@@ -1,9 +1,11 @@
 //! Whose fact a clause gives: the update stage's reading of who a statement is about.
 //!
-//! A sentence is cut into **clauses** at punctuation inside it (`,` `;` `:` `(` `)` dashes)
-//! and before a conjunction (`and`, `but`, `so`, `because`, `while`, `although`, `though`,
-//! `whereas`). A clause's **subject** is the first of these it holds, after the words that
-//! only link it to the one before (`so`, `where`, `then`, `finally`, …):
+//! A sentence is cut into **clauses** at punctuation inside it (`,` `;` `:` `(` `)` dashes,
+//! not the comma of `48,000`), before a conjunction (`but`, `so`, `because`, `while`,
+//! `although`, `though`, `whereas`; `and` only before a subject pronoun, so "she and Aaron"
+//! stays one subject) and before `she`/`he`. A clause's **subject** is the first of these it
+//! holds, after the words that only link it to the one before (`so`, `where`, `then`,
+//! `finally`, …):
 //! * the first person (`I`, `we`): [`Who::Me`];
 //! * a person noun phrase: `my sister`, `Aunt Rosa`, `Mum's …`. A possessive chain is read to
 //!   its end: `my cousin's flatmate` is the flatmate, a person of the cousin's ([`Who::Person`]
@@ -50,8 +52,6 @@ pub(crate) struct Clause {
     /// Index of the first word of the clause whose subject it has (its own `first`, or an
     /// earlier clause's when it names none): a name there is this clause's subject too.
     pub from: usize,
-    /// Byte span in the sentence.
-    pub span: (usize, usize),
     /// Its subject, or the one before it when it names none.
     pub who: Who,
     /// The name it gives a kin noun (`my girlfriend Chloe` → `chloe`).
@@ -195,7 +195,6 @@ pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
             spans: part.iter().map(|t| (t.start, t.end)).collect(),
             first: start,
             from,
-            span: (part[0].start, part[part.len() - 1].end),
             who,
             kin_name: kin_name(part),
         });
