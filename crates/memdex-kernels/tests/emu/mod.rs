@@ -199,6 +199,24 @@ fn max_len(ranges: &[[u32; 2]]) -> usize {
         .unwrap_or(0)
 }
 
+/// `memdex_topk_merge` over a split scan's partial lists (`part`: scores, rows), as
+/// `src/gpu/scan.rs` launches it; nothing when the scan ran in one split.
+fn merge_splits(p: &mut Plan, part: (Buf, Buf), nq: usize, k: usize, splits: usize) {
+    if splits > 1 {
+        let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
+        let (k32, splits) = (k as u32, splits as u32);
+        let args = vec![
+            Arg::B(part.0),
+            Arg::B(part.1),
+            Arg::U(splits),
+            Arg::U(k32),
+            Arg::B(s),
+            Arg::B(r),
+        ];
+        p.launch_with("memdex_topk_merge", (nq as u32, 1), 32, 0, args);
+    }
+}
+
 /// The queries' tiles for a kernel whose tile cap is `smem.cap`, as `src/gpu/scan.rs` builds
 /// them, and their buffers.
 fn tiles(p: &mut Plan, ranges: &[[u32; 2]], smem: TileSmem) -> (QueryTiles, Buf, Buf) {
@@ -577,18 +595,7 @@ impl ScanKernels for Emu {
             smem.bytes(t.longest),
             args,
         );
-        if splits > 1 {
-            let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
-            let args = vec![
-                B(part_s),
-                B(part_r),
-                U(splits as u32),
-                U(k as u32),
-                B(s),
-                B(r),
-            ];
-            p.launch_with("memdex_topk_merge", (nq as u32, 1), 32, 0, args);
-        }
+        merge_splits(&mut p, (part_s, part_r), nq, k, splits);
         Ok(topk_result(&self.run(p), k))
     }
 
@@ -626,18 +633,7 @@ impl ScanKernels for Emu {
         let name = Tiled::Tensor.name(m.dim, TileWidth::for_longest(t.longest));
         let grid = (t.len() as u32, splits as u32);
         p.launch(name, grid, smem.bytes(t.longest), args);
-        if splits > 1 {
-            let (s, r) = (p.output(4 * nq * k), p.output(4 * nq * k));
-            let args = vec![
-                B(part_s),
-                B(part_r),
-                U(splits as u32),
-                U(k as u32),
-                B(s),
-                B(r),
-            ];
-            p.launch_with("memdex_topk_merge", (nq as u32, 1), 32, 0, args);
-        }
+        merge_splits(&mut p, (part_s, part_r), nq, k, splits);
         Ok(topk_result(&self.run(p), k))
     }
 
