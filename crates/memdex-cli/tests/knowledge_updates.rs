@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memdex_testkit::{
-    controls_everyday, controls_fresh, knowledge_updates, minilm, ok, split_half, update_controls,
-    updates_everyday, updates_fresh, Half,
+    controls_everyday, controls_fresh, controls_fresh2, knowledge_updates, minilm, ok, split_half,
+    update_controls, updates_everyday, updates_fresh, updates_fresh2, Half,
 };
 use serde_json::{json, Value};
 
@@ -82,7 +82,7 @@ impl Set {
     }
 }
 
-fn update_sets() -> [Set; 3] {
+fn update_sets() -> [Set; 4] {
     [
         Set {
             name: "public updates",
@@ -99,10 +99,15 @@ fn update_sets() -> [Set; 3] {
             prefix: "uf",
             json: updates_fresh(),
         },
+        Set {
+            name: "fresh-2 updates",
+            prefix: "uf2",
+            json: updates_fresh2(),
+        },
     ]
 }
 
-fn control_sets() -> [Set; 3] {
+fn control_sets() -> [Set; 4] {
     [
         Set {
             name: "public controls",
@@ -118,6 +123,11 @@ fn control_sets() -> [Set; 3] {
             name: "fresh controls",
             prefix: "cf",
             json: controls_fresh(),
+        },
+        Set {
+            name: "fresh-2 controls",
+            prefix: "cf2",
+            json: controls_fresh2(),
         },
     ]
 }

@@ -481,6 +481,20 @@ pub fn controls_fresh() -> serde_json::Value {
     fixture("controls-fresh.json")
 }
 
+/// The second fresh knowledge-update set (`fixtures/updates-fresh2.json`): 32 scenarios written
+/// like [`updates_fresh`] by a helper session that read no code, rule, benchmark or fixture,
+/// after the update stage's phase-3 rules, with idioms and role changes among them: held out
+/// from every rule written before it (`fixtures/README.md`).
+pub fn updates_fresh2() -> serde_json::Value {
+    fixture("updates-fresh2.json")
+}
+
+/// The second fresh control set (`fixtures/controls-fresh2.json`): 32 controls written with
+/// [`updates_fresh2`]; tiers from the stage-off ranking.
+pub fn controls_fresh2() -> serde_json::Value {
+    fixture("controls-fresh2.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
