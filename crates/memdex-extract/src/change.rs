@@ -145,8 +145,19 @@ const WEAK_CUES: &[&str] = &[
     "these days",
 ];
 
-/// Question words that ask for the state now, against an earlier one.
-const ASKS_NOW: &[&str] = &["now", "currently", "still", "nowadays", "anymore"];
+/// The present-time adverbials of a question that asks for the state now, against an
+/// earlier one (as token sequences).
+const ASKS_NOW: &[&str] = &[
+    "now",
+    "currently",
+    "still",
+    "nowadays",
+    "anymore",
+    "these days",
+    "at the moment",
+    "at present",
+    "presently",
+];
 
 /// Words that mark a contrast with an earlier state, for `used to`.
 const CONTRAST: &[&str] = &[
@@ -320,9 +331,8 @@ pub struct ChangeTest {
 /// Whether `question` asks for the state now (`now`, `currently`, `still`): then weak cues
 /// count ([`ChangeTest::asks_now`]).
 pub fn asks_now(question: &str) -> bool {
-    tokens(question)
-        .iter()
-        .any(|t| has(ASKS_NOW, t.lower.as_str()))
+    let words = words_of(question);
+    ASKS_NOW.iter().any(|now| find(&words, now).is_some())
 }
 
 /// Whether some sentence of `item` (its lines as [`ChangeTest::stated_in`] reads them)
@@ -354,19 +364,27 @@ impl ChangeTest {
     /// counts. A pronoun refers to the subject when `session` (the text of the item's whole
     /// session) names it.
     pub fn stated_in(&self, item: &str, session: Session) -> Option<Change> {
-        let session_names = session.names;
+        let mut last = None;
         for (speaker, body) in item.lines().filter_map(speaker_line) {
             for sentence in sentences(body) {
                 let words = words_of(sentence);
+                let mut r = Reading {
+                    speaker: speaker.as_deref(),
+                    words: &words,
+                    session_names: session.names,
+                    slot: self.slot,
+                    referent: None,
+                };
+                let parts = clauses(sentence);
+                let referents = self.referents(&parts, &r, &mut last);
                 let found = cues_in(&words, self.asks_now);
                 let uncounted =
                     (self.counted.as_ref()).is_some_and(|c| !words.iter().any(|w| c.contains(w)));
                 if found.is_empty() || uncounted {
                     continue;
                 }
-                let parts = clauses(sentence);
                 for (cue, at) in found {
-                    let Some(clause) = parts.iter().rev().find(|c| c.first <= at) else {
+                    let Some(k) = parts.iter().rposition(|c| c.first <= at) else {
                         continue;
                     };
                     // the object of a verb of change is what changed: "she switched me to …"
@@ -375,13 +393,8 @@ impl ChangeTest {
                         && words
                             .get(at + 1)
                             .is_some_and(|w| matches!(w.as_str(), "me" | "us"));
-                    let r = Reading {
-                        speaker: speaker.as_deref(),
-                        words: &words,
-                        session_names,
-                        slot: self.slot,
-                    };
-                    if object || about(&self.subject, clause, &r) {
+                    r.referent = referents[k];
+                    if object || about(&self.subject, &parts[k], &r) {
                         return Some(Change {
                             cue,
                             sentence: sentence.to_string(),
@@ -393,23 +406,51 @@ impl ChangeTest {
         None
     }
 
+    /// The person a pronoun of each of `parts` refers to, as whether it is the subject (None:
+    /// no one named yet in the item, so the session decides): the last third person a
+    /// clause of the item took as its own subject before it ("Sam's friend Connor stayed
+    /// with us. He's just moved …" is Connor). `last` carries it from sentence to sentence.
+    fn referents(
+        &self,
+        parts: &[Clause],
+        r: &Reading<'_>,
+        last: &mut Option<bool>,
+    ) -> Vec<Option<bool>> {
+        parts
+            .iter()
+            .map(|c| {
+                let before = *last;
+                let own = c.from == c.first;
+                if own && matches!(c.who, Who::Person { .. } | Who::Named(_)) {
+                    *last = Some(about(&self.subject, c, r));
+                }
+                before
+            })
+            .collect()
+    }
+
     /// The statements of `item` (read as [`ChangeTest::stated_in`] reads it) about the
     /// subject: the clauses about it of sentences that do not ask, and that neither plan,
     /// wish, suppose nor deny ([`Fact`]), each up to where someone else's verb starts
     /// ("I went to hear | Hilary Hahn play …").
     pub fn facts_in(&self, item: &str, session: Session) -> Vec<Fact> {
-        let session_names = session.names;
         let mut out = Vec::new();
+        let mut last = None;
         for (speaker, body) in item.lines().filter_map(speaker_line) {
-            for sentence in sentences(body).filter(|s| !s.ends_with('?')) {
+            for sentence in sentences(body) {
                 let words = words_of(sentence);
                 let r = Reading {
                     speaker: speaker.as_deref(),
                     words: &words,
-                    session_names,
+                    session_names: session.names,
                     slot: false,
+                    referent: None,
                 };
-                out.extend(self.sentence_facts(sentence, &r));
+                let parts = clauses(sentence);
+                let referents = self.referents(&parts, &r, &mut last);
+                if !sentence.ends_with('?') {
+                    out.extend(self.sentence_facts(sentence, parts, &referents, r));
+                }
             }
         }
         out
@@ -418,7 +459,13 @@ impl ChangeTest {
     /// The facts of one sentence; each gives the values of all of them (a value may sit in
     /// a clause of its own: "The pool at the Better leisure centre, where I have my
     /// membership, …").
-    fn sentence_facts(&self, sentence: &str, r: &Reading<'_>) -> Vec<Fact> {
+    fn sentence_facts(
+        &self,
+        sentence: &str,
+        parts: Vec<Clause>,
+        referents: &[Option<bool>],
+        mut r: Reading<'_>,
+    ) -> Vec<Fact> {
         let names = match &self.subject {
             Subject::User => &[][..],
             Subject::Other(n) => &n[..],
@@ -427,10 +474,11 @@ impl ChangeTest {
         let mut values: Vec<String> = Vec::new();
         let mut places: Vec<String> = Vec::new();
         let mut times: Vec<String> = Vec::new();
-        for c in clauses(sentence) {
+        for (c, &referent) in parts.into_iter().zip(referents) {
+            r.referent = referent;
             let planned = (c.words.iter()).any(|w| has(HEDGES, w) || w == "used");
             let own = crate::whose::own_words(&c, names);
-            if planned || own == 0 || !about(&self.subject, &c, r) {
+            if planned || own == 0 || !about(&self.subject, &c, &r) {
                 continue;
             }
             for v in crate::whose::values(&c, own, names) {
@@ -537,6 +585,9 @@ struct Reading<'a> {
     words: &'a [String],
     /// The item's session names the subject, so a pronoun may refer to it.
     session_names: bool,
+    /// Whether the person the item named last before the clause is the subject (None:
+    /// nobody yet; then a pronoun may refer to the subject if `session_names`).
+    referent: Option<bool>,
     /// The question asks who fills a slot of the subject's ("Who walks our dog?"): a change
     /// of whoever fills it is one of the subject's when the sentence names the subject.
     slot: bool,
@@ -562,8 +613,9 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
                 .iter()
                 .any(|n| crate::whose::names(clause, r.words, n))
                 || r.slot && r.words.iter().any(|w| named(w));
-            let refers =
-                r.speaker.is_none() && r.session_names && words.iter().any(|w| has(PRONOUNS, w));
+            let refers = r.speaker.is_none()
+                && r.referent.unwrap_or(r.session_names)
+                && words.iter().any(|w| has(PRONOUNS, w));
             // a named speaker's own first-person clause ("Caroline: my new job …")
             let speaks = r.speaker.is_some_and(named) && words.iter().any(|w| has(FIRST_PERSON, w));
             match &clause.who {

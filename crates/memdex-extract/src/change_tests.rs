@@ -260,6 +260,9 @@ fn a_change_needs_a_cue_whoever_it_is_about() {
         assert!(test.stated_in(text, test.session(text)).is_none());
     }
     assert!(asks_now("Where do I live now?") && !asks_now("Where did I live?"));
+    assert!(asks_now("Which café do I like at the moment?"));
+    assert!(asks_now("What do you eat these days?") && !asks_now("What did we do those days?"));
+    assert!(!asks_now("What was the moment you knew?"));
 }
 
 #[test]
@@ -279,6 +282,25 @@ fn whose_fact_the_changed_clause_is() {
         change("My stepdad surprised us. He's gone vegan and quit meat.", q),
         None
     );
+    // ... the last person the item named: a friend of the subject's named after it
+    let q = "Where does my sister live?";
+    let session = "user: My sister Amy lives in York.";
+    let test = ChangeTest::new(q, [session]);
+    let read = |item: &str| test.stated_in(item, test.session(session)).map(|c| c.cue);
+    assert_eq!(
+        read("user: Amy's flatmate Jo came for dinner. She has just moved to Bath."),
+        None
+    );
+    assert_eq!(
+        read("user: Amy came for dinner. She has just moved to Bath."),
+        Some("moved")
+    );
+    let facts = |item: &str| test.facts_in(item, test.session(session)).len();
+    assert_eq!(
+        facts("user: Amy's flatmate Jo came round. She lives in Bath."),
+        0
+    );
+    assert_eq!(facts("user: Amy came round. She lives in Bath."), 2);
     // ... but what someone changes of the user's is the user's ("she switched me to …")
     let q = "What blood pressure medication do I take?";
     let t = "Saw the doctor, and she switched me to amlodipine.";
