@@ -301,8 +301,12 @@ fn session_text<'s>(i: usize, rows: &impl UpdateRows<'s>) -> String {
 /// The value test's evidence, as a [`Change`] names it.
 pub const VALUE_CUE: &str = "same attribute, new value";
 
+/// The evidence of a newer statement that leaves the value an older one gave.
+pub const LEFT_CUE: &str = "left";
+
 /// Which window ranks are linked (symmetric), each link with the newer one's evidence: its
-/// cue of change, or a statement of the same attribute with another value.
+/// cue of change, a statement that leaves the older one's value, or a statement of the same
+/// attribute with another value.
 fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>>> {
     let w = window.len();
     let best = window.iter().map(|e| e.score).fold(f64::MIN, f64::max);
@@ -337,7 +341,14 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
                     sentence: fact.clause.clone(),
                 })
             };
-            let evidence = cue.cloned().or_else(value);
+            let left = || {
+                let fact = ValueTest::left(&read.facts[older], &read.facts[newer])?;
+                Some(Change {
+                    cue: LEFT_CUE,
+                    sentence: fact.clause.clone(),
+                })
+            };
+            let evidence = cue.cloned().or_else(left).or_else(value);
             links[a][b].clone_from(&evidence);
             links[b][a] = evidence;
         }
@@ -495,13 +506,17 @@ impl ValueTest {
 
     /// Whether `text` may hold a statement the test reads: a cheap filter before any
     /// session is read (it may pass a text the test then finds nothing in, never the other
-    /// way): for a name or place question any text, otherwise one holding the start of one of the
-    /// question's terms (a stem without its last letter, as `studi` is of "study").
+    /// way): for a name or place question any text, otherwise one holding `left` or the start
+    /// of one of the question's terms (a stem without its last letter, as `studi` is of
+    /// "study").
     pub(crate) fn mentions(&self, text: &str) -> bool {
         if self.asks_name || self.asks_place {
             return true;
         }
         let lower = text.to_lowercase();
+        if words(&lower).iter().any(|w| w == "left") {
+            return true; // it may leave an older value ([`ValueTest::left`])
+        }
         (self.attributes.iter()).any(|a| {
             let n = a.chars().count();
             let start: String = a.chars().take(n.saturating_sub(1).max(n.min(3))).collect();
@@ -526,6 +541,25 @@ impl ValueTest {
             .map(str::to_lowercase)
             .collect();
         (older.iter().flat_map(|o| &o.values)).any(|v| words.contains(v))
+    }
+
+    /// The newer statement that leaves a value an older one gave ("Gareth left Tesco for
+    /// Aldi" after "Gareth works at Tesco"): `left`, the past of Levin's (1993) verb of
+    /// leaving (51.2), with the value as its object (after determiners). `left` is no cue on
+    /// its own: it is as often a direction or a remainder ("turn left", "none left"). The
+    /// pair decides, whatever the newer one's rank, as for a cue that names the older value.
+    pub(crate) fn left<'f>(older: &[Fact], newer: &'f [Fact]) -> Option<&'f Fact> {
+        const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "their"];
+        let was: Vec<&String> = older.iter().flat_map(|o| &o.values).collect();
+        newer.iter().find(|n| {
+            let w = words(&n.clause);
+            (0..w.len()).any(|i| {
+                let object = w[i + 1..]
+                    .iter()
+                    .find(|y| !DETERMINERS.contains(&y.as_str()));
+                w[i] == "left" && object.is_some_and(|y| was.contains(&y))
+            })
+        })
     }
 
     /// A name question, and the two statements give their kin noun different names.

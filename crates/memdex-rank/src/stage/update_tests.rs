@@ -196,6 +196,22 @@ fn a_cue_that_names_the_older_value_links_whatever_the_newer_rank() {
     assert_eq!(moves[0].change.cue, "swapped");
 }
 
+#[test]
+fn leaving_the_older_value_links_and_left_alone_does_not() {
+    let items = Items(vec![
+        ("a", 0, "user: My wife Dana teaches at Fairfield Primary."),
+        ("b", 90, "user: Dana left Fairfield for Hillcrest."),
+        ("c", 95, "user: Dana left early to beat the traffic."),
+        ("d", 99, "user: My friend Lou left Fairfield too."),
+    ]);
+    let q = "Which school does my wife teach at?";
+    // all newer ones score low: only the wife's leaving of Fairfield moves (its item holds
+    // none of the question's terms)
+    let (order, moves) = run(&items, &[0, 1, 2, 3], &[1.0, 0.2, 0.2, 0.2], q);
+    assert_eq!(order, [1, 0, 2, 3]);
+    assert_eq!((moves[0].change.cue, moves.len()), (LEFT_CUE, 2));
+}
+
 /// Rows with key vectors, for the value test's cosine bar.
 struct Vectors(Vec<(&'static str, i64, &'static str, [f32; 2])>);
 
