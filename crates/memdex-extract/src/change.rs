@@ -430,7 +430,8 @@ impl ChangeTest {
     }
 
     /// The statements of `item` (read as [`ChangeTest::stated_in`] reads it) about the
-    /// subject: the clauses about it of sentences that do not ask, and that neither plan,
+    /// subject: the clauses about it that do not ask (in a question, those before the clause
+    /// that asks: one that opens with a question word or an auxiliary), and that neither plan,
     /// wish, suppose nor deny ([`Fact`]), each up to where someone else's verb starts
     /// ("I went to hear | Hilary Hahn play …").
     pub fn facts_in(&self, item: &str, session: Session) -> Vec<Fact> {
@@ -446,11 +447,15 @@ impl ChangeTest {
                     slot: false,
                     referent: None,
                 };
-                let parts = clauses(sentence);
+                let mut parts = clauses(sentence);
                 let referents = self.referents(&parts, &r, &mut last);
-                if !sentence.ends_with('?') {
-                    out.extend(self.sentence_facts(sentence, parts, &referents, r));
+                if sentence.ends_with('?') {
+                    // a question's statements are the clauses before the one that asks
+                    // ("Wet Leg are my favourite band - who else sounds like them?")
+                    let asks = parts.iter().position(asking).unwrap_or(0);
+                    parts.truncate(asks);
                 }
+                out.extend(self.sentence_facts(sentence, parts, &referents, r));
             }
         }
         out
@@ -518,6 +523,24 @@ impl ChangeTest {
         });
         Session { names }
     }
+}
+
+/// Words a clause that asks opens with (after `and`, `so`, `but`, …): the question words,
+/// the auxiliaries and modals of an inverted question, and `any` ("any tips?").
+const ASKING: &[&str] = &[
+    "what", "who", "whom", "whose", "where", "when", "which", "why", "how", "is", "are", "am",
+    "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
+    "should", "shall", "may", "might", "any", "anything", "anyone",
+];
+
+/// Whether `clause` asks: it opens, after a conjunction or an interjection, with one of
+/// [`ASKING`].
+fn asking(clause: &Clause) -> bool {
+    const OPENERS: &[&str] = &[
+        "and", "but", "so", "or", "then", "anyway", "well", "oh", "ok", "okay",
+    ];
+    let mut words = clause.words.iter().skip_while(|w| has(OPENERS, w));
+    words.next().is_some_and(|w| has(ASKING, w))
 }
 
 /// An item's session as [`ChangeTest::stated_in`] and [`ChangeTest::facts_in`] read it

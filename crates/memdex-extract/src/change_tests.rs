@@ -371,8 +371,16 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     let clauses: Vec<&str> = facts.iter().map(|f| f.clause.as_str()).collect();
     assert_eq!(clauses, ["I live in Glasgow", "in a flat in the West End"]);
     assert_eq!(facts[0].values, ["glasgow", "west", "end"]);
-    // plans and wishes state nothing
+    // a question states what comes before the clause that asks
     let none = test.session("");
+    let t = "I live in Perth now - any tips for the heat? Do I live near the coast?";
+    let facts = test.facts_in(t, none);
+    let clauses: Vec<&str> = facts.iter().map(|f| f.clause.as_str()).collect();
+    assert_eq!(clauses, ["I live in Perth now"]);
+    assert!(test
+        .facts_in("So where do I live in Perth?", none)
+        .is_empty());
+    // plans and wishes state nothing
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());
 }
