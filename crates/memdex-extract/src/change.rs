@@ -481,7 +481,7 @@ impl ChangeTest {
         let mut times: Vec<String> = Vec::new();
         for (c, &referent) in parts.into_iter().zip(referents) {
             r.referent = referent;
-            let planned = (c.words.iter()).any(|w| has(HEDGES, w) || w == "used");
+            let planned = (0..c.words.len()).any(|i| hedges(&c.words, i) || c.words[i] == "used");
             let own = crate::whose::own_words(&c, names);
             if planned || own == 0 || !about(&self.subject, &c, &r) {
                 continue;
@@ -662,6 +662,13 @@ fn first_person_self(words: &[String]) -> bool {
     })
 }
 
+/// Whether `words[i]` hedges (one of [`HEDGES`]): not an `-ing` form after an article, which
+/// names or modifies a thing ("a planning officer", "the thinking behind it").
+fn hedges(words: &[String], i: usize) -> bool {
+    let article = i > 0 && matches!(words[i - 1].as_str(), "a" | "an" | "the");
+    has(HEDGES, &words[i]) && !(article && words[i].ends_with("ing"))
+}
+
 /// The sentence speaks of someone else's: a possessive + kin (`my son`, `her husband`).
 fn third_party(words: &[String]) -> bool {
     words
@@ -715,9 +722,7 @@ fn find(words: &[String], cue: &str) -> Option<usize> {
 /// The cue at `at` is stated, not denied or supposed (`won't quit`, `might switch`): none of
 /// the two words before it negates or hedges it.
 fn stated(words: &[String], at: usize) -> bool {
-    words[at.saturating_sub(2)..at]
-        .iter()
-        .all(|w| !has(HEDGES, w) && w != "to")
+    (at.saturating_sub(2)..at).all(|i| !hedges(words, i) && words[i] != "to")
 }
 
 #[cfg(test)]

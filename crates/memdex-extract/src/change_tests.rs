@@ -383,6 +383,12 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     // plans and wishes state nothing
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());
+    assert!(test
+        .facts_in("I'm planning a move to Leeds.", none)
+        .is_empty());
+    // ... but an -ing form after an article names a thing: "a planning officer"
+    let t = "I work as a planning officer in Leeds.";
+    assert_eq!(test.facts_in(t, none).len(), 1);
 }
 
 proptest::proptest! {
