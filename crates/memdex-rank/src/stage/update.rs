@@ -236,7 +236,9 @@ fn read_window<'s>(window: &[Entry], rows: &impl UpdateRows<'s>, question: &str)
     let cued: Vec<bool> = (window.iter())
         .map(|e| user(e) && carries_cue(rows.item(e.index).value, now))
         .collect();
-    let any_cue = cued.contains(&true);
+    // a verb of ending may end what an item that shares no word with the question gave
+    let any_cue = (window.iter()).any(|e| user(e) && ValueTest::may_end(rows.item(e.index).value))
+        || cued.contains(&true);
     let valued: Vec<bool> = (window.iter())
         .map(|e| user(e) && (any_cue || value.mentions(rows.item(e.index).value)))
         .collect();
@@ -256,6 +258,7 @@ fn read_window<'s>(window: &[Entry], rows: &impl UpdateRows<'s>, question: &str)
             .or_insert_with(|| session_text(e.index, rows));
     }
     let test = ChangeTest::new(question, sessions.values().map(String::as_str));
+    read.value.name(&test.subject);
     // each session read once, however many window items it holds
     let read_sessions: HashMap<_, Session> = (sessions.iter())
         .map(|(key, text)| (*key, test.session(text)))
@@ -301,8 +304,24 @@ fn session_text<'s>(i: usize, rows: &impl UpdateRows<'s>) -> String {
 /// The value test's evidence, as a [`Change`] names it.
 pub const VALUE_CUE: &str = "same attribute, new value";
 
-/// The evidence of a newer statement that leaves the value an older one gave.
-pub const LEFT_CUE: &str = "left";
+/// Verbs of ending a state that name what ended as their object: the past forms of Levin's
+/// (1993) verbs of leaving (51.2: `left`) and of stopping (55.2: `quit`, `stopped`, `gave
+/// up`), and the everyday `dropped`, `ditched` and `packed in`. As cues on their own, `left`
+/// and `dropped` are as often a direction, a remainder or a fall ("turn left", "none left",
+/// "dropped my phone"); with what an older statement gave as their object they end it.
+const ENDINGS: &[&str] = &[
+    "left",
+    "quit",
+    "stopped",
+    "gave up",
+    "given up",
+    "dropped",
+    "ditched",
+    "packed in",
+];
+
+/// Words between a verb of ending and its object's head ("left **the** council job").
+const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "their", "its"];
 
 /// Which window ranks are linked (symmetric), each link with the newer one's evidence: its
 /// cue of change, a statement that leaves the older one's value, or a statement of the same
@@ -342,9 +361,9 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
                 })
             };
             let left = || {
-                let fact = ValueTest::left(&read.facts[older], &read.facts[newer])?;
+                let (verb, fact) = read.value.ended(&read.facts[older], &read.facts[newer])?;
                 Some(Change {
-                    cue: LEFT_CUE,
+                    cue: verb,
                     sentence: fact.clause.clone(),
                 })
             };
@@ -429,6 +448,8 @@ pub(crate) struct ValueTest {
     asks_time: bool,
     /// The question's terms it has right after `to` ("get to work").
     after_to: Vec<String>,
+    /// The subject's names (analysed), with those the history gives it.
+    names: Vec<String>,
     analyzer: Analyzer,
 }
 
@@ -497,6 +518,7 @@ impl ValueTest {
         ValueTest {
             attributes,
             after_to,
+            names,
             asks_time,
             asks_name,
             asks_place,
@@ -504,19 +526,33 @@ impl ValueTest {
         }
     }
 
+    /// Whether `text` holds the first word of a verb of [`ENDINGS`]: then every item of the
+    /// window is read, as when one carries a cue ([`ValueTest::ended`]).
+    pub(crate) fn may_end(text: &str) -> bool {
+        let w = words(text);
+        ENDINGS
+            .iter()
+            .any(|e| w.iter().any(|x| e.split(' ').next() == Some(x)))
+    }
+
+    /// Adds the names the history gives the subject (`my son Felix`): what a statement says
+    /// of the subject, not what it ended.
+    pub(crate) fn name(&mut self, subject: &Subject) {
+        if let Subject::Other(names) = subject {
+            let terms: Vec<String> = names.iter().flat_map(|w| self.terms(w)).collect();
+            self.names.extend(terms);
+        }
+    }
+
     /// Whether `text` may hold a statement the test reads: a cheap filter before any
     /// session is read (it may pass a text the test then finds nothing in, never the other
-    /// way): for a name or place question any text, otherwise one holding `left` or the start
-    /// of one of the question's terms (a stem without its last letter, as `studi` is of
-    /// "study").
+    /// way): for a name or place question any text, otherwise one holding the start of one of
+    /// the question's terms (a stem without its last letter, as `studi` is of "study").
     pub(crate) fn mentions(&self, text: &str) -> bool {
         if self.asks_name || self.asks_place {
             return true;
         }
         let lower = text.to_lowercase();
-        if words(&lower).iter().any(|w| w == "left") {
-            return true; // it may leave an older value ([`ValueTest::left`])
-        }
         (self.attributes.iter()).any(|a| {
             let n = a.chars().count();
             let start: String = a.chars().take(n.saturating_sub(1).max(n.min(3))).collect();
@@ -543,23 +579,42 @@ impl ValueTest {
         (older.iter().flat_map(|o| &o.values)).any(|v| words.contains(v))
     }
 
-    /// The newer statement that leaves a value an older one gave ("Gareth left Tesco for
-    /// Aldi" after "Gareth works at Tesco"): `left`, the past of Levin's (1993) verb of
-    /// leaving (51.2), with the value as its object (after determiners). `left` is no cue on
-    /// its own: it is as often a direction or a remainder ("turn left", "none left"). The
-    /// pair decides, whatever the newer one's rank, as for a cue that names the older value.
-    pub(crate) fn left<'f>(older: &[Fact], newer: &'f [Fact]) -> Option<&'f Fact> {
-        const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "their"];
-        let was: Vec<&String> = older.iter().flat_map(|o| &o.values).collect();
-        newer.iter().find(|n| {
+    /// The newer statement that ends what an older one gave, with its verb: a verb of
+    /// [`ENDINGS`] whose object's first word (after determiners) is a value of the older
+    /// statement or a word of its clause ("Gareth left Tesco for Aldi" after "Gareth works at
+    /// Tesco"; "Felix dropped football" after "Felix plays football"; "he packed in the
+    /// council job" after "my dad works for the council"). The pair decides, whatever the
+    /// newer one's rank, as for a cue that names the older value.
+    pub(crate) fn ended<'f>(
+        &self,
+        older: &[Fact],
+        newer: &'f [Fact],
+    ) -> Option<(&'static str, &'f Fact)> {
+        let mut was: Vec<String> = older.iter().flat_map(|o| o.values.clone()).collect();
+        for o in older {
+            let mut t = self.terms(&o.clause);
+            t.retain(|x| !self.names.contains(x) && !LIGHT_VERBS.contains(&x.as_str()));
+            was.extend(t);
+        }
+        newer.iter().find_map(|n| {
             let w = words(&n.clause);
-            (0..w.len()).any(|i| {
-                let object = w[i + 1..]
-                    .iter()
-                    .find(|y| !DETERMINERS.contains(&y.as_str()));
-                w[i] == "left" && object.is_some_and(|y| was.contains(&y))
-            })
+            let verb = ENDINGS.iter().find(|e| {
+                let parts: Vec<&str> = e.split(' ').collect();
+                (0..w.len()).any(|i| {
+                    let at = w[i..].iter().zip(&parts).filter(|(a, b)| a == b).count();
+                    let object = (w[i..].iter().skip(parts.len()))
+                        .find(|y| !DETERMINERS.contains(&y.as_str()));
+                    at == parts.len() && object.is_some_and(|y| self.was(&was, y))
+                })
+            })?;
+            Some((*verb, n))
         })
+    }
+
+    /// Whether the word `object` is one of `was` (values, or analysed terms of a clause).
+    fn was(&self, was: &[String], object: &str) -> bool {
+        was.iter().any(|v| v == object)
+            || (self.terms(object).iter()).any(|t| was.iter().any(|v| same_term(v, t)))
     }
 
     /// A name question, and the two statements give their kin noun different names.

@@ -209,7 +209,20 @@ fn leaving_the_older_value_links_and_left_alone_does_not() {
     // none of the question's terms)
     let (order, moves) = run(&items, &[0, 1, 2, 3], &[1.0, 0.2, 0.2, 0.2], q);
     assert_eq!(order, [1, 0, 2, 3]);
-    assert_eq!((moves[0].change.cue, moves.len()), (LEFT_CUE, 2));
+    assert_eq!((moves[0].change.cue, moves.len()), ("left", 2));
+}
+
+#[test]
+fn a_verb_of_ending_with_the_older_statements_word_as_object_links() {
+    let items = Items(vec![
+        ("a", 0, "user: My daughter Ivy plays hockey on Saturdays."),
+        ("b", 90, "user: Ivy dropped her phone down the stairs."),
+        ("c", 95, "user: Ivy dropped hockey and took up judo."),
+    ]);
+    let q = "What sport does my daughter play?";
+    let (order, moves) = run(&items, &[0, 1, 2], &[1.0, 0.2, 0.2], q);
+    assert_eq!(order, [2, 1, 0]);
+    assert_eq!((moves[0].change.cue, moves.len()), ("dropped", 2));
 }
 
 /// Rows with key vectors, for the value test's cosine bar.
