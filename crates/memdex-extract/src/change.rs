@@ -72,7 +72,8 @@ const SYNONYMS: &[&[&str]] = &[
 /// `fall`, `go up`, `go down`, `raise`, `lower`, `reduce`), and `move`, `relocate`,
 /// `transfer`, `sell`, `retire`, `divorce`, `break up`, each in its finite and past
 /// participle forms (an `-ing` form is as often an adjective or a noun: "a moving
-/// experience", "trading cards").
+/// experience", "trading cards"), and 45.6's nouns after a determiner or a noun of pay or
+/// price ("a pay rise", "the rent increase").
 const CUES: &[&str] = &[
     "no longer",
     "anymore",
@@ -128,6 +129,10 @@ const CUES: &[&str] = &[
     "fell",
     "lowered",
     "reduced",
+    "increase",
+    "decrease",
+    "rise",
+    "raise",
 ];
 
 /// Cues that only mark a present or beginning state (`now`, `new`, `started`, `lately`):
@@ -377,6 +382,7 @@ impl ChangeTest {
                 };
                 let parts = clauses(sentence);
                 let referents = self.referents(&parts, &r, &mut last);
+                let stating = stating(sentence, &parts);
                 let found = cues_in(&words, self.asks_now);
                 let uncounted =
                     (self.counted.as_ref()).is_some_and(|c| !words.iter().any(|w| c.contains(w)));
@@ -387,6 +393,9 @@ impl ChangeTest {
                     let Some(k) = parts.iter().rposition(|c| c.first <= at) else {
                         continue;
                     };
+                    if k >= stating && !past(cue) {
+                        continue; // asked, not stated: "Should I ask for a raise?"
+                    }
                     // the object of a verb of change is what changed: "she switched me to …"
                     let object = self.subject == Subject::User
                         && speaker.is_none()
@@ -449,12 +458,7 @@ impl ChangeTest {
                 };
                 let mut parts = clauses(sentence);
                 let referents = self.referents(&parts, &r, &mut last);
-                if sentence.ends_with('?') {
-                    // a question's statements are the clauses before the one that asks
-                    // ("Wet Leg are my favourite band - who else sounds like them?")
-                    let asks = parts.iter().position(asking).unwrap_or(0);
-                    parts.truncate(asks);
-                }
+                parts.truncate(stating(sentence, &parts));
                 out.extend(self.sentence_facts(sentence, parts, &referents, r));
             }
         }
@@ -532,6 +536,34 @@ const ASKING: &[&str] = &[
     "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
     "should", "shall", "may", "might", "any", "anything", "anyone",
 ];
+
+/// Whether a cue is a past form: a question takes the change it names as done ("… now that
+/// I've moved in?"), where it asks about a noun or a base form ("Should I ask for a raise?").
+fn past(cue: &str) -> bool {
+    const IRREGULAR: &[&str] = &[
+        "sold",
+        "quit",
+        "rose",
+        "risen",
+        "fell",
+        "withdrew",
+        "withdrawn",
+    ];
+    let verb = cue.split(' ').next().unwrap_or(cue);
+    verb.ends_with("ed")
+        || has(IRREGULAR, verb)
+        || matches!(verb, "gave" | "given" | "broke" | "broken")
+}
+
+/// How many of a sentence's clauses state: all of a sentence that does not ask; of a question,
+/// those before the clause that asks ("Wet Leg are my favourite band - who else sounds like
+/// them?"), none when no clause opens like a question ("You moved?").
+fn stating(sentence: &str, parts: &[Clause]) -> usize {
+    match sentence.ends_with('?') {
+        true => parts.iter().position(asking).unwrap_or(0),
+        false => parts.len(),
+    }
+}
 
 /// Whether `clause` asks: it opens, after a conjunction or an interjection, with one of
 /// [`ASKING`].
@@ -687,6 +719,9 @@ fn cues_in(words: &[String], asks_now: bool) -> Vec<(&'static str, usize)> {
             "instead" => stated(words, at) && words.get(at + 1).is_none_or(|w| w != "of"),
             "used to" => stated(words, at) && words.iter().any(|w| has(CONTRAST, w)),
             "raised" => stated(words, at) && !fundraising(words, at),
+            // the nouns of calibratable change, after a determiner or what changed: "a pay
+            // rise", "the rent increase" (not "to raise the kids", "prices rise")
+            "increase" | "decrease" | "rise" | "raise" => stated(words, at) && nominal(words, at),
             _ => stated(words, at),
         };
         ok.then_some((cue, at))
@@ -697,6 +732,16 @@ fn cues_in(words: &[String], asks_now: bool) -> Vec<(&'static str, usize)> {
         (stated(words, at) && (asks_now || possessed)).then_some((cue, at))
     });
     strong.chain(weak).collect()
+}
+
+/// The word at `at` is a noun: an article, a possessive or a noun of pay or price before it
+/// (`a rise`, `my raise`, `pay rise`, `rent increase`).
+fn nominal(words: &[String], at: usize) -> bool {
+    const BEFORE: &[&str] = &[
+        "a", "an", "the", "my", "our", "his", "her", "their", "pay", "salary", "wage", "rent",
+        "price", "fee", "fees",
+    ];
+    at > 0 && has(BEFORE, &words[at - 1])
 }
 
 /// `raised` at `at` collects money (`raised almost $3,000`, `raised funds`) rather than

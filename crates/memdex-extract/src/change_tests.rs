@@ -354,6 +354,25 @@ fn verbs_of_change_are_classes_in_their_forms() {
         change("I've given up black tea in the evenings.", q),
         Some("given up")
     );
+    // the nouns of calibratable change, as nouns only
+    let q = "How much do I earn?";
+    assert_eq!(change("I finally got a raise at work.", q), Some("raise"));
+    assert_eq!(
+        change("Our rent increase came through.", q),
+        Some("increase")
+    );
+    assert_eq!(change("I want to raise my kids near the sea.", q), None);
+    assert_eq!(change("I watch prices rise every week.", q), None);
+    // a cue in the clause that asks states nothing
+    assert_eq!(change("Should I ask for a raise?", q), None);
+    assert_eq!(
+        change("I got a raise - how should I invest it?", q),
+        Some("raise")
+    );
+    // ... but a question takes a past change as done
+    let q = "Where do I live?";
+    let t = "What do I do first when I've just moved in?";
+    assert_eq!(change(t, q), Some("moved"));
     // an -ing form is as often an adjective
     let q = "What does John appreciate about the visit?";
     assert_eq!(
