@@ -393,7 +393,7 @@ impl ChangeTest {
                     let Some(k) = parts.iter().rposition(|c| c.first <= at) else {
                         continue;
                     };
-                    if k >= stating && !past(cue) {
+                    if k >= stating && !past(cue) && !definite(&words, at) {
                         continue; // asked, not stated: "Should I ask for a raise?"
                     }
                     // the object of a verb of change is what changed: "she switched me to …"
@@ -538,7 +538,8 @@ const ASKING: &[&str] = &[
 ];
 
 /// Whether a cue is a past form: a question takes the change it names as done ("… now that
-/// I've moved in?"), where it asks about a noun or a base form ("Should I ask for a raise?").
+/// I've moved in?"), where it asks about a base form or an indefinite noun ("Should I ask
+/// for a raise?").
 fn past(cue: &str) -> bool {
     const IRREGULAR: &[&str] = &[
         "sold",
@@ -553,6 +554,17 @@ fn past(cue: &str) -> bool {
     verb.ends_with("ed")
         || has(IRREGULAR, verb)
         || matches!(verb, "gave" | "given" | "broke" | "broken")
+}
+
+/// Whether the cue at `at` is in a definite noun phrase (a possessive or `the` in the two
+/// words before it): a question presupposes what it names ("How do I ask my new manager
+/// …?", "Is the rent increase legal?"), where an indefinite one is asked about ("Should I
+/// ask for a raise?").
+fn definite(words: &[String], at: usize) -> bool {
+    const DEFINITE: &[&str] = &["the", "my", "our", "his", "her", "their"];
+    words[at.saturating_sub(2)..at]
+        .iter()
+        .any(|w| has(DEFINITE, w))
 }
 
 /// How many of a sentence's clauses state: all of a sentence that does not ask; of a question,

@@ -369,7 +369,8 @@ fn verbs_of_change_are_classes_in_their_forms() {
         change("I got a raise - how should I invest it?", q),
         Some("raise")
     );
-    // ... but a question takes a past change as done
+    // ... but a question takes a past change, or one a definite noun phrase names, as done
+    assert_eq!(change("Is the pay rise taxed?", q), Some("rise"));
     let q = "Where do I live?";
     let t = "What do I do first when I've just moved in?";
     assert_eq!(change(t, q), Some("moved"));
