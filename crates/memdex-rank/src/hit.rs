@@ -152,7 +152,9 @@ pub struct UpdateLink {
     /// `newest_first` (a question about the present) or `oldest_first` (an earlier state).
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "newest_first"))]
     pub direction: UpdateDirection,
-    /// The cue of change the newer session's sentence carries (`no longer`, `moved`, …).
+    /// The cue of change the newer session's sentence carries (`no longer`, `moved`, …), the
+    /// verb of ending that names the older statement's thing (`left`, `dropped`), or
+    /// `same attribute, new value`.
     pub cue: &'static str,
     /// The newer session's sentence that states the change.
     pub sentence: String,
