@@ -1,10 +1,10 @@
 //! The update stage on its scenario sets (memdex-testkit fixtures), through the default
-//! `memdex index` and `memdex search` with the real MiniLM, one store for all eight sets:
+//! `memdex index` and `memdex search` with the real MiniLM, one store for all ten sets:
 //! the public knowledge-update and control sets, the everyday ones written before the
 //! stage's cue list was read, the fresh ones written after its clause and value rules by
 //! someone who read none of them, and the fresh-2 ones written after every rule up to
-//! `663f746` by someone who opened no file of the project
-//! (`crates/memdex-testkit/fixtures/README.md`).
+//! `663f746` and the fresh-3 ones after every rule of the stage's phase 4, each by someone
+//! who opened no file of the project (`crates/memdex-testkit/fixtures/README.md`).
 //!
 //! Every set is split by `memdex_testkit::split_half` (FNV-1a of the scenario id) into a
 //! tuning half, where rules are developed, and a checking half, where they are judged. The
@@ -31,8 +31,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memdex_testkit::{
-    controls_everyday, controls_fresh, controls_fresh2, knowledge_updates, minilm, ok, split_half,
-    update_controls, updates_everyday, updates_fresh, updates_fresh2, Half,
+    controls_everyday, controls_fresh, controls_fresh2, controls_fresh3, knowledge_updates, minilm,
+    ok, split_half, update_controls, updates_everyday, updates_fresh, updates_fresh2,
+    updates_fresh3, Half,
 };
 use serde_json::{json, Value};
 
@@ -85,7 +86,7 @@ impl Set {
     }
 }
 
-fn update_sets() -> [Set; 4] {
+fn update_sets() -> [Set; 5] {
     [
         Set {
             name: "public updates",
@@ -107,10 +108,15 @@ fn update_sets() -> [Set; 4] {
             prefix: "uf2",
             json: updates_fresh2(),
         },
+        Set {
+            name: "fresh-3 updates",
+            prefix: "uf3",
+            json: updates_fresh3(),
+        },
     ]
 }
 
-fn control_sets() -> [Set; 4] {
+fn control_sets() -> [Set; 5] {
     [
         Set {
             name: "public controls",
@@ -131,6 +137,11 @@ fn control_sets() -> [Set; 4] {
             name: "fresh-2 controls",
             prefix: "cf2",
             json: controls_fresh2(),
+        },
+        Set {
+            name: "fresh-3 controls",
+            prefix: "cf3",
+            json: controls_fresh3(),
         },
     ]
 }

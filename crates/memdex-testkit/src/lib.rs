@@ -495,6 +495,21 @@ pub fn controls_fresh2() -> serde_json::Value {
     fixture("controls-fresh2.json")
 }
 
+/// The third fresh knowledge-update set (`fixtures/updates-fresh3.json`): 32 scenarios written
+/// like [`updates_fresh2`], after every rule up to the update stage's phase 4, by a helper
+/// session that opened no file of the project; with changes stated inside questions
+/// (`fixtures/README.md`).
+pub fn updates_fresh3() -> serde_json::Value {
+    fixture("updates-fresh3.json")
+}
+
+/// The third fresh control set (`fixtures/controls-fresh3.json`): 33 controls written with
+/// [`updates_fresh3`], among them changes only asked about ("should I switch to Monzo?");
+/// tiers from the stage-off ranking.
+pub fn controls_fresh3() -> serde_json::Value {
+    fixture("controls-fresh3.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
