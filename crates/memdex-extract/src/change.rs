@@ -207,9 +207,10 @@ const HEDGES: &[&str] = &[
 const FIRST_PERSON: &[&str] = &["i", "me", "we", "us", "our", "my", "mine"];
 const POSSESSIVES: &[&str] = &["my", "our", "his", "her", "their"];
 const PRONOUNS: &[&str] = &["she", "he", "they", "her", "him", "his", "them", "their"];
+/// Auxiliaries a question inverts, with the contracted `'s` ("Where's my brother living?").
 const AUX: &[&str] = &[
     "is", "are", "am", "was", "were", "do", "does", "did", "has", "have", "had", "can", "will",
-    "would", "should",
+    "would", "should", "s",
 ];
 
 /// The subject of `question` (see the module docs).

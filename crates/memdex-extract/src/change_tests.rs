@@ -16,6 +16,8 @@ fn the_subject_comes_from_the_question_grammar() {
     assert_eq!(s("How much is my rent?"), Subject::User);
     assert_eq!(s("How many kids do I have?"), Subject::User);
     assert_eq!(s("Where does my sister live?"), other(&["sister"]));
+    assert_eq!(s("Where's my sister living now?"), other(&["sister"]));
+    assert_eq!(s("What's my rent?"), Subject::User);
     assert_eq!(s("What is my dog's name?"), other(&["dog", "puppy"]));
     assert_eq!(s("Who coaches my son's soccer team now?"), other(&["son"]));
     assert_eq!(

@@ -4,9 +4,10 @@
 //! any closing quotes or brackets right after the mark kept in the sentence. A `.` does not end
 //! one after a title or an abbreviation that never closes a sentence (`Dr. Patel`,
 //! `St. Louis`, `e.g. Paris`, `approx. 3 km`), after an initial (`J. K. Rowling`), inside a
-//! word or number (`3.5`, `memdex.io`), or when the next word starts in lower case
-//! (`etc. and`); after an abbreviation that can close a sentence (`etc.`, `p.m.`, `U.S.`)
-//! it ends one only when the next word starts in upper case.
+//! word or number (`3.5`, `memdex.io`); after an abbreviation that can close a sentence
+//! (`etc.`, `p.m.`, `U.S.`) it ends one only when the next word starts in upper case (`etc.
+//! and` goes on). After an ordinary word it ends one whatever the next word's case: chat
+//! often starts a sentence in lower case.
 
 /// Abbreviations that never end a sentence: titles and Latin or measure shorthands.
 const NEVER_FINAL: &[&str] = &[
@@ -79,9 +80,6 @@ fn period_ends(text: &str, at: usize) -> bool {
     }
     let next_word = after.trim_start().chars().next();
     let upper_next = next_word.is_some_and(char::is_uppercase);
-    if next_word.is_some_and(char::is_lowercase) {
-        return false;
-    }
     let lower = word.to_lowercase();
     if is_initial(word) || NEVER_FINAL.contains(&lower.as_str()) {
         return false;
@@ -89,6 +87,8 @@ fn period_ends(text: &str, at: usize) -> bool {
     if MAYBE_FINAL.contains(&lower.as_str()) {
         return upper_next || next_word.is_none();
     }
+    // after an ordinary word a period ends the sentence whatever the next word's case: chat
+    // often starts one in lower case ("every morning now. does it matter?")
     true
 }
 
@@ -140,6 +140,15 @@ mod tests {
             ["I moved to the U.S.", "Last year was hard."]
         );
         assert_eq!(split("See you at 5 p.m."), ["See you at 5 p.m."]);
+        assert_eq!(
+            split("Pens, pads etc. and ink."),
+            ["Pens, pads etc. and ink."]
+        );
+        // after an ordinary word, a lower-case start is a new sentence (chat)
+        assert_eq!(
+            split("it's matcha every morning now. does it matter?"),
+            ["it's matcha every morning now.", "does it matter?"]
+        );
         assert_eq!(
             split("Wait... I moved. Really?"),
             ["Wait...", "I moved.", "Really?"]

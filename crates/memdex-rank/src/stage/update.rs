@@ -489,8 +489,9 @@ impl ValueTest {
         attributes.dedup();
         let lower = words(question);
         let asks_name = (lower.iter()).any(|w| w == "name" || w == "called");
+        // "Where …?", "Where's …?"
         let asks_place =
-            (question.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case("where"));
+            (lower.first()).is_some_and(|w| w.split(['\'', '’']).next() == Some("where"));
         let after_to = (lower.windows(2))
             .filter(|w| w[0] == "to")
             .flat_map(|w| analyzer.terms(&w[1]))

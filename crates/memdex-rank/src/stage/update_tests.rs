@@ -169,6 +169,13 @@ fn the_same_attribute_with_a_new_value_links_without_a_cue() {
     assert_eq!(order, [1, 0, 2], "the sister's home is not the user's");
     assert_eq!(moves[0].change.cue, VALUE_CUE);
     assert_eq!(moves[0].change.sentence, "I live in Glasgow");
+    // a place question, contracted: two places of the subject's
+    let sister = Items(vec![
+        ("a", 0, "user: My sister Ana is based in Porto."),
+        ("b", 90, "user: Ana has a flat in Lisbon."),
+    ]);
+    let (order, _) = run(&sister, &[0, 1], &[1.0, 0.9], "Where's my sister based?");
+    assert_eq!(order, [1, 0]);
     // the same value again is a repeated fact, not a change
     let again = Items(vec![
         ("a", 0, "user: I live in Bristol, by the harbourside."),
