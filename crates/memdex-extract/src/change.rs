@@ -25,7 +25,7 @@
 
 use crate::lexicon::{tokens, Token};
 use crate::sentences::sentences;
-use crate::whose::{clauses, is_kin, Clause, Who};
+use crate::whose::{clauses, is_kin, Clause, Who, HEDGES};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,41 +167,6 @@ const ASKS_NOW: &[&str] = &[
 /// Words that mark a contrast with an earlier state, for `used to`.
 const CONTRAST: &[&str] = &[
     "but", "now", "anymore", "since", "until", "instead", "no", "longer",
-];
-
-/// Words that deny, suppose, plan or wish rather than state (`won't quit`, `might switch`,
-/// `I'll probably switch`, `thinking about`): negation, the modal auxiliaries, and the adverbs
-/// and verbs of hedging, planning and wishing. One of them in the two words before a cue
-/// denies the cue (and so does `to`: "want to switch"); one anywhere in a clause makes it no
-/// statement of how things are (and so does `used`: "I used to live in Leeds").
-const HEDGES: &[&str] = &[
-    "not",
-    "never",
-    "t",
-    "will",
-    "ll",
-    "would",
-    "d",
-    "might",
-    "may",
-    "could",
-    "should",
-    "if",
-    "probably",
-    "maybe",
-    "perhaps",
-    "possibly",
-    "gonna",
-    "wanna",
-    "planning",
-    "plan",
-    "thinking",
-    "considering",
-    "hoping",
-    "hope",
-    "want",
-    "wants",
-    "wish",
 ];
 
 const FIRST_PERSON: &[&str] = &["i", "me", "we", "us", "our", "my", "mine"];
@@ -570,10 +535,11 @@ fn definite(words: &[String], at: usize) -> bool {
 
 /// How many of a sentence's clauses state: all of a sentence that does not ask; of a question,
 /// those before the clause that asks ("Wet Leg are my favourite band - who else sounds like
-/// them?"), none when no clause opens like a question ("You moved?").
+/// them?"), or, when no clause opens like a question, all but the last ("I live in Sydney -
+/// whats a good time to call?"; "You moved?" states nothing).
 fn stating(sentence: &str, parts: &[Clause]) -> usize {
     match sentence.ends_with('?') {
-        true => parts.iter().position(asking).unwrap_or(0),
+        true => (parts.iter().position(asking)).unwrap_or(parts.len().saturating_sub(1)),
         false => parts.len(),
     }
 }

@@ -402,6 +402,15 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     assert!(test
         .facts_in("So where do I live in Perth?", none)
         .is_empty());
+    assert!(test.facts_in("You live in Perth?", none).is_empty());
+    let facts = test.facts_in("I live in Perth - whats the best beach?", none);
+    assert_eq!(facts.len(), 1);
+    // a hedged verb phrase after `and` is a clause of its own
+    let t = "I've moved to Perth for good and want a dog.";
+    let clauses: Vec<String> = (test.facts_in(t, none).into_iter())
+        .map(|f| f.clause)
+        .collect();
+    assert_eq!(clauses, ["I've moved to Perth for good"]);
     // plans and wishes state nothing
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());

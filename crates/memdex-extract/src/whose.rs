@@ -3,7 +3,8 @@
 //! A sentence is cut into **clauses** at punctuation inside it (`,` `;` `:` `(` `)` dashes,
 //! not the comma of `48,000`), before a conjunction (`but`, `so`, `because`, `while`,
 //! `although`, `though`, `whereas`; `and` only before a subject pronoun, so "she and Aaron"
-//! stays one subject) and before `she`/`he`. A clause's **subject** is the first of these it
+//! stays one subject, or before a word that hedges: "moved to Cork | and wants a dog") and
+//! before `she`/`he`. A clause's **subject** is the first of these it
 //! holds, after the words that only link it to the one before (`so`, `where`, `then`,
 //! `finally`, …):
 //! * the first person (`I`, `we`): [`Who::Me`];
@@ -148,6 +149,42 @@ const ROLES: &[&str] = &[
     "students",
 ];
 
+/// Words that deny, suppose, plan or wish rather than state (`won't quit`, `might switch`,
+/// `I'll probably switch`, `thinking about`): negation, the modal auxiliaries, and the adverbs
+/// and verbs of hedging, planning and wishing. One of them in the two words before a cue
+/// denies the cue (and so does `to`: "want to switch"); one anywhere in a clause makes it no
+/// statement of how things are (and so does `used`: "I used to live in Leeds"). `and` before
+/// one starts a clause of its own ("he's moved back to Cork | and wants a dog").
+pub(crate) const HEDGES: &[&str] = &[
+    "not",
+    "never",
+    "t",
+    "will",
+    "ll",
+    "would",
+    "d",
+    "might",
+    "may",
+    "could",
+    "should",
+    "if",
+    "probably",
+    "maybe",
+    "perhaps",
+    "possibly",
+    "gonna",
+    "wanna",
+    "planning",
+    "plan",
+    "thinking",
+    "considering",
+    "hoping",
+    "hope",
+    "want",
+    "wants",
+    "wish",
+];
+
 /// Conjunctions a clause starts at (`and` only before a subject pronoun: "she and Aaron
 /// moved" is one subject).
 const CONJUNCTIONS: &[&str] = &[
@@ -218,7 +255,11 @@ fn boundary(sentence: &str, a: &Token<'_>, b: &Token<'_>, next: Option<&Token<'_
     let gap = sentence.get(a.end..b.start).unwrap_or("");
     let pronoun = matches!(b.lower.as_str(), "she" | "he") && !LINKS.contains(&a.lower.as_str());
     let and = b.lower.as_str() == "and";
-    let and_clause = and && next.is_some_and(|n| SUBJECT_PRONOUNS.contains(&n.lower.as_str()));
+    let and_clause = and
+        && next.is_some_and(|n| {
+            let n = n.lower.as_str();
+            SUBJECT_PRONOUNS.contains(&n) || HEDGES.contains(&n)
+        });
     let digits = |t: &Token<'_>| t.lower.chars().all(|c| c.is_ascii_digit());
     let thousands = gap == "," && digits(a) && digits(b);
     !thousands && gap.contains([',', ';', ':', '(', ')', '–', '—'])
@@ -343,12 +384,23 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
     out
 }
 
+/// Verbs of moving house in the past (Levin's 51.3.2 and `relocate`, `emigrate`): where the
+/// subject moved to is where it is ("moved back to Cork").
+const MOVED: &[&str] = &["moved", "relocated", "emigrated"];
+
 /// The places among the first `own` words of `clause`: a name (as [`values`] reads one)
-/// right after `in`, `at` or `near` ("lives in Cork", "a bungalow in Galway"), lower case.
+/// right after `in`, `at` or `near` ("lives in Cork", "a bungalow in Galway"), or after `to`
+/// in a clause of moving ("moved back to Cork"), lower case.
 pub(crate) fn places(clause: &Clause, own: usize, names: &[String]) -> Vec<String> {
     let all = values(clause, own, names);
+    let moved = clause.words[..own.min(clause.words.len())]
+        .iter()
+        .any(|w| MOVED.contains(&w.as_str()));
     (1..own.min(clause.words.len()))
-        .filter(|&k| matches!(clause.words[k - 1].as_str(), "in" | "at" | "near"))
+        .filter(|&k| {
+            let before = clause.words[k - 1].as_str();
+            matches!(before, "in" | "at" | "near") || moved && before == "to"
+        })
         .map(|k| clause.words[k].clone())
         .filter(|w| all.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit()))
         .collect()
@@ -505,6 +557,11 @@ mod tests {
         assert_eq!(values(c, c.words.len(), &[]), ["five"]);
         let c = &clauses("Mum's bungalow in Galway has a garden at 14 Shore Road")[0];
         assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
+        // where the subject moved to is a place of theirs; a trip's goal is not
+        let c = &clauses("She moved back to Cork for good")[0];
+        assert_eq!(places(c, c.words.len(), &[]), ["cork"]);
+        let c = &clauses("She went to Cork for the weekend")[0];
+        assert!(places(c, c.words.len(), &[]).is_empty());
         let c = &clauses("I work five days a week and my son is 7 years old")[0];
         assert_eq!(values(c, c.words.len(), &[]), ["five", "7"]);
         let c = &clauses("I go to the gym on Monday and Friday at 6am")[0];
