@@ -13,10 +13,12 @@
 //! A later session **states a change** of it when one of its sentences both carries a cue
 //! of change (a closed list of change-of-state words: `no longer`, `anymore`, `used to`,
 //! `instead`, `now`, `new`, `moved`, `switched`, `sold`, `quit`, …) and is about the subject:
-//! it names the subject (or a pronoun refers to it, in a session that names it), or, for
-//! the user, it speaks in the first person or of no one else (`the landlord bumped it to
-//! $2,100`), not of a third party (`my son needs new cleats`). A speaker's own first-person
-//! line (`Caroline: I moved to …`) is about that speaker.
+//! it names the subject (or a pronoun refers to it: the last person the item named, or, when
+//! it named none yet, someone its session names), or, for the user, it speaks in the first
+//! person or of no one else (`the landlord bumped it to $2,100`), not of a third party (`my
+//! son needs new cleats`). A speaker's own first-person line (`Caroline: I moved to …`) is
+//! about that speaker. A cue in the clause a question asks is none, unless the question takes
+//! it as done (a past form, a definite noun phrase: "now I've moved in?", "my new manager").
 //!
 //! Precision first, as the time extractor: a cue in another sense than a change is not one
 //! (`raised $3,000` for a charity, against `raised my rent`), a change stated only implicitly

@@ -236,18 +236,19 @@ fn read_window<'s>(window: &[Entry], rows: &impl UpdateRows<'s>, question: &str)
     let cued: Vec<bool> = (window.iter())
         .map(|e| user(e) && carries_cue(rows.item(e.index).value, now))
         .collect();
-    // a verb of ending may end what an item that shares no word with the question gave
-    let any_cue = (window.iter()).any(|e| user(e) && ValueTest::may_end(rows.item(e.index).value))
-        || cued.contains(&true);
+    // a cue, or a verb of ending (which may end what an item sharing no word with the
+    // question gave), has every user item of the window read
+    let read_all = cued.contains(&true)
+        || (window.iter()).any(|e| user(e) && ValueTest::may_end(rows.item(e.index).value));
     let valued: Vec<bool> = (window.iter())
-        .map(|e| user(e) && (any_cue || value.mentions(rows.item(e.index).value)))
+        .map(|e| user(e) && (read_all || value.mentions(rows.item(e.index).value)))
         .collect();
     let mut read = Read {
         cues: vec![None; window.len()],
         facts: vec![Vec::new(); window.len()],
         value,
     };
-    if !any_cue && valued.iter().filter(|&&v| v).count() < 2 {
+    if !read_all && valued.iter().filter(|&&v| v).count() < 2 {
         return read;
     }
     let mut sessions: HashMap<(&'s str, i64), String> = HashMap::new();
@@ -324,8 +325,8 @@ const ENDINGS: &[&str] = &[
 const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "their", "its"];
 
 /// Which window ranks are linked (symmetric), each link with the newer one's evidence: its
-/// cue of change, a statement that leaves the older one's value, or a statement of the same
-/// attribute with another value.
+/// cue of change, a verb of ending whose object the older statement gave
+/// ([`ValueTest::ended`]), or a statement of the same attribute with another value.
 fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>>> {
     let w = window.len();
     let best = window.iter().map(|e| e.score).fold(f64::MIN, f64::max);
