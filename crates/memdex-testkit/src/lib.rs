@@ -510,6 +510,20 @@ pub fn controls_fresh3() -> serde_json::Value {
     fixture("controls-fresh3.json")
 }
 
+/// The fourth fresh knowledge-update set (`fixtures/updates-fresh4.json`): 32 scenarios written
+/// like [`updates_fresh3`], after every rule of the update stage's phase 4, by a helper session
+/// that opened no file of the project; in several registers, some all lower-case
+/// (`fixtures/README.md`).
+pub fn updates_fresh4() -> serde_json::Value {
+    fixture("updates-fresh4.json")
+}
+
+/// The fourth fresh control set (`fixtures/controls-fresh4.json`): 33 controls written with
+/// [`updates_fresh4`]; tiers from the stage-off ranking.
+pub fn controls_fresh4() -> serde_json::Value {
+    fixture("controls-fresh4.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
