@@ -50,8 +50,16 @@ pub struct Change {
 
 /// Words that name the same kin.
 const SYNONYMS: &[&[&str]] = &[
-    &["grandmother", "grandma", "granny", "nana"],
-    &["grandfather", "grandpa"],
+    &[
+        "grandmother",
+        "grandma",
+        "granny",
+        "gran",
+        "nan",
+        "nana",
+        "nanna",
+    ],
+    &["grandfather", "grandpa", "grandad", "granddad"],
     &["mom", "mother", "mum", "mama"],
     &["dad", "father", "papa"],
     &["kids", "children", "kid", "child"],
@@ -451,11 +459,17 @@ impl ChangeTest {
         let mut values: Vec<String> = Vec::new();
         let mut places: Vec<String> = Vec::new();
         let mut times: Vec<String> = Vec::new();
+        let mut naming: Vec<Fact> = Vec::new();
         for (c, &referent) in parts.into_iter().zip(referents) {
             r.referent = referent;
             let planned = (0..c.words.len()).any(|i| hedges(&c.words, i) || c.words[i] == "used");
             let own = crate::whose::own_words(&c, names);
-            if planned || own == 0 || !about(&self.subject, &c, &r) {
+            if own == 0 || !about(&self.subject, &c, &r) {
+                continue;
+            }
+            if planned {
+                // a plan states no value, but "my boyfriend Daniel wants to …" names him
+                naming.extend(naming_fact(sentence, &c));
                 continue;
             }
             for v in crate::whose::values(&c, own, names) {
@@ -478,6 +492,7 @@ impl ChangeTest {
             f.places.clone_from(&places);
             f.times.clone_from(&times);
         }
+        facts.extend(naming);
         facts
     }
 
@@ -554,6 +569,20 @@ fn asking(clause: &Clause) -> bool {
     ];
     let mut words = clause.words.iter().skip_while(|w| has(OPENERS, w));
     words.next().is_some_and(|w| has(ASKING, w))
+}
+
+/// The fact a clause states by naming a kin noun ("my boyfriend Daniel"), whatever its verb
+/// does: the noun and the name, with no value.
+fn naming_fact(sentence: &str, c: &Clause) -> Option<Fact> {
+    let name = c.kin_name.as_ref()?;
+    let k = (c.words.windows(2)).position(|w| is_kin(&w[0]) && &w[1] == name)?;
+    Some(Fact {
+        clause: sentence.get(c.spans[k].0..c.spans[k + 1].1)?.to_string(),
+        values: Vec::new(),
+        places: Vec::new(),
+        times: Vec::new(),
+        kin_name: Some(name.clone()),
+    })
 }
 
 /// An item's session as [`ChangeTest::stated_in`] and [`ChangeTest::facts_in`] read it

@@ -411,7 +411,15 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
         .map(|f| f.clause)
         .collect();
     assert_eq!(clauses, ["I've moved to Perth for good"]);
-    // plans and wishes state nothing
+    // plans and wishes state nothing, but a kin noun's name is stated whatever the verb
+    let q = "What's my boyfriend called?";
+    let named = ChangeTest::new(q, [""]);
+    let t = "My boyfriend Daniel wants to move to Leeds.";
+    let facts = named.facts_in(t, named.session(t));
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].clause, "boyfriend Daniel");
+    assert_eq!(facts[0].kin_name.as_deref(), Some("daniel"));
+    assert!(facts[0].values.is_empty());
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());
     assert!(test

@@ -443,7 +443,7 @@ pub(crate) struct ValueTest {
     attributes: Vec<String>,
     /// The question asks a name (`name`, `called`).
     asks_name: bool,
-    /// The question asks a place (`Where …?`).
+    /// The question asks a place (`Where …?`, `Which city …?`).
     asks_place: bool,
     /// The question asks which day or what time (`Which days …?`, `What time …?`).
     asks_time: bool,
@@ -470,6 +470,20 @@ const LIGHT_VERBS: &[&str] = &[
     "go", "get", "have", "do", "make", "take", "give", "put", "keep",
 ];
 
+/// Kinds of place a `Which …?` question may ask for, as `Where …?` does.
+const PLACE_KINDS: &[&str] = &[
+    "city",
+    "town",
+    "country",
+    "village",
+    "suburb",
+    "state",
+    "county",
+    "area",
+    "neighbourhood",
+    "neighborhood",
+];
+
 /// Shortest term that matches a longer one as its prefix.
 const PREFIX_LETTERS: usize = 5;
 
@@ -490,9 +504,12 @@ impl ValueTest {
         attributes.dedup();
         let lower = words(question);
         let asks_name = (lower.iter()).any(|w| w == "name" || w == "called");
-        // "Where …?", "Where's …?"
-        let asks_place =
-            (lower.first()).is_some_and(|w| w.split(['\'', '’']).next() == Some("where"));
+        // "Where …?", "Where's …?", "Which city …?"
+        let asks_place = (lower.first())
+            .is_some_and(|w| w.split(['\'', '’']).next() == Some("where"))
+            || (lower.windows(2)).any(|w| {
+                matches!(w[0].as_str(), "which" | "what") && PLACE_KINDS.contains(&w[1].as_str())
+            });
         let after_to = (lower.windows(2))
             .filter(|w| w[0] == "to")
             .flat_map(|w| analyzer.terms(&w[1]))
