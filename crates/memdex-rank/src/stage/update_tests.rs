@@ -176,7 +176,12 @@ fn the_same_attribute_with_a_new_value_links_without_a_cue() {
     ]);
     let (order, _) = run(&sister, &[0, 1], &[1.0, 0.9], "Where's my sister based?");
     assert_eq!(order, [1, 0]);
-    let (order, _) = run(&sister, &[0, 1], &[1.0, 0.9], "Which city is my sister based in?");
+    let (order, _) = run(
+        &sister,
+        &[0, 1],
+        &[1.0, 0.9],
+        "Which city is my sister based in?",
+    );
     assert_eq!(order, [1, 0]);
     // the same value again is a repeated fact, not a change
     let again = Items(vec![
