@@ -27,7 +27,7 @@
 
 use crate::lexicon::{tokens, Token};
 use crate::sentences::sentences;
-use crate::whose::{clauses, is_kin, Clause, Who, HEDGES};
+use crate::whose::{clauses, is_kin, Clause, Who, HEDGES, SYNONYMS};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,26 +47,6 @@ pub struct Change {
     /// The sentence that carries it.
     pub sentence: String,
 }
-
-/// Words that name the same kin.
-const SYNONYMS: &[&[&str]] = &[
-    &[
-        "grandmother",
-        "grandma",
-        "granny",
-        "gran",
-        "nan",
-        "nana",
-        "nanna",
-    ],
-    &["grandfather", "grandpa", "grandad", "granddad"],
-    &["mom", "mother", "mum", "mama"],
-    &["dad", "father", "papa"],
-    &["kids", "children", "kid", "child"],
-    &["parents", "mom", "dad", "mother", "father"],
-    &["dog", "puppy"],
-    &["cat", "kitten"],
-];
 
 /// Cues that a state changed: that an earlier state ended or was replaced (`no longer`,
 /// `switched`, `sold`), or the point it changed (`as of`), as token sequences. `instead`
@@ -532,11 +512,13 @@ fn past(cue: &str) -> bool {
         "fell",
         "withdrew",
         "withdrawn",
+        "gave",
+        "given",
+        "broke",
+        "broken",
     ];
     let verb = cue.split(' ').next().unwrap_or(cue);
-    verb.ends_with("ed")
-        || has(IRREGULAR, verb)
-        || matches!(verb, "gave" | "given" | "broke" | "broken")
+    verb.ends_with("ed") || has(IRREGULAR, verb)
 }
 
 /// Whether the cue at `at` is in a definite noun phrase (a possessive or `the` in the two
@@ -544,10 +526,9 @@ fn past(cue: &str) -> bool {
 /// …?", "Is the rent increase legal?"), where an indefinite one is asked about ("Should I
 /// ask for a raise?").
 fn definite(words: &[String], at: usize) -> bool {
-    const DEFINITE: &[&str] = &["the", "my", "our", "his", "her", "their"];
     words[at.saturating_sub(2)..at]
         .iter()
-        .any(|w| has(DEFINITE, w))
+        .any(|w| w == "the" || has(POSSESSIVES, w))
 }
 
 /// How many of a sentence's clauses state: all of a sentence that does not ask; of a question,

@@ -209,6 +209,27 @@ const LINKS: &[&str] = &[
     "plus", "where", "which", "who", "that",
 ];
 
+/// Words that name the same kin (each group's words are kin nouns of [`KIN`], or variants
+/// of one: `mama`, `papa`).
+pub(crate) const SYNONYMS: &[&[&str]] = &[
+    &[
+        "grandmother",
+        "grandma",
+        "granny",
+        "gran",
+        "nan",
+        "nana",
+        "nanna",
+    ],
+    &["grandfather", "grandpa", "grandad", "granddad"],
+    &["mom", "mother", "mum", "mama"],
+    &["dad", "father", "papa"],
+    &["kids", "children", "kid", "child"],
+    &["parents", "mom", "dad", "mother", "father"],
+    &["dog", "puppy"],
+    &["cat", "kitten"],
+];
+
 pub(crate) fn is_person(word: &str) -> bool {
     is_kin(word) || ROLES.contains(&word)
 }
