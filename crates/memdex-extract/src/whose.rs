@@ -498,6 +498,21 @@ mod tests {
         clauses(s).into_iter().map(|c| c.who).collect()
     }
 
+    /// The first clause of `s`; `vals` and `plcs` read it whole as the subject's own.
+    fn first(s: &str) -> Clause {
+        clauses(s).swap_remove(0)
+    }
+
+    fn vals(s: &str) -> Vec<String> {
+        let c = first(s);
+        values(&c, c.words.len(), &[])
+    }
+
+    fn plcs(s: &str) -> Vec<String> {
+        let c = first(s);
+        places(&c, c.words.len(), &[])
+    }
+
     fn person(head: &str, kin: bool) -> Who {
         Who::Person {
             head: head.into(),
@@ -581,26 +596,30 @@ mod tests {
         let c = &clauses("My brother drives an old Audi A4 and it's slow")[0];
         assert_eq!(own_words(c, &[]), c.words.len());
         assert_eq!(values(c, c.words.len(), &[]), ["audi", "a4"]);
-        let c = &clauses("I run five mornings a week, 8 km each")[0];
-        assert_eq!(values(c, c.words.len(), &[]), ["five"]);
-        let c = &clauses("Mum's bungalow in Galway has a garden at 14 Shore Road")[0];
-        assert_eq!(places(c, c.words.len(), &[]), ["galway"]);
+        assert_eq!(vals("I run five mornings a week, 8 km each"), ["five"]);
+        assert_eq!(
+            plcs("Mum's bungalow in Galway has a garden at 14 Shore Road"),
+            ["galway"]
+        );
         // where the subject moved to is a place of theirs; a trip's goal is not
-        let c = &clauses("She moved back to Cork for good")[0];
-        assert_eq!(places(c, c.words.len(), &[]), ["cork"]);
-        let c = &clauses("She went to Cork for the weekend")[0];
-        assert!(places(c, c.words.len(), &[]).is_empty());
-        let c = &clauses("I work five days a week and my son is 7 years old")[0];
-        assert_eq!(values(c, c.words.len(), &[]), ["five", "7"]);
+        assert_eq!(plcs("She moved back to Cork for good"), ["cork"]);
+        assert!(plcs("She went to Cork for the weekend").is_empty());
+        assert_eq!(
+            vals("I work five days a week and my son is 7 years old"),
+            ["five", "7"]
+        );
         let c = &clauses("I go to the gym on Monday and Friday at 6am")[0];
         assert_eq!(times(c, c.words.len()), ["monday", "friday", "6am"]);
-        let c = &clauses("I'm on 50mg of sertraline, one of my pills")[0];
-        assert_eq!(values(c, c.words.len(), &[]), ["50mg"]);
-        let c = &clauses("My flat in Brighton got flooded from the one upstairs")[0];
-        assert_eq!(values(c, c.words.len(), &[]), ["brighton"]);
+        assert_eq!(vals("I'm on 50mg of sertraline, one of my pills"), ["50mg"]);
+        assert_eq!(
+            vals("My flat in Brighton got flooded from the one upstairs"),
+            ["brighton"]
+        );
         // dates are not values
-        let c = &clauses("I went to an LGBTQ conference two days ago on Friday 14th May 2023")[0];
-        assert_eq!(values(c, c.words.len(), &[]), ["lgbtq"]);
+        assert_eq!(
+            vals("I went to an LGBTQ conference two days ago on Friday 14th May 2023"),
+            ["lgbtq"]
+        );
         assert_eq!(
             whos("My colleague told me she's on 48,000 pounds"),
             [person("colleague", true), Who::Pronoun]
