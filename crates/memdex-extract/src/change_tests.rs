@@ -422,6 +422,9 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     assert!(facts[0].values.is_empty());
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());
+    // what was asked for has not happened
+    let t = "Asked the council to move us to Leeds.";
+    assert!(test.facts_in(t, none).is_empty());
     assert!(test
         .facts_in("I'm planning a move to Leeds.", none)
         .is_empty());

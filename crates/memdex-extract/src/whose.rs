@@ -156,9 +156,10 @@ const ROLES: &[&str] = &[
     "students",
 ];
 
-/// Words that deny, suppose, plan or wish rather than state (`won't quit`, `might switch`,
-/// `I'll probably switch`, `thinking about`): negation, the modal auxiliaries, and the adverbs
-/// and verbs of hedging, planning and wishing. One of them in the two words before a cue
+/// Words that deny, suppose, plan, wish or ask rather than state (`won't quit`, `might switch`,
+/// `I'll probably switch`, `thinking about`, "asked the landlord to drop the rent"): negation,
+/// the modal auxiliaries, the adverbs and verbs of hedging, planning and wishing, and the
+/// verbs of request (what was asked for has not happened yet). One of them in the two words before a cue
 /// denies the cue (and so does `to`: "want to switch"); one anywhere in a clause makes it no
 /// statement of how things are (and so does `used`: "I used to live in Leeds"). `and` before
 /// one starts a clause of its own ("he's moved back to Cork | and wants a dog").
@@ -190,6 +191,11 @@ pub(crate) const HEDGES: &[&str] = &[
     "want",
     "wants",
     "wish",
+    "asked",
+    "asking",
+    "requested",
+    "applied",
+    "applying",
 ];
 
 /// Conjunctions a clause starts at (`and` only before a subject pronoun: "she and Aaron
@@ -297,6 +303,10 @@ fn boundary(sentence: &str, a: &Token<'_>, b: &Token<'_>, next: Option<&Token<'_
         || pronoun
 }
 
+/// Words that open a noun phrase: a name one modifier after them is inside it ("her first
+/// Falcons match", "my new Pixel phone"), not the subject of a verb of its own.
+const NP_OPENERS: &[&str] = &["the", "a", "an", "my", "our", "your", "his", "her", "their"];
+
 /// Where the part of `clause` that is its subject's own ends (a word index into
 /// `clause.words`): before the name of someone else that follows a verb and is followed by
 /// one of its own ("I went to hear | Hilary Hahn play the violin"), or the whole clause.
@@ -315,6 +325,7 @@ pub(crate) fn own_words(clause: &Clause, names: &[String]) -> usize {
                 && !capital[k - 1]
                 && w[k].len() > 1
                 && !BEFORE_OBJECT.contains(&w[k - 1].as_str())
+                && !(k >= 2 && NP_OPENERS.contains(&w[k - 2].as_str()))
                 && !w[k - 1].chars().all(|c| c.is_ascii_digit())
                 && !is_person(&w[k - 1])
                 && !names.contains(&w[k])
@@ -591,6 +602,9 @@ mod tests {
         // a name right after a verb is the subject of a verb of its own
         let c = &clauses("I went to hear Hilary Hahn play the violin")[0];
         assert_eq!(own_words(c, &[]), 4);
+        // a name one modifier after a determiner is inside its noun phrase
+        let c = &clauses("Maisie's got her first Falcons U12s match on Saturday")[0];
+        assert_eq!(own_words(c, &["maisie".into()]), c.words.len());
         let c = &clauses("I'm a member at PureGym on Holloway Road")[0];
         assert_eq!(own_words(c, &[]), c.words.len());
         let c = &clauses("My brother drives an old Audi A4 and it's slow")[0];

@@ -524,6 +524,20 @@ pub fn controls_fresh4() -> serde_json::Value {
     fixture("controls-fresh4.json")
 }
 
+/// The fifth fresh knowledge-update set (`fixtures/updates-fresh5.json`): 32 scenarios written
+/// like [`updates_fresh4`], after the update stage's phase 4, by a helper session that opened
+/// no file of the project; attributes and idioms the earlier sets lack, some in dialect
+/// (`fixtures/README.md`).
+pub fn updates_fresh5() -> serde_json::Value {
+    fixture("updates-fresh5.json")
+}
+
+/// The fifth fresh control set (`fixtures/controls-fresh5.json`): 32 controls written with
+/// [`updates_fresh5`]; tiers from the stage-off ranking.
+pub fn controls_fresh5() -> serde_json::Value {
+    fixture("controls-fresh5.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")

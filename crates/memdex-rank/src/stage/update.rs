@@ -156,7 +156,8 @@ pub fn update_order<'s>(
         })
         .collect();
     let read = read_window(&window, rows, query.text);
-    let links = link(&window, &read, stage.relevance);
+    let near = near_pairs(&order[..w], rows);
+    let links = link(&window, &read, &near, stage.relevance);
     let linked: Vec<Vec<bool>> = (links.iter())
         .map(|row| row.iter().map(Option::is_some).collect())
         .collect();
@@ -213,6 +214,25 @@ fn cosine(a: &[f32], b: &[f32]) -> Option<f32> {
 /// bar holds for the older item of every link, for the newer one of a cue's link unless its
 /// sentence names the older value, and for both of a value link when there are no vectors.
 pub const VALUE_COSINE: f32 = 0.2;
+
+/// The cosine of two items' key vectors above which they count as saying the same kind of
+/// thing (MiniLM puts two chats on one topic at 0.2–0.4 and two statements of one attribute
+/// at 0.4–0.7): then a newer statement that shares one of the older one's terms of the
+/// question, not all of them, gives its attribute ("I earn $18 an hour" … "At $23 an hour
+/// I can finally afford …").
+pub const PAIR_COSINE: f32 = 0.4;
+
+/// For each pair of window ranks, whether their key vectors clear [`PAIR_COSINE`].
+fn near_pairs<'s>(window: &[usize], rows: &impl UpdateRows<'s>) -> Vec<Vec<bool>> {
+    let vector = |r: usize| rows.item(window[r]).embedding;
+    (0..window.len())
+        .map(|a| {
+            (0..window.len())
+                .map(|b| cosine(vector(a), vector(b)).is_some_and(|c| c >= PAIR_COSINE))
+                .collect()
+        })
+        .collect()
+}
 
 /// Most items of one session the stage reads on each side of a window item.
 const SESSION_SPAN: usize = 64;
@@ -327,7 +347,12 @@ const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "the
 /// Which window ranks are linked (symmetric), each link with the newer one's evidence: its
 /// cue of change, a verb of ending whose object the older statement gave
 /// ([`ValueTest::ended`]), or a statement of the same attribute with another value.
-fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>>> {
+fn link(
+    window: &[Entry],
+    read: &Read,
+    near: &[Vec<bool>],
+    relevance: f32,
+) -> Vec<Vec<Option<Change>>> {
     let w = window.len();
     let best = window.iter().map(|e| e.score).fold(f64::MIN, f64::max);
     let answers = |e: &Entry| best > 0.0 && e.score >= f64::from(relevance) * best;
@@ -355,7 +380,8 @@ fn link(window: &[Entry], read: &Read, relevance: f32) -> Vec<Vec<Option<Change>
                 if !clear(o) || !clear(n) {
                     return None;
                 }
-                let fact = read.value.changed(&read.facts[older], &read.facts[newer])?;
+                let facts = (&read.facts[older], &read.facts[newer]);
+                let fact = read.value.changed(facts.0, facts.1, near[older][newer])?;
                 Some(Change {
                     cue: VALUE_CUE,
                     sentence: fact.clause.clone(),
@@ -579,12 +605,18 @@ impl ValueTest {
         })
     }
 
-    /// The newer statement that gives an older one's attribute with another value, if any.
-    pub(crate) fn changed<'f>(&self, older: &[Fact], newer: &'f [Fact]) -> Option<&'f Fact> {
+    /// The newer statement that gives an older one's attribute with another value, if any
+    /// (`near`: the two items' key vectors clear [`PAIR_COSINE`]).
+    pub(crate) fn changed<'f>(
+        &self,
+        older: &[Fact],
+        newer: &'f [Fact],
+        near: bool,
+    ) -> Option<&'f Fact> {
         newer.iter().find(|n| {
             older
                 .iter()
-                .any(|o| self.renamed(o, n) || self.revalued(o, n))
+                .any(|o| self.renamed(o, n) || self.revalued(o, n, near))
         })
     }
 
@@ -609,12 +641,7 @@ impl ValueTest {
         older: &[Fact],
         newer: &'f [Fact],
     ) -> Option<(&'static str, &'f Fact)> {
-        let mut was: Vec<String> = older.iter().flat_map(|o| o.values.clone()).collect();
-        for o in older {
-            let mut t = self.terms(&o.clause);
-            t.retain(|x| !self.names.contains(x) && !LIGHT_VERBS.contains(&x.as_str()));
-            was.extend(t);
-        }
+        let was = self.was_words(older);
         newer.iter().find_map(|n| {
             let w = words(&n.clause);
             let verb = ENDINGS.iter().find(|e| {
@@ -630,6 +657,18 @@ impl ValueTest {
         })
     }
 
+    /// The values and the analysed terms (without the subject's names and light verbs) of
+    /// the older statements: what a verb of ending or exchange may name as its object.
+    fn was_words(&self, older: &[Fact]) -> Vec<String> {
+        let mut was: Vec<String> = older.iter().flat_map(|o| o.values.clone()).collect();
+        for o in older {
+            let mut t = self.terms(&o.clause);
+            t.retain(|x| !self.names.contains(x) && !LIGHT_VERBS.contains(&x.as_str()));
+            was.extend(t);
+        }
+        was
+    }
+
     /// Whether the word `object` is one of `was` (values, or analysed terms of a clause).
     fn was(&self, was: &[String], object: &str) -> bool {
         was.iter().any(|v| v == object)
@@ -642,14 +681,16 @@ impl ValueTest {
     }
 
     /// The newer clause holds every term of the question's that the older one holds (at
-    /// least one), or, for a place question, both give a place; both give a specific value,
-    /// and the newer one a value the older lacks (for a place question, a place; for a
-    /// question asking which day or what time, days and times count).
-    fn revalued(&self, older: &Fact, newer: &Fact) -> bool {
+    /// least one; one of them is enough when the items are `near`), or, for a place
+    /// question, both give a place; both give a specific value, and the newer one a value the
+    /// older lacks (for a place question, a place; for a question asking which day or what
+    /// time, days and times count).
+    fn revalued(&self, older: &Fact, newer: &Fact, near: bool) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
-        let attribute = placed || !o.is_empty() && o.iter().all(|a| n.contains(a));
+        let shared = o.iter().filter(|a| n.contains(a)).count();
+        let attribute = placed || shared > 0 && (near || shared == o.len());
         // a place question's new value is a new place; a time question's values include
         // the days and times
         let values = |f: &Fact| match (placed, self.asks_time) {

@@ -329,29 +329,29 @@ fn the_same_attribute_with_another_value_is_a_change() {
     let t = ValueTest::new("Where do I live?", &Subject::User);
     let old = [fact("I live in Bristol")];
     let new = [fact("I live in Glasgow")];
-    assert!(t.changed(&old, &new).is_some());
+    assert!(t.changed(&old, &new, false).is_some());
     // the same value again is no change
     let same = [fact("I live in Bristol")];
-    assert!(t.changed(&old, &same).is_none());
+    assert!(t.changed(&old, &same, false).is_none());
     // another attribute is no change
     let other = [fact("I work in Leeds")];
-    assert!(t.changed(&old, &other).is_none());
+    assert!(t.changed(&old, &other, false).is_none());
     // a light verb is no attribute: "I go to the gym" / "I hit the gym"
     let gym = ValueTest::new("Which days do I go to the gym?", &Subject::User);
     let mon = [fact("I go to the gym on Monday")];
     let tue = [fact("I hit the gym on 2 days")];
-    assert!(gym.changed(&mon, &tue).is_some());
+    assert!(gym.changed(&mon, &tue, false).is_some());
     // "to" + the question's term is a place phrase when the question has it so
     let t2 = ValueTest::new("How do I get to work?", &Subject::User);
     let bike = [fact("I cycle to work, 20 minutes")];
     let bus = [fact("I take the 42 bus to work")];
-    assert!(t2.changed(&bike, &bus).is_some());
+    assert!(t2.changed(&bike, &bus, false).is_some());
     // an infinitive states nothing
     let wish = [fact("I'd love to live in Glasgow")];
-    assert!(t.changed(&old, &wish).is_none());
+    assert!(t.changed(&old, &wish, false).is_none());
     // no specific value to compare
     let vague = [fact("I love where I live now")];
-    assert!(t.changed(&old, &vague).is_none());
+    assert!(t.changed(&old, &vague, false).is_none());
 }
 
 #[test]
@@ -359,9 +359,17 @@ fn the_newer_statement_gives_every_question_term_the_older_one_gave() {
     let t = ValueTest::new("Which credit card do I use?", &Subject::User);
     let old = [fact("I put it all on my Sapphire credit card")];
     let debit = [fact("I'm setting up a debit card")];
-    assert!(t.changed(&old, &debit).is_none());
+    assert!(t.changed(&old, &debit, false).is_none());
     let new = [fact("now my credit card is an Amex")];
-    assert!(t.changed(&old, &new).is_some());
+    assert!(t.changed(&old, &new, false).is_some());
+    // items whose key vectors are near need share only one of the older one's terms
+    let t = ValueTest::new("How much do I earn per hour?", &Subject::User);
+    let old = [fact("I earn $18 an hour as a barista")];
+    let new = [fact("At $23 an hour I can finally afford a studio")];
+    assert!(t.changed(&old, &new, false).is_none());
+    assert!(t.changed(&old, &new, true).is_some());
+    let none = [fact("At $23 a month I can finally afford a studio")];
+    assert!(t.changed(&old, &none, true).is_none());
 }
 
 #[test]
@@ -381,7 +389,7 @@ fn terms_share_a_stem_or_a_long_prefix() {
     let t = ValueTest::new("Which gym am I a member of?", &Subject::User);
     let old = [fact("I'm a member at PureGym")];
     let new = [fact("I have my membership at Better")];
-    assert!(t.changed(&old, &new).is_some());
+    assert!(t.changed(&old, &new, false).is_some());
 }
 
 #[test]
@@ -392,6 +400,10 @@ fn a_name_question_compares_the_names_given() {
         kin_name: Some(n.into()),
         ..fact("my girlfriend")
     };
-    assert!(t.changed(&[named("chloe")], &[named("aisha")]).is_some());
-    assert!(t.changed(&[named("chloe")], &[named("chloe")]).is_none());
+    assert!(t
+        .changed(&[named("chloe")], &[named("aisha")], false)
+        .is_some());
+    assert!(t
+        .changed(&[named("chloe")], &[named("chloe")], false)
+        .is_none());
 }
