@@ -352,6 +352,9 @@ impl ChangeTest {
                     if k >= stating && !past(cue) && !definite(&words, at) {
                         continue; // asked, not stated: "Should I ask for a raise?"
                     }
+                    if planned(&parts[k], false) {
+                        continue; // "Thinking about moving to EDF before the cap goes up"
+                    }
                     // the object of a verb of change is what changed: "she switched me to …"
                     let object = self.subject == Subject::User
                         && speaker.is_none()
@@ -442,7 +445,7 @@ impl ChangeTest {
         let mut naming: Vec<Fact> = Vec::new();
         for (c, &referent) in parts.into_iter().zip(referents) {
             r.referent = referent;
-            let planned = (0..c.words.len()).any(|i| hedges(&c.words, i) || c.words[i] == "used");
+            let planned = planned(&c, true) || c.words.iter().any(|w| w == "used");
             let own = crate::whose::own_words(&c, names);
             if own == 0 || !about(&self.subject, &c, &r) {
                 continue;
@@ -665,7 +668,9 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
             // a named speaker's own first-person clause ("Caroline: my new job …")
             let speaks = r.speaker.is_some_and(named) && words.iter().any(|w| has(FIRST_PERSON, w));
             match &clause.who {
-                Who::Person { head, kin } => named(head) || holds || (speaks && !kin),
+                Who::Person { head, kin, chained } => {
+                    (named(head) && !chained) || holds || (speaks && !kin)
+                }
                 Who::Named(w) => named(w) || holds,
                 Who::Me | Who::Unknown => speaks || holds || refers,
                 Who::Pronoun => holds || refers,
@@ -683,6 +688,15 @@ fn first_person_self(words: &[String]) -> bool {
         "my" | "our" => words.get(i + 1).is_some_and(|n| !is_kin(n)),
         _ => false,
     })
+}
+
+/// Whether a word of `clause` hedges it: then it plans, wishes, supposes, asks for or
+/// (with `negation`) denies, and states no value and no change. A cue is denied only by the
+/// words right before it ([`stated`]): "I don't smoke anymore" states a change.
+fn planned(clause: &Clause, negation: bool) -> bool {
+    let negates = |w: &str| matches!(w, "not" | "never" | "t");
+    (0..clause.words.len())
+        .any(|i| hedges(&clause.words, i) && (negation || !negates(&clause.words[i])))
 }
 
 /// Whether `words[i]` hedges (one of [`HEDGES`]): not an `-ing` form after an article, which

@@ -337,6 +337,9 @@ fn plans_hedges_and_wishes_are_no_change() {
         None
     );
     assert_eq!(change("I'm thinking about switching to nights.", q), None);
+    // a hedge anywhere in the cue's clause, not only right before it
+    let t = "Thinking about nights for the pay before the rota goes up.";
+    assert_eq!(change(t, q), None);
     assert_eq!(change("Maybe switch to nights?", q), None);
     assert_eq!(
         change("I switched to nights in the spring.", q),
@@ -428,6 +431,13 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     assert!(test
         .facts_in("I'm planning a move to Leeds.", none)
         .is_empty());
+    // my wife's brother is not my brother
+    let q = "Where does my brother work?";
+    let t = "My wife's brother Pete has just started at Toyota.";
+    let brother = ChangeTest::new(q, [t]);
+    assert!(brother.facts_in(t, brother.session(t)).is_empty());
+    let t = "My brother Pete has just started at Toyota.";
+    assert_eq!(brother.facts_in(t, brother.session(t)).len(), 1);
     // ... but an -ing form after an article names a thing: "a planning officer"
     let t = "I work as a planning officer in Leeds.";
     assert_eq!(test.facts_in(t, none).len(), 1);

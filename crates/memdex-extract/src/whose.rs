@@ -29,9 +29,15 @@ use crate::lexicon::{tokens, Token};
 pub(crate) enum Who {
     /// The speaker: `I`, `we`.
     Me,
-    /// A person noun phrase: its head noun (lower case), and whether any noun of its
-    /// possessive chain is kin (`my cousin's flatmate`: head `flatmate`, kin).
-    Person { head: String, kin: bool },
+    /// A person noun phrase: its head noun (lower case), whether any noun of its
+    /// possessive chain is kin (`my cousin's flatmate`: head `flatmate`, kin), and whether
+    /// the head is someone's of a chain (`my wife's brother` is `brother`, chained: not
+    /// `my brother`).
+    Person {
+        head: String,
+        kin: bool,
+        chained: bool,
+    },
     /// `she` or `he`.
     Pronoun,
     /// A capitalised word inside the sentence (lower case).
@@ -390,7 +396,11 @@ fn chain(part: &[Token<'_>]) -> Who {
         kin |= is_kin(&head);
         k += 2;
     }
-    Who::Person { head, kin }
+    Who::Person {
+        head,
+        kin,
+        chained: k > 0,
+    }
 }
 
 /// The specific values the first `own` words of `clause` give: names (capitalised words that
@@ -490,14 +500,16 @@ fn kin_name(part: &[Token<'_>]) -> Option<String> {
 
 /// Whether the clause, or the clauses it takes its subject from (`words`: the sentence's),
 /// holds `name` other than as the possessor of a person (`Hattie's flatmate` does not hold
-/// Hattie as a subject).
+/// Hattie as a subject) or as a person someone else has (`my wife's brother` does not hold
+/// `brother`: he is not `my brother`).
 pub(crate) fn names(clause: &Clause, words: &[String], name: &str) -> bool {
     let w =
         &words[clause.from.min(words.len())..(clause.first + clause.words.len()).min(words.len())];
+    let possessive = |i: usize| w.get(i).is_some_and(|s| s == "s");
     (0..w.len()).any(|i| {
         w[i] == name
-            && !(w.get(i + 1).is_some_and(|s| s == "s")
-                && w.get(i + 2).is_some_and(|p| is_person(p)))
+            && !(possessive(i + 1) && w.get(i + 2).is_some_and(|p| is_person(p)))
+            && !(i >= 2 && possessive(i - 1) && is_person(&w[i]))
     })
 }
 
@@ -528,6 +540,15 @@ mod tests {
         Who::Person {
             head: head.into(),
             kin,
+            chained: false,
+        }
+    }
+
+    fn chained(head: &str, kin: bool) -> Who {
+        Who::Person {
+            head: head.into(),
+            kin,
+            chained: true,
         }
     }
 
@@ -548,11 +569,11 @@ mod tests {
     #[test]
     fn a_possessive_chain_is_its_last_person() {
         let c = clauses("My cousin's flatmate moved to Leeds last month, so Hattie is looking.");
-        assert_eq!(c[0].who, person("flatmate", true));
+        assert_eq!(c[0].who, chained("flatmate", true));
         assert_eq!(c[1].who, Who::Named("hattie".into()));
         // a name's person, even opening the sentence
         let c = clauses("Ollie's girlfriend has just moved to Dundee for her PhD.");
-        assert_eq!(c[0].who, person("girlfriend", true));
+        assert_eq!(c[0].who, chained("girlfriend", true));
         let words = |s: &str| {
             clauses(s)
                 .into_iter()
@@ -563,6 +584,12 @@ mod tests {
         assert!(!names(&c[0], &words(s), "cousin"));
         let s = "I'm staying with my cousin.";
         assert!(names(&clauses(s)[0], &words(s), "cousin"));
+        // someone else's brother is not my brother
+        let s = "My wife's brother Pete has just started at Toyota.";
+        assert_eq!(clauses(s)[0].who, chained("brother", true));
+        assert!(!names(&clauses(s)[0], &words(s), "brother"));
+        let s = "My brother Pete has just started at Toyota.";
+        assert_eq!(clauses(s)[0].who, person("brother", true));
         // a clause without a subject takes its clause's names
         let s = "Sam passed his exam, and officially started as a PA.";
         assert!(names(&clauses(s)[1], &words(s), "sam"));
