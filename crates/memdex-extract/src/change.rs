@@ -451,7 +451,7 @@ impl ChangeTest {
                 continue;
             }
             if planned {
-                // a plan states no value, but "my boyfriend Daniel wants to …" names him
+                // a plan states no value, but "my landlord Priya wants to …" names her
                 naming.extend(naming_fact(sentence, &c));
                 continue;
             }
@@ -467,7 +467,7 @@ impl ChangeTest {
                 values: Vec::new(),
                 places: Vec::new(),
                 times: Vec::new(),
-                kin_name: c.kin_name,
+                person_name: c.person_name,
             });
         }
         for f in &mut facts {
@@ -555,17 +555,18 @@ fn asking(clause: &Clause) -> bool {
     words.next().is_some_and(|w| has(ASKING, w))
 }
 
-/// The fact a clause states by naming a kin noun ("my boyfriend Daniel"), whatever its verb
-/// does: the noun and the name, with no value.
+/// The fact a clause states by naming a person noun ("my boyfriend Daniel", "my landlord
+/// Priya"), whatever its verb does: the noun and the name, with no value.
 fn naming_fact(sentence: &str, c: &Clause) -> Option<Fact> {
-    let name = c.kin_name.as_ref()?;
-    let k = (c.words.windows(2)).position(|w| is_kin(&w[0]) && &w[1] == name)?;
+    let (noun, name) = c.person_name.as_ref()?;
+    let k = c.words.iter().position(|w| w == noun)?;
+    let at = (k + 1..c.words.len().min(k + 3)).find(|&i| &c.words[i] == name)?;
     Some(Fact {
-        clause: sentence.get(c.spans[k].0..c.spans[k + 1].1)?.to_string(),
+        clause: sentence.get(c.spans[k].0..c.spans[at].1)?.to_string(),
         values: Vec::new(),
         places: Vec::new(),
         times: Vec::new(),
-        kin_name: Some(name.clone()),
+        person_name: c.person_name.clone(),
     })
 }
 
@@ -579,8 +580,8 @@ pub struct Session {
 
 /// A statement of the question's subject: one clause, the specific values its sentence gives
 /// the subject (names and numbers, lower case: `glasgow`, `23`,
-/// `five`), the places among them (`in Cork`), and the name it gives a kin noun (`my
-/// girlfriend Chloe` → `chloe`).
+/// `five`), the places among them (`in Cork`), and the name it gives a person noun, with
+/// the noun (`my girlfriend Chloe` → `girlfriend`, `chloe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
     pub clause: String,
@@ -589,7 +590,7 @@ pub struct Fact {
     /// The days and times it gives (`monday`, `6am`): values only for a question that asks
     /// which day or what time.
     pub times: Vec<String>,
-    pub kin_name: Option<String>,
+    pub person_name: Option<(String, String)>,
 }
 
 /// A line's speaker (lower case) and body; None for an assistant's line.

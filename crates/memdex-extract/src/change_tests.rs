@@ -421,7 +421,10 @@ fn facts_are_the_subjects_stated_clauses_with_their_values() {
     let facts = named.facts_in(t, named.session(t));
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].clause, "boyfriend Daniel");
-    assert_eq!(facts[0].kin_name.as_deref(), Some("daniel"));
+    assert_eq!(
+        facts[0].person_name,
+        Some(("boyfriend".into(), "daniel".into()))
+    );
     assert!(facts[0].values.is_empty());
     assert!(test.facts_in("I want to live in Leeds.", none).is_empty());
     assert!(test.facts_in("I'll move to Leeds.", none).is_empty());

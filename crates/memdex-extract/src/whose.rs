@@ -61,8 +61,9 @@ pub(crate) struct Clause {
     pub from: usize,
     /// Its subject, or the one before it when it names none.
     pub who: Who,
-    /// The name it gives a kin noun (`my girlfriend Chloe` → `chloe`).
-    pub kin_name: Option<String>,
+    /// The name it gives a person noun, with the noun (`my girlfriend Chloe` → `girlfriend`,
+    /// `chloe`; `my landlord Dave`; `my dentist, Dr Okafor`).
+    pub person_name: Option<(String, String)>,
 }
 
 /// People and animals of the user's that questions ask about. Roles the user fills with a
@@ -273,7 +274,7 @@ pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
             first: start,
             from,
             who,
-            kin_name: kin_name(part),
+            person_name: person_name(part),
         });
         start = i;
     }
@@ -491,11 +492,20 @@ fn in_a_date(words: &[String], k: usize) -> bool {
     calendar(w) || year(w).is_some() || ordinal || span
 }
 
-/// The name a clause gives a kin noun: `my girlfriend Chloe`, `Aunt Rosa`.
-fn kin_name(part: &[Token<'_>]) -> Option<String> {
-    part.windows(2)
-        .find(|w| is_kin(&w[0].lower) && w[1].capital && w[1].lower.len() > 1)
-        .map(|w| w[1].lower.to_string())
+/// Titles between a person noun and its name (`my dentist Dr Okafor`).
+const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "prof"];
+
+/// The name a clause gives a person noun, with the noun: `my girlfriend Chloe`, `Aunt
+/// Rosa`, `my landlord Dave`, `my dentist Dr Okafor`.
+fn person_name(part: &[Token<'_>]) -> Option<(String, String)> {
+    (0..part.len().saturating_sub(1)).find_map(|k| {
+        if !is_person(&part[k].lower) {
+            return None;
+        }
+        let at = k + 1 + usize::from(TITLES.contains(&part[k + 1].lower.as_str()));
+        let name = part.get(at).filter(|t| t.capital && t.lower.len() > 1)?;
+        Some((part[k].lower.to_string(), name.lower.to_string()))
+    })
 }
 
 /// Whether the clause, or the clauses it takes its subject from (`words`: the sentence's),
@@ -559,7 +569,10 @@ mod tests {
         assert_eq!(c.len(), 3);
         assert_eq!(c[2].words, ["finally", "moved", "to", "austin"]);
         assert_eq!(c[2].who, person("brother", true));
-        assert_eq!(c[0].kin_name.as_deref(), Some("luis"));
+        assert_eq!(c[0].person_name, Some(("brother".into(), "luis".into())));
+        let c = clauses("My landlord Priya wants to do an inspection, and my dentist Dr Okafor");
+        assert_eq!(c[0].person_name, Some(("landlord".into(), "priya".into())));
+        assert_eq!(c[1].person_name, Some(("dentist".into(), "okafor".into())));
         assert_eq!(
             whos("We fostered two lurchers and ended up keeping both, so it's three dogs."),
             [Who::Me, Who::Me]

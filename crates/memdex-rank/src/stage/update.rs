@@ -467,7 +467,7 @@ fn reorder(window: &[Entry], links: &[Vec<bool>], dir: UpdateDirection) -> Vec<u
 pub(crate) struct ValueTest {
     /// The question's terms, without its subject's names.
     attributes: Vec<String>,
-    /// The question asks a name (`name`, `called`).
+    /// The question asks a name (`name`, `called`, `Who …?`).
     asks_name: bool,
     /// The question asks a place (`Where …?`, `Which city …?`).
     asks_place: bool,
@@ -529,7 +529,8 @@ impl ValueTest {
         attributes.retain(|t| !names.contains(t) && !LIGHT_VERBS.contains(&t.as_str()));
         attributes.dedup();
         let lower = words(question);
-        let asks_name = (lower.iter()).any(|w| w == "name" || w == "called");
+        let asks_name = (lower.iter()).any(|w| w == "name" || w == "called")
+            || lower.first().is_some_and(|w| w == "who");
         // "Where …?", "Where's …?", "Which city …?"
         let asks_place = (lower.first())
             .is_some_and(|w| w.split(['\'', '’']).next() == Some("where"))
@@ -675,9 +676,11 @@ impl ValueTest {
             || (self.terms(object).iter()).any(|t| was.iter().any(|v| same_term(v, t)))
     }
 
-    /// A name question, and the two statements give their kin noun different names.
+    /// A name question, and the two statements give one person noun different names.
     fn renamed(&self, older: &Fact, newer: &Fact) -> bool {
-        self.asks_name && matches!((&older.kin_name, &newer.kin_name), (Some(a), Some(b)) if a != b)
+        self.asks_name
+            && matches!((&older.person_name, &newer.person_name),
+                (Some((a, x)), Some((b, y))) if a == b && x != y)
     }
 
     /// The newer clause holds every term of the question's that the older one holds (at

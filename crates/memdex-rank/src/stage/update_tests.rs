@@ -320,7 +320,7 @@ fn fact(clause: &str) -> Fact {
         values,
         places: Vec::new(),
         times: Vec::new(),
-        kin_name: None,
+        person_name: None,
     }
 }
 
@@ -397,7 +397,7 @@ fn a_name_question_compares_the_names_given() {
     let subject = Subject::Other(vec!["girlfriend".into()]);
     let t = ValueTest::new("What is my girlfriend's name?", &subject);
     let named = |n: &str| Fact {
-        kin_name: Some(n.into()),
+        person_name: Some(("girlfriend".into(), n.into())),
         ..fact("my girlfriend")
     };
     assert!(t
@@ -406,4 +406,17 @@ fn a_name_question_compares_the_names_given() {
     assert!(t
         .changed(&[named("chloe")], &[named("chloe")], false)
         .is_none());
+    // "Who …?" asks a name too, of one person noun
+    let t = ValueTest::new("Who is my landlord now?", &Subject::User);
+    let landlord = |n: &str| Fact {
+        person_name: Some(("landlord".into(), n.into())),
+        ..fact("my landlord")
+    };
+    let manager = Fact {
+        person_name: Some(("manager".into(), "sue".into())),
+        ..fact("my manager")
+    };
+    let (dave, priya) = ([landlord("dave")], [landlord("priya")]);
+    assert!(t.changed(&dave, &priya, false).is_some());
+    assert!(t.changed(&dave, &[manager], false).is_none());
 }
