@@ -206,10 +206,20 @@ fn asks_when(toks: &[Token<'_>]) -> bool {
     })
 }
 
-/// Whether the first auxiliary or copula of the question is in the present tense (words
-/// are alphanumeric runs: "what's" is `what` `s`), or, without one, the question opens
-/// with `who`/`what` and a present-tense verb ("Who coaches my son's team?").
+/// Whether the question asks for the newest state: it names it (`current`, `latest`,
+/// `newest`, `most recent`: "What did Aisha get in her latest maths mock?"), or the first
+/// auxiliary or copula of the question is in the present tense (words are alphanumeric
+/// runs: "what's" is `what` `s`), or, without one, the question opens with `who`/`what` and
+/// a present-tense verb ("Who coaches my son's team?").
 fn asks_present(toks: &[Token<'_>]) -> bool {
+    let newest = |i: usize| match toks[i].lower.as_str() {
+        "current" | "latest" | "newest" => true,
+        "recent" | "recently" => i > 0 && toks[i - 1].lower.as_str() == "most",
+        _ => false,
+    };
+    if (0..toks.len()).any(newest) {
+        return true;
+    }
     let subject_verb = toks.len() > 1
         && matches!(toks[0].lower.as_str(), "who" | "what")
         && toks[1].lower.len() > 3

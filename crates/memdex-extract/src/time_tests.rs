@@ -473,6 +473,9 @@ fn present_tense_questions_ask_for_the_state_now() {
         "Whom am I dating?",
         "Who coaches my son's soccer team now?",
         "Who walks our dog in the morning?",
+        "What did Aisha get in her latest maths mock?",
+        "Which phone did I buy most recently?",
+        "What was my current address?",
     ] {
         assert!(parse_query(q, anchor()).asks_present, "{q}");
     }
@@ -485,6 +488,7 @@ fn present_tense_questions_ask_for_the_state_now() {
         "Who was my manager?",
         "Who walked our dog?",
         "Who asked Caroline?",
+        "What did I do recently?",
     ] {
         assert!(!parse_query(q, anchor()).asks_present, "{q}");
     }
