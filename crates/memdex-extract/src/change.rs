@@ -663,9 +663,12 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
                 .iter()
                 .any(|n| crate::whose::names(clause, r.words, n))
                 || r.slot && r.words.iter().any(|w| named(w));
+            // the pronoun may be in the clause it takes its subject from ("she's with the
+            // HSE, | doing admin at the hospital")
+            let inherited = r.words.get(clause.from..clause.first).unwrap_or(&[]);
             let refers = r.speaker.is_none()
                 && r.referent.unwrap_or(r.session_names)
-                && words.iter().any(|w| has(PRONOUNS, w));
+                && (words.iter().chain(inherited)).any(|w| has(PRONOUNS, w));
             // a named speaker's own first-person clause ("Caroline: my new job …")
             let speaks = r.speaker.is_some_and(named) && words.iter().any(|w| has(FIRST_PERSON, w));
             match &clause.who {

@@ -303,6 +303,11 @@ fn whose_fact_the_changed_clause_is() {
         0
     );
     assert_eq!(facts("user: Amy came round. She lives in Bath."), 2);
+    // ... and so is a clause that takes its subject from the pronoun's
+    assert_eq!(
+        facts("user: Amy came round. She's with the NHS, doing admin in Bath."),
+        3
+    );
     // ... but what someone changes of the user's is the user's ("she switched me to …")
     let q = "What blood pressure medication do I take?";
     let t = "Saw the doctor, and she switched me to amlodipine.";
