@@ -27,7 +27,7 @@
 
 use crate::lexicon::{tokens, Token};
 use crate::sentences::sentences;
-use crate::whose::{clauses, is_kin, Clause, Who, HEDGES, SYNONYMS};
+use crate::whose::{clauses, is_kin, is_person, Clause, Who, HEDGES, SYNONYMS};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,6 +287,10 @@ pub struct ChangeTest {
     /// "Who coaches my son's team?"): a change of whoever fills it counts when its sentence
     /// names the subject.
     pub slot: bool,
+    /// The person nouns not kin (`landlord`, `manager`, `flatmate`) the question names: a
+    /// clause of `my landlord …` speaks of the user's slot for "Who is my landlord?", and of
+    /// someone else otherwise.
+    pub roles: Vec<String>,
 }
 
 /// Whether `question` asks for the state now (`now`, `currently`, `still`): then weak cues
@@ -311,8 +315,12 @@ impl ChangeTest {
         let asks_now = asks_now(question);
         let subject = question_subject(question).with_aliases(texts);
         let who = (tokens(question).first()).is_some_and(|t| t.lower.as_str() == "who");
+        let roles = (words_of(question).into_iter())
+            .filter(|w| is_person(w) && !is_kin(w))
+            .collect();
         ChangeTest {
             slot: who && subject != Subject::User,
+            roles,
             subject,
             counted: counted(question),
             asks_now,
@@ -330,6 +338,7 @@ impl ChangeTest {
             for sentence in sentences(body) {
                 let words = words_of(sentence);
                 let mut r = Reading {
+                    roles: &self.roles,
                     speaker: speaker.as_deref(),
                     words: &words,
                     session_names: session.names,
@@ -409,6 +418,7 @@ impl ChangeTest {
             for sentence in sentences(body) {
                 let words = words_of(sentence);
                 let r = Reading {
+                    roles: &self.roles,
                     speaker: speaker.as_deref(),
                     words: &words,
                     session_names: session.names,
@@ -641,6 +651,8 @@ struct Reading<'a> {
     /// The question asks who fills a slot of the subject's ("Who walks our dog?"): a change
     /// of whoever fills it is one of the subject's when the sentence names the subject.
     slot: bool,
+    /// [`ChangeTest::roles`].
+    roles: &'a [String],
 }
 
 /// Whether `clause` is about `subject` ([`crate::whose`]).
@@ -651,10 +663,12 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
             r.speaker.is_none()
                 && match &clause.who {
                     Who::Me => true,
-                    Who::Unknown => first_person_self(words) || !third_party(words),
+                    Who::Unknown => first_person_self(words, r.roles) || !third_party(words),
                     // someone else's clause, unless the user's own thing is in it
                     // ("she raised my rent")
-                    Who::Person { .. } | Who::Pronoun | Who::Named(_) => first_person_self(words),
+                    Who::Person { .. } | Who::Pronoun | Who::Named(_) => {
+                        first_person_self(words, r.roles)
+                    }
                 }
         }
         Subject::Other(names) => {
@@ -684,12 +698,13 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
 }
 
 /// The clause speaks of the user: `I` or `we`, or `my` + something not a person of the
-/// user's (`my rent`, `my manager`); `me` and `us` are objects, so someone else's clause
-/// ("my colleague told me she's on …") is not the user's for them.
-fn first_person_self(words: &[String]) -> bool {
+/// user's (`my rent`), or + one of the `roles` the question asks ("my landlord Priya" for
+/// "Who is my landlord?"); "my flatmate moved" is the flatmate's. `me` and `us` are objects,
+/// so someone else's clause ("my colleague told me she's on …") is not the user's for them.
+fn first_person_self(words: &[String], roles: &[String]) -> bool {
     words.iter().enumerate().any(|(i, w)| match w.as_str() {
         "i" | "we" => true,
-        "my" | "our" => words.get(i + 1).is_some_and(|n| !is_kin(n)),
+        "my" | "our" => (words.get(i + 1)).is_some_and(|n| !is_person(n) || roles.contains(n)),
         _ => false,
     })
 }

@@ -308,6 +308,18 @@ fn whose_fact_the_changed_clause_is() {
         facts("user: Amy came round. She's with the NHS, doing admin in Bath."),
         3
     );
+    // a flatmate's, a boss's, a mate's change is theirs, unless the question asks the role
+    let q = "Where do I live?";
+    assert_eq!(change("My flatmate Jo moved to Leeds.", q), None);
+    assert_eq!(
+        change("My flatmate and I moved to Leeds.", q),
+        Some("moved")
+    );
+    let q = "Who is my landlord now?";
+    assert_eq!(
+        change("My landlord sold the flat to Priya.", q),
+        Some("sold")
+    );
     // ... but what someone changes of the user's is the user's ("she switched me to …")
     let q = "What blood pressure medication do I take?";
     let t = "Saw the doctor, and she switched me to amlodipine.";
