@@ -538,6 +538,19 @@ pub fn controls_fresh5() -> serde_json::Value {
     fixture("controls-fresh5.json")
 }
 
+/// The sixth fresh knowledge-update set (`fixtures/updates-fresh6.json`): 32 scenarios
+/// written like [`updates_fresh5`], after most rules of the update stage's phase 5, by a
+/// helper session that opened no file of the project (`fixtures/README.md`).
+pub fn updates_fresh6() -> serde_json::Value {
+    fixture("updates-fresh6.json")
+}
+
+/// The sixth fresh control set (`fixtures/controls-fresh6.json`): 32 controls written with
+/// [`updates_fresh6`]; tiers from the stage-off ranking.
+pub fn controls_fresh6() -> serde_json::Value {
+    fixture("controls-fresh6.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
