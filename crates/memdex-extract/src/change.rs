@@ -168,6 +168,37 @@ const AUX: &[&str] = &[
     "would", "should", "s",
 ];
 
+/// `question` in the first person where it speaks of the user in the third, as an assistant
+/// asking its memory does ("What is the user's diet?" → "What is my diet?", "Where does the
+/// user work?" → "Where does I work?": the tests read subjects, not agreement).
+pub fn first_person(question: &str) -> String {
+    let words: Vec<&str> = question.split_whitespace().collect();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut k = 0;
+    while k < words.len() {
+        let user = words.get(k + 1).and_then(|w| {
+            let bare = w.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let tail = &w[bare.len()..];
+            match bare.to_lowercase().as_str() {
+                "user" => Some(format!("I{tail}")),
+                "user's" | "user\u{2019}s" => Some(format!("my{tail}")),
+                _ => None,
+            }
+        });
+        match user.filter(|_| words[k].eq_ignore_ascii_case("the")) {
+            Some(me) => {
+                out.push(me);
+                k += 2;
+            }
+            None => {
+                out.push(words[k].to_string());
+                k += 1;
+            }
+        }
+    }
+    out.join(" ")
+}
+
 /// The subject of `question` (see the module docs).
 pub fn question_subject(question: &str) -> Subject {
     let toks = tokens(question);

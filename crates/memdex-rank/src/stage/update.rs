@@ -40,7 +40,8 @@ use std::collections::HashMap;
 
 use memdex_core::Role;
 use memdex_extract::change::{
-    asks_now, carries_cue, question_subject, Change, ChangeTest, Fact, Session, Subject,
+    asks_now, carries_cue, first_person, question_subject, Change, ChangeTest, Fact, Session,
+    Subject,
 };
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_score::text::Analyzer;
@@ -143,7 +144,9 @@ pub fn update_order<'s>(
         return Vec::new();
     }
     let newest = order[..w].iter().map(|&i| rows.item(i).timestamp_ms).max();
-    let Some(dir) = newest.and_then(|n| direction(query.text, query.date_ms, n)) else {
+    // an assistant asking about "the user" asks what the user would ask of "I"
+    let question = first_person(query.text);
+    let Some(dir) = newest.and_then(|n| direction(&question, query.date_ms, n)) else {
         return Vec::new();
     };
     let window: Vec<Entry> = order[..w]
@@ -155,7 +158,7 @@ pub fn update_order<'s>(
             cosine: cosine(rows.item(i).embedding, query.vector),
         })
         .collect();
-    let read = read_window(&window, rows, query.text);
+    let read = read_window(&window, rows, &question);
     let near = near_pairs(&order[..w], rows);
     let links = link(&window, &read, &near, stage.relevance);
     let linked: Vec<Vec<bool>> = (links.iter())
