@@ -40,14 +40,14 @@ use memdex_testkit::{
 use serde_json::{json, Value};
 
 /// Whether the checking-half bars are asserted. False while the stage misses them: the
-/// checking halves put the newer session first in 84 of 127 updates and keep 107 of 116 controls
+/// checking halves put the newer session first in 84 of 127 updates and keep 108 of 116 controls
 /// (`bench/results/update-stage-5-2026-11-29`); every bar is printed each run, and
 /// [`CHECKING_FLOORS`] hold meanwhile.
 const ENFORCE_CHECKING_BARS: bool = false;
 /// What the checking halves of all sets together reach today (updates with the newer
 /// session first, tier-`stage` controls kept): a change that loses a held-out update or
 /// control fails the test. Raise them, in the same commit, when the stage gains.
-const CHECKING_FLOORS: (usize, usize) = (84, 107);
+const CHECKING_FLOORS: (usize, usize) = (84, 108);
 /// Share of a checking half's updates whose present question puts the newer session first.
 const UPDATE_BAR: f64 = 0.85;
 /// Share of a checking half's tier-`stage` controls whose answer stays first.

@@ -74,6 +74,39 @@ pub(crate) fn tokens(text: &str) -> Vec<Token<'_>> {
     out
 }
 
+/// `tokens` with a decimal or a number with thousands separators as one token: `4.1`,
+/// `8,000`, `1,250.50` (a value is the whole number, not its parts).
+pub(crate) fn number_tokens(text: &str) -> Vec<Token<'_>> {
+    let mut out: Vec<Token<'_>> = Vec::new();
+    let digits = |t: &Token<'_>| t.lower.bytes().all(|b| b.is_ascii_digit());
+    for t in tokens(text) {
+        let joins = |prev: &Token<'_>| {
+            let sep = text.as_bytes().get(prev.end).copied();
+            digits(&t)
+                && prev.end + 1 == t.start
+                && prev
+                    .lower
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_digit())
+                && matches!(sep, Some(b'.' | b','))
+        };
+        // "4" "." "1": the full stop is a token of its own
+        let n = out.len();
+        if n >= 2 && out[n - 1].lower.as_str() == "." && joins(&out[n - 2]) {
+            out.pop();
+        }
+        match out.last_mut() {
+            Some(prev) if joins(prev) => {
+                prev.lower = Lower::known(&text[prev.start..t.end], true);
+                prev.end = t.end;
+            }
+            _ => out.push(t),
+        }
+    }
+    out
+}
+
 /// The character starting at byte `i` (a char boundary), decoded only when it is not ASCII.
 fn char_at(text: &str, i: usize) -> char {
     match text.as_bytes()[i] {

@@ -22,7 +22,7 @@
 //! ask about, [`is_kin`]) and the roles people fill in someone's life (`flatmate`, `boss`,
 //! `landlord`, `coach`, …).
 
-use crate::lexicon::{tokens, Token};
+use crate::lexicon::{number_tokens, Token};
 
 /// Who a clause is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,7 +249,7 @@ pub(crate) fn is_person(word: &str) -> bool {
 
 /// The clauses of `sentence`, each with its subject (see the module docs).
 pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
-    let toks: Vec<Token<'_>> = tokens(sentence)
+    let toks: Vec<Token<'_>> = number_tokens(sentence)
         .into_iter()
         .filter(|t| !matches!(t.lower.as_str(), "." | "!" | "?" | ";"))
         .collect();
@@ -651,6 +651,8 @@ mod tests {
         assert_eq!(own_words(c, &[]), c.words.len());
         assert_eq!(values(c, c.words.len(), &[]), ["audi", "a4"]);
         assert_eq!(vals("I run five mornings a week, 8 km each"), ["five"]);
+        // a decimal or a number with thousands separators is one value
+        assert_eq!(vals("My account pays 4.1% on £8,000."), ["4.1", "8,000"]);
         assert_eq!(
             plcs("Mum's bungalow in Galway has a garden at 14 Shore Road"),
             ["galway"]

@@ -631,7 +631,9 @@ impl ValueTest {
         let words: Vec<String> = (sentence.split(|c: char| !c.is_alphanumeric()))
             .map(str::to_lowercase)
             .collect();
-        (older.iter().flat_map(|o| &o.values)).any(|v| words.contains(v))
+        // a number with a separator ("4.1", "8,000") is one value, but several words
+        let number = |v: &str| v.contains(['.', ',']) && sentence.contains(v);
+        (older.iter().flat_map(|o| &o.values)).any(|v| words.contains(v) || number(v))
     }
 
     /// The newer statement that ends what an older one gave, with its verb: a verb of
