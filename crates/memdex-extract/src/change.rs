@@ -2,7 +2,7 @@
 //! later session says that something about that subject changed.
 //!
 //! Two statements are of the same thing only when they are about the same **subject**. The
-//! subject comes from the question alone, by its grammar:
+//! subject comes from the question alone, by its grammar ([`crate::question`]):
 //! * the user (`Where do I work?`, `Who is my manager?`, `What is my diet?`): a question
 //!   about the user's own slot, a role they have filled included;
 //! * a person or pet of the user's (`Where does my sister live?`, `What is my dog's name?`,
@@ -25,19 +25,10 @@
 //! ("Neovim is my daily tool") is not found, and a change of another slot of the same subject ("my brother
 //! Luis moved desks") is found (the caller's relevance test is what guards that).
 
-use crate::lexicon::{tokens, Token};
+use crate::lexicon::tokens;
+use crate::question::{counted, question_subject, Subject};
 use crate::sentences::sentences;
-use crate::whose::{clauses, is_kin, is_person, Clause, Who, HEDGES, SYNONYMS};
-
-/// Who a question is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subject {
-    /// The user (the speaker of the history).
-    User,
-    /// A person or pet: its lower-case names (a kin noun with its synonyms and the names the
-    /// history gives it, or a name).
-    Other(Vec<String>),
-}
+use crate::whose::{clauses, is_kin, is_person, Clause, Who, HEDGES};
 
 /// The evidence that a text states a change of a subject.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,151 +153,6 @@ const CONTRAST: &[&str] = &[
 const FIRST_PERSON: &[&str] = &["i", "me", "we", "us", "our", "my", "mine"];
 const POSSESSIVES: &[&str] = &["my", "our", "his", "her", "their"];
 const PRONOUNS: &[&str] = &["she", "he", "they", "her", "him", "his", "them", "their"];
-/// Auxiliaries a question inverts, with the contracted `'s` ("Where's my brother living?").
-const AUX: &[&str] = &[
-    "is", "are", "am", "was", "were", "do", "does", "did", "has", "have", "had", "can", "will",
-    "would", "should", "s",
-];
-
-/// `question` in the first person where it speaks of the user in the third, as an assistant
-/// asking its memory does ("What is the user's diet?" → "What is my diet?", "Where does the
-/// user work?" → "Where does I work?": the tests read subjects, not agreement).
-pub fn first_person(question: &str) -> String {
-    let words: Vec<&str> = question.split_whitespace().collect();
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
-    let mut k = 0;
-    while k < words.len() {
-        let user = words.get(k + 1).and_then(|w| {
-            let bare = w.trim_end_matches(|c: char| !c.is_alphanumeric());
-            let tail = &w[bare.len()..];
-            match bare.to_lowercase().as_str() {
-                "user" => Some(format!("I{tail}")),
-                "user's" | "user\u{2019}s" => Some(format!("my{tail}")),
-                _ => None,
-            }
-        });
-        match user.filter(|_| words[k].eq_ignore_ascii_case("the")) {
-            Some(me) => {
-                out.push(me);
-                k += 2;
-            }
-            None => {
-                out.push(words[k].to_string());
-                k += 1;
-            }
-        }
-    }
-    out.join(" ")
-}
-
-/// The subject of `question` (see the module docs).
-pub fn question_subject(question: &str) -> Subject {
-    let toks = tokens(question);
-    let words: Vec<&str> = toks.iter().map(|t| t.lower.as_str()).collect();
-    let Some(&first) = words.first() else {
-        return Subject::User;
-    };
-    if first == "who" {
-        // "Who coaches my son's team?" is about the son; "Who is my manager?" about the user
-        return possessed_kin(&words, true).map_or(Subject::User, kin_subject);
-    }
-    let after_aux = words
-        .iter()
-        .position(|w| AUX.contains(w))
-        .filter(|&i| i > 0)
-        .map_or(1, |i| i + 1);
-    let rest = &words[after_aux.min(words.len())..];
-    match rest {
-        ["i" | "we", ..] | [] => Subject::User,
-        // "my sister lives in Porto; where does she live now?": the kin named before
-        ["she" | "he" | "they", ..] => possessed_kin(&words, false)
-            .map(kin_subject)
-            .or_else(|| named(&toks).map(|n| Subject::Other(vec![n])))
-            .unwrap_or(Subject::User),
-        ["my" | "our", noun, ..] if is_kin(noun) => kin_subject(noun),
-        ["my" | "our", ..] => Subject::User,
-        _ => named(&toks[1..]).map_or(Subject::User, |n| Subject::Other(vec![n])),
-    }
-}
-
-/// The first kin noun after `my`/`our` (with `possessed`: only one followed by `'s` or by a
-/// verb, so "who is my friend" does not count).
-fn possessed_kin<'w>(words: &[&'w str], possessed: bool) -> Option<&'w str> {
-    words.windows(3).find_map(|w| {
-        let ok = matches!(w[0], "my" | "our")
-            && is_kin(w[1])
-            && (!possessed || !matches!(w[2], "is" | "are"));
-        ok.then_some(w[1])
-    })
-}
-
-fn kin_subject(noun: &str) -> Subject {
-    let mut names = vec![noun.to_string()];
-    for group in SYNONYMS.iter().filter(|g| g.contains(&noun)) {
-        names.extend(group.iter().map(|s| s.to_string()));
-    }
-    names.sort();
-    names.dedup();
-    Subject::Other(names)
-}
-
-/// Words a question may open with in capitals that name no one.
-const OPENERS: &[&str] = &[
-    "what", "where", "which", "who", "whom", "whose", "when", "how", "why", "does", "do", "did",
-    "is", "are", "was", "were", "my", "our", "the", "a", "an", "i", "and", "so",
-];
-
-/// The first capitalised word that names someone (not a question word or an opener).
-fn named(toks: &[Token<'_>]) -> Option<String> {
-    toks.iter()
-        .find(|t| t.capital && t.lower.len() > 1 && !has(OPENERS, t.lower.as_str()))
-        .map(|t| t.lower.to_string())
-}
-
-impl Subject {
-    /// The subject with the names `texts` give it: `my sister Maya`, `our dog Rocket`,
-    /// `my husband, Omar` make `maya`, `rocket`, `omar` names of the kin.
-    pub fn with_aliases<'t>(self, texts: impl IntoIterator<Item = &'t str>) -> Subject {
-        let Subject::Other(mut names) = self else {
-            return self;
-        };
-        let kin: Vec<String> = names.clone();
-        for text in texts {
-            let toks = tokens(text);
-            for w in toks.windows(3) {
-                let named_kin = matches!(w[0].lower.as_str(), "my" | "our")
-                    && kin.iter().any(|k| k == w[1].lower.as_str())
-                    && w[2].capital;
-                if named_kin && !names.iter().any(|n| n == w[2].lower.as_str()) {
-                    names.push(w[2].lower.to_string());
-                }
-            }
-        }
-        Subject::Other(names)
-    }
-}
-
-/// What a count question counts (`How many kids do I have?` → `kids`, with its synonyms
-/// and its singular or plural): a change of a count names what it counts ("we have four
-/// kids now"), so a sentence of change that names something else ("now we have two cats")
-/// is not one. None for any other question.
-pub fn counted(question: &str) -> Option<Vec<String>> {
-    let toks = tokens(question);
-    let at = toks
-        .windows(3)
-        .find(|w| w[0].lower.as_str() == "how" && w[1].lower.as_str() == "many")?;
-    let noun = at[2].lower.as_str();
-    let mut names = vec![noun.to_string()];
-    match noun.strip_suffix('s') {
-        Some(one) => names.push(one.to_string()),
-        None => names.push(format!("{noun}s")),
-    }
-    for group in SYNONYMS.iter().filter(|g| g.contains(&noun)) {
-        names.extend(group.iter().map(|s| s.to_string()));
-    }
-    Some(names)
-}
-
 /// The question's side of the test: its subject and, for a count question, what it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeTest {

@@ -481,27 +481,3 @@ proptest::proptest! {
         }
     }
 }
-
-#[test]
-fn an_assistants_question_about_the_user_is_in_the_first_person() {
-    assert_eq!(first_person("What is the user's diet?"), "What is my diet?");
-    assert_eq!(
-        first_person("What role does the user hold at Ashby Road Runners?"),
-        "What role does I hold at Ashby Road Runners?"
-    );
-    assert_eq!(
-        first_person("Where does THE USER’S sister live"),
-        "Where does my sister live"
-    );
-    assert_eq!(first_person("Is it the user?"), "Is it I?");
-    assert_eq!(
-        first_person("the username and the users"),
-        "the username and the users"
-    );
-    let q = first_person("What role does the user hold at Ashby?");
-    assert_eq!(question_subject(&q), Subject::User);
-    assert_eq!(
-        question_subject(&first_person("Where does the user's sister live?")),
-        question_subject("Where does my sister live?")
-    );
-}

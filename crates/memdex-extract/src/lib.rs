@@ -15,6 +15,7 @@
 pub mod change;
 pub mod facts;
 mod lexicon;
+pub mod question;
 mod sentences;
 pub mod time;
 mod whose;

@@ -320,6 +320,8 @@ const NP_OPENERS: &[&str] = &["the", "a", "an", "my", "our", "your", "his", "her
 /// `names`: the subject's own names.
 pub(crate) fn own_words(clause: &Clause, names: &[String]) -> usize {
     let (w, capital) = (&clause.words, &clause.capital);
+    // a name one modifier after a noun phrase's opener is inside the phrase
+    let in_phrase = |k: usize| k >= 2 && NP_OPENERS.contains(&w[k - 2].as_str());
     let verb_after = |k: usize| {
         let end = (k..w.len()).find(|&j| !capital[j]);
         end.is_some_and(|j| {
@@ -332,7 +334,7 @@ pub(crate) fn own_words(clause: &Clause, names: &[String]) -> usize {
                 && !capital[k - 1]
                 && w[k].len() > 1
                 && !BEFORE_OBJECT.contains(&w[k - 1].as_str())
-                && !(k >= 2 && NP_OPENERS.contains(&w[k - 2].as_str()))
+                && !in_phrase(k)
                 && !w[k - 1].chars().all(|c| c.is_ascii_digit())
                 && !is_person(&w[k - 1])
                 && !names.contains(&w[k])

@@ -39,10 +39,8 @@
 use std::collections::HashMap;
 
 use memdex_core::Role;
-use memdex_extract::change::{
-    asks_now, carries_cue, first_person, question_subject, Change, ChangeTest, Fact, Session,
-    Subject,
-};
+use memdex_extract::change::{asks_now, carries_cue, Change, ChangeTest, Fact, Session};
+use memdex_extract::question::{first_person, question_subject, Subject};
 use memdex_extract::time::{ms_day, parse_query};
 use memdex_score::text::Analyzer;
 use memdex_store::ItemRef;

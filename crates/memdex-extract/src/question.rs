@@ -1,0 +1,191 @@
+//! What a question asks about, for the update stage: its **subject** (the user, a person or
+//! pet of theirs, or someone named), read from its grammar alone, what a count question
+//! counts, and an assistant's question about "the user" put in the first person. How the
+//! history's statements are read against it is [`crate::change`]'s.
+
+use crate::lexicon::{tokens, Token};
+use crate::whose::{is_kin, SYNONYMS};
+
+/// Who a question is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The user (the speaker of the history).
+    User,
+    /// A person or pet: its lower-case names (a kin noun with its synonyms and the names the
+    /// history gives it, or a name).
+    Other(Vec<String>),
+}
+
+/// Auxiliaries a question inverts, with the contracted `'s` ("Where's my brother living?").
+const AUX: &[&str] = &[
+    "is", "are", "am", "was", "were", "do", "does", "did", "has", "have", "had", "can", "will",
+    "would", "should", "s",
+];
+
+/// `question` in the first person where it speaks of the user in the third, as an assistant
+/// asking its memory does ("What is the user's diet?" → "What is my diet?", "Where does the
+/// user work?" → "Where does I work?": the tests read subjects, not agreement).
+pub fn first_person(question: &str) -> String {
+    let words: Vec<&str> = question.split_whitespace().collect();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut k = 0;
+    while k < words.len() {
+        let user = words.get(k + 1).and_then(|w| {
+            let bare = w.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let tail = &w[bare.len()..];
+            match bare.to_lowercase().as_str() {
+                "user" => Some(format!("I{tail}")),
+                "user's" | "user\u{2019}s" => Some(format!("my{tail}")),
+                _ => None,
+            }
+        });
+        match user.filter(|_| words[k].eq_ignore_ascii_case("the")) {
+            Some(me) => {
+                out.push(me);
+                k += 2;
+            }
+            None => {
+                out.push(words[k].to_string());
+                k += 1;
+            }
+        }
+    }
+    out.join(" ")
+}
+
+/// The subject of `question` (see the module docs).
+pub fn question_subject(question: &str) -> Subject {
+    let toks = tokens(question);
+    let words: Vec<&str> = toks.iter().map(|t| t.lower.as_str()).collect();
+    let Some(&first) = words.first() else {
+        return Subject::User;
+    };
+    if first == "who" {
+        // "Who coaches my son's team?" is about the son; "Who is my manager?" about the user
+        return possessed_kin(&words, true).map_or(Subject::User, kin_subject);
+    }
+    let after_aux = words
+        .iter()
+        .position(|w| AUX.contains(w))
+        .filter(|&i| i > 0)
+        .map_or(1, |i| i + 1);
+    let rest = &words[after_aux.min(words.len())..];
+    match rest {
+        ["i" | "we", ..] | [] => Subject::User,
+        // "my sister lives in Porto; where does she live now?": the kin named before
+        ["she" | "he" | "they", ..] => possessed_kin(&words, false)
+            .map(kin_subject)
+            .or_else(|| named(&toks).map(|n| Subject::Other(vec![n])))
+            .unwrap_or(Subject::User),
+        ["my" | "our", noun, ..] if is_kin(noun) => kin_subject(noun),
+        ["my" | "our", ..] => Subject::User,
+        _ => named(&toks[1..]).map_or(Subject::User, |n| Subject::Other(vec![n])),
+    }
+}
+
+/// The first kin noun after `my`/`our` (with `possessed`: only one followed by `'s` or by a
+/// verb, so "who is my friend" does not count).
+fn possessed_kin<'w>(words: &[&'w str], possessed: bool) -> Option<&'w str> {
+    words.windows(3).find_map(|w| {
+        let ok = matches!(w[0], "my" | "our")
+            && is_kin(w[1])
+            && (!possessed || !matches!(w[2], "is" | "are"));
+        ok.then_some(w[1])
+    })
+}
+
+fn kin_subject(noun: &str) -> Subject {
+    let mut names = vec![noun.to_string()];
+    for group in SYNONYMS.iter().filter(|g| g.contains(&noun)) {
+        names.extend(group.iter().map(|s| s.to_string()));
+    }
+    names.sort();
+    names.dedup();
+    Subject::Other(names)
+}
+
+/// Words a question may open with in capitals that name no one.
+const OPENERS: &[&str] = &[
+    "what", "where", "which", "who", "whom", "whose", "when", "how", "why", "does", "do", "did",
+    "is", "are", "was", "were", "my", "our", "the", "a", "an", "i", "and", "so",
+];
+
+/// The first capitalised word that names someone (not a question word or an opener).
+fn named(toks: &[Token<'_>]) -> Option<String> {
+    toks.iter()
+        .find(|t| t.capital && t.lower.len() > 1 && !OPENERS.contains(&t.lower.as_str()))
+        .map(|t| t.lower.to_string())
+}
+
+impl Subject {
+    /// The subject with the names `texts` give it: `my sister Maya`, `our dog Rocket`,
+    /// `my husband, Omar` make `maya`, `rocket`, `omar` names of the kin.
+    pub fn with_aliases<'t>(self, texts: impl IntoIterator<Item = &'t str>) -> Subject {
+        let Subject::Other(mut names) = self else {
+            return self;
+        };
+        let kin: Vec<String> = names.clone();
+        for text in texts {
+            let toks = tokens(text);
+            for w in toks.windows(3) {
+                let named_kin = matches!(w[0].lower.as_str(), "my" | "our")
+                    && kin.iter().any(|k| k == w[1].lower.as_str())
+                    && w[2].capital;
+                if named_kin && !names.iter().any(|n| n == w[2].lower.as_str()) {
+                    names.push(w[2].lower.to_string());
+                }
+            }
+        }
+        Subject::Other(names)
+    }
+}
+
+/// What a count question counts (`How many kids do I have?` → `kids`, with its synonyms
+/// and its singular or plural): a change of a count names what it counts ("we have four
+/// kids now"), so a sentence of change that names something else ("now we have two cats")
+/// is not one. None for any other question.
+pub fn counted(question: &str) -> Option<Vec<String>> {
+    let toks = tokens(question);
+    let at = toks
+        .windows(3)
+        .find(|w| w[0].lower.as_str() == "how" && w[1].lower.as_str() == "many")?;
+    let noun = at[2].lower.as_str();
+    let mut names = vec![noun.to_string()];
+    match noun.strip_suffix('s') {
+        Some(one) => names.push(one.to_string()),
+        None => names.push(format!("{noun}s")),
+    }
+    for group in SYNONYMS.iter().filter(|g| g.contains(&noun)) {
+        names.extend(group.iter().map(|s| s.to_string()));
+    }
+    Some(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assistants_question_about_the_user_is_in_the_first_person() {
+        assert_eq!(first_person("What is the user's diet?"), "What is my diet?");
+        assert_eq!(
+            first_person("What role does the user hold at Ashby Road Runners?"),
+            "What role does I hold at Ashby Road Runners?"
+        );
+        assert_eq!(
+            first_person("Where does THE USER’S sister live"),
+            "Where does my sister live"
+        );
+        assert_eq!(first_person("Is it the user?"), "Is it I?");
+        assert_eq!(
+            first_person("the username and the users"),
+            "the username and the users"
+        );
+        let q = first_person("What role does the user hold at Ashby?");
+        assert_eq!(question_subject(&q), Subject::User);
+        assert_eq!(
+            question_subject(&first_person("Where does the user's sister live?")),
+            question_subject("Where does my sister live?")
+        );
+    }
+}
