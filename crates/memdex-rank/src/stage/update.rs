@@ -468,6 +468,9 @@ fn reorder(window: &[Entry], links: &[Vec<bool>], dir: UpdateDirection) -> Vec<u
 pub(crate) struct ValueTest {
     /// The question's terms, without its subject's names.
     attributes: Vec<String>,
+    /// Those of its terms that are names (capitalised): what a near pair's one shared term
+    /// may not be.
+    named: Vec<String>,
     /// The question asks a name (`name`, `called`, `Who …?`).
     asks_name: bool,
     /// The question asks a place (`Where …?`, `Which city …?`).
@@ -495,6 +498,13 @@ fn words(text: &str) -> Vec<String> {
 /// "I hit the gym"), so a statement need not repeat them.
 const LIGHT_VERBS: &[&str] = &[
     "go", "get", "have", "do", "make", "take", "give", "put", "keep",
+];
+
+/// Kinds of time a `Which …?` / `What …?` question may ask for: then days and times are
+/// values.
+const TIME_KINDS: &[&str] = &[
+    "day", "days", "time", "times", "night", "nights", "evening", "evenings", "morning",
+    "mornings", "month", "months", "weekday", "weekdays",
 ];
 
 /// Kinds of place a `Which …?` question may ask for, as `Where …?` does.
@@ -542,28 +552,21 @@ impl ValueTest {
             .filter(|w| w[0] == "to")
             .flat_map(|w| analyzer.terms(&w[1]))
             .collect();
-        let asks_time = lower.windows(2).any(|w| {
-            matches!(w[0].as_str(), "which" | "what")
-                && matches!(
-                    w[1].as_str(),
-                    "day"
-                        | "days"
-                        | "time"
-                        | "times"
-                        | "night"
-                        | "nights"
-                        | "evening"
-                        | "evenings"
-                        | "morning"
-                        | "mornings"
-                        | "month"
-                        | "months"
-                        | "weekday"
-                        | "weekdays"
-                )
+        let asks_time = (lower.windows(2)).any(|w| {
+            matches!(w[0].as_str(), "which" | "what") && TIME_KINDS.contains(&w[1].as_str())
         });
+        // the question's names (capitalised past its first word) name a thing, not an
+        // attribute: "What memory does "Harry Potter" bring to Tim?"
+        let named = (question.split_whitespace().skip(1))
+            .filter(|w| {
+                w.trim_start_matches(|c: char| !c.is_alphanumeric())
+                    .starts_with(char::is_uppercase)
+            })
+            .flat_map(|w| analyzer.terms(w))
+            .collect();
         ValueTest {
             attributes,
+            named,
             after_to,
             names,
             asks_time,
@@ -696,7 +699,11 @@ impl ValueTest {
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
         let shared = o.iter().filter(|a| n.contains(a)).count();
-        let attribute = placed || shared > 0 && (near || shared == o.len());
+        // near items share one term of the question's, a common word, not a name
+        let common = o
+            .iter()
+            .any(|a| n.contains(a) && !self.named.iter().any(|x| x == a));
+        let attribute = placed || shared > 0 && (near && common || shared == o.len());
         // a place question's new value is a new place; a time question's values include
         // the days and times
         let values = |f: &Fact| match (placed, self.asks_time) {
