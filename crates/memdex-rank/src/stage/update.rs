@@ -665,7 +665,7 @@ impl ValueTest {
     }
 
     /// The values and the analysed terms (without the subject's names and light verbs) of
-    /// the older statements: what a verb of ending or exchange may name as its object.
+    /// the older statements: what a verb of ending may name as its object.
     fn was_words(&self, older: &[Fact]) -> Vec<String> {
         let mut was: Vec<String> = older.iter().flat_map(|o| o.values.clone()).collect();
         for o in older {
@@ -690,7 +690,8 @@ impl ValueTest {
     }
 
     /// The newer clause holds every term of the question's that the older one holds (at
-    /// least one; one of them is enough when the items are `near`), or, for a place
+    /// least one; when the items are `near`, one of them that is a common word, not a name
+    /// the question gives, is enough), or, for a place
     /// question, both give a place; both give a specific value, and the newer one a value the
     /// older lacks (for a place question, a place; for a question asking which day or what
     /// time, days and times count).

@@ -373,7 +373,9 @@ fn the_newer_statement_gives_every_question_term_the_older_one_gave() {
     // ... a common word: a name in the question names a thing, not an attribute
     let q = "What memory does \"Harry Potter and the Philosopher's Stone\" bring to Tim?";
     let t = ValueTest::new(q, &Subject::Other(vec!["tim".into()]));
-    let old = [fact("Harry Potter and the Philosopher's Stone is special to me")];
+    let old = [fact(
+        "Harry Potter and the Philosopher's Stone is special to me",
+    )];
     let new = [fact("I went to a Harry Potter conference in the UK")];
     assert!(t.changed(&old, &new, true).is_none());
 }
