@@ -79,16 +79,18 @@ pub(crate) fn tokens(text: &str) -> Vec<Token<'_>> {
 pub(crate) fn number_tokens(text: &str) -> Vec<Token<'_>> {
     let mut out: Vec<Token<'_>> = Vec::new();
     let digits = |t: &Token<'_>| t.lower.bytes().all(|b| b.is_ascii_digit());
+    // a number so far: a digit, then digits and the separators already joined
+    let number = |t: &Token<'_>| {
+        let mut b = t.lower.bytes();
+        b.next().is_some_and(|c| c.is_ascii_digit())
+            && b.all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
+    };
     for t in tokens(text) {
         let joins = |prev: &Token<'_>| {
             let sep = text.as_bytes().get(prev.end).copied();
             digits(&t)
+                && number(prev)
                 && prev.end + 1 == t.start
-                && prev
-                    .lower
-                    .bytes()
-                    .next()
-                    .is_some_and(|b| b.is_ascii_digit())
                 && matches!(sep, Some(b'.' | b','))
         };
         // "4" "." "1": the full stop is a token of its own
@@ -438,6 +440,24 @@ mod tests {
         digits.parse().ok()
     }
 
+    #[test]
+    fn a_decimal_or_a_grouped_number_is_one_token() {
+        let words = |s: &str| -> Vec<String> {
+            (number_tokens(s).into_iter())
+                .map(|t| t.lower.as_str().to_string())
+                .collect()
+        };
+        assert_eq!(words("4.1% on £8,000."), ["4.1", "on", "8,000", "."]);
+        assert_eq!(
+            words("I have 4. 1 more"),
+            ["i", "have", "4", ".", "1", "more"]
+        );
+        assert_eq!(
+            words("1,250.50 or 2023-05-08"),
+            ["1,250.50", "or", "2023-05-08"]
+        );
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
@@ -456,6 +476,18 @@ mod tests {
                     .map(|t| (t.lower.as_str().to_string(), t.capital, t.start, t.end))
                     .collect();
                 prop_assert_eq!(fast, reference_tokens(&text));
+            }
+
+            #[test]
+            fn number_tokens_cover_their_text(text in prop_oneof![TRICKY, any::<String>()]) {
+                // each token is its own text (lower-cased), in order, apart from its neighbours
+                let toks = number_tokens(&text);
+                for w in toks.windows(2) {
+                    prop_assert!(w[0].end <= w[1].start);
+                }
+                for t in &toks {
+                    prop_assert_eq!(t.lower.as_str(), text[t.start..t.end].to_lowercase());
+                }
             }
 
             #[test]
