@@ -302,13 +302,34 @@ impl ChangeTest {
                     slot: false,
                     referent: None,
                 };
-                let mut parts = clauses(sentence);
+                let parts = clauses(sentence);
                 let referents = self.referents(&parts, &r, &mut last);
-                parts.truncate(stating(sentence, &parts));
+                // the clauses that state, and those of a question that presuppose a count
+                let keep = stating(sentence, &parts);
+                let (parts, referents): (Vec<Clause>, Vec<Option<bool>>) = (parts.into_iter())
+                    .zip(referents)
+                    .enumerate()
+                    .filter(|(k, (c, _))| *k < keep || self.presupposes_count(c))
+                    .map(|(_, p)| p)
+                    .unzip();
                 out.extend(self.sentence_facts(sentence, parts, &referents, r));
             }
         }
         out
+    }
+
+    /// Whether `clause` gives a number of what a count question counts ("a feeder for three
+    /// cats?" for "How many cats do I have?"): a question takes its numeral noun phrases as
+    /// given, so the count is stated even in the clause that asks.
+    fn presupposes_count(&self, clause: &Clause) -> bool {
+        let Some(counted) = &self.counted else {
+            return false;
+        };
+        (clause.words.windows(2)).any(|w| {
+            let number =
+                w[0].chars().all(|c| c.is_ascii_digit()) || crate::lexicon::number(&w[0]).is_some();
+            number && counted.contains(&w[1])
+        })
     }
 
     /// The facts of one sentence; each gives the values of all of them (a value may sit in

@@ -405,6 +405,24 @@ fn verbs_of_change_are_classes_in_their_forms() {
 }
 
 #[test]
+fn a_count_question_takes_a_numeral_in_a_question_as_given() {
+    let q = "How many cats do I have now?";
+    let test = ChangeTest::new(q, [""]);
+    let none = test.session("");
+    let facts = test.facts_in("whats a good automatic feeder for three cats?", none);
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].values, ["three"]);
+    // ... but not another count, nor for another question
+    assert!(test
+        .facts_in("whats a good feeder for three dogs?", none)
+        .is_empty());
+    let q = ChangeTest::new("What cat food do I buy?", [""]);
+    assert!(q
+        .facts_in("whats a good feeder for three cats?", none)
+        .is_empty());
+}
+
+#[test]
 fn facts_are_the_subjects_stated_clauses_with_their_values() {
     let q = "Where do I live?";
     let test = ChangeTest::new(q, [""]);
