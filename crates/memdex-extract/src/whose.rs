@@ -163,12 +163,13 @@ const ROLES: &[&str] = &[
     "students",
 ];
 
-/// Words that deny, suppose, plan, wish or ask rather than state (`won't quit`, `might switch`,
-/// `I'll probably switch`, `thinking about`, "asked the landlord to drop the rent"): negation,
-/// the modal auxiliaries, the adverbs and verbs of hedging, planning and wishing, and the
-/// verbs of request (what was asked for has not happened yet). One of them in the two words before a cue
-/// denies the cue (and so does `to`: "want to switch"); one anywhere in a clause makes it no
-/// statement of how things are (and so does `used`: "I used to live in Leeds"). `and` before
+/// Words that deny, suppose, plan, wish or ask rather than state (`won't quit`, `might
+/// switch`, `I'll probably switch`, `thinking about`, "asked the landlord to drop the rent"):
+/// negation, the modal auxiliaries, the adverbs and verbs of hedging, planning and wishing,
+/// and the verbs of request (what was asked for has not happened yet). One of them in the two
+/// words before a cue denies the cue (and so does `to`: "want to switch"), and one other than
+/// a negation anywhere in the cue's clause makes it a plan; one anywhere in a clause makes it
+/// no statement of how things are (and so does `used`: "I used to live in Leeds"). `and` before
 /// one starts a clause of its own ("he's moved back to Cork | and wants a dog").
 pub(crate) const HEDGES: &[&str] = &[
     "not",
