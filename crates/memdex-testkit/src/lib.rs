@@ -551,6 +551,20 @@ pub fn controls_fresh6() -> serde_json::Value {
     fixture("controls-fresh6.json")
 }
 
+/// The seventh fresh knowledge-update set (`fixtures/updates-fresh7.json`): 24 scenarios
+/// written after every rule of the update stage's phase 5 by a helper session that opened no
+/// file of the project, half of its questions asked as an assistant would
+/// (`fixtures/README.md`).
+pub fn updates_fresh7() -> serde_json::Value {
+    fixture("updates-fresh7.json")
+}
+
+/// The seventh fresh control set (`fixtures/controls-fresh7.json`): 24 controls written with
+/// [`updates_fresh7`]; tiers from the stage-off ranking.
+pub fn controls_fresh7() -> serde_json::Value {
+    fixture("controls-fresh7.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
