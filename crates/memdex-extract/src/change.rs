@@ -325,11 +325,8 @@ impl ChangeTest {
         let Some(counted) = &self.counted else {
             return false;
         };
-        (clause.words.windows(2)).any(|w| {
-            let number =
-                w[0].chars().all(|c| c.is_ascii_digit()) || crate::lexicon::number(&w[0]).is_some();
-            number && counted.contains(&w[1])
-        })
+        (clause.words.windows(2))
+            .any(|w| crate::lexicon::cardinal(&w[0]) && counted.contains(&w[1]))
     }
 
     /// The facts of one sentence; each gives the values of all of them (a value may sit in

@@ -178,6 +178,11 @@ pub(crate) const NUMBER_WORDS: &[(&str, u32)] = &[
     ("several", 3),
 ];
 
+/// Whether `word` is a cardinal: ASCII digits (`3`) or a number word (`three`).
+pub(crate) fn cardinal(word: &str) -> bool {
+    word.bytes().all(|b| b.is_ascii_digit()) || number(word).is_some()
+}
+
 /// `8`, `8th`, `21st`, `eight`, `a`, `an`, `couple` (the caller skips a following `of`),
 /// `few` (→ 3), `several` (→ 3).
 pub(crate) fn number(word: &str) -> Option<u32> {

@@ -3,6 +3,8 @@
 //! counts, and an assistant's question about "the user" put in the first person. How the
 //! history's statements are read against it is [`crate::change`]'s.
 
+use std::borrow::Cow;
+
 use crate::lexicon::{tokens, Token};
 use crate::whose::{is_kin, SYNONYMS};
 
@@ -24,8 +26,13 @@ const AUX: &[&str] = &[
 
 /// `question` in the first person where it speaks of the user in the third, as an assistant
 /// asking its memory does ("What is the user's diet?" → "What is my diet?", "Where does the
-/// user work?" → "Where does I work?": the tests read subjects, not agreement).
-pub fn first_person(question: &str) -> String {
+/// user work?" → "Where does I work?": the tests read subjects, not agreement); the question
+/// itself, not a copy, when it does not speak of "the user".
+pub fn first_person(question: &str) -> Cow<'_, str> {
+    let speaks = (question.as_bytes().windows(8)).any(|w| w.eq_ignore_ascii_case(b"the user"));
+    if !speaks {
+        return Cow::Borrowed(question);
+    }
     let words: Vec<&str> = question.split_whitespace().collect();
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut k = 0;
@@ -50,7 +57,7 @@ pub fn first_person(question: &str) -> String {
             }
         }
     }
-    out.join(" ")
+    Cow::Owned(out.join(" "))
 }
 
 /// The subject of `question` (see the module docs).

@@ -418,7 +418,7 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
         let named = clause.capital[k] && clause.first + k > 0 && w.len() > 1 && !names.contains(w);
         // "one of my trips" is a part, not a count ("50mg of sertraline" is a measure); "the
         // one upstairs" a pronoun
-        let bare = w.chars().all(|c| c.is_ascii_digit()) || crate::lexicon::number(w).is_some();
+        let bare = crate::lexicon::cardinal(w);
         let partitive = bare && clause.words.get(k + 1).is_some_and(|n| n == "of");
         let pronoun = w == "one"
             && k > 0

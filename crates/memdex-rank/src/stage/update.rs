@@ -157,7 +157,12 @@ pub fn update_order<'s>(
         })
         .collect();
     let read = read_window(&window, rows, &question);
-    let near = near_pairs(&order[..w], rows);
+    // whether two window ranks' key vectors clear PAIR_COSINE: asked only of a pair whose
+    // statements the value test compares
+    let near = |a: usize, b: usize| {
+        let vector = |r: usize| rows.item(window[r].index).embedding;
+        cosine(vector(a), vector(b)).is_some_and(|c| c >= PAIR_COSINE)
+    };
     let links = link(&window, &read, &near, stage.relevance);
     let linked: Vec<Vec<bool>> = (links.iter())
         .map(|row| row.iter().map(Option::is_some).collect())
@@ -222,18 +227,6 @@ pub const VALUE_COSINE: f32 = 0.2;
 /// question, not all of them, gives its attribute ("I earn $18 an hour" … "At $23 an hour
 /// I can finally afford …").
 pub const PAIR_COSINE: f32 = 0.4;
-
-/// For each pair of window ranks, whether their key vectors clear [`PAIR_COSINE`].
-fn near_pairs<'s>(window: &[usize], rows: &impl UpdateRows<'s>) -> Vec<Vec<bool>> {
-    let vector = |r: usize| rows.item(window[r]).embedding;
-    (0..window.len())
-        .map(|a| {
-            (0..window.len())
-                .map(|b| cosine(vector(a), vector(b)).is_some_and(|c| c >= PAIR_COSINE))
-                .collect()
-        })
-        .collect()
-}
 
 /// Most items of one session the stage reads on each side of a window item.
 const SESSION_SPAN: usize = 64;
@@ -351,7 +344,7 @@ const DETERMINERS: &[&str] = &["the", "a", "an", "my", "our", "his", "her", "the
 fn link(
     window: &[Entry],
     read: &Read,
-    near: &[Vec<bool>],
+    near: &dyn Fn(usize, usize) -> bool,
     relevance: f32,
 ) -> Vec<Vec<Option<Change>>> {
     let w = window.len();
@@ -381,8 +374,11 @@ fn link(
                 if !clear(o) || !clear(n) {
                     return None;
                 }
-                let facts = (&read.facts[older], &read.facts[newer]);
-                let fact = read.value.changed(facts.0, facts.1, near[older][newer])?;
+                let (was, now) = (&read.facts[older], &read.facts[newer]);
+                if was.is_empty() || now.is_empty() {
+                    return None;
+                }
+                let fact = read.value.changed(was, now, near(older, newer))?;
                 Some(Change {
                     cue: VALUE_CUE,
                     sentence: fact.clause.clone(),
