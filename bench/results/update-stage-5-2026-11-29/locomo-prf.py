@@ -2,6 +2,8 @@
 # pseudo-relevance feedback over each LoCoMo dev question's top 50: score + g x range x cosine(item, centroid of the top m)
 import json,glob,os,subprocess,sys
 import numpy as np, pyarrow as pa
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from locomo_ranking import metrics
 LOG=sys.argv[1]; STORE=sys.argv[2]
 env=dict(os.environ, MEMDEX_MODEL='models/all-MiniLM-L6-v2')
 cnt={}; rows=[]
@@ -23,15 +25,6 @@ if not os.path.exists('/tmp/prf/qe.jsonl'):
     open('/tmp/prf/q.jsonl','w').write('\n'.join(json.dumps({'text':qs[x['question_id']]}) for x in L)+'\n')
     subprocess.run(['target/release/memdex','embed','--input','/tmp/prf/q.jsonl','--output','/tmp/prf/qe.jsonl','--kind','query'],env=env,check=True)
 Q=[np.array(json.loads(l)['embedding'],dtype=np.float32) for l in open('/tmp/prf/qe.jsonl')]
-def sess(i): return i.rsplit('_',1)[0]
-def metrics(order,gold):
-    gs={sess(g) for g in gold}
-    seen=[]
-    for i in order:
-        s=sess(i)
-        if s not in seen: seen.append(s)
-    rr=next((1/(k+1) for k,s in enumerate(seen) if s in gs),0)
-    return dict(s1=float(seen[0] in gs), mrr=rr, t1=float(order[0] in gold), s5all=float(gs<=set(seen[:5])))
 data=[]
 for x,q in zip(L,Q):
     ten=x['question_id'].split(':')[0]
