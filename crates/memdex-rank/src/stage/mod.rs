@@ -18,6 +18,7 @@ mod signals;
 mod supersede;
 pub(crate) mod time;
 pub(crate) mod update;
+mod value;
 
 use std::cell::OnceCell;
 

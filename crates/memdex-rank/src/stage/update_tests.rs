@@ -1,6 +1,9 @@
 use memdex_core::Role;
 use memdex_store::ItemRef;
 
+use memdex_extract::question::Subject;
+
+use super::super::value::{same_term, ValueTest};
 use super::*;
 
 const DAY: i64 = 86_400_000;
