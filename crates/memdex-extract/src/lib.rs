@@ -8,12 +8,15 @@
 //! * [`change`]: who a question is about (the user, a person or pet of theirs, someone
 //!   named) and whether a later text states that something about them changed (the update
 //!   stage's test that two statements are of the same thing).
+//! * [`kinds`]: WordNet 3.0's noun hierarchy, to tell a thing of the kind a question asks
+//!   (`rugby` of "What sport …?") from any other word.
 //! * [`facts`]: the [`FactExtractor`] trait and a heuristic implementation that keeps
 //!   first-person fact sentences, key phrases and dated events; the engine prepends them to
 //!   the key text before embedding (key = value + facts).
 
 pub mod change;
 pub mod facts;
+pub mod kinds;
 mod lexicon;
 pub mod question;
 mod sentences;

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use crate::kinds::kinds;
 use crate::lexicon::{tokens, Token};
 use crate::whose::{is_kin, SYNONYMS};
 
@@ -168,9 +169,78 @@ pub fn counted(question: &str) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// Words that end a `What …`/`Which …` phrase before its verb ("Which team **my** son …").
+const PHRASE_ENDS: &[&str] = &[
+    "i",
+    "you",
+    "he",
+    "she",
+    "it",
+    "we",
+    "they",
+    "my",
+    "your",
+    "his",
+    "her",
+    "our",
+    "their",
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "now",
+    "currently",
+];
+
+/// The kind of thing a `What N …?` / `Which N …?` question asks for, when WordNet knows its
+/// head noun: "What **sport** does my son play?", "What colour is my hair?", "Which blood
+/// pressure **medication** does mum take?". None for any other question ("What's my usual
+/// order?", "What do I drive?"), and for "What kind of N …?", which asks what N is like
+/// ("What kind of writing does Tim do?": fantasy, notes, reviews), not which one it is.
+pub fn asked_kind(question: &str) -> Option<String> {
+    let toks = tokens(question);
+    let at = (toks.iter()).position(|t| matches!(t.lower.as_str(), "what" | "which"))?;
+    let phrase = &toks[at + 1..];
+    if phrase.get(1).is_some_and(|t| t.lower.as_str() == "of") {
+        return None;
+    }
+    let len = (phrase.iter())
+        .take_while(|t| {
+            let w = t.lower.as_str();
+            !t.capital && !AUX.contains(&w) && !PHRASE_ENDS.contains(&w)
+        })
+        .count();
+    let head = phrase[..len].last()?.lower.as_str();
+    kinds().known(head).then(|| head.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_a_question_asks() {
+        let kind = |q: &str| asked_kind(q);
+        assert_eq!(
+            kind("What sport does my son play?").as_deref(),
+            Some("sport")
+        );
+        assert_eq!(
+            kind("What colour is my hair now?").as_deref(),
+            Some("colour")
+        );
+        assert_eq!(
+            kind("What blood pressure medication does my mum take?").as_deref(),
+            Some("medication")
+        );
+        assert_eq!(kind("What kind of writing does Tim do?"), None);
+        assert_eq!(kind("Which team Callum supports").as_deref(), Some("team"));
+        assert_eq!(kind("What's my usual order?"), None);
+        assert_eq!(kind("What do I drive?"), None);
+        assert_eq!(kind("Where do I live?"), None);
+        assert_eq!(kind("Which zxqv does my son play?"), None);
+    }
 
     #[test]
     fn an_assistants_question_about_the_user_is_in_the_first_person() {

@@ -384,6 +384,27 @@ fn the_newer_statement_gives_every_question_term_the_older_one_gave() {
 }
 
 #[test]
+fn a_thing_of_the_kind_the_question_asks_is_a_value() {
+    let t = ValueTest::new("What sport does my son play?", &Subject::User);
+    let rugby = [fact("My son plays rugby every Sunday")];
+    let basketball = [fact("he plays basketball for his school team")];
+    assert!(t.changed(&rugby, &basketball, false).is_some());
+    // the same thing again, or no thing of the kind, is no change
+    let again = [fact("he plays rugby for the under-12s")];
+    assert!(t.changed(&rugby, &again, false).is_none());
+    let none = [fact("he plays on Sundays with his mates")];
+    assert!(t.changed(&rugby, &none, false).is_none());
+    // with no question term shared: both name a colour
+    let t = ValueTest::new("What colour is my hair now?", &Subject::User);
+    let purple = [fact("My hair is dyed purple")];
+    let brown = [fact("I went back to my natural dark brown last month")];
+    assert!(t.changed(&purple, &brown, false).is_some());
+    // a question asking no kind reads no kind
+    let t = ValueTest::new("How is my hair now?", &Subject::User);
+    assert!(t.changed(&purple, &brown, false).is_none());
+}
+
+#[test]
 fn the_cheap_filter_passes_every_text_the_test_may_read() {
     let t = ValueTest::new("What am I studying these days?", &Subject::User);
     assert!(t.mentions("I'm doing a study of Birkbeck's history MA"));
@@ -391,6 +412,9 @@ fn the_cheap_filter_passes_every_text_the_test_may_read() {
     assert!(!t.mentions("What's a good lasagna recipe?"));
     let name = ValueTest::new("What is my dog called?", &Subject::User);
     assert!(name.mentions("anything at all"));
+    let kind = ValueTest::new("What colour is my hair now?", &Subject::User);
+    assert!(kind.mentions("I went back to my natural dark brown"));
+    assert!(!kind.mentions("What's a good lasagna recipe?"));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! with another value ([`ValueTest`]; the stage's rule 2, see [`super::update`]).
 
 use memdex_extract::change::Fact;
-use memdex_extract::question::Subject;
+use memdex_extract::kinds::{kinds, Kind};
+use memdex_extract::question::{asked_kind, Subject};
 use memdex_score::text::Analyzer;
 
 /// Verbs of ending a state that name what ended as their object: the past forms of Levin's
@@ -59,6 +60,9 @@ pub(crate) struct ValueTest {
     asks_place: bool,
     /// The question asks which day or what time (`Which days …?`, `What time …?`).
     asks_time: bool,
+    /// The kind of thing the question asks for, when WordNet knows it ("What **sport** does
+    /// my son play?"): then the things of that kind a statement names are its values.
+    kind: Option<Kind>,
     /// The question's terms it has right after `to` ("get to work").
     after_to: Vec<String>,
     /// The subject's names (analysed), with those the history gives it.
@@ -146,7 +150,12 @@ impl ValueTest {
             })
             .flat_map(|w| analyzer.terms(w))
             .collect();
+        // a place, a time and a name have values of their own
+        let kind = (asked_kind(question))
+            .filter(|_| !(asks_place || asks_time || asks_name))
+            .and_then(|noun| kinds().kind(&noun));
         ValueTest {
+            kind,
             attributes,
             named,
             after_to,
@@ -179,17 +188,19 @@ impl ValueTest {
     /// Whether `text` may hold a statement the test reads: a cheap filter before any
     /// session is read (it may pass a text the test then finds nothing in, never the other
     /// way): for a name or place question any text, otherwise one holding the start of one of
-    /// the question's terms (a stem without its last letter, as `studi` is of "study").
+    /// the question's terms (a stem without its last letter, as `studi` is of "study") or,
+    /// for a kind question, a thing of its kind ("my natural dark brown" for "What colour …?").
     pub(crate) fn mentions(&self, text: &str) -> bool {
         if self.asks_name || self.asks_place {
             return true;
         }
         let lower = text.to_lowercase();
-        (self.attributes.iter()).any(|a| {
+        let termed = (self.attributes.iter()).any(|a| {
             let n = a.chars().count();
             let start: String = a.chars().take(n.saturating_sub(1).max(n.min(3))).collect();
             lower.contains(&start)
-        })
+        });
+        termed || !self.of_kind(text).is_empty()
     }
 
     /// The newer statement that gives an older one's attribute with another value, if any
@@ -273,29 +284,56 @@ impl ValueTest {
 
     /// The newer clause holds every term of the question's that the older one holds (at
     /// least one; when the items are `near`, one of them that is a common word, not a name
-    /// the question gives, is enough), or, for a place
-    /// question, both give a place; both give a specific value, and the newer one a value the
-    /// older lacks (for a place question, a place; for a question asking which day or what
-    /// time, days and times count).
+    /// the question gives, is enough), or, for a place question, both give a place, or, for
+    /// a question asking a kind of thing, both name a thing of that kind; both give a
+    /// specific value, and the newer one a value the older lacks (for a place question, a
+    /// place; for a kind, a thing of the kind; for a question asking which day or what time,
+    /// days and times count).
     fn revalued(&self, older: &Fact, newer: &Fact, near: bool) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
+        // a kind question by the thing of the kind each names ("plays rugby" / "plays
+        // basketball" for "What sport …?")
+        let (ko, kn) = (self.of_kind(&older.clause), self.of_kind(&newer.clause));
+        let kinded = !placed && !ko.is_empty() && !kn.is_empty();
         let shared = o.iter().filter(|a| n.contains(a)).count();
         // near items share one term of the question's, a common word, not a name
         let common = o
             .iter()
             .any(|a| n.contains(a) && !self.named.iter().any(|x| x == a));
-        let attribute = placed || shared > 0 && (near && common || shared == o.len());
-        // a place question's new value is a new place; a time question's values include
-        // the days and times
-        let values = |f: &Fact| match (placed, self.asks_time) {
-            (true, _) => f.places.clone(),
-            (false, true) => [&f.values[..], &f.times[..]].concat(),
-            (false, false) => f.values.clone(),
+        let attribute = placed || kinded || shared > 0 && (near && common || shared == o.len());
+        let values = |f: &Fact, k: &[String]| match (placed, kinded, self.asks_time) {
+            (true, _, _) => f.places.clone(),
+            (false, true, _) => k.to_vec(),
+            (false, false, true) => [&f.values[..], &f.times[..]].concat(),
+            (false, false, false) => f.values.clone(),
         };
-        let (was, now) = (values(older), values(newer));
+        let (was, now) = (values(older, &ko), values(newer, &kn));
         attribute && !was.is_empty() && now.iter().any(|v| !was.contains(v))
+    }
+
+    /// The things of the question's kind `clause` names (WordNet: `rugby` for `sport`), a
+    /// word, or two words where neither alone is one ("flat white"); none when the question
+    /// asks no kind.
+    fn of_kind(&self, clause: &str) -> Vec<String> {
+        let Some(kind) = &self.kind else {
+            return Vec::new();
+        };
+        let w = words(clause);
+        let is = |x: &str| x.len() > 2 && kinds().is_a(x, kind);
+        let single: Vec<bool> = w.iter().map(|x| is(x)).collect();
+        let mut out: Vec<String> = (w.iter().zip(&single))
+            .filter(|(_, &s)| s)
+            .map(|(x, _)| x.clone())
+            .collect();
+        for (k, pair) in w.windows(2).enumerate() {
+            let both = format!("{}_{}", pair[0], pair[1]);
+            if !single[k] && !single[k + 1] && is(&both) {
+                out.push(both);
+            }
+        }
+        out
     }
 
     /// The question's terms `clause` holds, each as the question has it; a word right after

