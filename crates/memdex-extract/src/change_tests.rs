@@ -51,6 +51,22 @@ fn names_the_history_gives_a_kin_are_its_aliases() {
         Subject::User.with_aliases(["my sister Maya"]),
         Subject::User
     );
+    // a noun of the kin's kind names it too (WordNet: a spaniel is a dog), another does not
+    let dog = question_subject("How much kibble does my dog get?");
+    let s = dog
+        .clone()
+        .with_aliases(["Our spaniel Biscuit gets two cups."]);
+    assert!(matches!(s, Subject::Other(n) if n.contains(&"biscuit".to_string())));
+    let s = dog.with_aliases(["Our cat Tigger gets two cups."]);
+    assert!(matches!(s, Subject::Other(n) if !n.contains(&"tigger".to_string())));
+}
+
+#[test]
+fn a_fraction_is_a_value() {
+    let test = ChangeTest::new("How much kibble does Biscuit get a day?", [""]);
+    let t = "Biscuit gets a cup and a half of kibble a day.";
+    let facts = test.facts_in(t, test.session(t));
+    assert_eq!(facts[0].values, ["half"]);
 }
 
 fn change(text: &str, q: &str) -> Option<&'static str> {

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::kinds::kinds;
+use crate::kinds::{kinds, Kind};
 use crate::lexicon::{tokens, Token};
 use crate::whose::{is_kin, SYNONYMS};
 
@@ -127,18 +127,23 @@ fn named(toks: &[Token<'_>]) -> Option<String> {
 
 impl Subject {
     /// The subject with the names `texts` give it: `my sister Maya`, `our dog Rocket`,
-    /// `my husband, Omar` make `maya`, `rocket`, `omar` names of the kin.
+    /// `my husband, Omar` make `maya`, `rocket`, `omar` names of the kin, and so does a noun
+    /// of the kin's kind (WordNet: `our spaniel Biscuit` names the dog).
     pub fn with_aliases<'t>(self, texts: impl IntoIterator<Item = &'t str>) -> Subject {
         let Subject::Other(mut names) = self else {
             return self;
         };
         let kin: Vec<String> = names.clone();
+        let kinds_of: Vec<Kind> = kin.iter().filter_map(|k| kinds().kind(k)).collect();
+        let of_kin = |noun: &str| {
+            kin.iter().any(|k| k == noun) || kinds_of.iter().any(|k| kinds().is_a(noun, k))
+        };
         for text in texts {
             let toks = tokens(text);
             for w in toks.windows(3) {
                 let named_kin = matches!(w[0].lower.as_str(), "my" | "our")
-                    && kin.iter().any(|k| k == w[1].lower.as_str())
-                    && w[2].capital;
+                    && w[2].capital
+                    && of_kin(w[1].lower.as_str());
                 if named_kin && !names.iter().any(|n| n == w[2].lower.as_str()) {
                     names.push(w[2].lower.to_string());
                 }

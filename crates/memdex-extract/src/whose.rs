@@ -407,10 +407,13 @@ fn chain(part: &[Token<'_>]) -> Who {
     }
 }
 
+/// Fraction words: numbers too ("a cup and a **half**", "a **quarter** of a tablet").
+const FRACTIONS: &[&str] = &["half", "quarter"];
+
 /// The specific values the first `own` words of `clause` give: names (capitalised words that
 /// do not open the sentence, other than `I` and the subject's own `names`) and numbers
-/// (digits or number words; not `a`, `a couple`, `a few`, nor a part: `one of my trips`),
-/// lower case.
+/// (digits, number words or [`FRACTIONS`]; not `a`, `a couple`, `a few`, nor a part: `one
+/// of my trips`), lower case.
 pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<String> {
     let vague = ["a", "an", "couple", "few", "several"];
     let mut out: Vec<String> = Vec::new();
@@ -429,6 +432,7 @@ pub(crate) fn values(clause: &Clause, own: usize, names: &[String]) -> Vec<Strin
         let partitive = partitive || pronoun;
         let number = !partitive
             && (w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || FRACTIONS.contains(&w.as_str())
                 || (crate::lexicon::number(w).is_some() && !vague.contains(&w.as_str())));
         if (named || number) && !out.contains(w) && !in_a_date(&clause.words, k) {
             out.push(w.clone());
