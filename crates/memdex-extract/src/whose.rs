@@ -279,7 +279,29 @@ pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
         });
         start = i;
     }
+    apposition(&mut out);
     out
+}
+
+/// A name set off before a person noun by a comma names it ("Priya ma'am, my manager, has
+/// asked me …"; the name may carry an honorific after it): the clause `my
+/// manager` gets the name its comma cut off. A word WordNet knows as a noun is no name
+/// ("Well, my manager, …").
+fn apposition(clauses: &mut [Clause]) {
+    for k in 1..clauses.len() {
+        let (before, after) = clauses.split_at_mut(k);
+        let (a, b) = (&before[k - 1], &mut after[0]);
+        // "Priya", "Priya ma'am" (`ma` `am`), "Rakesh sir"
+        let honorific = a.words.len() <= 3 && a.capital.iter().skip(1).all(|c| !c);
+        let named = honorific && a.capital[0] && a.words[0].len() > 1;
+        let noun = match b.words.as_slice() {
+            [my, noun] if matches!(my.as_str(), "my" | "our") && is_person(noun) => noun,
+            _ => continue,
+        };
+        if named && b.person_name.is_none() && !crate::kinds::kinds().known(&a.words[0]) {
+            b.person_name = Some((noun.clone(), a.words[0].clone()));
+        }
+    }
 }
 
 /// Words after which a capitalised word is an object, a place or a title's name, not the
@@ -580,6 +602,11 @@ mod tests {
         let c = clauses("My landlord Priya wants to do an inspection, and my dentist Dr Okafor");
         assert_eq!(c[0].person_name, Some(("landlord".into(), "priya".into())));
         assert_eq!(c[1].person_name, Some(("dentist".into(), "okafor".into())));
+        // a name before the noun, set off by a comma
+        let c = clauses("Priya ma'am, my manager, has asked me to present");
+        assert_eq!(c[1].person_name, Some(("manager".into(), "priya".into())));
+        let c = clauses("Well, my manager, has asked me to present");
+        assert_eq!(c[1].person_name, None);
         assert_eq!(
             whos("We fostered two lurchers and ended up keeping both, so it's three dogs."),
             [Who::Me, Who::Me]

@@ -3,6 +3,7 @@
 //! model, no store), so the fuzz harnesses drive exactly what [`crate::Memory`] runs.
 
 use memdex_core::clip;
+use memdex_extract::question::first_person;
 use memdex_rank::{contextual_query, RankOptions, Stages};
 
 use crate::limits::{check_embed_texts, check_search_texts, Limits};
@@ -72,7 +73,9 @@ pub struct SearchPlan {
     /// When the question is asked (ms since the epoch, UTC): the request's date, else the
     /// caller's default (None: the ranking takes the tenant's newest item's date).
     pub date_ms: Option<i64>,
-    /// The text searched: the query, or recent turns + query when the query is ambiguous.
+    /// The text searched: the query, or recent turns + query when the query is ambiguous,
+    /// with an assistant's "the user" put in the first person ("What is the user's diet?" is
+    /// searched as "What is my diet?": the history's statements are the user's own).
     pub searched: String,
 }
 
@@ -114,7 +117,7 @@ pub fn plan_search(
         opts,
         time_asked: req.stages.time.is_some(),
         date_ms,
-        searched: contextual_query(&req.query, &req.recent_turns),
+        searched: contextual_query(&first_person(&req.query), &req.recent_turns),
     })
 }
 
@@ -148,6 +151,8 @@ mod tests {
         let ok = plan(&SearchRequest::new("where do I live?", 5)).unwrap();
         assert_eq!(ok.date_ms, Some(now));
         assert_eq!(ok.searched, "where do I live?");
+        let user = plan(&SearchRequest::new("Who is the user's manager?", 5)).unwrap();
+        assert_eq!(user.searched, "Who is my manager?");
         let mut r = SearchRequest::new("q", 0);
         assert!(plan(&r).unwrap_err().to_string().contains("k must be"));
         r.k = 3;
