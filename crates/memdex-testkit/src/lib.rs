@@ -565,6 +565,32 @@ pub fn controls_fresh7() -> serde_json::Value {
     fixture("controls-fresh7.json")
 }
 
+/// The eighth fresh knowledge-update set (`fixtures/updates-fresh8.json`): 32 scenarios
+/// written by a helper session that opened no file of the project while the update stage's
+/// phase-6 rules R14–R16 were written, and held out from them (`fixtures/README.md`).
+pub fn updates_fresh8() -> serde_json::Value {
+    fixture("updates-fresh8.json")
+}
+
+/// The eighth fresh control set (`fixtures/controls-fresh8.json`): 32 controls written with
+/// [`updates_fresh8`]; tiers from the stage-off ranking.
+pub fn controls_fresh8() -> serde_json::Value {
+    fixture("controls-fresh8.json")
+}
+
+/// The ninth fresh knowledge-update set (`fixtures/updates-fresh9.json`): 32 scenarios
+/// written the same way, held out from every rule up to phase 6's R18, many of their values
+/// common nouns (`fixtures/README.md`).
+pub fn updates_fresh9() -> serde_json::Value {
+    fixture("updates-fresh9.json")
+}
+
+/// The ninth fresh control set (`fixtures/controls-fresh9.json`): 32 controls written with
+/// [`updates_fresh9`]; tiers from the stage-off ranking.
+pub fn controls_fresh9() -> serde_json::Value {
+    fixture("controls-fresh9.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
