@@ -558,11 +558,11 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
             r.speaker.is_none()
                 && match &clause.who {
                     Who::Me => true,
-                    Who::Unknown => first_person_self(words, r.roles) || !third_party(words),
+                    Who::Unknown => first_person_self(clause, r.roles) || !third_party(words),
                     // someone else's clause, unless the user's own thing is in it
                     // ("she raised my rent")
                     Who::Person { .. } | Who::Pronoun | Who::Named(_) => {
-                        first_person_self(words, r.roles)
+                        first_person_self(clause, r.roles)
                     }
                 }
         }
@@ -596,10 +596,17 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
 /// user's (`my rent`), or + one of the `roles` the question asks ("my landlord Priya" for
 /// "Who is my landlord?"); "my flatmate moved" is the flatmate's. `me` and `us` are objects,
 /// so someone else's clause ("my colleague told me she's on …") is not the user's for them.
-fn first_person_self(words: &[String], roles: &[String]) -> bool {
+fn first_person_self(clause: &Clause, roles: &[String]) -> bool {
+    let words = &clause.words;
+    // a noun WordNet reads as a person, with a name after it ("my cleaner Marta")
+    let named = |i: usize| {
+        clause.capital.get(i + 1).is_some_and(|&c| c) && crate::kinds::kinds().person(&words[i])
+    };
     words.iter().enumerate().any(|(i, w)| match w.as_str() {
         "i" | "we" => true,
-        "my" | "our" => (words.get(i + 1)).is_some_and(|n| !is_person(n) || roles.contains(n)),
+        "my" | "our" => {
+            (words.get(i + 1)).is_some_and(|n| !(is_person(n) || named(i + 1)) || roles.contains(n))
+        }
         _ => false,
     })
 }

@@ -515,3 +515,13 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_noun_wordnet_reads_as_a_person_with_a_name_is_someone_else() {
+    let test = ChangeTest::new("How many cats do I have?", [""]);
+    let t = "My cleaner Marta has three cats of her own.";
+    assert!(test.facts_in(t, test.session(t)).is_empty());
+    // without a name "my cleaner" may be a spray: the user's
+    let t = "My cleaner has three cats on the label.";
+    assert_eq!(test.facts_in(t, test.session(t)).len(), 1);
+}

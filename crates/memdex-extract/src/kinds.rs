@@ -133,6 +133,32 @@ impl Kinds {
         self.ancestors(own).iter().any(|s| kind.senses.contains(s))
     }
 
+    /// Whether one of `word`'s first [`WORD_SENSES`] senses is a person (below WordNet's
+    /// `person`, whatever its span): `cleaner`, `trainer`, `accountant`; not `hoover`.
+    pub fn person(&self, word: &str) -> bool {
+        static PEOPLE: OnceLock<HashSet<u32>> = OnceLock::new();
+        let people = PEOPLE.get_or_init(|| {
+            let person = self.senses("person").first().copied();
+            person.map_or_else(HashSet::new, |p| self.below(p))
+        });
+        let own = self.senses(word);
+        own.iter().take(WORD_SENSES).any(|s| people.contains(s))
+    }
+
+    /// Every synset below `synset`.
+    fn below(&self, synset: u32) -> HashSet<u32> {
+        let mut seen: HashSet<u32> = HashSet::new();
+        let mut stack = vec![synset];
+        while let Some(s) = stack.pop() {
+            for &c in span(&self.children, &self.child_starts, s) {
+                if seen.insert(c) {
+                    stack.push(c);
+                }
+            }
+        }
+        seen
+    }
+
     /// Whether at most [`KIND_SPAN`] synsets lie below `synset`.
     fn narrow(&self, synset: u32) -> bool {
         let mut seen: HashSet<u32> = HashSet::new();
@@ -261,6 +287,17 @@ mod tests {
             assert!(!is_a(word, kind), "{word} is not a {kind}");
         }
         assert!(k.kind("zxqv").is_none() && k.kind("sport").is_some());
+    }
+
+    #[test]
+    fn people() {
+        let k = kinds();
+        for w in ["cleaner", "trainer", "accountant", "nurses"] {
+            assert!(k.person(w), "{w} is a person");
+        }
+        for w in ["hoover", "kettle", "licence", "zxqv"] {
+            assert!(!k.person(w), "{w} is no person");
+        }
     }
 
     #[test]

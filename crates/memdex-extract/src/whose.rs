@@ -379,7 +379,7 @@ fn subject(part: &[Token<'_>], opens: bool) -> Option<Who> {
         match w {
             "i" | "we" => return Some(Who::Me),
             "she" | "he" => return Some(Who::Pronoun),
-            "my" | "our" if part.get(k + 1).is_some_and(|n| is_person(&n.lower)) => {
+            "my" | "our" if named_person(part, k + 1) => {
                 return Some(chain(&part[k + 1..]));
             }
             // a bare kin noun or a name only as the clause's first word ("Aunt Rosa has …",
@@ -521,6 +521,18 @@ fn in_a_date(words: &[String], k: usize) -> bool {
     calendar(w) || year(w).is_some() || ordinal || span
 }
 
+/// Whether `part[k]` is a person noun ([`is_person`]), or a noun WordNet reads as a person
+/// with a name right after it ("my cleaner Marta", "my accountant Dev"; "my cleaner" alone
+/// may be a spray).
+fn named_person(part: &[Token<'_>], k: usize) -> bool {
+    let Some(noun) = part.get(k) else {
+        return false;
+    };
+    let named = |t: &Token<'_>| t.capital && t.lower.len() > 1;
+    is_person(&noun.lower)
+        || part.get(k + 1).is_some_and(named) && crate::kinds::kinds().person(&noun.lower)
+}
+
 /// Titles between a person noun and its name (`my dentist Dr Okafor`).
 const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "prof"];
 
@@ -528,7 +540,7 @@ const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "prof"];
 /// Rosa`, `my landlord Dave`, `my dentist Dr Okafor`.
 fn person_name(part: &[Token<'_>]) -> Option<(String, String)> {
     (0..part.len().saturating_sub(1)).find_map(|k| {
-        if !is_person(&part[k].lower) {
+        if !named_person(part, k) {
             return None;
         }
         let at = k + 1 + usize::from(TITLES.contains(&part[k + 1].lower.as_str()));
@@ -607,6 +619,14 @@ mod tests {
         assert_eq!(c[1].person_name, Some(("manager".into(), "priya".into())));
         let c = clauses("Well, my manager, has asked me to present");
         assert_eq!(c[1].person_name, None);
+        // a noun WordNet reads as a person, with a name after it
+        let c = clauses("My cleaner Marta has three cats of her own");
+        assert_eq!(c[0].person_name, Some(("cleaner".into(), "marta".into())));
+        assert_eq!(c[0].who, person("cleaner", false));
+        assert_ne!(
+            clauses("my cleaner smells of bleach")[0].who,
+            person("cleaner", false)
+        );
         assert_eq!(
             whos("We fostered two lurchers and ended up keeping both, so it's three dogs."),
             [Who::Me, Who::Me]
