@@ -591,6 +591,19 @@ pub fn controls_fresh9() -> serde_json::Value {
     fixture("controls-fresh9.json")
 }
 
+/// The tenth fresh knowledge-update set (`fixtures/updates-fresh10.json`): 32 scenarios
+/// written the same way after every rule of phase 6 but R19, and held out from all of them
+/// (`fixtures/README.md`).
+pub fn updates_fresh10() -> serde_json::Value {
+    fixture("updates-fresh10.json")
+}
+
+/// The tenth fresh control set (`fixtures/controls-fresh10.json`): 32 controls written with
+/// [`updates_fresh10`]; tiers from the stage-off ranking.
+pub fn controls_fresh10() -> serde_json::Value {
+    fixture("controls-fresh10.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
