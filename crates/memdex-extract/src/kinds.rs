@@ -9,8 +9,8 @@
 //! every lower-case lemma with its senses (WordNet orders them most frequent first). A word
 //! is read in its first [`WORD_SENSES`] senses, a kind in all of its. It is compiled into the binary and parsed once, on first use (about 30 ms).
 
-use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock, RwLock};
 
 const DATA: &str = include_str!("../data/wordnet-nouns.txt");
 
@@ -18,22 +18,15 @@ const DATA: &str = include_str!("../data/wordnet-nouns.txt");
 /// and the colour): rarer senses make any word a thing of some kind.
 pub const WORD_SENSES: usize = 2;
 
-/// How many hypernym links a word's sense is followed up (WordNet's deepest noun chain is
-/// about 18).
-const DEPTH: usize = 24;
-
 /// Most synsets a kind's sense may have below it: a noun as wide as `activity` (3,266),
 /// `food` (1,526) or `person` (10,296) names no attribute's alternatives (a talent show and
 /// support are both activities, a mum is a person), one like `sport` (176), `colour`
 /// (149), `beverage` (339) or `medication` (512) does.
 pub const KIND_SPAN: usize = 1000;
 
-/// The noun hierarchy: each synset's hypernyms and hyponyms, and each lemma's senses.
+/// The noun hierarchy: each synset's hyponyms, and each lemma's senses.
 pub struct Kinds {
-    /// Hypernyms of synset `i`: `parents[starts[i]..starts[i + 1]]`.
-    parents: Vec<u32>,
-    starts: Vec<u32>,
-    /// Hyponyms of synset `i`, the same way.
+    /// Hyponyms of synset `i`: `children[child_starts[i]..child_starts[i + 1]]`.
     children: Vec<u32>,
     child_starts: Vec<u32>,
     /// Lemmas (words joined by `_`), sorted, each with its senses, most frequent first.
@@ -71,8 +64,6 @@ impl Kinds {
         lemmas.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let (children, child_starts) = invert(&parents, &starts);
         Kinds {
-            parents,
-            starts,
             children,
             child_starts,
             lemmas,
@@ -82,24 +73,35 @@ impl Kinds {
     /// The senses of a noun (words joined by `_` or spaces), or of its singular: WordNet's
     /// detachment rules for nouns (`-s`, `-es`, `-ies`, `-men`).
     pub fn senses(&self, word: &str) -> &[u32] {
-        let word = word.to_lowercase().replace(' ', "_");
-        let forms = [
-            word.clone(),
-            word.strip_suffix('s')
-                .map(str::to_string)
-                .unwrap_or_default(),
-            word.strip_suffix("es")
-                .map(str::to_string)
-                .unwrap_or_default(),
-            (word.strip_suffix("ies")).map_or_else(String::new, |w| format!("{w}y")),
-            (word.strip_suffix("men")).map_or_else(String::new, |w| format!("{w}man")),
-        ];
-        (forms.iter().filter(|f| f.len() > 1))
-            .find_map(|f| self.lookup(f))
+        // most words are lower case already: no copy
+        let plain = word
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-');
+        if plain {
+            return self.noun_senses(word);
+        }
+        self.noun_senses(&word.to_lowercase().replace(' ', "_"))
+    }
+
+    /// [`Kinds::senses`] of a lower-case word: itself, else its singular.
+    fn noun_senses(&self, word: &str) -> &[u32] {
+        if let Some(s) = self.lookup(word) {
+            return s;
+        }
+        let singular = |suffix: &str, with: &str| {
+            (word.strip_suffix(suffix)).and_then(|w| self.lookup(&format!("{w}{with}")))
+        };
+        (singular("s", ""))
+            .or_else(|| singular("es", ""))
+            .or_else(|| singular("ies", "y"))
+            .or_else(|| singular("men", "man"))
             .unwrap_or(&[])
     }
 
     fn lookup(&self, lemma: &str) -> Option<&[u32]> {
+        if lemma.len() < 2 {
+            return None;
+        }
         let at = (self.lemmas)
             .binary_search_by(|(w, _)| (*w).cmp(lemma))
             .ok()?;
@@ -114,11 +116,15 @@ impl Kinds {
     /// `noun` as a kind of thing: its senses with at most [`KIND_SPAN`] synsets below them;
     /// None when it has none (`person`, `activity`, or a word WordNet lacks).
     pub fn kind(&self, noun: &str) -> Option<Kind> {
-        let senses: HashSet<u32> = (self.senses(noun).iter())
-            .copied()
-            .filter(|&s| self.narrow(s))
-            .collect();
-        (!senses.is_empty()).then_some(Kind { senses })
+        let mut senses = HashSet::new();
+        let mut below = Vec::new();
+        for &s in self.senses(noun) {
+            if let Some(under) = self.narrow(s) {
+                senses.insert(s);
+                below.push(under);
+            }
+        }
+        (!senses.is_empty()).then_some(Kind { senses, below })
     }
 
     /// Whether one of `word`'s first [`WORD_SENSES`] senses lies strictly below one of
@@ -127,10 +133,8 @@ impl Kinds {
     pub fn is_a(&self, word: &str, kind: &Kind) -> bool {
         let own = self.senses(word);
         let own = &own[..own.len().min(WORD_SENSES)];
-        if own.iter().any(|s| kind.senses.contains(s)) {
-            return false;
-        }
-        self.ancestors(own).iter().any(|s| kind.senses.contains(s))
+        let below = |s: &u32| kind.below.iter().any(|b| b.contains(s));
+        !own.iter().any(|s| kind.senses.contains(s)) && own.iter().any(below)
     }
 
     /// Whether one of `word`'s first [`WORD_SENSES`] senses is a person (below WordNet's
@@ -139,69 +143,53 @@ impl Kinds {
         static PEOPLE: OnceLock<HashSet<u32>> = OnceLock::new();
         let people = PEOPLE.get_or_init(|| {
             let person = self.senses("person").first().copied();
-            person.map_or_else(HashSet::new, |p| self.below(p))
+            (person.and_then(|p| self.below_within(p, usize::MAX))).unwrap_or_default()
         });
         let own = self.senses(word);
         own.iter().take(WORD_SENSES).any(|s| people.contains(s))
     }
 
-    /// Every synset below `synset`.
-    fn below(&self, synset: u32) -> HashSet<u32> {
-        let mut seen: HashSet<u32> = HashSet::new();
-        let mut stack = vec![synset];
-        while let Some(s) = stack.pop() {
-            for &c in span(&self.children, &self.child_starts, s) {
-                if seen.insert(c) {
-                    stack.push(c);
-                }
-            }
+    /// The synsets below `synset` when there are at most [`KIND_SPAN`] of them, else None
+    /// (remembered: questions ask the same few kinds again and again).
+    fn narrow(&self, synset: u32) -> Option<Arc<HashSet<u32>>> {
+        type Cache = RwLock<HashMap<u32, Option<Arc<HashSet<u32>>>>>;
+        static NARROW: OnceLock<Cache> = OnceLock::new();
+        let cache = NARROW.get_or_init(RwLock::default);
+        if let Some(known) = cache.read().ok().and_then(|m| m.get(&synset).cloned()) {
+            return known;
         }
-        seen
+        let below = self.below_within(synset, KIND_SPAN).map(Arc::new);
+        if let Ok(mut m) = cache.write() {
+            m.insert(synset, below.clone());
+        }
+        below
     }
 
-    /// Whether at most [`KIND_SPAN`] synsets lie below `synset`.
-    fn narrow(&self, synset: u32) -> bool {
+    /// Every synset below `synset`, or None past `limit` of them.
+    fn below_within(&self, synset: u32, limit: usize) -> Option<HashSet<u32>> {
         let mut seen: HashSet<u32> = HashSet::new();
         let mut stack = vec![synset];
         while let Some(s) = stack.pop() {
             for &c in span(&self.children, &self.child_starts, s) {
                 if seen.insert(c) {
-                    if seen.len() > KIND_SPAN {
-                        return false;
+                    if seen.len() > limit {
+                        return None;
                     }
                     stack.push(c);
                 }
             }
         }
-        true
-    }
-
-    /// Every hypernym of `senses`, up to [`DEPTH`] links.
-    fn ancestors(&self, senses: &[u32]) -> HashSet<u32> {
-        let mut seen = HashSet::new();
-        let mut layer: Vec<u32> = senses.to_vec();
-        for _ in 0..DEPTH {
-            let next: Vec<u32> = (layer.iter())
-                .flat_map(|&s| self.hypernyms(s).iter().copied())
-                .filter(|&p| seen.insert(p))
-                .collect();
-            if next.is_empty() {
-                break;
-            }
-            layer = next;
-        }
-        seen
-    }
-
-    fn hypernyms(&self, synset: u32) -> &[u32] {
-        span(&self.parents, &self.starts, synset)
+        Some(seen)
     }
 }
 
-/// A kind of thing ([`Kinds::kind`]): the senses of its noun a thing of it lies below.
+/// A kind of thing ([`Kinds::kind`]): the senses of its noun, and every synset below them
+/// (at most [`KIND_SPAN`] each): a thing of the kind has a sense among them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kind {
     senses: HashSet<u32>,
+    /// The synsets below each sense (shared with the cache of [`Kinds::kind`]).
+    below: Vec<Arc<HashSet<u32>>>,
 }
 
 /// Row `i` of a compressed adjacency list.
@@ -240,7 +228,7 @@ fn invert(parents: &[u32], starts: &[u32]) -> (Vec<u32>, Vec<u32>) {
 impl std::fmt::Debug for Kinds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         (f.debug_struct("Kinds"))
-            .field("synsets", &self.starts.len().saturating_sub(1))
+            .field("synsets", &self.child_starts.len().saturating_sub(1))
             .field("lemmas", &self.lemmas.len())
             .finish()
     }

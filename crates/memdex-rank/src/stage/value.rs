@@ -200,7 +200,7 @@ impl ValueTest {
             let start: String = a.chars().take(n.saturating_sub(1).max(n.min(3))).collect();
             lower.contains(&start)
         });
-        termed || !self.of_kind(text).is_empty()
+        termed || self.names_kind(text)
     }
 
     /// The newer statement that gives an older one's attribute with another value, if any
@@ -317,23 +317,48 @@ impl ValueTest {
     /// word, or two words where neither alone is one ("flat white"); none when the question
     /// asks no kind.
     fn of_kind(&self, clause: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.kind_words(clause, |x| {
+            out.push(x.to_string());
+            false
+        });
+        out
+    }
+
+    /// Whether `text` names a thing of the question's kind ([`ValueTest::of_kind`]), read
+    /// up to the first.
+    fn names_kind(&self, text: &str) -> bool {
+        self.kind_words(text, |_| true)
+    }
+
+    /// Calls `found` with each thing of the question's kind `text` names, until it answers
+    /// true (then returns true).
+    fn kind_words(&self, text: &str, mut found: impl FnMut(&str) -> bool) -> bool {
         let Some(kind) = &self.kind else {
-            return Vec::new();
+            return false;
         };
-        let w = words(clause);
         let is = |x: &str| x.len() > 2 && kinds().is_a(x, kind);
+        let w = words(text);
         let single: Vec<bool> = w.iter().map(|x| is(x)).collect();
-        let mut out: Vec<String> = (w.iter().zip(&single))
-            .filter(|(_, &s)| s)
-            .map(|(x, _)| x.clone())
-            .collect();
-        for (k, pair) in w.windows(2).enumerate() {
-            let both = format!("{}_{}", pair[0], pair[1]);
-            if !single[k] && !single[k + 1] && is(&both) {
-                out.push(both);
+        for (x, _) in w.iter().zip(&single).filter(|(_, &s)| s) {
+            if found(x) {
+                return true;
             }
         }
-        out
+        let mut both = String::new();
+        for (k, pair) in w.windows(2).enumerate() {
+            if single[k] || single[k + 1] {
+                continue;
+            }
+            both.clear();
+            both.push_str(&pair[0]);
+            both.push('_');
+            both.push_str(&pair[1]);
+            if is(&both) && found(&both) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The question's terms `clause` holds, each as the question has it; a word right after
