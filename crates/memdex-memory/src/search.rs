@@ -19,7 +19,8 @@ use crate::MemoryError;
 pub struct SearchAnswer {
     pub tenant: String,
     pub query: String,
-    /// The text actually searched (the query, or recent turns + query when ambiguous).
+    /// The text actually searched (the query, or recent turns + query when ambiguous; an
+    /// assistant's "the user" put in the first person).
     pub searched: String,
     /// When the question was asked (ms since the epoch, UTC): the date it was ranked at (a
     /// request without one: now for a live memory, the tenant's newest item for a reader).

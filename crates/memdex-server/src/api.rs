@@ -89,7 +89,8 @@ pub async fn append(
 pub struct SearchOut {
     pub tenant: String,
     pub query: String,
-    /// The text actually searched (the query, or recent turns + query when ambiguous).
+    /// The text actually searched (the query, or recent turns + query when ambiguous; an
+    /// assistant's "the user" put in the first person: "What is my diet?").
     pub searched: String,
     pub hits: Vec<SearchHit>,
     /// Microseconds the search spent in each serving stage (the figures `/metrics` sums in
