@@ -30,6 +30,8 @@ pub enum Gold {
 pub struct EvalQuestion {
     pub id: String,
     pub qtype: String,
+    /// The question as searched (`memdex_memory::searched_question`: an assistant's "the
+    /// user" in the first person, as every front door searches it).
     pub query: String,
     pub tenant: String,
     pub question_date_ms: Option<i64>,
@@ -151,7 +153,7 @@ pub fn longmemeval_question(inst: &LmeInstance, granularity: Granularity) -> Eva
     EvalQuestion {
         id: inst.question_id.clone(),
         qtype: inst.question_type.clone(),
-        query: inst.question.clone(),
+        query: memdex_memory::searched_question(&inst.question).into_owned(),
         tenant: inst.tenant.clone(),
         question_date_ms: inst.question_date_ms,
         gold: Gold::ContainsAnswer { rename },
@@ -185,7 +187,7 @@ pub fn locomo_questions(
             questions.push(EvalQuestion {
                 id: format!("{}:q{}", c.tenant, i + 1),
                 qtype: memdex_ingest::category_name(qa.category).to_string(),
-                query: qa.question.clone(),
+                query: memdex_memory::searched_question(&qa.question).into_owned(),
                 tenant: c.tenant.clone(),
                 question_date_ms: None,
                 skip: ids.is_empty().then_some(Skip::NoEvidence),
@@ -195,4 +197,27 @@ pub fn locomo_questions(
         }
     }
     questions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_is_evaluated_as_every_front_door_searches_it() {
+        let inst = LmeInstance {
+            question_id: "q1".into(),
+            tenant: "q1".into(),
+            question_type: "knowledge-update".into(),
+            question: "What is the user's diet?".into(),
+            answer: "vegan".into(),
+            question_date_ms: None,
+            sessions: Vec::new(),
+            has_answer: Vec::new(),
+            answer_session_ids: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let q = longmemeval_question(&inst, Granularity::Turn);
+        assert_eq!(q.query, "What is my diet?");
+    }
 }

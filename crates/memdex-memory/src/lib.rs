@@ -45,5 +45,7 @@ pub use memory::{ItemInfo, Memory, OpenOptions, SessionInfo, TenantAppend};
 pub use model::{load_model, model_spec, DEFAULT_MODEL_DIR};
 pub use rankers::{cpu_ranker, kernels, ranker, RankChoice, RankDevice};
 pub use reader::Reader;
-pub use request::{check_embed, plan_search, SearchPlan, SearchRequest, StageNames};
+pub use request::{
+    check_embed, plan_search, searched_question, SearchPlan, SearchRequest, StageNames,
+};
 pub use search::SearchAnswer;

@@ -2,6 +2,8 @@
 //! [`SearchPlan`] (sizes, `k`, stages, date), texts to embed are sized. Pure functions (no
 //! model, no store), so the fuzz harnesses drive exactly what [`crate::Memory`] runs.
 
+use std::borrow::Cow;
+
 use memdex_core::clip;
 use memdex_extract::question::first_person;
 use memdex_rank::{contextual_query, RankOptions, Stages};
@@ -79,6 +81,14 @@ pub struct SearchPlan {
     pub searched: String,
 }
 
+/// The text a question is searched as, by every front door and by `memdex eval`: an
+/// assistant's question about "the user" in the first person ("What is the user's diet?" →
+/// "What is my diet?"), since the history's statements are the user's own; the question
+/// itself otherwise.
+pub fn searched_question(query: &str) -> Cow<'_, str> {
+    first_person(query)
+}
+
 /// `req` checked against `limits`; `default_date` dates a request without a date (a live
 /// memory: now, so "last weekend" is relative to now). Stages are named as `names` says.
 pub fn plan_search(
@@ -117,7 +127,7 @@ pub fn plan_search(
         opts,
         time_asked: req.stages.time.is_some(),
         date_ms,
-        searched: contextual_query(&first_person(&req.query), &req.recent_turns),
+        searched: contextual_query(&searched_question(&req.query), &req.recent_turns),
     })
 }
 
