@@ -28,21 +28,31 @@ const AUX: &[&str] = &[
 /// `question` in the first person where it speaks of the user in the third, as an assistant
 /// asking its memory does ("What is the user's diet?" → "What is my diet?", "Where does the
 /// user work?" → "Where does I work?": the tests read subjects, not agreement); the question
-/// itself, not a copy, when it does not speak of "the user".
+/// itself, not a copy, when it does not speak of "the user". Only the user as a person is
+/// put so: whose ("the user's diet"), or the subject an auxiliary inverts ("does the user
+/// work") or that an auxiliary follows ("the user has moved"); "the user table" and "add
+/// the user to the group" speak of something else and stay.
 pub fn first_person(question: &str) -> Cow<'_, str> {
     let speaks = (question.as_bytes().windows(8)).any(|w| w.eq_ignore_ascii_case(b"the user"));
     if !speaks {
         return Cow::Borrowed(question);
     }
     let words: Vec<&str> = question.split_whitespace().collect();
+    let aux = |w: &str| {
+        let w = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        AUX.contains(&w.as_str())
+    };
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut k = 0;
     while k < words.len() {
+        let subject = k > 0 && aux(words[k - 1]) || words.get(k + 2).is_some_and(|w| aux(w));
         let user = words.get(k + 1).and_then(|w| {
             let bare = w.trim_end_matches(|c: char| !c.is_alphanumeric());
             let tail = &w[bare.len()..];
             match bare.to_lowercase().as_str() {
-                "user" => Some(format!("I{tail}")),
+                "user" if subject => Some(format!("I{tail}")),
                 "user's" | "user\u{2019}s" => Some(format!("my{tail}")),
                 _ => None,
             }
@@ -258,7 +268,19 @@ mod tests {
             first_person("Where does THE USER’S sister live"),
             "Where does my sister live"
         );
-        assert_eq!(first_person("Is it the user?"), "Is it I?");
+        assert_eq!(first_person("Has the user moved?"), "Has I moved?");
+        assert_eq!(
+            first_person("Since when the user has a dog?"),
+            "Since when I has a dog?"
+        );
+        // "the user" as something else than the person stays
+        assert_eq!(first_person("Is it the user?"), "Is it the user?");
+        let q = "How do I add the user to the group?";
+        assert_eq!(first_person(q), q);
+        assert_eq!(
+            first_person("Reset the user password"),
+            "Reset the user password"
+        );
         assert_eq!(
             first_person("the username and the users"),
             "the username and the users"
