@@ -163,6 +163,19 @@ impl Subject {
     }
 }
 
+/// What a `How much N …?` / `How many N …?` question measures (`rent`, `hours`), lower
+/// case: a statement that gives its amount names it. None when the phrase has no noun ("How
+/// much do I earn?").
+pub fn measured(question: &str) -> Option<String> {
+    let toks = tokens(question);
+    let at = toks
+        .windows(3)
+        .find(|w| w[0].lower.as_str() == "how" && matches!(w[1].lower.as_str(), "much" | "many"))?;
+    let noun = at[2].lower.as_str();
+    let ends = |w: &str| AUX.contains(&w) || PHRASE_ENDS.contains(&w);
+    (!ends(noun) && !at[2].capital).then(|| noun.to_string())
+}
+
 /// What a count question counts (`How many kids do I have?` → `kids`, with its synonyms
 /// and its singular or plural): a change of a count names what it counts ("we have four
 /// kids now"), so a sentence of change that names something else ("now we have two cats")
@@ -233,6 +246,22 @@ pub fn asked_kind(question: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_an_amount_question_measures() {
+        let m = |q: &str| measured(q);
+        assert_eq!(
+            m("How much rent does the user pay?").as_deref(),
+            Some("rent")
+        );
+        assert_eq!(
+            m("How many hours a week do I work?").as_deref(),
+            Some("hours")
+        );
+        assert_eq!(m("How much do I earn per hour?"), None);
+        assert_eq!(m("How much is my mortgage payment?"), None);
+        assert_eq!(m("Where do I live?"), None);
+    }
 
     #[test]
     fn the_kind_a_question_asks() {

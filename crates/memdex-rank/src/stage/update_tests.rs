@@ -384,6 +384,21 @@ fn the_newer_statement_gives_every_question_term_the_older_one_gave() {
 }
 
 #[test]
+fn an_amount_statement_names_what_the_question_measures() {
+    let t = ValueTest::new("How much rent do I pay each month?", &Subject::User);
+    let old = [fact("My rent is £950 a month")];
+    let tax = [fact("Council tax is £142 a month")];
+    assert!(t.changed(&old, &tax, true).is_none());
+    let rent = [fact("the rent is £1,000 a month from May")];
+    assert!(t.changed(&old, &rent, true).is_some());
+    // a question with no noun measured keeps the near rule ("At $23 an hour …")
+    let t = ValueTest::new("How much do I earn per hour?", &Subject::User);
+    let old = [fact("I earn $18 an hour as a barista")];
+    let new = [fact("At $23 an hour I can finally afford a studio")];
+    assert!(t.changed(&old, &new, true).is_some());
+}
+
+#[test]
 fn a_thing_of_the_kind_the_question_asks_is_a_value() {
     let t = ValueTest::new("What sport does my son play?", &Subject::User);
     let rugby = [fact("My son plays rugby every Sunday")];

@@ -3,7 +3,7 @@
 
 use memdex_extract::change::Fact;
 use memdex_extract::kinds::{kinds, Kind};
-use memdex_extract::question::{asked_kind, Subject};
+use memdex_extract::question::{asked_kind, measured, Subject};
 use memdex_score::text::Analyzer;
 
 /// Verbs of ending a state that name what ended as their object: the past forms of Levin's
@@ -54,6 +54,9 @@ pub(crate) struct ValueTest {
     /// Those of its terms that are names (capitalised): what a near pair's one shared term
     /// may not be.
     named: Vec<String>,
+    /// The question's term for what a `How much N …?` question measures (`rent`): a newer
+    /// statement gives the attribute only if it names it too, when the older one does.
+    measured: Option<String>,
     /// The question asks a name (`name`, `called`, `Who …?`).
     asks_name: bool,
     /// The question asks a place (`Where …?`, `Which city …?`).
@@ -154,8 +157,12 @@ impl ValueTest {
         let kind = (asked_kind(question))
             .filter(|_| !(asks_place || asks_time || asks_name))
             .and_then(|noun| kinds().kind(&noun));
+        let measured = (measured(question))
+            .and_then(|n| analyzer.terms(&n).into_iter().next())
+            .filter(|t| attributes.contains(t));
         ValueTest {
             kind,
+            measured,
             attributes,
             named,
             after_to,
@@ -302,7 +309,11 @@ impl ValueTest {
         let common = o
             .iter()
             .any(|a| n.contains(a) && !self.named.iter().any(|x| x == a));
-        let attribute = placed || kinded || shared > 0 && (near && common || shared == o.len());
+        // what an amount question measures, the older statement names and the newer must
+        // ("£142 a month" of council tax is no rent)
+        let measures = (self.measured.as_deref()).is_none_or(|m| !o.contains(&m) || n.contains(&m));
+        let termed = shared > 0 && (near && common || shared == o.len()) && measures;
+        let attribute = placed || kinded || termed;
         let values = |f: &Fact, k: &[String]| match (placed, kinded, self.asks_time) {
             (true, _, _) => f.places.clone(),
             (false, true, _) => k.to_vec(),
