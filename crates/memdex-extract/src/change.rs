@@ -28,7 +28,7 @@
 use crate::lexicon::tokens;
 use crate::question::{counted, question_subject, Subject};
 use crate::sentences::sentences;
-use crate::whose::{clauses, is_kin, is_person, Clause, Who, HEDGES};
+use crate::whose::{clauses, is_kin, is_person, person_noun, Clause, Who, HEDGES};
 
 /// The evidence that a text states a change of a subject.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -598,15 +598,11 @@ fn about(subject: &Subject, clause: &Clause, r: &Reading<'_>) -> bool {
 /// so someone else's clause ("my colleague told me she's on …") is not the user's for them.
 fn first_person_self(clause: &Clause, roles: &[String]) -> bool {
     let words = &clause.words;
-    // a noun WordNet reads as a person, with a name after it ("my cleaner Marta")
-    let named = |i: usize| {
-        clause.capital.get(i + 1).is_some_and(|&c| c) && crate::kinds::kinds().person(&words[i])
-    };
+    // "my cleaner Marta" is a person's: a name after the noun ([`person_noun`])
+    let person = |i: usize, n: &str| person_noun(n, clause.capital.get(i + 1) == Some(&true));
     words.iter().enumerate().any(|(i, w)| match w.as_str() {
         "i" | "we" => true,
-        "my" | "our" => {
-            (words.get(i + 1)).is_some_and(|n| !(is_person(n) || named(i + 1)) || roles.contains(n))
-        }
+        "my" | "our" => (words.get(i + 1)).is_some_and(|n| !person(i + 1, n) || roles.contains(n)),
         _ => false,
     })
 }

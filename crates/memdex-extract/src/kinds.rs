@@ -33,6 +33,11 @@ pub struct Kinds {
     child_starts: Vec<u32>,
     /// Lemmas (words joined by `_`), sorted, each with its senses, most frequent first.
     lemmas: Vec<(&'static str, Vec<u32>)>,
+    /// Every synset below `person`'s first sense, on first use ([`Kinds::person`]).
+    people: OnceLock<HashSet<u32>>,
+    /// Each sense asked as a kind: the synsets below it, None when wider than
+    /// [`KIND_SPAN`] (remembered: questions ask the same few kinds again and again).
+    narrow: RwLock<HashMap<u32, Option<Arc<HashSet<u32>>>>>,
 }
 
 /// The hierarchy, parsed on first use.
@@ -69,6 +74,8 @@ impl Kinds {
             children,
             child_starts,
             lemmas,
+            people: OnceLock::new(),
+            narrow: RwLock::default(),
         }
     }
 
@@ -142,8 +149,7 @@ impl Kinds {
     /// Whether one of `word`'s first [`WORD_SENSES`] senses is a person (below WordNet's
     /// `person`, whatever its span): `cleaner`, `trainer`, `accountant`; not `hoover`.
     pub fn person(&self, word: &str) -> bool {
-        static PEOPLE: OnceLock<HashSet<u32>> = OnceLock::new();
-        let people = PEOPLE.get_or_init(|| {
+        let people = self.people.get_or_init(|| {
             let person = self.senses("person").first().copied();
             (person.and_then(|p| self.below_within(p, usize::MAX))).unwrap_or_default()
         });
@@ -152,16 +158,13 @@ impl Kinds {
     }
 
     /// The synsets below `synset` when there are at most [`KIND_SPAN`] of them, else None
-    /// (remembered: questions ask the same few kinds again and again).
+    /// (remembered in `self.narrow`).
     fn narrow(&self, synset: u32) -> Option<Arc<HashSet<u32>>> {
-        type Cache = RwLock<HashMap<u32, Option<Arc<HashSet<u32>>>>>;
-        static NARROW: OnceLock<Cache> = OnceLock::new();
-        let cache = NARROW.get_or_init(RwLock::default);
-        if let Some(known) = cache.read().ok().and_then(|m| m.get(&synset).cloned()) {
+        if let Some(known) = (self.narrow.read().ok()).and_then(|m| m.get(&synset).cloned()) {
             return known;
         }
         let below = self.below_within(synset, KIND_SPAN).map(Arc::new);
-        if let Ok(mut m) = cache.write() {
+        if let Ok(mut m) = self.narrow.write() {
             m.insert(synset, below.clone());
         }
         below
@@ -190,7 +193,7 @@ impl Kinds {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kind {
     senses: HashSet<u32>,
-    /// The synsets below each sense (shared with the cache of [`Kinds::kind`]).
+    /// The synsets below each sense (shared with [`Kinds`]' cache).
     below: Vec<Arc<HashSet<u32>>>,
 }
 

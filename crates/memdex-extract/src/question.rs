@@ -168,12 +168,17 @@ impl Subject {
 /// much do I earn?").
 pub fn measured(question: &str) -> Option<String> {
     let toks = tokens(question);
-    let at = toks
-        .windows(3)
-        .find(|w| w[0].lower.as_str() == "how" && matches!(w[1].lower.as_str(), "much" | "many"))?;
-    let noun = at[2].lower.as_str();
-    let ends = |w: &str| AUX.contains(&w) || PHRASE_ENDS.contains(&w);
-    (!ends(noun) && !at[2].capital).then(|| noun.to_string())
+    let noun = how_much(&toks, &["much", "many"])?;
+    let w = noun.lower.as_str();
+    let ends = AUX.contains(&w) || PHRASE_ENDS.contains(&w);
+    (!ends && !noun.capital).then(|| w.to_string())
+}
+
+/// The word after `how` + one of `quantifiers` ("How **many** kids …").
+fn how_much<'t, 'a>(toks: &'t [Token<'a>], quantifiers: &[&str]) -> Option<&'t Token<'a>> {
+    let at = (toks.windows(3))
+        .find(|w| w[0].lower.as_str() == "how" && quantifiers.contains(&w[1].lower.as_str()))?;
+    Some(&at[2])
 }
 
 /// What a count question counts (`How many kids do I have?` → `kids`, with its synonyms
@@ -182,10 +187,7 @@ pub fn measured(question: &str) -> Option<String> {
 /// is not one. None for any other question.
 pub fn counted(question: &str) -> Option<Vec<String>> {
     let toks = tokens(question);
-    let at = toks
-        .windows(3)
-        .find(|w| w[0].lower.as_str() == "how" && w[1].lower.as_str() == "many")?;
-    let noun = at[2].lower.as_str();
+    let noun = how_much(&toks, &["many"])?.lower.as_str();
     let mut names = vec![noun.to_string()];
     match noun.strip_suffix('s') {
         Some(one) => names.push(one.to_string()),

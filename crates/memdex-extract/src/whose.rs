@@ -290,16 +290,19 @@ pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
 fn apposition(clauses: &mut [Clause]) {
     for k in 1..clauses.len() {
         let (before, after) = clauses.split_at_mut(k);
-        let (a, b) = (&before[k - 1], &mut after[0]);
+        let (Some(a), Some(b)) = (before.last(), after.first_mut()) else {
+            continue;
+        };
         // "Priya", "Priya ma'am" (`ma` `am`), "Rakesh sir"
         let honorific = a.words.len() <= 3 && a.capital.iter().skip(1).all(|c| !c);
-        let named = honorific && a.capital[0] && a.words[0].len() > 1;
+        let name = (a.words.first()).filter(|w| w.len() > 1 && a.capital.first() == Some(&true));
         let noun = match b.words.as_slice() {
             [my, noun] if matches!(my.as_str(), "my" | "our") && is_person(noun) => noun,
             _ => continue,
         };
-        if named && b.person_name.is_none() && !crate::kinds::kinds().known(&a.words[0]) {
-            b.person_name = Some((noun.clone(), a.words[0].clone()));
+        let name = name.filter(|w| honorific && !crate::kinds::kinds().known(w));
+        if let Some(name) = name.filter(|_| b.person_name.is_none()) {
+            b.person_name = Some((noun.clone(), name.clone()));
         }
     }
 }
@@ -528,9 +531,16 @@ fn named_person(part: &[Token<'_>], k: usize) -> bool {
     let Some(noun) = part.get(k) else {
         return false;
     };
-    let named = |t: &Token<'_>| t.capital && t.lower.len() > 1;
-    is_person(&noun.lower)
-        || part.get(k + 1).is_some_and(named) && crate::kinds::kinds().person(&noun.lower)
+    let named = part
+        .get(k + 1)
+        .is_some_and(|t| t.capital && t.lower.len() > 1);
+    person_noun(&noun.lower, named)
+}
+
+/// Whether `noun` names a person: a person noun ([`is_person`]), or, when a name follows it
+/// (`named`), a noun WordNet reads as a person.
+pub(crate) fn person_noun(noun: &str, named: bool) -> bool {
+    is_person(noun) || named && crate::kinds::kinds().person(noun)
 }
 
 /// Titles between a person noun and its name (`my dentist Dr Okafor`).
