@@ -218,11 +218,16 @@ impl ValueTest {
         newer: &'f [Fact],
         near: bool,
     ) -> Option<&'f Fact> {
-        newer.iter().find(|n| {
-            older
-                .iter()
-                .any(|o| self.renamed(o, n) || self.revalued(o, n, near))
-        })
+        // the things of the question's kind each statement names, read once per statement
+        let kinds_of = |f: &[Fact]| -> Vec<Vec<String>> {
+            f.iter().map(|x| self.of_kind(&x.clause)).collect()
+        };
+        let (ko, kn) = (kinds_of(older), kinds_of(newer));
+        let found = (newer.iter().zip(&kn)).find(|(n, nk)| {
+            (older.iter().zip(&ko))
+                .any(|(o, ok)| self.renamed(o, n) || self.revalued((o, ok), (n, nk), near))
+        });
+        found.map(|(n, _)| n)
     }
 
     /// Whether `sentence` (a newer statement of a change) names a value an older statement
@@ -296,13 +301,19 @@ impl ValueTest {
     /// specific value, and the newer one a value the older lacks (for a place question, a
     /// place; for a kind, a thing of the kind; for a question asking which day or what time,
     /// days and times count).
-    fn revalued(&self, older: &Fact, newer: &Fact, near: bool) -> bool {
+    /// Each statement comes with the things of the question's kind it names
+    /// ([`ValueTest::of_kind`]).
+    fn revalued(
+        &self,
+        (older, ko): (&Fact, &[String]),
+        (newer, kn): (&Fact, &[String]),
+        near: bool,
+    ) -> bool {
         let (o, n) = (self.asked(&older.clause), self.asked(&newer.clause));
         // a place question is answered by where the subject is: a place each gives
         let placed = self.asks_place && !older.places.is_empty() && !newer.places.is_empty();
         // a kind question by the thing of the kind each names ("plays rugby" / "plays
         // basketball" for "What sport …?")
-        let (ko, kn) = (self.of_kind(&older.clause), self.of_kind(&newer.clause));
         let kinded = !placed && !ko.is_empty() && !kn.is_empty();
         let shared = o.iter().filter(|a| n.contains(a)).count();
         // near items share one term of the question's, a common word, not a name
@@ -320,7 +331,7 @@ impl ValueTest {
             (false, false, true) => [&f.values[..], &f.times[..]].concat(),
             (false, false, false) => f.values.clone(),
         };
-        let (was, now) = (values(older, &ko), values(newer, &kn));
+        let (was, now) = (values(older, ko), values(newer, kn));
         attribute && !was.is_empty() && now.iter().any(|v| !was.contains(v))
     }
 
