@@ -3,15 +3,10 @@
 import json,glob,os,subprocess,sys
 import numpy as np, pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locomo_ranking import metrics
+from locomo_ranking import metrics, read_store
 LOG=sys.argv[1]; STORE=sys.argv[2]
 env=dict(os.environ, MEMDEX_MODEL='models/all-MiniLM-L6-v2')
-cnt={}; rows=[]
-for p in sorted(glob.glob(STORE+'/segments/*.arrow')):
-    t=pa.ipc.open_file(p).read_all()
-    if 'embedding' in t.schema.names and 'content_ref' in t.schema.names:
-        for r in t.select(['content_ref','key','value']).to_pylist(): cnt[r['content_ref']]=r
-    elif 'tenant' in t.schema.names: rows+=t.select(['tenant','session_id','turn','content_ref','position']).to_pylist()
+cnt,rows=read_store(STORE,['key','value'],['tenant','session_id','turn','content_ref','position'])
 rows.sort(key=lambda r:(r['tenant'],r['position']))
 texts={}; order=[]
 for i,r in enumerate(rows):

@@ -3,15 +3,11 @@
 import json,glob,os,subprocess,sys
 import numpy as np, pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locomo_ranking import metrics
+from locomo_ranking import metrics, read_store
 LOG=sys.argv[1]; STORE=sys.argv[2]
 env=dict(os.environ, MEMDEX_MODEL='models/all-MiniLM-L6-v2')
-cnt={}; rows=[]
-for p in sorted(glob.glob(STORE+'/segments/*.arrow')):
-    t=pa.ipc.open_file(p).read_all()
-    if 'embedding' in t.schema.names and 'content_ref' in t.schema.names:
-        for r in t.select(['content_ref','embedding']).to_pylist(): cnt[r['content_ref']]=np.array(r['embedding'],dtype=np.float32)
-    elif 'tenant' in t.schema.names: rows+=t.select(['tenant','session_id','turn','content_ref','role']).to_pylist()
+cnt,rows=read_store(STORE,['embedding'],['tenant','session_id','turn','content_ref','role'])
+cnt={k:np.array(v['embedding'],dtype=np.float32) for k,v in cnt.items()}
 vec={}
 for r in rows: vec[(r['tenant'],'%s_%d'%(r['session_id'],r['turn']))]=cnt[r['content_ref']]
 L=[json.loads(l) for l in open(LOG)]

@@ -1,12 +1,13 @@
-# setrun.py BINARY STEM OUT.json (from the repository root): updates-STEM/controls-STEM ranked by BINARY, stage on and off
+# setrun.py BINARY STEM OUT.json [UPDATES CONTROLS] (from the repository root): updates-STEM/controls-STEM
+# (or the fixtures UPDATES/CONTROLS, e.g. knowledge-updates update-controls) ranked by BINARY, stage on and off
 import json,subprocess,os,sys,tempfile
 F='crates/memdex-testkit/fixtures/'
-M=sys.argv[1]; stem=sys.argv[2]; env=dict(os.environ, MEMDEX_MODEL='models/all-MiniLM-L6-v2')
+M=sys.argv[1]; stem=sys.argv[2]; un,cn=(sys.argv[4],sys.argv[5]) if len(sys.argv)>5 else ('updates-'+stem,'controls-'+stem); env=dict(os.environ, MEMDEX_MODEL='models/all-MiniLM-L6-v2')
 def fnv(s):
     h=0xcbf29ce484222325
     for b in s.encode(): h=((h^b)*0x100000001b3)&0xffffffffffffffff
     return h
-U=json.load(open(F+'updates-%s.json'%stem))['scenarios']; C=json.load(open(F+'controls-%s.json'%stem))['scenarios']
+U=json.load(open(F+un+'.json'))['scenarios']; C=json.load(open(F+cn+'.json'))['scenarios']
 d=tempfile.mkdtemp(); lines=[]
 for p,S in (('u',U),('c',C)):
     for sc in S:
