@@ -283,28 +283,53 @@ pub(crate) fn clauses(sentence: &str) -> Vec<Clause> {
     out
 }
 
-/// A name set off before a person noun by a comma names it ("Priya ma'am, my manager, has
-/// asked me …"; the name may carry an honorific after it): the clause `my
-/// manager` gets the name its comma cut off. A word WordNet knows as a noun is no name
-/// ("Well, my manager, …").
+/// A name set off by commas beside a person noun names it, before it or after it ("Priya
+/// ma'am, my manager, has asked me …"; "My dentist, Dr Okafor, reckons …"; "Dr Hale, my
+/// dentist, says …"): the clause `my manager` gets the name its comma cut off. The name may
+/// carry a title before it (`Dr`) or an honorific after it (`ma'am`). A word WordNet knows
+/// as a noun is no name ("Well, my manager, …").
 fn apposition(clauses: &mut [Clause]) {
     for k in 1..clauses.len() {
         let (before, after) = clauses.split_at_mut(k);
-        let (Some(a), Some(b)) = (before.last(), after.first_mut()) else {
+        let (Some(a), Some(b)) = (before.last_mut(), after.first_mut()) else {
             continue;
         };
-        // "Priya", "Priya ma'am" (`ma` `am`), "Rakesh sir"
-        let honorific = a.words.len() <= 3 && a.capital.iter().skip(1).all(|c| !c);
-        let name = (a.words.first()).filter(|w| w.len() > 1 && a.capital.first() == Some(&true));
-        let noun = match b.words.as_slice() {
-            [my, noun] if matches!(my.as_str(), "my" | "our") && is_person(noun) => noun,
-            _ => continue,
-        };
-        let name = name.filter(|w| honorific && !crate::kinds::kinds().known(w));
-        if let Some(name) = name.filter(|_| b.person_name.is_none()) {
-            b.person_name = Some((noun.clone(), name.clone()));
+        if let (Some(noun), Some(name)) = (my_person(b), set_off_name(a)) {
+            if b.person_name.is_none() {
+                b.person_name = Some((noun, name));
+            }
+        } else if let (Some(noun), Some(name)) = (my_person(a), set_off_name(b)) {
+            if a.person_name.is_none() {
+                a.person_name = Some((noun, name));
+            }
         }
     }
+}
+
+/// The person noun of a clause that is only `my` / `our` and one ("my manager").
+fn my_person(c: &Clause) -> Option<String> {
+    match c.words.as_slice() {
+        [my, noun] if matches!(my.as_str(), "my" | "our") && is_person(noun) => Some(noun.clone()),
+        _ => None,
+    }
+}
+
+/// The name a clause of a name alone gives (lower case): "Priya", "Priya ma'am" (`ma` `am`),
+/// "Rakesh sir", "Dr Okafor"; none for a word WordNet knows as a noun.
+fn set_off_name(c: &Clause) -> Option<String> {
+    let titled = c
+        .words
+        .first()
+        .is_some_and(|w| TITLES.contains(&w.as_str()));
+    let at = usize::from(titled && c.words.len() > 1);
+    // the name, then at most two lower-case words (an honorific)
+    let honorific = c.words.len() <= at + 3 && c.capital.iter().skip(at + 1).all(|c| !c);
+    let name = c
+        .words
+        .get(at)
+        .filter(|w| w.len() > 1 && c.capital.get(at) == Some(&true))?;
+    let noun = !titled && crate::kinds::kinds().known(name);
+    (honorific && !noun).then(|| name.clone())
 }
 
 /// Words after which a capitalised word is an object, a place or a title's name, not the
@@ -328,8 +353,9 @@ fn boundary(sentence: &str, a: &Token<'_>, b: &Token<'_>, next: Option<&Token<'_
             SUBJECT_PRONOUNS.contains(&n) || HEDGES.contains(&n)
         });
     let digits = |t: &Token<'_>| t.lower.chars().all(|c| c.is_ascii_digit());
-    let thousands = gap == "," && digits(a) && digits(b);
-    !thousands && gap.contains([',', ';', ':', '(', ')', '–', '—'])
+    // "8,000" and "6:30" / "27:40" (a time, a score) are one number
+    let one_number = matches!(gap, "," | ":") && digits(a) && digits(b);
+    !one_number && gap.contains([',', ';', ':', '(', ')', '–', '—'])
         || gap.contains(" - ")
         || CONJUNCTIONS.contains(&b.lower.as_str())
         || and_clause
@@ -629,6 +655,15 @@ mod tests {
         assert_eq!(c[1].person_name, Some(("manager".into(), "priya".into())));
         let c = clauses("Well, my manager, has asked me to present");
         assert_eq!(c[1].person_name, None);
+        // after the noun, and with a title
+        let c = clauses("My dentist, Dr Okafor, reckons I grind my teeth");
+        assert_eq!(c[0].person_name, Some(("dentist".into(), "okafor".into())));
+        let c = clauses("Dr Hale, my dentist, says a filling needs redoing");
+        assert_eq!(c[1].person_name, Some(("dentist".into(), "hale".into())));
+        let c = clauses("My manager, honestly, is a nightmare");
+        assert_eq!(c[0].person_name, None);
+        // a time is one clause
+        assert_eq!(clauses("My alarm's set for 6:30 every weekday").len(), 1);
         // a noun WordNet reads as a person, with a name after it
         let c = clauses("My cleaner Marta has three cats of her own");
         assert_eq!(c[0].person_name, Some(("cleaner".into(), "marta".into())));
