@@ -26,6 +26,12 @@ fn the_subject_comes_from_the_question_grammar() {
     );
     assert_eq!(s("What is Priya's job now?"), other(&["priya"]));
     assert_eq!(s("Where does Caroline live?"), other(&["caroline"]));
+    // a kin the question names is that person ("my friend Marta" is Marta)
+    assert_eq!(
+        s("Which city does my friend Marta live in now?"),
+        other(&["friend", "marta"])
+    );
+    assert_eq!(s("Who is my son Ollie's coach?"), other(&["ollie", "son"]));
     let grandma = s("How is my grandma doing?");
     assert!(matches!(&grandma, Subject::Other(n) if n.contains(&"grandmother".to_string())));
     assert_eq!(s(""), Subject::User);

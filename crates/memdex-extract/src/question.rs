@@ -78,9 +78,11 @@ pub fn question_subject(question: &str) -> Subject {
     let Some(&first) = words.first() else {
         return Subject::User;
     };
+    // the kin noun at word `k`, with the name the question gives it ("my son Ollie")
+    let kin = |k: usize| kin_subject(words[k], named_kin(&toks, k));
     if first == "who" {
         // "Who coaches my son's team?" is about the son; "Who is my manager?" about the user
-        return possessed_kin(&words, true).map_or(Subject::User, kin_subject);
+        return possessed_kin(&words, true).map_or(Subject::User, kin);
     }
     let after_aux = words
         .iter()
@@ -92,31 +94,40 @@ pub fn question_subject(question: &str) -> Subject {
         ["i" | "we", ..] | [] => Subject::User,
         // "my sister lives in Porto; where does she live now?": the kin named before
         ["she" | "he" | "they", ..] => possessed_kin(&words, false)
-            .map(kin_subject)
+            .map(kin)
             .or_else(|| named(&toks).map(|n| Subject::Other(vec![n])))
             .unwrap_or(Subject::User),
-        ["my" | "our", noun, ..] if is_kin(noun) => kin_subject(noun),
+        ["my" | "our", noun, ..] if is_kin(noun) => kin(after_aux + 1),
         ["my" | "our", ..] => Subject::User,
         _ => named(&toks[1..]).map_or(Subject::User, |n| Subject::Other(vec![n])),
     }
 }
 
-/// The first kin noun after `my`/`our` (with `possessed`: only one followed by `'s` or by a
-/// verb, so "who is my friend" does not count).
-fn possessed_kin<'w>(words: &[&'w str], possessed: bool) -> Option<&'w str> {
-    words.windows(3).find_map(|w| {
+/// The index of the first kin noun after `my`/`our` (with `possessed`: only one followed by
+/// `'s` or by a verb, so "who is my friend" does not count).
+fn possessed_kin(words: &[&str], possessed: bool) -> Option<usize> {
+    (words.windows(3).enumerate()).find_map(|(k, w)| {
         let ok = matches!(w[0], "my" | "our")
             && is_kin(w[1])
             && (!possessed || !matches!(w[2], "is" | "are"));
-        ok.then_some(w[1])
+        ok.then_some(k + 1)
     })
 }
 
-fn kin_subject(noun: &str) -> Subject {
+/// The name right after the kin noun at `k`, capitalised ("my friend **Marta**", "the
+/// user's son **Oisín**"): the question names whom it asks about.
+fn named_kin(toks: &[Token<'_>], k: usize) -> Option<String> {
+    let t = toks.get(k + 1)?;
+    let name = t.capital && t.lower.len() > 1 && !OPENERS.contains(&t.lower.as_str());
+    name.then(|| t.lower.to_string())
+}
+
+fn kin_subject(noun: &str, name: Option<String>) -> Subject {
     let mut names = vec![noun.to_string()];
     for group in SYNONYMS.iter().filter(|g| g.contains(&noun)) {
         names.extend(group.iter().map(|s| s.to_string()));
     }
+    names.extend(name);
     names.sort();
     names.dedup();
     Subject::Other(names)
@@ -173,6 +184,70 @@ pub fn measured(question: &str) -> Option<String> {
     let ends = AUX.contains(&w) || PHRASE_ENDS.contains(&w);
     (!ends && !noun.capital).then(|| w.to_string())
 }
+
+/// The head noun of what a copular question asks the value of, lower case: "What's my daily
+/// step **goal**?", "How much is my monthly mortgage **payment**?", "What is my dog's
+/// **name** now?". A statement that gives the value names its head; one that names only a
+/// modifier (`step`, `mortgage`) may give another quantity ("did 14,200 steps yesterday").
+/// Only a question that ends with the noun phrase, or with words of time after it (`now`,
+/// `these days`), has one: in "What is my daily Instagram limit set to?" the phrase's end is
+/// not known without a parser. None when the head is no noun WordNet knows.
+pub fn asked_head(question: &str) -> Option<String> {
+    let toks = tokens(question);
+    let w: Vec<&str> = toks.iter().map(|t| t.lower.as_str()).collect();
+    let opens = match w.as_slice() {
+        ["what", ..] => 1,
+        ["how", "much", ..] => 2,
+        _ => return None,
+    };
+    let copula = (w.get(opens)).is_some_and(|x| matches!(*x, "is" | "s" | "are" | "was"));
+    if !copula || !w.get(opens + 1).is_some_and(|x| matches!(*x, "my" | "our")) {
+        return None;
+    }
+    let word = |x: &str| x.chars().all(char::is_alphanumeric);
+    let mut start = opens + 2;
+    // "my dog's name": the possessed noun is the head
+    let end = loop {
+        let len = (w[start..].iter())
+            .take_while(|x| {
+                let stop = AUX.contains(x) || TRAILING.contains(x) || PHRASE_ENDS.contains(x);
+                word(x) && !stop && !PREPOSITIONS.contains(x)
+            })
+            .count();
+        if w.get(start + len) == Some(&"s") && len > 0 {
+            start += len + 1;
+            continue;
+        }
+        break start + len;
+    };
+    let trailing = (w[end..].iter()).all(|x| !word(x) || TRAILING.contains(x));
+    let head = w[start..end].last().filter(|_| trailing)?;
+    kinds().known(head).then(|| head.to_string())
+}
+
+/// Words that end a noun phrase and open another ("my budget **for** groceries"): then the
+/// question has no head [`asked_head`] reads.
+const PREPOSITIONS: &[&str] = &[
+    "for", "of", "to", "in", "on", "with", "per", "from", "by", "a", "an", "like", "as", "about",
+];
+
+/// Words of time that may follow a question's noun phrase ("my step goal **now**",
+/// "**these days**", "**at the moment**").
+const TRAILING: &[&str] = &[
+    "now",
+    "currently",
+    "nowadays",
+    "these",
+    "days",
+    "today",
+    "still",
+    "at",
+    "the",
+    "moment",
+    "right",
+    "then",
+    "anymore",
+];
 
 /// The word after `how` + one of `quantifiers` ("How **many** kids …").
 fn how_much<'t, 'a>(toks: &'t [Token<'a>], quantifiers: &[&str]) -> Option<&'t Token<'a>> {
@@ -263,6 +338,32 @@ mod tests {
         assert_eq!(m("How much do I earn per hour?"), None);
         assert_eq!(m("How much is my mortgage payment?"), None);
         assert_eq!(m("Where do I live?"), None);
+    }
+
+    #[test]
+    fn the_head_of_what_a_question_asks() {
+        let h = |q: &str| asked_head(q);
+        assert_eq!(h("What's my daily step goal?").as_deref(), Some("goal"));
+        assert_eq!(
+            h("How much is my monthly mortgage payment?").as_deref(),
+            Some("payment")
+        );
+        assert_eq!(h("What is my dog's name?").as_deref(), Some("name"));
+        assert_eq!(
+            h("What's my 5k personal best now?").as_deref(),
+            Some("best")
+        );
+        assert_eq!(h("What car do I drive?"), None);
+        assert_eq!(h("Where is my sister living?"), None);
+        assert_eq!(h("What is my?"), None);
+        assert_eq!(h("What is my daily Instagram limit set to now?"), None);
+        assert_eq!(h("What is my budget for groceries?"), None);
+        assert_eq!(h("What's my rent at the moment?").as_deref(), Some("rent"));
+        assert_eq!(
+            h("What is my Netflix plan these days?").as_deref(),
+            Some("plan")
+        );
+        assert_eq!(h("What is my dog's?"), None);
     }
 
     #[test]

@@ -396,6 +396,13 @@ fn an_amount_statement_names_what_the_question_measures() {
     let old = [fact("I earn $18 an hour as a barista")];
     let new = [fact("At $23 an hour I can finally afford a studio")];
     assert!(t.changed(&old, &new, true).is_some());
+    // a copular question's head noun: another count of steps is no step goal
+    let t = ValueTest::new("What's my daily step goal?", &Subject::User);
+    let old = [fact("my step goal is 10,000 a day")];
+    let walk = [fact("did 14,200 steps yesterday walking round york")];
+    assert!(t.changed(&old, &walk, true).is_none());
+    let goal = [fact("I've put my step goal up to 12,000")];
+    assert!(t.changed(&old, &goal, true).is_some());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use memdex_extract::change::Fact;
 use memdex_extract::kinds::{kinds, Kind};
-use memdex_extract::question::{asked_kind, measured, Subject};
+use memdex_extract::question::{asked_head, asked_kind, measured, Subject};
 use memdex_score::text::Analyzer;
 
 /// Verbs of ending a state that name what ended as their object: the past forms of Levin's
@@ -54,7 +54,8 @@ pub(crate) struct ValueTest {
     /// Those of its terms that are names (capitalised): what a near pair's one shared term
     /// may not be.
     named: Vec<String>,
-    /// The question's term for what a `How much N …?` question measures (`rent`): a newer
+    /// The question's term for what a `How much N …?` question measures (`rent`), or for
+    /// the head of what a copular question asks ("What's my daily step **goal**?"): a newer
     /// statement gives the attribute only if it names it too, when the older one does.
     measured: Option<String>,
     /// The question asks a name (`name`, `called`, `Who …?`).
@@ -157,7 +158,7 @@ impl ValueTest {
         let kind = (asked_kind(question))
             .filter(|_| !(asks_place || asks_time || asks_name))
             .and_then(|noun| kinds().kind(&noun));
-        let measured = (measured(question))
+        let measured = (measured(question).or_else(|| asked_head(question)))
             .and_then(|n| analyzer.terms(&n).into_iter().next())
             .filter(|t| attributes.contains(t));
         ValueTest {
