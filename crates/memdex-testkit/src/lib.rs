@@ -604,6 +604,19 @@ pub fn controls_fresh10() -> serde_json::Value {
     fixture("controls-fresh10.json")
 }
 
+/// The eleventh fresh knowledge-update set (`fixtures/updates-fresh11.json`): 32 scenarios
+/// written the same way after every rule of phase 6, and held out from phase 7's
+/// (`fixtures/README.md`).
+pub fn updates_fresh11() -> serde_json::Value {
+    fixture("updates-fresh11.json")
+}
+
+/// The eleventh fresh control set (`fixtures/controls-fresh11.json`): 32 controls written
+/// with [`updates_fresh11`]; tiers from the stage-off ranking.
+pub fn controls_fresh11() -> serde_json::Value {
+    fixture("controls-fresh11.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
