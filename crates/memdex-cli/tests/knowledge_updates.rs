@@ -43,14 +43,14 @@ use memdex_testkit::{
 use serde_json::{json, Value};
 
 /// Whether the checking-half bars are asserted. False while the stage misses them: the
-/// checking halves put the newer session first in 134 of 212 updates and keep 161 of 176
+/// checking halves put the newer session first in 135 of 212 updates and keep 161 of 176
 /// controls (`bench/results/update-stage-7-2026-11-29`); every bar is printed each run, and
 /// [`CHECKING_FLOORS`] hold meanwhile.
 const ENFORCE_CHECKING_BARS: bool = false;
 /// What the checking halves of all sets together reach today (updates with the newer
 /// session first, tier-`stage` controls kept): a change that loses a held-out update or
 /// control fails the test. Raise them, in the same commit, when the stage gains.
-const CHECKING_FLOORS: (usize, usize) = (134, 161);
+const CHECKING_FLOORS: (usize, usize) = (135, 161);
 /// Share of a checking half's updates whose present question puts the newer session first.
 const UPDATE_BAR: f64 = 0.85;
 /// Share of a checking half's tier-`stage` controls whose answer stays first.

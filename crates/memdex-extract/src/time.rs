@@ -6,7 +6,8 @@
 //! * ISO `2023-05-08`, `2023/05/08`, US `5/8/2023`
 //! * `N days|weeks|months|years ago` (N in digits, words, `a`, `a couple of`, `a few`)
 //! * `last|this|next <weekday|week|weekend|month|year|season>`, `the weekend before [last]`
-//! * `on <weekday>` (the most recent one, never a plural `Tuesdays`)
+//! * `on <weekday>` (the most recent one; never a habit: a plural `Tuesdays`, or a weekday
+//!   before a plural part of the day, `on Thursday evenings`)
 //! * `8 May`, `8th of May`, `May 8`, `May 8th, 2023`, `8 May 2023`
 //! * `<Month> [of] <year>`, and a month alone when unambiguous (`may`/`march` and short forms
 //!   only capitalised): `in March`
@@ -375,7 +376,9 @@ fn match_at(
         };
         return Some((r, if back == 2 { 4 } else { 3 }));
     }
-    if w(0) == "on" {
+    // "on Thursday evenings" is a habit, as "on Thursdays" is
+    let habit = matches!(w(2), "mornings" | "afternoons" | "evenings" | "nights");
+    if w(0) == "on" && !habit {
         if let Some(wd) = weekday(w(1)) {
             let mut d = anchor;
             while d.weekday() != wd {

@@ -63,6 +63,11 @@ fn weekdays_and_weeks() {
     assert_eq!(one("last summer"), span(d(2022, 6, 1), d(2022, 8, 31)));
     // no plural weekdays: a habit, not an event
     assert!(extract_events("I work on Tuesdays", anchor()).is_empty());
+    assert!(extract_events("I swim on Tuesday mornings", anchor()).is_empty());
+    let q = parse_query("Which class do I go to on Thursday evenings?", anchor());
+    assert_eq!(q.range, None);
+    // one evening is a day
+    assert_eq!(one("on Thursday evening"), DayRange::day(d(2023, 5, 4)));
 }
 
 #[test]
