@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use crate::kinds::{kinds, Kind};
 use crate::lexicon::{tokens, Token};
-use crate::whose::{is_kin, SYNONYMS};
+use crate::whose::{is_kin, is_name, SYNONYMS};
 
 /// Who a question is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,8 +118,7 @@ fn possessed_kin(words: &[&str], possessed: bool) -> Option<usize> {
 /// user's son **Oisín**"): the question names whom it asks about.
 fn named_kin(toks: &[Token<'_>], k: usize) -> Option<String> {
     let t = toks.get(k + 1)?;
-    let name = t.capital && t.lower.len() > 1 && !OPENERS.contains(&t.lower.as_str());
-    name.then(|| t.lower.to_string())
+    names_someone(t).then(|| t.lower.to_string())
 }
 
 fn kin_subject(noun: &str, name: Option<String>) -> Subject {
@@ -142,8 +141,13 @@ const OPENERS: &[&str] = &[
 /// The first capitalised word that names someone (not a question word or an opener).
 fn named(toks: &[Token<'_>]) -> Option<String> {
     toks.iter()
-        .find(|t| t.capital && t.lower.len() > 1 && !OPENERS.contains(&t.lower.as_str()))
+        .find(|t| names_someone(t))
         .map(|t| t.lower.to_string())
+}
+
+/// Whether a question's token is a name ([`crate::whose::is_name`]) and no opener.
+fn names_someone(t: &Token<'_>) -> bool {
+    is_name(t) && !OPENERS.contains(&t.lower.as_str())
 }
 
 impl Subject {

@@ -377,8 +377,8 @@ fn match_at(
         return Some((r, if back == 2 { 4 } else { 3 }));
     }
     // "on Thursday evenings" is a habit, as "on Thursdays" is
-    let habit = matches!(w(2), "mornings" | "afternoons" | "evenings" | "nights");
-    if w(0) == "on" && !habit {
+    let habit = || matches!(w(2), "mornings" | "afternoons" | "evenings" | "nights");
+    if w(0) == "on" && !habit() {
         if let Some(wd) = weekday(w(1)) {
             let mut d = anchor;
             while d.weekday() != wd {

@@ -557,10 +557,12 @@ fn named_person(part: &[Token<'_>], k: usize) -> bool {
     let Some(noun) = part.get(k) else {
         return false;
     };
-    let named = part
-        .get(k + 1)
-        .is_some_and(|t| t.capital && t.lower.len() > 1);
-    person_noun(&noun.lower, named)
+    person_noun(&noun.lower, part.get(k + 1).is_some_and(is_name))
+}
+
+/// Whether a token may be a name: capitalised, more than one letter.
+pub(crate) fn is_name(t: &Token<'_>) -> bool {
+    t.capital && t.lower.len() > 1
 }
 
 /// Whether `noun` names a person: a person noun ([`is_person`]), or, when a name follows it
@@ -580,7 +582,7 @@ fn person_name(part: &[Token<'_>]) -> Option<(String, String)> {
             return None;
         }
         let at = k + 1 + usize::from(TITLES.contains(&part[k + 1].lower.as_str()));
-        let name = part.get(at).filter(|t| t.capital && t.lower.len() > 1)?;
+        let name = part.get(at).filter(|t| is_name(t))?;
         Some((part[k].lower.to_string(), name.lower.to_string()))
     })
 }
