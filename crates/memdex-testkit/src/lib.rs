@@ -617,6 +617,19 @@ pub fn controls_fresh11() -> serde_json::Value {
     fixture("controls-fresh11.json")
 }
 
+/// The twelfth fresh knowledge-update set (`fixtures/updates-fresh12.json`): 32 scenarios
+/// written the same way after every rule of phase 7, held out from all of them
+/// (`fixtures/README.md`).
+pub fn updates_fresh12() -> serde_json::Value {
+    fixture("updates-fresh12.json")
+}
+
+/// The twelfth fresh control set (`fixtures/controls-fresh12.json`): 32 controls written
+/// with [`updates_fresh12`]; tiers from the stage-off ranking.
+pub fn controls_fresh12() -> serde_json::Value {
+    fixture("controls-fresh12.json")
+}
+
 fn fixture(name: &str) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
