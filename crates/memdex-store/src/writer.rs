@@ -585,6 +585,13 @@ impl StoreWriter {
     }
 }
 
+/// How long a writer waits for a lock that is held only for a moment: a child process
+/// that this process is starting holds a copy of every open file, the lock's among them,
+/// until it execs (microseconds), so a writer reopened just after another closed could see
+/// the lock taken. A writer that holds it longer is reported as [`StoreError::Locked`].
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Takes `DIR/LOCK`, the one writer's lock, held while the returned file is open.
 pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
     let lock_path = dir.join("LOCK");
@@ -594,12 +601,20 @@ pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
         .write(true)
         .open(&lock_path)
         .map_err(io(&lock_path))?;
-    match lock.try_lock() {
-        Ok(()) => Ok(lock),
-        Err(fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
-            dir: dir.to_path_buf(),
-            lock: lock_path,
-        }),
-        Err(fs::TryLockError::Error(e)) => Err(io(&lock_path)(e)),
+    let start = std::time::Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(LOCK_RETRY)
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    dir: dir.to_path_buf(),
+                    lock: lock_path,
+                })
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+        }
     }
 }

@@ -121,6 +121,25 @@ fn rejects_bad_appends_without_committing() {
 }
 
 #[test]
+fn a_lock_held_for_a_moment_is_waited_out() {
+    // as a child process being started holds the lock's file until it execs
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    drop(writer(dir, 4).unwrap());
+    let held = std::fs::File::options()
+        .write(true)
+        .open(dir.join("LOCK"))
+        .unwrap();
+    held.lock().unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        drop(held);
+    });
+    writer(dir, 4).unwrap();
+    release.join().unwrap();
+}
+
+#[test]
 fn orphan_segments_are_ignored_then_removed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
