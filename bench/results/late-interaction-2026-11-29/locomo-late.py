@@ -24,13 +24,13 @@ usage: MEMDEX_MODEL=models/all-MiniLM-L6-v2 python3 locomo-late.py LOCOMO_DEV.js
 import collections
 import gzip
 import json
-import math
 import os
 import pickle
-import re
 import sys
 
 import numpy as np
+
+from late import PUNCT, SPECIAL, doc_freq, idf_weights, maxsim, unit_tokens
 
 data = {c["sample_id"]: c for c in json.load(open(sys.argv[1]))}
 opener = gzip.open if sys.argv[2].endswith(".gz") else open
@@ -38,8 +38,6 @@ log = [json.loads(line) for line in opener(sys.argv[2], "rt")]
 for x in log:
     x["ranked"] = x["ranked"][:50]  # the re-ranked depth
 questions = {f"{cid}:q{i + 1}": q for cid, c in data.items() for i, q in enumerate(c["qa"])}
-SPECIAL = {"[CLS]", "[SEP]"}
-PUNCT = re.compile(r"^\W+$")
 GRID = [0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0]
 
 
@@ -65,13 +63,8 @@ def vectors(path):
     need |= {turn_text(cid, t) for cid in data for t in all_turns(cid)}
     need -= set(cache)
     if need:
-        from tokvec import encode
-
         for t in sorted(need):
-            toks, h = encode(t)
-            keep = [k for k, s in enumerate(toks) if s not in SPECIAL]
-            h = h[keep] / np.linalg.norm(h[keep], axis=1, keepdims=True)
-            cache[t] = ([toks[k] for k in keep], h.astype(np.float32))
+            cache[t] = unit_tokens(t)
         pickle.dump(cache, open(path, "wb"))
     return cache
 
@@ -86,18 +79,8 @@ def static_vectors(text):
     return [enc.tokens[k] for k in keep], v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def doc_freq(docs):
-    df = collections.Counter()
-    for toks, _ in docs:
-        df.update(set(toks))
-    return df, len(docs)
-
-
 def weights(qt, df, n, idf):
-    if not idf:
-        return np.ones(len(qt)) / len(qt)
-    w = np.array([0.0 if PUNCT.match(t) else max(0.0, math.log((n + 1) / (df.get(t, 0) + 0.5))) for t in qt])
-    return w / w.sum() if w.sum() > 0 else np.ones(len(qt)) / len(qt)
+    return idf_weights(qt, df, n) if idf else np.ones(len(qt)) / len(qt)
 
 
 def prepared(cache, variant):
@@ -119,7 +102,7 @@ def prepared(cache, variant):
             qv /= np.linalg.norm(qv)
             sims = [float(qv @ (dh.mean(0) / np.linalg.norm(dh.mean(0)))) for _, dh in docs]
         else:
-            sims = [float(w @ (qh @ dh.T).max(1)) for _, dh in docs]
+            sims = [maxsim(w, qh, dh) for _, dh in docs]
         scores = sorted((r["score"] for r in x["ranked"]), reverse=True)
         out.append((cid, list(zip((r["id"] for r in x["ranked"]), scores, sims)), set(x["gold"]), x["question_type"]))
     return out
@@ -179,4 +162,5 @@ def main():
             print(f"  leave-one-conversation-out on {key} (chose {chosen}): {got}")
 
 
-main()
+if __name__ == "__main__":
+    main()
